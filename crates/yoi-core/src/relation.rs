@@ -1,0 +1,492 @@
+//! Relations between tickets, stored forward in the source ticket's
+//! `artifacts/relations.json`; inverses are derived, never stored.
+//!
+//! This module owns the file format, the blocker rule and the cycle check. A ticket is blocked
+//! by every outgoing `depends_on` and every incoming `blocks` whose other end is not done or
+//! closed (an unknown other end counts as blocking). `related` never blocks;
+//! `supersedes`/`duplicate_of` produce notices only.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::id::TicketId;
+use crate::state::State;
+use crate::time::Timestamp;
+
+pub const RELATIONS_VERSION: u32 = 1;
+pub const MAX_NOTE_BYTES: usize = 16 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelationKind {
+    DependsOn,
+    Blocks,
+    Related,
+    Supersedes,
+    DuplicateOf,
+}
+
+impl RelationKind {
+    pub const ALL: [RelationKind; 5] = [
+        RelationKind::DependsOn,
+        RelationKind::Blocks,
+        RelationKind::Related,
+        RelationKind::Supersedes,
+        RelationKind::DuplicateOf,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RelationKind::DependsOn => "depends_on",
+            RelationKind::Blocks => "blocks",
+            RelationKind::Related => "related",
+            RelationKind::Supersedes => "supersedes",
+            RelationKind::DuplicateOf => "duplicate_of",
+        }
+    }
+
+    /// Name of the derived inverse seen from the target.
+    pub fn inverse_name(self) -> &'static str {
+        match self {
+            RelationKind::DependsOn => "dependency_of",
+            RelationKind::Blocks => "blocked_by",
+            RelationKind::Related => "related",
+            RelationKind::Supersedes => "superseded_by",
+            RelationKind::DuplicateOf => "duplicated_by",
+        }
+    }
+
+    /// Kinds that order work and so must stay acyclic.
+    pub fn is_ordering(self) -> bool {
+        matches!(self, RelationKind::DependsOn | RelationKind::Blocks)
+    }
+}
+
+impl fmt::Display for RelationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("`{value}` is not a relation kind (expected depends_on, blocks, related, supersedes or duplicate_of)")]
+pub struct RelationKindError {
+    pub value: String,
+}
+
+impl FromStr for RelationKind {
+    type Err = RelationKindError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let v = s.trim().to_ascii_lowercase().replace('-', "_");
+        RelationKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == v)
+            .ok_or_else(|| RelationKindError {
+                value: s.to_string(),
+            })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Relation {
+    pub ticket_id: TicketId,
+    pub kind: RelationKind,
+    pub target: TicketId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub author: String,
+    pub at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelationsFile {
+    pub version: u32,
+    pub relations: Vec<Relation>,
+}
+
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum RelationsFileError {
+    #[error("line {line}: invalid relations JSON: {reason}")]
+    Json { line: usize, reason: String },
+    #[error("unsupported relations version {found} (this yoi reads version {RELATIONS_VERSION})")]
+    Version { found: u32 },
+    #[error("relation {index} belongs to {found}, but the file is in ticket {expected}")]
+    Owner {
+        index: usize,
+        expected: TicketId,
+        found: TicketId,
+    },
+    #[error("relation {index} points at its own ticket")]
+    SelfTarget { index: usize },
+    #[error("relation {kind} {target} appears twice")]
+    Duplicate {
+        kind: RelationKind,
+        target: TicketId,
+    },
+    #[error("relation {index}: the note is larger than {MAX_NOTE_BYTES} bytes")]
+    NoteTooLarge { index: usize },
+}
+
+impl RelationsFile {
+    pub fn empty() -> Self {
+        RelationsFile {
+            version: RELATIONS_VERSION,
+            relations: Vec::new(),
+        }
+    }
+
+    /// Parse and validate against the owning ticket.
+    pub fn parse(text: &str, owner: &TicketId) -> Result<Self, RelationsFileError> {
+        let file: RelationsFile =
+            serde_json::from_str(text).map_err(|e| RelationsFileError::Json {
+                line: e.line(),
+                reason: e.to_string(),
+            })?;
+        if file.version != RELATIONS_VERSION {
+            return Err(RelationsFileError::Version {
+                found: file.version,
+            });
+        }
+        let mut seen = BTreeSet::new();
+        for (index, r) in file.relations.iter().enumerate() {
+            if &r.ticket_id != owner {
+                return Err(RelationsFileError::Owner {
+                    index,
+                    expected: owner.clone(),
+                    found: r.ticket_id.clone(),
+                });
+            }
+            if &r.target == owner {
+                return Err(RelationsFileError::SelfTarget { index });
+            }
+            if r.note.as_ref().is_some_and(|n| n.len() > MAX_NOTE_BYTES) {
+                return Err(RelationsFileError::NoteTooLarge { index });
+            }
+            if !seen.insert((r.kind, r.target.clone())) {
+                return Err(RelationsFileError::Duplicate {
+                    kind: r.kind,
+                    target: r.target.clone(),
+                });
+            }
+        }
+        Ok(file)
+    }
+
+    /// Pretty JSON with a final newline, relations sorted by kind then target.
+    pub fn render(&self) -> String {
+        let mut sorted = self.clone();
+        sorted.sort();
+        let mut s = serde_json::to_string_pretty(&sorted).expect("relations serialize");
+        s.push('\n');
+        s
+    }
+
+    pub fn sort(&mut self) {
+        self.relations
+            .sort_by(|a, b| (a.kind, &a.target).cmp(&(b.kind, &b.target)));
+    }
+
+    pub fn contains(&self, kind: RelationKind, target: &TicketId) -> bool {
+        self.relations
+            .iter()
+            .any(|r| r.kind == kind && &r.target == target)
+    }
+}
+
+/// Why a ticket is blocked, one entry per open blocker.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Blocker {
+    pub ticket: TicketId,
+    /// `depends_on` (this ticket depends on it) or `blocked_by` (it blocks this ticket).
+    pub reason_kind: String,
+    /// The blocker's state; `None` when the ticket does not exist.
+    pub state: Option<State>,
+}
+
+impl fmt::Display for Blocker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.state {
+            Some(s) => write!(f, "{} via {} (state: {})", self.ticket, self.reason_kind, s),
+            None => write!(f, "{} via {} (missing)", self.ticket, self.reason_kind),
+        }
+    }
+}
+
+/// Every relation of a workspace, for deriving views. Build it once per read.
+#[derive(Debug, Default, Clone)]
+pub struct RelationGraph {
+    outgoing: BTreeMap<TicketId, Vec<Relation>>,
+    incoming: BTreeMap<TicketId, Vec<Relation>>,
+}
+
+impl RelationGraph {
+    pub fn new<'a>(relations: impl IntoIterator<Item = &'a Relation>) -> Self {
+        let mut g = RelationGraph::default();
+        for r in relations {
+            g.add(r.clone());
+        }
+        g
+    }
+
+    pub fn add(&mut self, r: Relation) {
+        self.incoming
+            .entry(r.target.clone())
+            .or_default()
+            .push(r.clone());
+        self.outgoing
+            .entry(r.ticket_id.clone())
+            .or_default()
+            .push(r);
+    }
+
+    pub fn outgoing(&self, id: &TicketId) -> &[Relation] {
+        self.outgoing.get(id).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    pub fn incoming(&self, id: &TicketId) -> &[Relation] {
+        self.incoming.get(id).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The tickets `id` waits on: depends_on targets and the sources of incoming blocks.
+    pub fn waits_on(&self, id: &TicketId) -> Vec<(TicketId, &'static str)> {
+        let mut out: Vec<(TicketId, &'static str)> = self
+            .outgoing(id)
+            .iter()
+            .filter(|r| r.kind == RelationKind::DependsOn)
+            .map(|r| (r.target.clone(), "depends_on"))
+            .chain(
+                self.incoming(id)
+                    .iter()
+                    .filter(|r| r.kind == RelationKind::Blocks)
+                    .map(|r| (r.ticket_id.clone(), "blocked_by")),
+            )
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Open blockers of `id` given a state lookup.
+    pub fn blockers(
+        &self,
+        id: &TicketId,
+        state_of: impl Fn(&TicketId) -> Option<State>,
+    ) -> Vec<Blocker> {
+        let mut out: Vec<Blocker> = self
+            .waits_on(id)
+            .into_iter()
+            .filter_map(|(t, why)| {
+                let state = state_of(&t);
+                (!state.is_some_and(State::is_finished)).then(|| Blocker {
+                    ticket: t,
+                    reason_kind: why.to_string(),
+                    state,
+                })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The cycle that adding `from --kind--> to` would close, as a path starting and ending at
+    /// the same ticket, or `None` when the edge is safe.
+    pub fn cycle_with(
+        &self,
+        from: &TicketId,
+        kind: RelationKind,
+        to: &TicketId,
+    ) -> Option<Vec<TicketId>> {
+        if !kind.is_ordering() {
+            return None;
+        }
+        // Edge direction: waiter -> blocker.
+        let (waiter, blocker) = match kind {
+            RelationKind::DependsOn => (from, to),
+            _ => (to, from),
+        };
+        // A cycle exists if `waiter` is reachable from `blocker`.
+        let path = self.wait_path(blocker, waiter)?;
+        let mut cycle = vec![waiter.clone()];
+        cycle.extend(path);
+        Some(cycle)
+    }
+
+    /// Path of waits from `start` to `goal` (inclusive), breadth first.
+    fn wait_path(&self, start: &TicketId, goal: &TicketId) -> Option<Vec<TicketId>> {
+        let mut prev: HashMap<TicketId, TicketId> = HashMap::new();
+        let mut queue = std::collections::VecDeque::from([start.clone()]);
+        let mut seen: BTreeSet<TicketId> = BTreeSet::from([start.clone()]);
+        while let Some(n) = queue.pop_front() {
+            if &n == goal {
+                let mut path = vec![n.clone()];
+                let mut cur = n;
+                while let Some(p) = prev.get(&cur) {
+                    path.push(p.clone());
+                    cur = p.clone();
+                }
+                path.reverse();
+                return Some(path);
+            }
+            for (next, _) in self.waits_on(&n) {
+                if seen.insert(next.clone()) {
+                    prev.insert(next.clone(), n.clone());
+                    queue.push_back(next);
+                }
+            }
+        }
+        None
+    }
+
+    /// Every distinct wait cycle, each rotated to start at its smallest id, at most `limit`.
+    pub fn cycles(&self, limit: usize) -> Vec<Vec<TicketId>> {
+        // Tarjan's strongly connected components; each component with more than one node (or a
+        // self loop) holds at least one cycle, reported by one representative path.
+        let nodes: BTreeSet<TicketId> = self
+            .outgoing
+            .keys()
+            .chain(self.incoming.keys())
+            .cloned()
+            .collect();
+        let mut index: HashMap<TicketId, usize> = HashMap::new();
+        let mut low: HashMap<TicketId, usize> = HashMap::new();
+        let mut on_stack: BTreeSet<TicketId> = BTreeSet::new();
+        let mut stack: Vec<TicketId> = Vec::new();
+        let mut counter = 0usize;
+        let mut out = Vec::new();
+        for root in &nodes {
+            if index.contains_key(root) {
+                continue;
+            }
+            // Iterative DFS: (node, neighbour list, next position).
+            let mut work: Vec<(TicketId, Vec<TicketId>, usize)> = Vec::new();
+            let start = |n: &TicketId,
+                         index: &mut HashMap<TicketId, usize>,
+                         low: &mut HashMap<TicketId, usize>,
+                         stack: &mut Vec<TicketId>,
+                         on_stack: &mut BTreeSet<TicketId>,
+                         counter: &mut usize| {
+                index.insert(n.clone(), *counter);
+                low.insert(n.clone(), *counter);
+                *counter += 1;
+                stack.push(n.clone());
+                on_stack.insert(n.clone());
+            };
+            start(
+                root,
+                &mut index,
+                &mut low,
+                &mut stack,
+                &mut on_stack,
+                &mut counter,
+            );
+            work.push((
+                root.clone(),
+                self.waits_on(root).into_iter().map(|x| x.0).collect(),
+                0,
+            ));
+            while let Some((node, next, pos)) = work.last_mut() {
+                if *pos < next.len() {
+                    let m = next[*pos].clone();
+                    *pos += 1;
+                    if !index.contains_key(&m) {
+                        start(
+                            &m,
+                            &mut index,
+                            &mut low,
+                            &mut stack,
+                            &mut on_stack,
+                            &mut counter,
+                        );
+                        let succ = self.waits_on(&m).into_iter().map(|x| x.0).collect();
+                        work.push((m, succ, 0));
+                    } else if on_stack.contains(&m) {
+                        let l = low[&*node].min(index[&m]);
+                        low.insert(node.clone(), l);
+                    }
+                } else {
+                    let node = node.clone();
+                    work.pop();
+                    if let Some((parent, _, _)) = work.last() {
+                        let l = low[parent].min(low[&node]);
+                        low.insert(parent.clone(), l);
+                    }
+                    if low[&node] == index[&node] {
+                        let mut comp = Vec::new();
+                        loop {
+                            let w = stack.pop().expect("stack holds the component");
+                            on_stack.remove(&w);
+                            let done = w == node;
+                            comp.push(w);
+                            if done {
+                                break;
+                            }
+                        }
+                        if comp.len() > 1 && out.len() < limit {
+                            comp.sort();
+                            let first = comp[0].clone();
+                            let members: BTreeSet<TicketId> = comp.into_iter().collect();
+                            out.push(self.cycle_through(&first, &members));
+                        }
+                    }
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// A cycle from `start` back to itself staying inside `members`.
+    fn cycle_through(&self, start: &TicketId, members: &BTreeSet<TicketId>) -> Vec<TicketId> {
+        let mut prev: HashMap<TicketId, TicketId> = HashMap::new();
+        let mut queue = std::collections::VecDeque::new();
+        for (n, _) in self.waits_on(start) {
+            if members.contains(&n) && !prev.contains_key(&n) {
+                prev.insert(n.clone(), start.clone());
+                queue.push_back(n);
+            }
+        }
+        while let Some(n) = queue.pop_front() {
+            if &n == start {
+                break;
+            }
+            for (m, _) in self.waits_on(&n) {
+                if members.contains(&m) && !prev.contains_key(&m) {
+                    prev.insert(m.clone(), n.clone());
+                    queue.push_back(m);
+                }
+            }
+        }
+        let mut path = vec![start.clone()];
+        let mut cur = prev.get(start).cloned();
+        while let Some(c) = cur {
+            if &c == start {
+                break;
+            }
+            path.push(c.clone());
+            cur = prev.get(&c).cloned();
+        }
+        path.push(start.clone());
+        // `prev` links point backwards, so the path was built from the end: reverse the middle.
+        let n = path.len();
+        path[1..n - 1].reverse();
+        path
+    }
+}
+
+/// Render a cycle as `A -> B -> A`.
+pub fn format_cycle(cycle: &[TicketId]) -> String {
+    cycle
+        .iter()
+        .map(TicketId::as_str)
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+#[cfg(test)]
+mod tests;

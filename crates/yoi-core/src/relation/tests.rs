@@ -1,0 +1,136 @@
+use super::*;
+
+fn id(n: u64) -> TicketId {
+    TicketId::legacy_from_millis(1_700_000_000_000 + n)
+}
+
+fn rel(from: u64, kind: RelationKind, to: u64) -> Relation {
+    Relation {
+        ticket_id: id(from),
+        kind,
+        target: id(to),
+        note: None,
+        author: "alice".into(),
+        at: Timestamp::parse("2026-11-29T10:00:00Z").unwrap(),
+    }
+}
+
+#[test]
+fn file_round_trips_sorted_with_trailing_newline() {
+    let mut f = RelationsFile::empty();
+    f.relations.push(rel(1, RelationKind::Related, 3));
+    f.relations.push(rel(1, RelationKind::DependsOn, 2));
+    let text = f.render();
+    assert!(text.ends_with("}\n"));
+    let parsed = RelationsFile::parse(&text, &id(1)).unwrap();
+    assert_eq!(parsed.relations[0].kind, RelationKind::DependsOn);
+    assert_eq!(parsed.render(), text);
+}
+
+#[test]
+fn file_rejects_foreign_owner_self_duplicates_unknown_fields_and_versions() {
+    let mut f = RelationsFile::empty();
+    f.relations.push(rel(1, RelationKind::DependsOn, 2));
+    assert!(matches!(
+        RelationsFile::parse(&f.render(), &id(9)),
+        Err(RelationsFileError::Owner { .. })
+    ));
+    let mut s = RelationsFile::empty();
+    s.relations.push(rel(1, RelationKind::DependsOn, 1));
+    assert!(matches!(
+        RelationsFile::parse(&s.render(), &id(1)),
+        Err(RelationsFileError::SelfTarget { index: 0 })
+    ));
+    let mut d = f.clone();
+    d.relations.push(rel(1, RelationKind::DependsOn, 2));
+    assert!(matches!(
+        RelationsFile::parse(&serde_json::to_string(&d).unwrap(), &id(1)),
+        Err(RelationsFileError::Duplicate { .. })
+    ));
+    let unknown = f.render().replace("\"author\"", "\"extra\": 1, \"author\"");
+    assert!(matches!(
+        RelationsFile::parse(&unknown, &id(1)),
+        Err(RelationsFileError::Json { .. })
+    ));
+    let v2 = f.render().replace("\"version\": 1", "\"version\": 2");
+    assert_eq!(
+        RelationsFile::parse(&v2, &id(1)),
+        Err(RelationsFileError::Version { found: 2 })
+    );
+}
+
+#[test]
+fn blockers_follow_depends_on_and_incoming_blocks_until_finished() {
+    let g = RelationGraph::new(&[
+        rel(1, RelationKind::DependsOn, 2),
+        rel(3, RelationKind::Blocks, 1),
+        rel(1, RelationKind::Related, 4),
+        rel(1, RelationKind::DependsOn, 5),
+    ]);
+    let states = |t: &TicketId| {
+        if t == &id(2) {
+            Some(State::Queued)
+        } else if t == &id(3) {
+            Some(State::Planning)
+        } else if t == &id(5) {
+            Some(State::Done)
+        } else {
+            None
+        }
+    };
+    let b = g.blockers(&id(1), states);
+    assert_eq!(b.len(), 2);
+    assert_eq!(b[0].ticket, id(2));
+    assert_eq!(b[0].reason_kind, "depends_on");
+    assert_eq!(b[1].ticket, id(3));
+    assert_eq!(b[1].reason_kind, "blocked_by");
+    assert_eq!(
+        b[0].to_string(),
+        format!("{} via depends_on (state: queued)", id(2))
+    );
+    // A missing ticket blocks.
+    let g = RelationGraph::new(&[rel(1, RelationKind::DependsOn, 7)]);
+    assert_eq!(g.blockers(&id(1), |_| None)[0].state, None);
+}
+
+#[test]
+fn cycle_with_reports_the_path_it_would_close() {
+    let g = RelationGraph::new(&[
+        rel(1, RelationKind::DependsOn, 2),
+        rel(2, RelationKind::DependsOn, 3),
+    ]);
+    let c = g
+        .cycle_with(&id(3), RelationKind::DependsOn, &id(1))
+        .unwrap();
+    assert_eq!(c, vec![id(3), id(1), id(2), id(3)]);
+    // `1 blocks 3` means 3 waits on 1: with 1 -> 2 -> 3 that closes a cycle too.
+    let c = g.cycle_with(&id(1), RelationKind::Blocks, &id(3)).unwrap();
+    assert_eq!(
+        format_cycle(&c),
+        format_cycle(&[id(3), id(1), id(2), id(3)])
+    );
+    assert!(g
+        .cycle_with(&id(1), RelationKind::DependsOn, &id(3))
+        .is_none());
+    assert!(g
+        .cycle_with(&id(3), RelationKind::Related, &id(1))
+        .is_none());
+}
+
+#[test]
+fn cycles_finds_each_cycle_once_starting_at_the_smallest_id() {
+    let g = RelationGraph::new(&[
+        rel(2, RelationKind::DependsOn, 3),
+        rel(3, RelationKind::DependsOn, 1),
+        rel(1, RelationKind::DependsOn, 2),
+        rel(5, RelationKind::Blocks, 4),
+        rel(4, RelationKind::Blocks, 5),
+        rel(6, RelationKind::DependsOn, 1),
+    ]);
+    let cycles = g.cycles(32);
+    assert_eq!(
+        cycles,
+        vec![vec![id(1), id(2), id(3), id(1)], vec![id(4), id(5), id(4)],]
+    );
+    assert_eq!(g.cycles(1).len(), 1);
+}

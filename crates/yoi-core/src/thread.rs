@@ -1,0 +1,581 @@
+//! `thread.md`: the append-only event log of a ticket.
+//!
+//! An event is a one-line header comment, a `## Heading`, a Markdown body and a closing `---`:
+//!
+//! ```text
+//! <!-- event: state_changed id: 01JD… author: alice at: 2026-11-29T10:00:00Z from: ready to: queued reason: queued -->
+//!
+//! ## State changed
+//!
+//! Queued for routing.
+//!
+//! ---
+//! ```
+//!
+//! Attribute values are bare when free of whitespace, quotes, backslashes and `-->`, otherwise
+//! double-quoted with `\"` and `\\` escapes (and `-->` written as `--\>` so the comment cannot end
+//! early). Body lines that would end an event (a line that trims to `---`) or start one (a line
+//! that starts with `<!-- event:`) are written with one extra leading backslash and read back
+//! without it; a line that already starts with backslashes before such text gets one more, so the
+//! escape is reversible for every input.
+//!
+//! Files written without escapes (the older format) still read without loss: a `---` line only
+//! ends an event when the next non-blank line is an event header or the end of the file, so a
+//! Markdown rule inside an old body stays in the body. A header line always starts a new event;
+//! if the previous one was never closed (a torn append) it is reported, not dropped.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::time::Timestamp;
+
+/// Largest event body the store accepts (bytes).
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+/// Largest attribute value (bytes).
+pub const MAX_ATTR_BYTES: usize = 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum EventKind {
+    Create,
+    Comment,
+    IntakeSummary,
+    Decision,
+    Plan,
+    StateChanged,
+    ImplementationReport,
+    Verification,
+    Review,
+    Merge,
+    Assignment,
+    Attention,
+    ItemEdit,
+    RelationChanged,
+    Close,
+    /// A kind this version does not know; preserved as written.
+    Other(String),
+}
+
+impl EventKind {
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventKind::Create => "create",
+            EventKind::Comment => "comment",
+            EventKind::IntakeSummary => "intake_summary",
+            EventKind::Decision => "decision",
+            EventKind::Plan => "plan",
+            EventKind::StateChanged => "state_changed",
+            EventKind::ImplementationReport => "implementation_report",
+            EventKind::Verification => "verification",
+            EventKind::Review => "review",
+            EventKind::Merge => "merge",
+            EventKind::Assignment => "assignment",
+            EventKind::Attention => "attention",
+            EventKind::ItemEdit => "item_edit",
+            EventKind::RelationChanged => "relation_changed",
+            EventKind::Close => "close",
+            EventKind::Other(s) => s,
+        }
+    }
+
+    pub fn default_heading(&self) -> String {
+        match self {
+            EventKind::Create => "Created".into(),
+            EventKind::Comment => "Comment".into(),
+            EventKind::IntakeSummary => "Intake summary".into(),
+            EventKind::Decision => "Decision".into(),
+            EventKind::Plan => "Plan".into(),
+            EventKind::StateChanged => "State changed".into(),
+            EventKind::ImplementationReport => "Implementation report".into(),
+            EventKind::Verification => "Verification".into(),
+            EventKind::Review => "Review".into(),
+            EventKind::Merge => "Merge".into(),
+            EventKind::Assignment => "Assignment".into(),
+            EventKind::Attention => "Attention".into(),
+            EventKind::ItemEdit => "Item updated".into(),
+            EventKind::RelationChanged => "Relation changed".into(),
+            EventKind::Close => "Closed".into(),
+            EventKind::Other(s) => s.replace('_', " "),
+        }
+    }
+}
+
+impl From<String> for EventKind {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "create" => EventKind::Create,
+            "comment" => EventKind::Comment,
+            "intake_summary" => EventKind::IntakeSummary,
+            "decision" => EventKind::Decision,
+            "plan" => EventKind::Plan,
+            "state_changed" => EventKind::StateChanged,
+            "implementation_report" => EventKind::ImplementationReport,
+            "verification" => EventKind::Verification,
+            "review" => EventKind::Review,
+            "merge" => EventKind::Merge,
+            "assignment" => EventKind::Assignment,
+            "attention" => EventKind::Attention,
+            "item_edit" => EventKind::ItemEdit,
+            "relation_changed" => EventKind::RelationChanged,
+            "close" => EventKind::Close,
+            _ => EventKind::Other(s),
+        }
+    }
+}
+
+impl From<EventKind> for String {
+    fn from(k: EventKind) -> String {
+        k.as_str().to_string()
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One thread event. `attrs` holds every header attribute after `event:` in file order
+/// (`id`, `author`, `at`, `from`, `to`, `reason`, `op`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub kind: EventKind,
+    pub attrs: Vec<(String, String)>,
+    pub heading: Option<String>,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum AttrError {
+    #[error("attribute key `{key}` must be non-empty letters, digits, `_`, `-` or `.`")]
+    BadKey { key: String },
+    #[error("attribute `{key}` must be a single line without control characters")]
+    Multiline { key: String },
+    #[error("attribute `{key}` is longer than {MAX_ATTR_BYTES} bytes")]
+    TooLong { key: String },
+    #[error("attribute `{key}` appears twice")]
+    Duplicate { key: String },
+    #[error("the event body is larger than {MAX_BODY_BYTES} bytes")]
+    BodyTooLarge,
+    #[error("the heading must be a single line")]
+    BadHeading,
+}
+
+impl Event {
+    pub fn new(kind: EventKind, body: &str) -> Self {
+        Event {
+            heading: Some(kind.default_heading()),
+            kind,
+            attrs: Vec::new(),
+            body: normalize_body(body),
+        }
+    }
+
+    pub fn with_attr(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.set(key, value);
+        self
+    }
+
+    /// Set or replace an attribute, keeping its position when it exists.
+    pub fn set(&mut self, key: &str, value: impl Into<String>) {
+        let value = value.into();
+        match self.attrs.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.attrs.push((key.to_string(), value)),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn id(&self) -> Option<&str> {
+        self.get("id")
+    }
+
+    pub fn author(&self) -> Option<&str> {
+        self.get("author")
+    }
+
+    pub fn at(&self) -> Option<Timestamp> {
+        self.get("at").and_then(|v| Timestamp::parse(v).ok())
+    }
+
+    /// The operation id the event was written under, if any.
+    pub fn op(&self) -> Option<&str> {
+        self.get("op")
+    }
+
+    /// Check that the event can be written and read back unchanged.
+    pub fn validate(&self) -> Result<(), AttrError> {
+        let mut seen: Vec<&str> = vec!["event"];
+        for (k, v) in &self.attrs {
+            if k.is_empty()
+                || !k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            {
+                return Err(AttrError::BadKey { key: k.clone() });
+            }
+            if seen.contains(&k.as_str()) {
+                return Err(AttrError::Duplicate { key: k.clone() });
+            }
+            seen.push(k);
+            if v.chars().any(|c| c.is_control()) {
+                return Err(AttrError::Multiline { key: k.clone() });
+            }
+            if v.len() > MAX_ATTR_BYTES {
+                return Err(AttrError::TooLong { key: k.clone() });
+            }
+        }
+        if self.body.len() > MAX_BODY_BYTES {
+            return Err(AttrError::BodyTooLarge);
+        }
+        if let Some(h) = &self.heading {
+            if h.contains(['\n', '\r']) {
+                return Err(AttrError::BadHeading);
+            }
+        }
+        Ok(())
+    }
+
+    /// The header comment line (without newline).
+    pub fn header(&self) -> String {
+        let mut out = format!("<!-- event: {}", quote(self.kind.as_str()));
+        for (k, v) in &self.attrs {
+            out.push(' ');
+            out.push_str(k);
+            out.push_str(": ");
+            out.push_str(&quote(v));
+        }
+        out.push_str(" -->");
+        out
+    }
+
+    /// Render the event, ending with `---\n`. Separate consecutive events with one `\n`.
+    pub fn render(&self) -> String {
+        let heading = self
+            .heading
+            .clone()
+            .unwrap_or_else(|| self.kind.default_heading());
+        let mut out = self.header();
+        out.push_str("\n\n## ");
+        out.push_str(heading.trim());
+        out.push_str("\n\n");
+        let body = normalize_body(&self.body);
+        if !body.is_empty() {
+            for line in body.split('\n') {
+                out.push_str(&escape_line(line));
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+        out.push_str("---\n");
+        out
+    }
+}
+
+/// Canonical body: LF line ends, no leading or trailing blank lines, no trailing spaces at the
+/// very end. This is what the store writes and what the parser returns.
+pub fn normalize_body(body: &str) -> String {
+    let body = body.replace("\r\n", "\n");
+    let lines: Vec<&str> = body.split('\n').collect();
+    let start = lines.iter().position(|l| !l.trim().is_empty());
+    let end = lines.iter().rposition(|l| !l.trim().is_empty());
+    match (start, end) {
+        (Some(s), Some(e)) => lines[s..=e].join("\n").trim_end().to_string(),
+        _ => String::new(),
+    }
+}
+
+fn is_rule(line: &str) -> bool {
+    line.trim() == "---"
+}
+
+fn is_header_start(line: &str) -> bool {
+    line.trim_start().starts_with("<!-- event:")
+}
+
+fn dangerous(line: &str) -> bool {
+    is_rule(line) || is_header_start(line)
+}
+
+fn escape_line(line: &str) -> String {
+    if dangerous(line.trim_start_matches('\\')) {
+        format!("\\{line}")
+    } else {
+        line.to_string()
+    }
+}
+
+fn unescape_line(line: &str) -> &str {
+    if line.starts_with('\\') && dangerous(line.trim_start_matches('\\')) {
+        &line[1..]
+    } else {
+        line
+    }
+}
+
+fn needs_quotes(v: &str) -> bool {
+    v.is_empty()
+        || v.contains(|c: char| c.is_whitespace() || c == '"' || c == '\\')
+        || v.contains("-->")
+}
+
+fn quote(v: &str) -> String {
+    if !needs_quotes(v) {
+        return v.to_string();
+    }
+    let mut out = String::with_capacity(v.len() + 2);
+    out.push('"');
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '>' if out.ends_with("--") => out.push_str("\\>"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Something in a thread file that is not a well-formed event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadIssue {
+    /// 1-based line.
+    pub line: usize,
+    pub kind: ThreadIssueKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ThreadIssueKind {
+    /// The header comment could not be read (`reason` says why); the event is skipped.
+    MalformedHeader { reason: String },
+    /// An event that is never closed by a `---` line (usually a torn append).
+    Unterminated,
+    /// Text outside any event.
+    StrayText,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedThread {
+    pub events: Vec<Event>,
+    /// 1-based line of each event's header, parallel to `events`.
+    pub lines: Vec<usize>,
+    pub issues: Vec<ThreadIssue>,
+}
+
+/// Parse a header line (already known to start with `<!-- event:`).
+pub fn parse_header(line: &str) -> Result<(EventKind, Vec<(String, String)>), String> {
+    let t = line.trim();
+    let inner = t
+        .strip_prefix("<!--")
+        .and_then(|s| s.strip_suffix("-->"))
+        .ok_or_else(|| "the header comment does not end with `-->` on the same line".to_string())?;
+    let mut attrs = Vec::new();
+    let mut rest = inner.trim_start();
+    while !rest.is_empty() {
+        let colon = rest
+            .find(':')
+            .ok_or_else(|| format!("expected `key: value` at `{}`", short(rest)))?;
+        let key = &rest[..colon];
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return Err(format!("expected `key: value` at `{}`", short(rest)));
+        }
+        rest = rest[colon + 1..].trim_start();
+        let value;
+        if let Some(q) = rest.strip_prefix('"') {
+            let mut v = String::new();
+            let mut chars = q.char_indices();
+            let mut end = None;
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => match chars.next() {
+                        Some((_, e)) => v.push(e),
+                        None => break,
+                    },
+                    '"' => {
+                        end = Some(i + 1);
+                        break;
+                    }
+                    c => v.push(c),
+                }
+            }
+            let end = end.ok_or_else(|| format!("the quoted value of `{key}` is not closed"))?;
+            value = v;
+            rest = &q[end..];
+            if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+                return Err(format!("expected a space after the value of `{key}`"));
+            }
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            value = rest[..end].to_string();
+            rest = &rest[end..];
+        }
+        attrs.push((key.to_string(), value));
+        rest = rest.trim_start();
+    }
+    if attrs.first().map(|(k, _)| k.as_str()) != Some("event") {
+        return Err("the first attribute must be `event`".into());
+    }
+    let (_, kind) = attrs.remove(0);
+    if kind.is_empty() {
+        return Err("the event kind is empty".into());
+    }
+    Ok((EventKind::from(kind), attrs))
+}
+
+fn short(s: &str) -> String {
+    s.chars().take(24).collect()
+}
+
+struct Open {
+    kind: EventKind,
+    attrs: Vec<(String, String)>,
+    line: usize,
+    lines: Vec<String>,
+}
+
+impl Open {
+    fn finish(self) -> (Event, usize) {
+        let mut lines = self.lines.into_iter().skip_while(|l| l.trim().is_empty());
+        let mut heading = None;
+        let mut body_lines: Vec<String> = Vec::new();
+        if let Some(first) = lines.next() {
+            match first.strip_prefix("## ") {
+                Some(h) => heading = Some(h.trim().to_string()),
+                None => body_lines.push(first),
+            }
+        }
+        body_lines.extend(lines);
+        let body: Vec<&str> = body_lines.iter().map(|l| unescape_line(l)).collect();
+        let event = Event {
+            kind: self.kind,
+            attrs: self.attrs,
+            heading,
+            body: normalize_body(&body.join("\n")),
+        };
+        (event, self.line)
+    }
+}
+
+/// Parse a whole thread file. Never fails: problems are reported in `issues`.
+pub fn parse_thread(text: &str) -> ParsedThread {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let lines: Vec<&str> = text.split('\n').collect();
+    // A trailing newline produces one empty final element that is not a line.
+    let count = if text.ends_with('\n') {
+        lines.len() - 1
+    } else {
+        lines.len()
+    };
+    let mut out = ParsedThread::default();
+    let mut open: Option<Open> = None;
+    let mut stray_reported = false;
+    let push = |out: &mut ParsedThread, o: Open| {
+        let (e, l) = o.finish();
+        out.events.push(e);
+        out.lines.push(l);
+    };
+    let mut i = 0;
+    while i < count {
+        let raw = lines[i].strip_suffix('\r').unwrap_or(lines[i]);
+        let line_no = i + 1;
+        if is_header_start(raw) {
+            if let Some(o) = open.take() {
+                out.issues.push(ThreadIssue {
+                    line: o.line,
+                    kind: ThreadIssueKind::Unterminated,
+                });
+                push(&mut out, o);
+            }
+            match parse_header(raw) {
+                Ok((kind, attrs)) => {
+                    open = Some(Open {
+                        kind,
+                        attrs,
+                        line: line_no,
+                        lines: Vec::new(),
+                    })
+                }
+                Err(reason) => {
+                    out.issues.push(ThreadIssue {
+                        line: line_no,
+                        kind: ThreadIssueKind::MalformedHeader { reason },
+                    });
+                    // Skip to the end of this malformed event so its body is not taken as stray.
+                    i += 1;
+                    while i < count {
+                        let l = lines[i];
+                        if is_header_start(l) {
+                            break;
+                        }
+                        i += 1;
+                        if is_rule(l) && next_is_boundary(&lines[..count], i) {
+                            break;
+                        }
+                    }
+                    continue;
+                }
+            }
+            i += 1;
+            continue;
+        }
+        match open.as_mut() {
+            Some(o) => {
+                if is_rule(raw) && next_is_boundary(&lines[..count], i + 1) {
+                    let o = open.take().expect("open");
+                    push(&mut out, o);
+                } else {
+                    o.lines.push(raw.to_string());
+                }
+            }
+            None => {
+                if !raw.trim().is_empty() && !stray_reported {
+                    out.issues.push(ThreadIssue {
+                        line: line_no,
+                        kind: ThreadIssueKind::StrayText,
+                    });
+                    stray_reported = true;
+                }
+            }
+        }
+        i += 1;
+    }
+    if let Some(o) = open.take() {
+        out.issues.push(ThreadIssue {
+            line: o.line,
+            kind: ThreadIssueKind::Unterminated,
+        });
+        push(&mut out, o);
+    }
+    out
+}
+
+/// True when the next non-blank line at or after `from` is an event header or the end.
+fn next_is_boundary(lines: &[&str], from: usize) -> bool {
+    lines[from.min(lines.len())..]
+        .iter()
+        .find(|l| !l.trim().is_empty())
+        .is_none_or(|l| is_header_start(l))
+}
+
+/// Render a whole thread: events separated by a blank line.
+pub fn render_thread(events: &[Event]) -> String {
+    events
+        .iter()
+        .map(Event::render)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,201 @@
+use super::*;
+use proptest::prelude::*;
+
+fn sample() -> Event {
+    Event::new(EventKind::StateChanged, "Queued for routing.")
+        .with_attr("id", "01JDQ5V6W7X8Y9Z0A1B2C3D4E5")
+        .with_attr("author", "alice")
+        .with_attr("at", "2026-11-29T10:00:00Z")
+        .with_attr("from", "ready")
+        .with_attr("to", "queued")
+        .with_attr("reason", "queued")
+}
+
+#[test]
+fn renders_the_design_shape() {
+    assert_eq!(
+        sample().render(),
+        "<!-- event: state_changed id: 01JDQ5V6W7X8Y9Z0A1B2C3D4E5 author: alice at: 2026-11-29T10:00:00Z from: ready to: queued reason: queued -->\n\n## State changed\n\nQueued for routing.\n\n---\n"
+    );
+}
+
+#[test]
+fn quotes_values_with_spaces_quotes_backslashes_and_comment_ends() {
+    let e = Event::new(EventKind::Comment, "x")
+        .with_attr("author", "yoi ticket")
+        .with_attr("reason", r#"say "hi" \ then -->"#)
+        .with_attr("empty", "");
+    let header = e.header();
+    assert_eq!(
+        header,
+        r#"<!-- event: comment author: "yoi ticket" reason: "say \"hi\" \\ then --\>" empty: "" -->"#
+    );
+    // The comment must not end before the header does.
+    assert_eq!(header.matches("-->").count(), 1);
+    let parsed = parse_thread(&e.render());
+    assert!(parsed.issues.is_empty());
+    assert_eq!(parsed.events[0], e);
+}
+
+#[test]
+fn body_lines_that_look_like_structure_are_escaped_and_restored() {
+    let body = "before\n---\n  ---  \n<!-- event: comment author: x at: y -->\n\\---\n\\\\<!-- event: z\nafter";
+    let e = Event::new(EventKind::Comment, body)
+        .with_attr("author", "a")
+        .with_attr("at", "2026-01-01T00:00:00Z");
+    let text = e.render();
+    assert!(text.contains("\n\\---\n"));
+    assert!(text.contains("\n\\<!-- event: comment"));
+    assert!(text.contains("\n\\\\---\n"));
+    let parsed = parse_thread(&text);
+    assert_eq!(parsed.events.len(), 1, "{text}");
+    assert_eq!(parsed.events[0].body, body);
+}
+
+#[test]
+fn legacy_thread_reads_without_loss() {
+    let text = include_str!("../../tests/golden/thread-legacy.md");
+    let parsed = parse_thread(text);
+    assert!(parsed.issues.is_empty(), "{:?}", parsed.issues);
+    let kinds: Vec<&str> = parsed.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "create",
+            "intake_summary",
+            "state_changed",
+            "review",
+            "migration"
+        ]
+    );
+    // An unescaped rule inside an old body stays in the body.
+    assert_eq!(
+        parsed.events[1].body,
+        "Accepted intent: optional `fs-store` feature.\n\n---\n\nNot a rule: the next line is text."
+    );
+    assert_eq!(parsed.events[0].author(), Some("yoi ticket"));
+    assert_eq!(parsed.events[0].id(), None);
+    assert_eq!(
+        parsed.events[2].get("operation_key"),
+        Some("ticket-intake-ready:call_7")
+    );
+    assert_eq!(parsed.events[3].heading.as_deref(), Some("Review: approve"));
+    assert_eq!(parsed.events[4].kind, EventKind::Other("migration".into()));
+    assert_eq!(parsed.lines, vec![1, 9, 21, 29, 38]);
+}
+
+#[test]
+fn torn_append_is_reported_and_the_next_event_survives() {
+    let good = sample().render();
+    let text = format!("{good}\n<!-- event: comment id: X author: a at: 2026-01-01T00:00:00Z -->\n\n## Comm\n<!-- event: comment id: Y author: b at: 2026-01-01T00:00:01Z -->\n\n## Comment\n\nlater\n\n---\n");
+    let parsed = parse_thread(&text);
+    assert_eq!(parsed.events.len(), 3);
+    assert_eq!(
+        parsed.issues,
+        vec![ThreadIssue {
+            line: 9,
+            kind: ThreadIssueKind::Unterminated
+        }]
+    );
+    assert_eq!(parsed.events[2].body, "later");
+}
+
+#[test]
+fn malformed_header_is_reported_and_skipped() {
+    let text = "<!-- event: comment author: \"unclosed -->\n\n## C\n\nbody\n\n---\n";
+    let parsed = parse_thread(text);
+    assert!(parsed.events.is_empty());
+    assert!(matches!(
+        parsed.issues[0].kind,
+        ThreadIssueKind::MalformedHeader { .. }
+    ));
+    let text = "stray\n\n".to_string() + &sample().render();
+    let parsed = parse_thread(&text);
+    assert_eq!(parsed.events.len(), 1);
+    assert_eq!(parsed.issues[0].kind, ThreadIssueKind::StrayText);
+}
+
+#[test]
+fn validate_refuses_newlines_bad_keys_and_duplicates() {
+    let e = Event::new(EventKind::Comment, "").with_attr("reason", "a\nb");
+    assert!(matches!(e.validate(), Err(AttrError::Multiline { .. })));
+    let e = Event::new(EventKind::Comment, "").with_attr("bad key", "v");
+    assert!(matches!(e.validate(), Err(AttrError::BadKey { .. })));
+    let mut e = Event::new(EventKind::Comment, "");
+    e.attrs.push(("a".into(), "1".into()));
+    e.attrs.push(("a".into(), "2".into()));
+    assert!(matches!(e.validate(), Err(AttrError::Duplicate { .. })));
+}
+
+fn arb_attr_value() -> impl Strategy<Value = String> {
+    // Any single-line text, including quotes, backslashes, `-->` and non-ASCII.
+    proptest::collection::vec(
+        prop_oneof![
+            any::<char>().prop_filter("no control", |c| !c.is_control()),
+            Just('"'),
+            Just('\\'),
+            Just('-'),
+            Just('>'),
+            Just(' '),
+        ],
+        0..24,
+    )
+    .prop_map(|v| v.into_iter().collect())
+}
+
+fn arb_body() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        Just("---".to_string()),
+        Just(" --- ".to_string()),
+        Just("\\---".to_string()),
+        Just("<!-- event: comment author: x at: y -->".to_string()),
+        Just("\\\\<!-- event: x".to_string()),
+        Just("## heading".to_string()),
+        Just(String::new()),
+        any::<String>().prop_map(|s| s.replace('\r', "")),
+    ];
+    proptest::collection::vec(line, 0..8).prop_map(|v| v.join("\n"))
+}
+
+fn arb_event() -> impl Strategy<Value = Event> {
+    (
+        prop_oneof![
+            Just(EventKind::Comment),
+            Just(EventKind::StateChanged),
+            "[a-z_]{1,12}".prop_map(EventKind::from)
+        ],
+        arb_attr_value(),
+        arb_attr_value(),
+        "[^\r\n]{0,20}",
+        arb_body(),
+    )
+        .prop_map(|(kind, author, reason, heading, body)| {
+            let mut e = Event::new(kind, &body)
+                .with_attr("id", "01JDQ5V6W7X8Y9Z0A1B2C3D4E5")
+                .with_attr("author", author)
+                .with_attr("reason", reason);
+            let h = heading.trim().to_string();
+            e.heading = Some(if h.is_empty() { "Comment".into() } else { h });
+            e
+        })
+}
+
+proptest! {
+    #[test]
+    fn render_parse_render_is_identity(events in proptest::collection::vec(arb_event(), 1..5)) {
+        let text = render_thread(&events);
+        let parsed = parse_thread(&text);
+        prop_assert!(parsed.issues.is_empty(), "{:?}\n{}", parsed.issues, text);
+        prop_assert_eq!(render_thread(&parsed.events), text.clone());
+        prop_assert_eq!(parsed.events.len(), events.len());
+        for (a, b) in parsed.events.iter().zip(&events) {
+            prop_assert_eq!(&a.body, &b.body);
+            prop_assert_eq!(&a.attrs, &b.attrs);
+        }
+    }
+
+    #[test]
+    fn parser_never_panics(text in any::<String>()) {
+        let _ = parse_thread(&text);
+    }
+}

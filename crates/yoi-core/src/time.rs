@@ -1,0 +1,91 @@
+//! Timestamps as they appear in ticket files: UTC, RFC 3339, `Z` suffix.
+//!
+//! The core never reads a clock; callers pass `Timestamp` values in. Sub-second precision is
+//! kept when present so that a rewrite never loses information.
+
+use std::fmt;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Timestamp(DateTime<Utc>);
+
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("`{value}` is not an RFC 3339 timestamp (expected e.g. 2026-11-29T10:00:00Z)")]
+pub struct TimestampError {
+    pub value: String,
+}
+
+impl Timestamp {
+    pub fn parse(value: &str) -> Result<Self, TimestampError> {
+        DateTime::parse_from_rfc3339(value.trim())
+            .map(|t| Timestamp(t.with_timezone(&Utc)))
+            .map_err(|_| TimestampError {
+                value: value.to_string(),
+            })
+    }
+
+    pub fn from_datetime(t: DateTime<Utc>) -> Self {
+        Timestamp(t)
+    }
+
+    /// Truncate to whole seconds (what the store writes for new events).
+    pub fn from_unix_millis(millis: i64) -> Self {
+        Timestamp(DateTime::from_timestamp_millis(millis).unwrap_or_default())
+    }
+
+    pub fn datetime(&self) -> DateTime<Utc> {
+        self.0
+    }
+
+    pub fn unix_millis(&self) -> i64 {
+        self.0.timestamp_millis()
+    }
+
+    /// Drop sub-second precision.
+    pub fn to_seconds(self) -> Self {
+        Timestamp(DateTime::from_timestamp(self.0.timestamp(), 0).unwrap_or_default())
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+    }
+}
+
+impl TryFrom<String> for Timestamp {
+    type Error = TimestampError;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Timestamp::parse(&value)
+    }
+}
+
+impl From<Timestamp> for String {
+    fn from(t: Timestamp) -> String {
+        t.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_whole_seconds_with_z_and_keeps_fractions() {
+        let t = Timestamp::parse("2026-11-29T10:00:00Z").unwrap();
+        assert_eq!(t.to_string(), "2026-11-29T10:00:00Z");
+        let t = Timestamp::parse("2026-11-29T19:00:00.250+09:00").unwrap();
+        assert_eq!(t.to_string(), "2026-11-29T10:00:00.250Z");
+        assert_eq!(t.to_seconds().to_string(), "2026-11-29T10:00:00Z");
+    }
+
+    #[test]
+    fn rejects_non_timestamps() {
+        assert!(Timestamp::parse("yesterday").is_err());
+        assert!(Timestamp::parse("2026-13-01T00:00:00Z").is_err());
+    }
+}

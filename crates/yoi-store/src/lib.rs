@@ -1,0 +1,1 @@
+//! yoi store.

@@ -1,1 +1,21 @@
-//! yoi store.
+//! The file store of a yoi workspace.
+//!
+//! Owns everything under `.yoi/`: finding and initialising a workspace, the workspace lock,
+//! atomic writes and synced appends, reading ticket records, the ticket operations (one
+//! function per mutation, with every guard), read queries, and doctor. It never prints, reads
+//! the environment or decides exit codes — callers pass settings, principals and the time in.
+
+pub mod config;
+pub mod doctor;
+pub mod error;
+pub mod fsutil;
+pub mod lock;
+pub mod ops;
+pub mod query;
+pub mod tickets;
+pub mod workspace;
+
+pub use error::{ErrorClass, StoreError};
+pub use ops::{Ctx, Outcome};
+pub use tickets::Ticket;
+pub use workspace::{init, InitReport, Workspace};

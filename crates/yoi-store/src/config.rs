@@ -1,0 +1,231 @@
+//! `.yoi/workspace.toml`: compiled-in defaults, then the file; the CLI layers environment and
+//! flags on top through [`Config::apply`]. Reading never writes, and an unknown key or a bad
+//! value is an error naming the file, key and line — never a silent fallback.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+
+pub const CONFIG_FILE: &str = "workspace.toml";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub workspace: WorkspaceSection,
+    pub principal: PrincipalSection,
+    pub roles: RolesSection,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkspaceSection {
+    /// Folder of ticket records, relative to the repository root.
+    pub tickets_dir: String,
+    /// Folder of ticket worktrees, relative to the repository root (git-ignored).
+    pub worktree_dir: String,
+    /// Branch that finished work merges into when a ticket names no `target_ref`.
+    pub default_target: String,
+    /// Seconds a mutation waits for the workspace lock before giving up.
+    pub lock_timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PrincipalSection {
+    /// Name recorded as the author of human actions (default: `$USER`).
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RolesSection {
+    pub coder: u32,
+    pub verifier: u32,
+    pub reviewer: u32,
+}
+
+impl Default for WorkspaceSection {
+    fn default() -> Self {
+        WorkspaceSection {
+            tickets_dir: ".yoi/tickets".into(),
+            worktree_dir: ".worktree".into(),
+            default_target: "main".into(),
+            lock_timeout_secs: 30,
+        }
+    }
+}
+
+impl Default for RolesSection {
+    fn default() -> Self {
+        RolesSection {
+            coder: 1,
+            verifier: 1,
+            reviewer: 1,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            workspace: WorkspaceSection::default(),
+            principal: PrincipalSection::default(),
+            roles: RolesSection::default(),
+        }
+    }
+}
+
+/// Settings from outside the file (environment, flags), applied in that order by the caller.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub principal_name: Option<String>,
+    pub lock_timeout_secs: Option<u64>,
+}
+
+impl Config {
+    pub fn parse(text: &str, path: &Path) -> Result<Config, StoreError> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            StoreError::invalid(path, line, e.message().trim().to_string())
+        })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    /// Load the file, or the defaults when it does not exist.
+    pub fn load(path: &Path) -> Result<Config, StoreError> {
+        match crate::fsutil::read_opt(path).map_err(|e| StoreError::io(path, e))? {
+            Some(text) => Config::parse(&text, path),
+            None => Ok(Config::default()),
+        }
+    }
+
+    pub fn apply(&mut self, o: &Overrides) {
+        if let Some(n) = &o.principal_name {
+            self.principal.name = Some(n.clone());
+        }
+        if let Some(t) = o.lock_timeout_secs {
+            self.workspace.lock_timeout_secs = t;
+        }
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), StoreError> {
+        for (key, value) in [
+            ("workspace.tickets_dir", &self.workspace.tickets_dir),
+            ("workspace.worktree_dir", &self.workspace.worktree_dir),
+        ] {
+            if !is_inside_relative(value) {
+                return Err(StoreError::invalid(
+                    path,
+                    None,
+                    format!("`{key}` must be a relative path inside the repository, got `{value}`"),
+                ));
+            }
+        }
+        if self.workspace.default_target.trim().is_empty() {
+            return Err(StoreError::invalid(
+                path,
+                None,
+                "`workspace.default_target` must name a branch",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn tickets_dir(&self, root: &Path) -> PathBuf {
+        root.join(&self.workspace.tickets_dir)
+    }
+
+    pub fn worktree_dir(&self, root: &Path) -> PathBuf {
+        root.join(&self.workspace.worktree_dir)
+    }
+}
+
+/// A relative path with no `..`, no root and no prefix.
+pub fn is_inside_relative(p: &str) -> bool {
+    let path = Path::new(p);
+    !p.trim().is_empty()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+/// The file `yoi init` writes: every key documented, with its default.
+pub fn default_file(default_target: &str) -> String {
+    format!(
+        r#"# yoi workspace configuration. Every key is optional; the values shown are the defaults
+# unless `yoi init` detected otherwise. Unknown keys are an error.
+
+[workspace]
+# Folder of ticket records, relative to the repository root (tracked in git).
+tickets_dir = ".yoi/tickets"
+# Folder of ticket worktrees, relative to the repository root (git-ignored).
+worktree_dir = ".worktree"
+# Branch that finished work merges into when a ticket names no `target_ref`.
+default_target = "{default_target}"
+# Seconds a mutation waits for the workspace lock before giving up.
+lock_timeout_secs = 30
+
+[principal]
+# Name recorded as the author of human actions; defaults to $USER.
+# name = "alice"
+
+[roles]
+# Pods kept running per role by `yoi serve`.
+coder = 1
+verifier = 1
+reviewer = 1
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_file_parses_to_the_defaults() {
+        let c = Config::parse(&default_file("main"), Path::new("w.toml")).unwrap();
+        assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_line() {
+        let err =
+            Config::parse("[workspace]\n\ntickets_dri = \"x\"\n", Path::new("w.toml")).unwrap_err();
+        match err {
+            StoreError::Invalid { line, reason, .. } => {
+                assert_eq!(line, Some(3));
+                assert!(reason.contains("tickets_dri"), "{reason}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let err = Config::parse(
+            "[workspace]\nlock_timeout_secs = \"soon\"\n",
+            Path::new("w.toml"),
+        )
+        .unwrap_err();
+        assert!(matches!(err, StoreError::Invalid { line: Some(2), .. }));
+        let err = Config::parse(
+            "[workspace]\ntickets_dir = \"../elsewhere\"\n",
+            Path::new("w.toml"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("inside the repository"));
+    }
+
+    #[test]
+    fn overrides_apply_after_the_file() {
+        let mut c = Config::parse("[principal]\nname = \"file\"\n", Path::new("w.toml")).unwrap();
+        c.apply(&Overrides {
+            principal_name: Some("flag".into()),
+            lock_timeout_secs: None,
+        });
+        assert_eq!(c.principal.name.as_deref(), Some("flag"));
+        assert_eq!(c.workspace.lock_timeout_secs, 30);
+    }
+}

@@ -1,0 +1,1 @@
+//! Doctor: structural checks over the ticket files.

@@ -1,0 +1,161 @@
+//! Every way a store operation can fail, one variant per outcome, with the fields a person
+//! needs to fix it. Entry points classify these once (exit code, HTTP status); nothing above
+//! the store matches on message text.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use thiserror::Error;
+use yoi_core::id::{IdError, ResolveError};
+use yoi_core::relation::{Blocker, RelationKind};
+use yoi_core::state::{State, TransitionError};
+use yoi_core::TicketId;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}{}: {reason}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Invalid {
+        path: PathBuf,
+        line: Option<usize>,
+        reason: String,
+    },
+    #[error("the workspace is locked by {} (waited {:.1}s for {}); try again when it finishes", holder.as_deref().unwrap_or("another process"), waited.as_secs_f64(), path.display())]
+    Locked {
+        path: PathBuf,
+        holder: Option<String>,
+        waited: Duration,
+    },
+    #[error("no yoi workspace at {}: run `yoi init` first", root.display())]
+    NotInitialized { root: PathBuf },
+    #[error("{0}")]
+    BadId(#[from] IdError),
+    #[error("{0}")]
+    Resolve(#[from] ResolveError),
+    #[error("ticket {ticket}: {source}")]
+    Transition {
+        ticket: TicketId,
+        #[source]
+        source: TransitionError,
+    },
+    #[error("ticket {ticket} is {found}, expected {expected}: it changed since it was read")]
+    StaleState {
+        ticket: TicketId,
+        expected: State,
+        found: State,
+    },
+    #[error("ticket {ticket} is blocked by {}", blockers.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(", "))]
+    Blocked {
+        ticket: TicketId,
+        blockers: Vec<Blocker>,
+    },
+    #[error("ticket {ticket} cannot be marked ready: the brief is missing {}; add `## <heading>` sections with content to item.md", missing.join(", "))]
+    BriefIncomplete {
+        ticket: TicketId,
+        missing: Vec<String>,
+    },
+    #[error("{field}: {reason}")]
+    BadInput { field: String, reason: String },
+    #[error("operation id `{op}` was already used for a different request on {ticket}")]
+    ConflictingReplay { op: String, ticket: String },
+    #[error("ticket {ticket} cannot relate to itself")]
+    SelfRelation { ticket: TicketId },
+    #[error("ticket {ticket} already has {kind} {target}")]
+    DuplicateRelation {
+        ticket: TicketId,
+        kind: RelationKind,
+        target: TicketId,
+    },
+    #[error("ticket {ticket} has no {kind} {target}")]
+    NoSuchRelation {
+        ticket: TicketId,
+        kind: RelationKind,
+        target: TicketId,
+    },
+    #[error("{ticket} {kind} {target} would close a cycle: {cycle}")]
+    Cycle {
+        ticket: TicketId,
+        kind: RelationKind,
+        target: TicketId,
+        cycle: String,
+    },
+    #[error("{what} is not a git repository (looked for .git in it and its parents)")]
+    NotGit { what: String },
+}
+
+impl StoreError {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub fn invalid(path: &Path, line: Option<usize>, reason: impl Into<String>) -> Self {
+        StoreError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn bad_input(field: &str, reason: impl Into<String>) -> Self {
+        StoreError::BadInput {
+            field: field.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The class an entry point maps to an exit code or HTTP status.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            StoreError::Io { .. } => ErrorClass::Internal,
+            StoreError::Invalid { .. } => ErrorClass::Corrupt,
+            StoreError::Locked { .. } => ErrorClass::Busy,
+            StoreError::NotInitialized { .. } | StoreError::NotGit { .. } => ErrorClass::Setup,
+            StoreError::BadId(_) | StoreError::BadInput { .. } => ErrorClass::Invalid,
+            StoreError::Resolve(ResolveError::NotFound { .. }) => ErrorClass::NotFound,
+            StoreError::Resolve(_) => ErrorClass::Invalid,
+            StoreError::Transition {
+                source: TransitionError::NotPermitted { .. },
+                ..
+            } => ErrorClass::Forbidden,
+            StoreError::Transition { .. }
+            | StoreError::StaleState { .. }
+            | StoreError::Blocked { .. }
+            | StoreError::ConflictingReplay { .. }
+            | StoreError::DuplicateRelation { .. }
+            | StoreError::Cycle { .. } => ErrorClass::Conflict,
+            StoreError::NoSuchRelation { .. } => ErrorClass::NotFound,
+            StoreError::BriefIncomplete { .. } | StoreError::SelfRelation { .. } => {
+                ErrorClass::Refused
+            }
+        }
+    }
+}
+
+/// Coarse outcome classes; the CLI and the HTTP layer each map these in one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Malformed request or argument.
+    Invalid,
+    NotFound,
+    /// The caller may not do this.
+    Forbidden,
+    /// The ticket is not in a state that allows it (stale, blocked, replay conflict, cycle).
+    Conflict,
+    /// A guard refused the request as given (brief incomplete, self relation).
+    Refused,
+    /// A file on disk is malformed.
+    Corrupt,
+    /// The workspace lock could not be had in time.
+    Busy,
+    /// The workspace or repository is missing.
+    Setup,
+    Internal,
+}

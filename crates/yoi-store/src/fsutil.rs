@@ -1,0 +1,108 @@
+//! The only two ways the store writes a file: atomic replacement and synced append.
+//!
+//! `atomic_write` writes a temporary file beside the target (`.<name>.tmp.<pid>.<n>`), fsyncs
+//! it, renames it over the target and fsyncs the directory, so a reader — or a process killed
+//! at any point — sees either the old file or the new one, never half of either. An interrupted
+//! write can leave the temporary file behind; doctor reports it and `--fix` removes it.
+//! `append_sync` opens with O_APPEND and fsyncs after writing the whole buffer in one call.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Prefix shared by every temporary file, so doctor can recognise leftovers.
+pub const TEMP_MARKER: &str = ".tmp.";
+
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}{TEMP_MARKER}{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, path)?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+pub fn append_sync(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+    f.write_all(bytes)?;
+    f.sync_data()
+}
+
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Read a file, mapping "not found" to `None`.
+pub fn read_opt(path: &Path) -> io::Result<Option<String>> {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not UTF-8 (byte {})", e.utf8_error().valid_up_to()),
+            )
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Leftover temporary files from interrupted atomic writes in `dir`.
+pub fn temp_leftovers(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with('.') && n.contains(TEMP_MARKER)
+        })
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("item.md");
+        atomic_write(&p, b"one").unwrap();
+        atomic_write(&p, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        assert!(temp_leftovers(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn append_sync_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("thread.md");
+        append_sync(&p, b"a").unwrap();
+        append_sync(&p, b"b").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "ab");
+    }
+}

@@ -1,0 +1,161 @@
+//! `edit` (title and body) and `comment` (free-form thread events). Both bump `updated_at`.
+
+use serde_json::json;
+use yoi_core::thread::{Event, EventKind};
+
+use super::{
+    append_events, fingerprint, one_line, replay_of, stamp, text_field, write_item, Ctx, Outcome,
+};
+use crate::error::StoreError;
+use crate::workspace::Workspace;
+
+/// Kinds a person or pod may write with `comment`; the others belong to dedicated operations.
+pub const COMMENT_KINDS: [&str; 5] = [
+    "comment",
+    "plan",
+    "decision",
+    "implementation_report",
+    "intake_summary",
+];
+
+#[derive(Debug, Clone, Default)]
+pub struct EditRequest {
+    pub title: Option<String>,
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CommentRequest {
+    pub kind: String,
+    pub body: String,
+}
+
+pub fn edit(
+    ws: &Workspace,
+    ctx: &Ctx,
+    query: &str,
+    req: &EditRequest,
+) -> Result<Outcome, StoreError> {
+    if req.title.is_none() && req.body.is_none() {
+        return Err(StoreError::bad_input(
+            "edit",
+            "nothing to change: give a new title or body",
+        ));
+    }
+    let title = req
+        .title
+        .as_deref()
+        .map(|t| one_line("title", t, 1024))
+        .transpose()?;
+    let body = req
+        .body
+        .as_deref()
+        .map(|b| text_field("body", b))
+        .transpose()?;
+    let _lock = ws.lock()?;
+    let id = ws.resolve(query)?;
+    let mut item = ws.read_item(&id)?;
+    let thread = ws.read_thread(&id)?;
+    let fp = fingerprint(
+        "edit",
+        id.as_str(),
+        &json!({ "title": title, "body": body }),
+    );
+    if let Some(e) = replay_of(&thread, ctx, &fp, &id)? {
+        return Ok(replayed(&id, "edit", e));
+    }
+    let mut changed = Vec::new();
+    if let Some(t) = title {
+        if t != item.title {
+            changed.push(format!("Title changed from “{}” to “{}”.", item.title, t));
+            item.title = t;
+        }
+    }
+    if let Some(b) = body {
+        let before = item.body.clone();
+        item.set_body_text(&b);
+        if item.body != before {
+            changed.push("Body replaced.".to_string());
+        }
+    }
+    if changed.is_empty() {
+        changed.push("No change.".into());
+    }
+    let fields: Vec<&str> = [
+        req.title.as_ref().map(|_| "title"),
+        req.body.as_ref().map(|_| "body"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let event = stamp(
+        Event::new(EventKind::ItemEdit, &changed.join("\n")).with_attr("field", fields.join(",")),
+        ctx,
+        &fp,
+    );
+    append_events(ws, &id, std::slice::from_ref(&event))?;
+    item.updated_at = ctx.now;
+    write_item(ws, &id, &item)?;
+    Ok(fresh(&id, "edit", &event))
+}
+
+pub fn comment(
+    ws: &Workspace,
+    ctx: &Ctx,
+    query: &str,
+    req: &CommentRequest,
+) -> Result<Outcome, StoreError> {
+    if !COMMENT_KINDS.contains(&req.kind.as_str()) {
+        return Err(StoreError::bad_input(
+            "kind",
+            format!(
+                "`{}` cannot be written as a comment; use one of {}",
+                req.kind,
+                COMMENT_KINDS.join(", ")
+            ),
+        ));
+    }
+    let body = text_field("message", &req.body)?;
+    if body.trim().is_empty() {
+        return Err(StoreError::bad_input("message", "must not be empty"));
+    }
+    let _lock = ws.lock()?;
+    let id = ws.resolve(query)?;
+    let mut item = ws.read_item(&id)?;
+    let thread = ws.read_thread(&id)?;
+    let fp = fingerprint(
+        "comment",
+        id.as_str(),
+        &json!({ "kind": req.kind, "body": body }),
+    );
+    if let Some(e) = replay_of(&thread, ctx, &fp, &id)? {
+        return Ok(replayed(&id, "comment", e));
+    }
+    let event = stamp(
+        Event::new(EventKind::from(req.kind.clone()), &body),
+        ctx,
+        &fp,
+    );
+    append_events(ws, &id, std::slice::from_ref(&event))?;
+    item.updated_at = ctx.now;
+    write_item(ws, &id, &item)?;
+    Ok(fresh(&id, "comment", &event))
+}
+
+pub(crate) fn fresh(id: &yoi_core::TicketId, operation: &str, event: &Event) -> Outcome {
+    Outcome {
+        ticket: id.clone(),
+        operation: operation.into(),
+        event_id: event.id().map(str::to_string),
+        from: event.get("from").and_then(|s| s.parse().ok()),
+        to: event.get("to").and_then(|s| s.parse().ok()),
+        replayed: false,
+    }
+}
+
+pub(crate) fn replayed(id: &yoi_core::TicketId, operation: &str, event: &Event) -> Outcome {
+    Outcome {
+        replayed: true,
+        ..fresh(id, operation, event)
+    }
+}

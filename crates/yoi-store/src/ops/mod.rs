@@ -1,0 +1,212 @@
+//! Ticket operations: the one place each mutation is implemented.
+//!
+//! Every operation takes the workspace lock (waiting for it), re-reads what it decides on inside
+//! the lock, checks its guards, and only then writes: the thread event first (the audit record,
+//! appended and fsynced), then the rewritten files atomically. CLI, API and pods all call these
+//! functions; none of them re-checks or skips a guard.
+//!
+//! Idempotency: an operation given an operation id stores it on its thread event (`op`) with a
+//! fingerprint of the request (`fp`). Replaying the same id with the same request returns the
+//! first result without writing; the same id with a different request is refused.
+
+mod create;
+mod edit;
+mod plan;
+mod relation;
+mod transition;
+
+use std::sync::Mutex;
+
+use serde::Serialize;
+use yoi_core::principal::Principal;
+use yoi_core::state::State;
+use yoi_core::thread::{Event, ParsedThread};
+use yoi_core::{sha256_hex, TicketId, Timestamp};
+
+use crate::error::StoreError;
+use crate::fsutil;
+use crate::tickets::THREAD;
+use crate::workspace::Workspace;
+
+pub use create::{create, CreateRequest};
+pub use edit::{comment, edit, CommentRequest, EditRequest, COMMENT_KINDS};
+pub use plan::{add_plan_record, PlanRequest};
+pub use relation::{add_relation, remove_relation, RelationRequest};
+pub use transition::{
+    accept, cancel, close, complete, mark_ready, queue, reopen, return_to_planning, AcceptEvidence,
+    MergeEvidence, TransitionRequest,
+};
+
+/// Who is acting, under which operation id, and when.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub principal: Principal,
+    pub op: Option<String>,
+    pub now: Timestamp,
+}
+
+impl Ctx {
+    pub fn new(principal: Principal, now: Timestamp) -> Self {
+        Ctx {
+            principal,
+            op: None,
+            now: now.to_seconds(),
+        }
+    }
+
+    pub fn with_op(mut self, op: Option<String>) -> Self {
+        self.op = op;
+        self
+    }
+}
+
+/// What a mutation did. A replay returns the same value with `replayed: true`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    pub ticket: TicketId,
+    pub operation: String,
+    /// Id of the thread event that records it (absent for plan records and legacy events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<State>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<State>,
+    pub replayed: bool,
+}
+
+static IDS: Mutex<Option<ulid::Generator>> = Mutex::new(None);
+
+/// A new event id: a ULID, monotonic within this process.
+pub fn new_ulid(now: Timestamp) -> ulid::Ulid {
+    let mut guard = IDS.lock().unwrap_or_else(|p| p.into_inner());
+    let generator = guard.get_or_insert_with(ulid::Generator::new);
+    let time =
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(now.unix_millis().max(0) as u64);
+    generator
+        .generate_from_datetime(time)
+        .unwrap_or_else(|_| ulid::Ulid::from_datetime(time))
+}
+
+/// Check an operation id supplied by a caller.
+pub fn validate_op(op: &str) -> Result<(), StoreError> {
+    if op.is_empty()
+        || op.len() > 200
+        || op
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '"')
+    {
+        return Err(StoreError::bad_input(
+            "operation id",
+            "must be 1 to 200 characters without spaces, quotes or control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// Fingerprint of a request: operation, ticket and payload.
+pub fn fingerprint(operation: &str, ticket: &str, payload: &serde_json::Value) -> String {
+    let canonical = serde_json::json!({ "op": operation, "ticket": ticket, "payload": payload });
+    sha256_hex(canonical.to_string().as_bytes())[..16].to_string()
+}
+
+/// If the thread already holds an event written under `ctx.op`, the replay decision.
+pub(crate) fn replay_of<'a>(
+    thread: &'a ParsedThread,
+    ctx: &Ctx,
+    fp: &str,
+    ticket: &TicketId,
+) -> Result<Option<&'a Event>, StoreError> {
+    let Some(op) = &ctx.op else { return Ok(None) };
+    match thread.events.iter().find(|e| e.op() == Some(op.as_str())) {
+        None => Ok(None),
+        Some(e) if e.get("fp") == Some(fp) => Ok(Some(e)),
+        Some(_) => Err(StoreError::ConflictingReplay {
+            op: op.clone(),
+            ticket: ticket.to_string(),
+        }),
+    }
+}
+
+/// Stamp the standard attributes on a new event: id, author, at, then op and fingerprint.
+pub(crate) fn stamp(event: Event, ctx: &Ctx, fp: &str) -> Event {
+    let mut e = Event {
+        attrs: Vec::new(),
+        ..event.clone()
+    };
+    e.set("id", new_ulid(ctx.now).to_string());
+    e.set("author", ctx.principal.author());
+    e.set("at", ctx.now.to_string());
+    for (k, v) in event.attrs {
+        e.set(&k, v);
+    }
+    if let Some(op) = &ctx.op {
+        e.set("op", op.clone());
+        e.set("fp", fp);
+    }
+    e
+}
+
+/// Append events to a ticket's thread in one synced write.
+pub(crate) fn append_events(
+    ws: &Workspace,
+    id: &TicketId,
+    events: &[Event],
+) -> Result<(), StoreError> {
+    let path = ws.path_of(id, THREAD);
+    for e in events {
+        e.validate()
+            .map_err(|err| StoreError::bad_input("event", err.to_string()))?;
+    }
+    let existing = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let mut text = String::new();
+    for e in events {
+        if existing > 0 || !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&e.render());
+    }
+    fsutil::append_sync(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))
+}
+
+/// Write item.md atomically.
+pub(crate) fn write_item(
+    ws: &Workspace,
+    id: &TicketId,
+    item: &yoi_core::Item,
+) -> Result<(), StoreError> {
+    let path = ws.path_of(id, crate::tickets::ITEM);
+    fsutil::atomic_write(&path, item.render().as_bytes()).map_err(|e| StoreError::io(&path, e))
+}
+
+/// A required one-line text field.
+pub(crate) fn one_line(field: &str, value: &str, max: usize) -> Result<String, StoreError> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Err(StoreError::bad_input(field, "must not be empty"));
+    }
+    if v.contains(['\n', '\r']) || v.chars().any(char::is_control) {
+        return Err(StoreError::bad_input(field, "must be a single line"));
+    }
+    if v.len() > max {
+        return Err(StoreError::bad_input(
+            field,
+            format!("must be at most {max} bytes"),
+        ));
+    }
+    Ok(v.to_string())
+}
+
+/// A Markdown text field with a size bound.
+pub(crate) fn text_field(field: &str, value: &str) -> Result<String, StoreError> {
+    if value.len() > yoi_core::thread::MAX_BODY_BYTES {
+        return Err(StoreError::bad_input(
+            field,
+            format!("is larger than {} bytes", yoi_core::thread::MAX_BODY_BYTES),
+        ));
+    }
+    if value.contains('\0') {
+        return Err(StoreError::bad_input(field, "must not contain NUL bytes"));
+    }
+    Ok(value.to_string())
+}

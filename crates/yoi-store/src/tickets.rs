@@ -1,0 +1,201 @@
+//! Reading ticket records. Reads take no lock: every file is replaced atomically or appended,
+//! so a reader sees a consistent version of each file. Operations that decide on what they read
+//! re-read it under the lock (see `ops`).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use yoi_core::id::{self, TicketId};
+use yoi_core::item::Item;
+use yoi_core::plan::{parse_plan, PlanRecord};
+use yoi_core::relation::{RelationGraph, RelationsFile};
+use yoi_core::resolution::parse_resolution;
+use yoi_core::state::State;
+use yoi_core::thread::{parse_thread, ParsedThread};
+
+use crate::error::StoreError;
+use crate::fsutil::read_opt;
+use crate::workspace::Workspace;
+
+pub const ITEM: &str = "item.md";
+pub const THREAD: &str = "thread.md";
+pub const RESOLUTION: &str = "resolution.md";
+pub const ARTIFACTS: &str = "artifacts";
+pub const RELATIONS: &str = "artifacts/relations.json";
+pub const PLAN: &str = "artifacts/orchestration-plan.jsonl";
+
+/// Everything recorded for one ticket.
+#[derive(Debug, Clone)]
+pub struct Ticket {
+    pub id: TicketId,
+    pub item: Item,
+    pub thread: ParsedThread,
+    pub relations: RelationsFile,
+    pub plan: Vec<PlanRecord>,
+    pub resolution: Option<String>,
+}
+
+impl Workspace {
+    /// Ids of every ticket folder (valid id as name and an item.md inside), sorted.
+    pub fn ticket_ids(&self) -> Result<Vec<TicketId>, StoreError> {
+        let dir = self.tickets_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io(&dir, e)),
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(&dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.starts_with('.') {
+                continue;
+            }
+            if let Ok(id) = TicketId::parse(name) {
+                if entry.path().join(ITEM).is_file() {
+                    ids.push(id);
+                }
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Resolve a full id or a unique suffix of at least four characters.
+    pub fn resolve(&self, query: &str) -> Result<TicketId, StoreError> {
+        // Fast path: an exact id whose folder exists.
+        if let Ok(id) = TicketId::parse(&query.trim().to_ascii_uppercase()) {
+            if self.ticket_dir(&id).join(ITEM).is_file() {
+                return Ok(id);
+            }
+        }
+        Ok(id::resolve(query, &self.ticket_ids()?)?)
+    }
+
+    pub fn path_of(&self, id: &TicketId, file: &str) -> PathBuf {
+        self.ticket_dir(id).join(file)
+    }
+
+    pub fn read_item(&self, id: &TicketId) -> Result<Item, StoreError> {
+        let path = self.path_of(id, ITEM);
+        let text = read_required(&path)?;
+        Item::parse(&text).map_err(|e| StoreError::invalid(&path, e.line, e.reason))
+    }
+
+    pub fn read_thread(&self, id: &TicketId) -> Result<ParsedThread, StoreError> {
+        let path = self.path_of(id, THREAD);
+        let text = read_opt(&path)
+            .map_err(|e| StoreError::io(&path, e))?
+            .unwrap_or_default();
+        Ok(parse_thread(&text))
+    }
+
+    pub fn read_relations(&self, id: &TicketId) -> Result<RelationsFile, StoreError> {
+        let path = self.path_of(id, RELATIONS);
+        match read_opt(&path).map_err(|e| StoreError::io(&path, e))? {
+            None => Ok(RelationsFile::empty()),
+            Some(text) => RelationsFile::parse(&text, id).map_err(|e| {
+                let line = match &e {
+                    yoi_core::relation::RelationsFileError::Json { line, .. } => Some(*line),
+                    _ => None,
+                };
+                StoreError::invalid(&path, line, e.to_string())
+            }),
+        }
+    }
+
+    pub fn read_plan(&self, id: &TicketId) -> Result<Vec<PlanRecord>, StoreError> {
+        let path = self.path_of(id, PLAN);
+        match read_opt(&path).map_err(|e| StoreError::io(&path, e))? {
+            None => Ok(Vec::new()),
+            Some(text) => parse_plan(&text, id).map_err(|e| {
+                let line = match &e {
+                    yoi_core::plan::PlanError::Json { line, .. }
+                    | yoi_core::plan::PlanError::Invalid { line, .. } => Some(*line),
+                };
+                StoreError::invalid(&path, line, e.to_string())
+            }),
+        }
+    }
+
+    pub fn read_resolution(&self, id: &TicketId) -> Result<Option<String>, StoreError> {
+        let path = self.path_of(id, RESOLUTION);
+        Ok(read_opt(&path)
+            .map_err(|e| StoreError::io(&path, e))?
+            .map(|t| parse_resolution(&t)))
+    }
+
+    pub fn read_ticket(&self, id: &TicketId) -> Result<Ticket, StoreError> {
+        Ok(Ticket {
+            id: id.clone(),
+            item: self.read_item(id)?,
+            thread: self.read_thread(id)?,
+            relations: self.read_relations(id)?,
+            plan: self.read_plan(id)?,
+            resolution: self.read_resolution(id)?,
+        })
+    }
+
+    /// Every ticket's item, in id order. Unreadable items are errors.
+    pub fn read_all_items(&self) -> Result<Vec<(TicketId, Item)>, StoreError> {
+        let ids = self.ticket_ids()?;
+        parallel_map(&ids, |id| self.read_item(id).map(|item| (id.clone(), item)))
+    }
+
+    /// The relation graph of the whole workspace.
+    pub fn read_graph(&self) -> Result<RelationGraph, StoreError> {
+        let ids = self.ticket_ids()?;
+        let files = parallel_map(&ids, |id| self.read_relations(id))?;
+        Ok(RelationGraph::new(
+            files.iter().flat_map(|f| f.relations.iter()),
+        ))
+    }
+
+    /// States of the given tickets (missing tickets are absent from the map).
+    pub fn states_of<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a TicketId>,
+    ) -> Result<BTreeMap<TicketId, State>, StoreError> {
+        let mut out = BTreeMap::new();
+        for id in ids {
+            if self.path_of(id, ITEM).is_file() {
+                out.insert(id.clone(), self.read_item(id)?.state);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn read_required(path: &Path) -> Result<String, StoreError> {
+    read_opt(path)
+        .map_err(|e| StoreError::io(path, e))?
+        .ok_or_else(|| StoreError::invalid(path, None, "the file is missing"))
+}
+
+/// Map over `items` on all cores, keeping order, stopping at the first error.
+pub(crate) fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> Result<R, StoreError> + Sync,
+) -> Result<Vec<R>, StoreError> {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(8);
+    if workers <= 1 || items.len() < 256 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(workers);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| s.spawn(|| part.iter().map(&f).collect::<Result<Vec<R>, _>>()))
+            .collect();
+        let mut out = Vec::with_capacity(items.len());
+        for h in handles {
+            out.extend(h.join().expect("reader thread panicked")?);
+        }
+        Ok(out)
+    })
+}

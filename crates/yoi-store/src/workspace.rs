@@ -1,0 +1,202 @@
+//! A yoi workspace on disk: where its folders are, how it is found, how it is initialised, and
+//! the lock every mutation takes.
+//!
+//! The store writes only inside `.yoi/` (and, for `init`, appends ignore rules to the
+//! repository's `.gitignore`). Finding the git repository is the caller's job (the git crate);
+//! this module takes the repository root as given.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use yoi_core::TicketId;
+
+use crate::config::{self, Config, CONFIG_FILE};
+use crate::error::StoreError;
+use crate::fsutil;
+use crate::lock::WorkspaceLock;
+
+pub const YOI_DIR: &str = ".yoi";
+pub const LOCAL_DIR: &str = ".yoi/local";
+pub const LOCK_FILE: &str = "workspace.lock";
+
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    pub config: Config,
+    /// Describes this process in the lock file (e.g. `pid 42: yoi ticket queue`).
+    pub holder: String,
+}
+
+impl Workspace {
+    /// Open the workspace whose repository root is `root` (it must contain `.yoi/`).
+    pub fn open(root: &Path) -> Result<Workspace, StoreError> {
+        let yoi = root.join(YOI_DIR);
+        if !yoi.is_dir() {
+            return Err(StoreError::NotInitialized {
+                root: root.to_path_buf(),
+            });
+        }
+        let config = Config::load(&yoi.join(CONFIG_FILE))?;
+        Ok(Workspace {
+            root: root.to_path_buf(),
+            config,
+            holder: format!("pid {}", std::process::id()),
+        })
+    }
+
+    /// Walk up from `start` to the first folder holding `.yoi/workspace.toml`.
+    pub fn find_root(start: &Path) -> Option<PathBuf> {
+        start
+            .ancestors()
+            .find(|d| d.join(YOI_DIR).join(CONFIG_FILE).is_file())
+            .map(Path::to_path_buf)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn yoi_dir(&self) -> PathBuf {
+        self.root.join(YOI_DIR)
+    }
+
+    pub fn local_dir(&self) -> PathBuf {
+        self.root.join(LOCAL_DIR)
+    }
+
+    pub fn tickets_dir(&self) -> PathBuf {
+        self.config.tickets_dir(&self.root)
+    }
+
+    pub fn ticket_dir(&self, id: &TicketId) -> PathBuf {
+        self.tickets_dir().join(id.as_str())
+    }
+
+    /// A path relative to the repository root, for messages and findings.
+    pub fn rel(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    pub fn lock(&self) -> Result<WorkspaceLock, StoreError> {
+        WorkspaceLock::acquire(
+            &self.local_dir().join(LOCK_FILE),
+            Duration::from_secs(self.config.workspace.lock_timeout_secs),
+            &self.holder,
+        )
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InitReport {
+    pub root: String,
+    /// Paths created or changed, relative to the root.
+    pub created: Vec<String>,
+    /// Ignore rules appended to `.gitignore`.
+    pub ignore_rules_added: Vec<String>,
+}
+
+/// Create `.yoi/` in the repository at `root`. Idempotent: existing files are left alone and
+/// only missing ignore rules are appended.
+pub fn init(root: &Path, default_target: &str) -> Result<InitReport, StoreError> {
+    let mut created = Vec::new();
+    let existing_config = Config::load(&root.join(YOI_DIR).join(CONFIG_FILE))?;
+    for dir in [YOI_DIR, LOCAL_DIR] {
+        let p = root.join(dir);
+        if !p.is_dir() {
+            fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, e))?;
+            created.push(dir.to_string());
+        }
+    }
+    let config_path = root.join(YOI_DIR).join(CONFIG_FILE);
+    if !config_path.exists() {
+        fsutil::atomic_write(
+            &config_path,
+            config::default_file(default_target).as_bytes(),
+        )
+        .map_err(|e| StoreError::io(&config_path, e))?;
+        created.push(format!("{YOI_DIR}/{CONFIG_FILE}"));
+    }
+    let config = Config::load(&config_path).unwrap_or(existing_config);
+    let tickets = config.tickets_dir(root);
+    if !tickets.is_dir() {
+        fs::create_dir_all(&tickets).map_err(|e| StoreError::io(&tickets, e))?;
+        created.push(config.workspace.tickets_dir.clone());
+    }
+    let rules = [
+        format!("/{LOCAL_DIR}/"),
+        format!("/{}/", config.workspace.worktree_dir.trim_matches('/')),
+    ];
+    let added = add_ignore_rules(&root.join(".gitignore"), &rules)?;
+    if !added.is_empty() {
+        created.push(".gitignore".into());
+    }
+    Ok(InitReport {
+        root: root.to_string_lossy().into_owned(),
+        created,
+        ignore_rules_added: added,
+    })
+}
+
+/// Append the rules that are not already present, leaving every existing line untouched.
+fn add_ignore_rules(path: &Path, rules: &[String]) -> Result<Vec<String>, StoreError> {
+    let current = fsutil::read_opt(path)
+        .map_err(|e| StoreError::io(path, e))?
+        .unwrap_or_default();
+    let present = |rule: &str| {
+        let bare = rule.trim_matches('/');
+        current.lines().any(|l| {
+            let l = l.trim();
+            l.trim_matches('/') == bare && !l.starts_with('!')
+        })
+    };
+    let missing: Vec<String> = rules.iter().filter(|r| !present(r)).cloned().collect();
+    if missing.is_empty() {
+        return Ok(missing);
+    }
+    let mut text = String::new();
+    if !current.is_empty() && !current.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# yoi: local state and ticket worktrees\n");
+    for r in &missing {
+        text.push_str(r);
+        text.push('\n');
+    }
+    fsutil::append_sync(path, text.as_bytes()).map_err(|e| StoreError::io(path, e))?;
+    Ok(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_is_idempotent_and_keeps_existing_ignore_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(".gitignore"), "target\n/.worktree").unwrap();
+        let first = init(dir.path(), "develop").unwrap();
+        assert_eq!(first.ignore_rules_added, vec!["/.yoi/local/".to_string()]);
+        let text = fs::read_to_string(dir.path().join(".gitignore")).unwrap();
+        assert!(text.starts_with("target\n/.worktree\n# yoi"), "{text}");
+        let second = init(dir.path(), "develop").unwrap();
+        assert!(second.created.is_empty());
+        assert!(second.ignore_rules_added.is_empty());
+        let ws = Workspace::open(dir.path()).unwrap();
+        assert_eq!(ws.config.workspace.default_target, "develop");
+        assert!(ws.tickets_dir().is_dir());
+    }
+
+    #[test]
+    fn open_refuses_an_uninitialised_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            Workspace::open(dir.path()),
+            Err(StoreError::NotInitialized { .. })
+        ));
+    }
+}

@@ -1,5 +1,8 @@
 //! Doctor findings: small values, one per problem seen, each telling what was seen, what was
 //! expected, and the command that fixes it.
+//!
+//! A finding is data, not control flow: the store's doctor builds them, the CLI and the API
+//! render them, and `--fix` applies only the [`SafeFix`] a finding carries.
 
 use serde::Serialize;
 
@@ -32,13 +35,79 @@ pub struct Finding {
     pub safe_fix: Option<SafeFix>,
 }
 
-/// Repairs that `doctor --fix` applies on its own. Each keeps every byte of information.
+impl Finding {
+    pub fn new(
+        severity: Severity,
+        check: &'static str,
+        seen: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
+        Finding {
+            severity,
+            check,
+            ticket: None,
+            path: None,
+            line: None,
+            seen: seen.into(),
+            expected: expected.into(),
+            fix: None,
+            safe_fix: None,
+        }
+    }
+
+    pub fn error(
+        check: &'static str,
+        seen: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
+        Finding::new(Severity::Error, check, seen, expected)
+    }
+
+    pub fn warning(
+        check: &'static str,
+        seen: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
+        Finding::new(Severity::Warning, check, seen, expected)
+    }
+
+    pub fn with_ticket(mut self, ticket: impl Into<String>) -> Self {
+        self.ticket = Some(ticket.into());
+        self
+    }
+
+    /// Where it was seen: a path relative to the repository root and, when known, a line.
+    pub fn at(mut self, path: impl Into<String>, line: Option<usize>) -> Self {
+        self.path = Some(path.into());
+        self.line = line;
+        self
+    }
+
+    pub fn with_fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    pub fn with_safe_fix(mut self, fix: SafeFix) -> Self {
+        self.safe_fix = Some(fix);
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Repairs that `doctor --fix` applies on its own. Each keeps every byte of information; paths
+/// are relative to the repository root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SafeFix {
     /// Delete an interrupted atomic write's temporary file (the real file is intact).
     RemoveTempFile { path: String },
     /// Re-render relations.json sorted (same content, canonical order).
     SortRelations { ticket: String },
-    /// Create a missing thread.md / artifacts directory.
-    CreateMissing { path: String },
+    /// Create a missing file empty (thread.md); never overwrites an existing file.
+    CreateFile { path: String },
+    /// Create a missing directory (a ticket's `artifacts/`).
+    CreateDir { path: String },
 }

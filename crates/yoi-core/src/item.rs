@@ -179,9 +179,11 @@ impl Item {
         let mapping: Mapping = if yaml.trim().is_empty() {
             Mapping::new()
         } else {
-            let value: Value = serde_yaml_ng::from_str(yaml).map_err(|e| {
+            // The frontmatter starts on the file's second line; one leading blank line makes
+            // the parser's line numbers (in the location and in its message) the file's own.
+            let value: Value = serde_yaml_ng::from_str(&format!("\n{yaml}")).map_err(|e| {
                 err(
-                    e.location().map(|l| l.line() + 1),
+                    e.location().map(|l| l.line()),
                     format!("invalid YAML frontmatter: {e}"),
                 )
             })?;

@@ -333,8 +333,7 @@ fn quote(v: &str) -> String {
     }
     let mut out = String::with_capacity(v.len() + 2);
     out.push('"');
-    let mut chars = v.chars().peekable();
-    while let Some(c) = chars.next() {
+    for c in v.chars() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),

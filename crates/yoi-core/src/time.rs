@@ -70,6 +70,14 @@ impl From<Timestamp> for String {
     }
 }
 
+/// The UTC date-time type timestamps wrap.
+pub type DateTimeUtc = DateTime<Utc>;
+
+/// Convert a system time the caller read (the core reads no clock itself).
+pub fn utc_now_from_system(t: std::time::SystemTime) -> DateTimeUtc {
+    DateTime::<Utc>::from(t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use crate::error::StoreError;
 
 pub const CONFIG_FILE: &str = "workspace.toml";
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub workspace: WorkspaceSection,
@@ -63,16 +63,6 @@ impl Default for RolesSection {
             coder: 1,
             verifier: 1,
             reviewer: 1,
-        }
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            workspace: WorkspaceSection::default(),
-            principal: PrincipalSection::default(),
-            roles: RolesSection::default(),
         }
     }
 }

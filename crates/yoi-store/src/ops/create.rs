@@ -64,7 +64,7 @@ pub fn create(ws: &Workspace, ctx: &Ctx, req: &CreateRequest) -> Result<Outcome,
     let tickets = ws.tickets_dir();
     fs::create_dir_all(&tickets).map_err(|e| StoreError::io(&tickets, e))?;
     let id = loop {
-        let id = TicketId::from_ulid(super::new_ulid(ctx.now));
+        let id = TicketId::from_ulid(super::new_ulid(ctx.precise));
         if !ws.ticket_dir(&id).exists() {
             break id;
         }
@@ -126,7 +126,9 @@ fn find_created_by_op(ws: &Workspace, op: &str) -> Result<Option<(TicketId, Even
             continue;
         };
         let first = text.lines().next().unwrap_or("");
-        if !first.contains(op) {
+        // The op id may be quoted and escaped in the header, so look for the attribute, not
+        // the raw id.
+        if !first.contains(" op: ") {
             continue;
         }
         if let Ok((kind, attrs)) = parse_header(first) {

@@ -42,7 +42,11 @@ pub use transition::{
 pub struct Ctx {
     pub principal: Principal,
     pub op: Option<String>,
+    /// The time written into files: whole seconds.
     pub now: Timestamp,
+    /// The full-precision time, for the time part of new ids, so that ids made within one
+    /// second still sort in creation order.
+    pub precise: Timestamp,
 }
 
 impl Ctx {
@@ -51,6 +55,7 @@ impl Ctx {
             principal,
             op: None,
             now: now.to_seconds(),
+            precise: now,
         }
     }
 
@@ -134,7 +139,7 @@ pub(crate) fn stamp(event: Event, ctx: &Ctx, fp: &str) -> Event {
         attrs: Vec::new(),
         ..event.clone()
     };
-    e.set("id", new_ulid(ctx.now).to_string());
+    e.set("id", new_ulid(ctx.precise).to_string());
     e.set("author", ctx.principal.author());
     e.set("at", ctx.now.to_string());
     for (k, v) in event.attrs {

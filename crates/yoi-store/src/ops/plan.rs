@@ -27,10 +27,13 @@ pub fn add_plan_record(
 ) -> Result<(Outcome, PlanRecord), StoreError> {
     let _lock = ws.lock()?;
     let id = ws.resolve(query)?;
+    // A record is only added to a readable ticket: a malformed item.md is reported, not
+    // silently built upon.
+    ws.read_item(&id)?;
     let related = req.related.as_deref().map(|r| ws.resolve(r)).transpose()?;
     let record_id = match &ctx.op {
         Some(op) => format!("plan-op-{}", &sha256_hex(op.as_bytes())[..20]),
-        None => format!("plan-{}", super::new_ulid(ctx.now)),
+        None => format!("plan-{}", super::new_ulid(ctx.precise)),
     };
     let record = PlanRecord {
         id: record_id,

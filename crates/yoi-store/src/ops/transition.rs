@@ -299,7 +299,7 @@ pub fn accept(
             let decision = Event::new(EventKind::Decision, &ev.decision)
                 .with_attr("decision", "implementation_ready");
             let plan = PlanRecord {
-                id: format!("plan-{}", super::new_ulid(ctx.now)),
+                id: format!("plan-{}", super::new_ulid(ctx.precise)),
                 ticket_id: id.clone(),
                 kind: PlanKind::AcceptedPlan,
                 related_ticket: None,
@@ -420,6 +420,8 @@ pub fn cancel(
 }
 
 /// closed -> planning with a reason. The old resolution stays in the thread's close event.
+/// Like return-to-planning, it clears `queued_by`/`queued_at`: a ticket in planning is queued
+/// by nobody until a person queues it again.
 pub fn reopen(
     ws: &Workspace,
     ctx: &Ctx,
@@ -434,7 +436,9 @@ pub fn reopen(
         Operation::Reopen,
         req,
         Value::Null,
-        |_, _, _| {
+        |_, _, item| {
+            item.queued_by = None;
+            item.queued_at = None;
             Ok(Effects {
                 remove_resolution: true,
                 body: format!("Reopened: {reason}"),

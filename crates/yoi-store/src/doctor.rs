@@ -1,1 +1,0 @@
-//! Doctor: structural checks over the ticket files.

@@ -1,0 +1,231 @@
+//! Doctor: structural checks over the ticket files, and the repairs that cannot lose anything.
+//!
+//! [`run`] reads every file under the tickets folder once (tickets in parallel), reports each
+//! problem as a [`Finding`] — severity, stable check id, ticket, path relative to the repository
+//! root, line when known, what was seen, what was expected, and the command or instruction that
+//! fixes it — and returns a [`Report`]. It never prints and never decides an exit code.
+//!
+//! **What `--fix` does.** Only the repairs a finding marks with a [`SafeFix`]: removing the
+//! temporary file of an interrupted atomic write when the real file beside it exists and parses,
+//! creating a missing `thread.md` (empty) or `artifacts/` folder, and re-rendering a
+//! `relations.json` whose only difference from the canonical rendering is its order. Fixing
+//! takes the workspace lock, re-runs the checks inside it (so it acts on what is on disk now,
+//! not on a report read before), applies those repairs, and runs the checks again for the
+//! report. It never touches `item.md`, never rewrites `thread.md`, and never deletes anything
+//! that may be the only copy of something: a `.new-<id>` staging folder left by an interrupted
+//! `create` holds the only copy of that ticket, so it is reported with a manual instruction and
+//! left alone; so is a temporary file whose real file is missing or broken.
+//!
+//! **Severity decisions.** An *error* is something yoi cannot read, a ticket it cannot see, or
+//! a state its own operations can never produce (a cycle, an in-progress ticket with an open
+//! blocker, a closed yoi ticket without its resolution). A *warning* is something that works but
+//! deserves a look: older-format keys and events (they are read and mapped), unknown keys (kept),
+//! leftovers of interrupted operations, and drift between the thread and item.md. A closed
+//! ticket without `resolution.md` is an error for yoi tickets (ULID ids: `close` and `cancel`
+//! always write it) and a warning for tickets with the older 13-character ids (the older
+//! system did not always write one). A ticket tree written by the older system passes with
+//! warnings only. A queued ticket is warned about only for blockers the queue guard would refuse
+//! today (neither finished nor in flight); waiting on in-flight work is normal.
+//!
+//! The checks, by id, are listed in [`CHECKS`].
+
+mod graph;
+mod item;
+mod layout;
+mod thread;
+mod ticket;
+
+use std::fs;
+use std::path::Path;
+
+use serde::Serialize;
+use yoi_core::finding::{Finding, SafeFix, Severity};
+use yoi_core::relation::RelationsFile;
+use yoi_core::TicketId;
+
+use crate::error::StoreError;
+use crate::fsutil;
+use crate::tickets::RELATIONS;
+use crate::workspace::Workspace;
+use Severity::{Error as E, Warning as W};
+
+/// What doctor found, and what `--fix` repaired. `ok` is true when no error remains.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub ok: bool,
+    pub errors: usize,
+    pub warnings: usize,
+    pub findings: Vec<Finding>,
+    /// One line per repair `--fix` applied.
+    pub fixed: Vec<String>,
+}
+
+impl Report {
+    fn new(findings: Vec<Finding>, fixed: Vec<String>) -> Self {
+        let errors = findings.iter().filter(|f| f.is_error()).count();
+        Report {
+            ok: errors == 0,
+            errors,
+            warnings: findings.len() - errors,
+            findings,
+            fixed,
+        }
+    }
+}
+
+/// One documented check: its stable id, its usual severity and what it looks at.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CheckInfo {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub what: &'static str,
+}
+
+const fn check(id: &'static str, severity: Severity, what: &'static str) -> CheckInfo {
+    CheckInfo { id, severity, what }
+}
+
+/// Every check doctor runs. Some ids carry either severity depending on the case (see `what`).
+pub const CHECKS: &[CheckInfo] = &[
+    check("ticket.dir_name", E, "a folder holding item.md whose name is not a ticket id (26-char ULID or 13-char legacy id, upper case)"),
+    check("ticket.missing_item", E, "a ticket folder without item.md: yoi cannot see the ticket"),
+    check("layout.stray_file", W, "a file or folder that does not belong in the tickets root or a ticket folder"),
+    check("layout.staging_dir", W, "a `.new-<id>` folder left by an interrupted create (never removed by --fix)"),
+    check("layout.temp_file", W, "a temporary file left by an interrupted atomic write (removed by --fix when the real file is intact)"),
+    check("layout.artifacts_missing", W, "a ticket without its artifacts/ folder (created by --fix)"),
+    check("file.unreadable", E, "a ticket file that cannot be read or is not UTF-8"),
+    check("item.parse", E, "item.md that does not parse"),
+    check("item.required_key", E, "item.md without title, state, created_at or updated_at"),
+    check("item.state", E, "item.md whose state is not a ticket state"),
+    check("item.legacy_key", W, "an older-format key in item.md, and how yoi maps it"),
+    check("item.unknown_key", W, "a key neither yoi nor the older format defines (kept on rewrite)"),
+    check("item.queued_fields", W, "queued_by/queued_at missing on a queued or in-progress ticket, or left on a planning or ready one"),
+    check("resolution.missing", E, "a closed ticket without resolution.md (warning for legacy 13-char ids)"),
+    check("resolution.unexpected", W, "resolution.md on a ticket that is not closed"),
+    check("thread.missing", W, "a ticket without thread.md (created empty by --fix)"),
+    check("thread.malformed_header", E, "an event header comment that cannot be read"),
+    check("thread.unterminated", E, "an event never closed by `---` (usually a torn append)"),
+    check("thread.stray_text", W, "text outside any event"),
+    check("thread.event_author", E, "an event without `author`"),
+    check("thread.event_at", E, "an event without `at`, or with an `at` that is not a timestamp"),
+    check("thread.event_id", W, "events without `id` (the older format; read as they are)"),
+    check("thread.duplicate_id", E, "two events with the same id"),
+    check("thread.state_changed_fields", E, "a state_changed event without valid from/to/reason"),
+    check("thread.state_mismatch", W, "the last state change in the thread differs from item.md's state"),
+    check("relations.parse", E, "relations.json that is not valid JSON of the expected shape"),
+    check("relations.invalid", E, "relations.json that parses but breaks a rule (owner, self target, duplicate, version, note size)"),
+    check("relations.dangling", E, "a relation whose target ticket does not exist (warning for related/supersedes/duplicate_of)"),
+    check("relations.unsorted", W, "relations.json not in canonical order (sorted by --fix when nothing else differs)"),
+    check("relations.cycle", E, "a depends_on/blocks cycle, shown as `A -> B -> A`"),
+    check("relations.cycle_limit", W, "more cycles than doctor lists"),
+    check("relations.superseded_active", W, "a ticket and the ticket it supersedes are both still unfinished"),
+    check("relations.duplicate_active", W, "a ticket and the ticket it duplicates are both still unfinished"),
+    check("ticket.blocked_queued", W, "a queued ticket with a blocker the queue guard would refuse"),
+    check("ticket.blocked_inprogress", E, "an in-progress ticket with an open blocker"),
+    check("plan.parse", E, "an orchestration-plan.jsonl line that is not a plan record"),
+    check("plan.invalid", E, "a plan record that parses but breaks a rule"),
+    check("plan.missing_related", W, "a plan record naming a ticket that does not exist"),
+];
+
+/// Check the workspace; with `fix`, first apply the repairs that cannot lose information.
+pub fn run(ws: &Workspace, fix: bool) -> Result<Report, StoreError> {
+    if !fix {
+        return Ok(Report::new(check_all(ws)?, Vec::new()));
+    }
+    let _lock = ws.lock()?;
+    let before = check_all(ws)?;
+    let mut fixed = Vec::new();
+    for f in &before {
+        if let Some(repair) = &f.safe_fix {
+            if let Some(done) = apply(ws, repair)? {
+                fixed.push(done);
+            }
+        }
+    }
+    Ok(Report::new(check_all(ws)?, fixed))
+}
+
+/// Every finding, sorted by path, line and check.
+fn check_all(ws: &Workspace) -> Result<Vec<Finding>, StoreError> {
+    let scan = layout::scan_root(ws)?;
+    let mut findings = scan.findings;
+    let tickets =
+        crate::tickets::parallel_map(&scan.ticket_dirs, |id| Ok(ticket::check_ticket(ws, id)))?;
+    findings.extend(graph::check_workspace(ws, &tickets));
+    for t in tickets {
+        findings.extend(t.findings);
+    }
+    findings.sort_by(|a, b| {
+        (a.path.as_deref(), a.line, a.check, &a.seen).cmp(&(
+            b.path.as_deref(),
+            b.line,
+            b.check,
+            &b.seen,
+        ))
+    });
+    Ok(findings)
+}
+
+/// Apply one repair. Each re-checks, inside the lock, that it still loses nothing; `None` means
+/// there was nothing left to do.
+fn apply(ws: &Workspace, repair: &SafeFix) -> Result<Option<String>, StoreError> {
+    match repair {
+        SafeFix::RemoveTempFile { path } => {
+            let temp = ws.root().join(path);
+            let Some(real) = layout::real_file_of(&temp) else {
+                return Ok(None);
+            };
+            if layout::intact(&real).is_err() || !temp.is_file() {
+                return Ok(None);
+            }
+            fs::remove_file(&temp).map_err(|e| StoreError::io(&temp, e))?;
+            Ok(Some(format!("removed leftover temporary file {path}")))
+        }
+        SafeFix::SortRelations { ticket } => {
+            let id = TicketId::parse(ticket)?;
+            let path = ws.path_of(&id, RELATIONS);
+            let Some(text) = fsutil::read_opt(&path).map_err(|e| StoreError::io(&path, e))? else {
+                return Ok(None);
+            };
+            let Ok(file) = RelationsFile::parse(&text, &id) else {
+                return Ok(None);
+            };
+            if !graph::only_order_differs(&file, &text) {
+                return Ok(None);
+            }
+            fsutil::atomic_write(&path, file.render().as_bytes())
+                .map_err(|e| StoreError::io(&path, e))?;
+            Ok(Some(format!("sorted {} by kind and target", ws.rel(&path))))
+        }
+        SafeFix::CreateFile { path } => {
+            let p = ws.root().join(path);
+            match fs::OpenOptions::new().write(true).create_new(true).open(&p) {
+                Ok(f) => {
+                    f.sync_all().map_err(|e| StoreError::io(&p, e))?;
+                    sync_parent(&p)?;
+                    Ok(Some(format!("created empty {path}")))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+                Err(e) => Err(StoreError::io(&p, e)),
+            }
+        }
+        SafeFix::CreateDir { path } => {
+            let p = ws.root().join(path);
+            match fs::create_dir(&p) {
+                Ok(()) => {
+                    sync_parent(&p)?;
+                    Ok(Some(format!("created {path}/")))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+                Err(e) => Err(StoreError::io(&p, e)),
+            }
+        }
+    }
+}
+
+fn sync_parent(p: &Path) -> Result<(), StoreError> {
+    match p.parent() {
+        Some(dir) => fsutil::sync_dir(dir).map_err(|e| StoreError::io(dir, e)),
+        None => Ok(()),
+    }
+}

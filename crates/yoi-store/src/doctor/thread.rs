@@ -1,0 +1,188 @@
+//! thread.md checks: what `parse_thread` reports (malformed headers, torn appends, stray text),
+//! then each event's own attributes, ids, and the state changes it records.
+
+use std::collections::HashMap;
+
+use yoi_core::finding::Finding;
+use yoi_core::state::State;
+use yoi_core::thread::{parse_thread, EventKind, ThreadIssueKind};
+use yoi_core::{TicketId, Timestamp};
+
+/// What the item and resolution checks need to know about the thread.
+#[derive(Debug, Default)]
+pub(super) struct ThreadFacts {
+    /// Line and `to` of the last state_changed event with a readable `to`.
+    pub last_state: Option<(usize, State)>,
+    /// Line, author and time of the last change into `queued`.
+    pub last_queue: Option<(usize, String, String)>,
+    /// Line of the last `close` event.
+    pub last_close: Option<usize>,
+    pub first_at: Option<String>,
+    pub last_at: Option<String>,
+}
+
+pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>) -> ThreadFacts {
+    let parsed = parse_thread(text);
+    let loc = |line: usize| format!("{rel}:{line}");
+    for issue in &parsed.issues {
+        let f = match &issue.kind {
+            ThreadIssueKind::MalformedHeader { reason } => Finding::error(
+                "thread.malformed_header",
+                format!("the event header at line {} cannot be read: {reason}", issue.line),
+                "`<!-- event: KIND id: ID author: WHO at: TIME … -->` on one line; values with spaces double-quoted",
+            )
+            .with_fix(format!(
+                "repair the header at {}; the event is skipped until then",
+                loc(issue.line)
+            )),
+            ThreadIssueKind::Unterminated => Finding::error(
+                "thread.unterminated",
+                format!(
+                    "the event at line {} is never closed by a `---` line (a torn append, or an edit by hand)",
+                    issue.line
+                ),
+                "every event ends with a `---` line",
+            )
+            .with_fix(format!(
+                "check the event at {} against what was meant to be written, then end it with a `---` line",
+                loc(issue.line)
+            )),
+            ThreadIssueKind::StrayText => Finding::warning(
+                "thread.stray_text",
+                format!("text outside any event at line {}", issue.line),
+                "only events: a header comment, a `## Heading`, a body and a `---` line",
+            )
+            .with_fix(format!(
+                "move the text at {} into a comment (`yoi ticket comment {id} -m …`) and delete it from thread.md",
+                loc(issue.line)
+            )),
+        };
+        out.push(f.with_ticket(id.as_str()).at(rel, Some(issue.line)));
+    }
+
+    let mut facts = ThreadFacts::default();
+    let mut ids: HashMap<&str, usize> = HashMap::new();
+    let mut without_id: Vec<usize> = Vec::new();
+    for (event, &line) in parsed.events.iter().zip(&parsed.lines) {
+        let mut push = |f: Finding| out.push(f.with_ticket(id.as_str()).at(rel, Some(line)));
+        let kind = event.kind.as_str();
+        match event.author() {
+            Some(a) if !a.trim().is_empty() => {}
+            _ => push(
+                Finding::error(
+                    "thread.event_author",
+                    format!("the {kind} event at line {line} has no `author`"),
+                    "every event names its author",
+                )
+                .with_fix(format!("add `author: NAME` to the header at {}", loc(line))),
+            ),
+        }
+        match event.get("at") {
+            None => push(
+                Finding::error(
+                    "thread.event_at",
+                    format!("the {kind} event at line {line} has no `at`"),
+                    "every event carries its UTC time, e.g. `at: 2026-11-29T10:00:00Z`",
+                )
+                .with_fix(format!("add `at: TIME` to the header at {}", loc(line))),
+            ),
+            Some(v) => match Timestamp::parse(v) {
+                Ok(t) => {
+                    if facts.first_at.is_none() {
+                        facts.first_at = Some(t.to_string());
+                    }
+                    facts.last_at = Some(t.to_string());
+                }
+                Err(e) => push(
+                    Finding::error(
+                        "thread.event_at",
+                        format!("the {kind} event at line {line} has `at: {v}`: {e}"),
+                        "an RFC 3339 UTC time, e.g. `at: 2026-11-29T10:00:00Z`",
+                    )
+                    .with_fix(format!("correct `at` in the header at {}", loc(line))),
+                ),
+            },
+        }
+        match event.id() {
+            None => without_id.push(line),
+            Some(eid) => {
+                if let Some(first) = ids.get(eid) {
+                    push(
+                        Finding::error(
+                            "thread.duplicate_id",
+                            format!(
+                                "the event at line {line} reuses id {eid} of the event at line {first}"
+                            ),
+                            "every event id is unique (the index and outbox deduplicate by it)",
+                        )
+                        .with_fix(format!(
+                            "if the event at {} is a copy of the one at line {first}, delete it; otherwise give it a new ULID",
+                            loc(line)
+                        )),
+                    );
+                } else {
+                    ids.insert(eid, line);
+                }
+            }
+        }
+        if event.kind == EventKind::StateChanged {
+            let mut problems = Vec::new();
+            let mut to = None;
+            for key in ["from", "to", "reason"] {
+                match event.get(key) {
+                    None => problems.push(format!("`{key}` is missing")),
+                    Some(v) if v.trim().is_empty() => problems.push(format!("`{key}` is empty")),
+                    Some(v) if key != "reason" => match v.parse::<State>() {
+                        Ok(s) if key == "to" => to = Some(s),
+                        Ok(_) => {}
+                        Err(_) => problems.push(format!("`{key}: {v}` is not a state")),
+                    },
+                    Some(_) => {}
+                }
+            }
+            if !problems.is_empty() {
+                push(
+                    Finding::error(
+                        "thread.state_changed_fields",
+                        format!(
+                            "the state_changed event at line {line}: {}",
+                            problems.join(", ")
+                        ),
+                        "state_changed events carry `from` and `to` (ticket states) and a `reason`",
+                    )
+                    .with_fix(format!("complete the header at {}", loc(line))),
+                );
+            }
+            if let Some(to) = to {
+                facts.last_state = Some((line, to));
+                if to == State::Queued {
+                    facts.last_queue = Some((
+                        line,
+                        event.author().unwrap_or("").to_string(),
+                        event.get("at").unwrap_or("").to_string(),
+                    ));
+                }
+            }
+        }
+        if event.kind == EventKind::Close {
+            facts.last_close = Some(line);
+        }
+    }
+    if let Some(&first) = without_id.first() {
+        out.push(
+            Finding::warning(
+                "thread.event_id",
+                format!(
+                    "{} of {} events have no `id` (the first at line {first}): written by the older format",
+                    without_id.len(),
+                    parsed.events.len()
+                ),
+                "every event carries a unique `id`; older events without one are read as they are",
+            )
+            .with_ticket(id.as_str())
+            .at(rel, Some(first))
+            .with_fix("nothing to do: events yoi writes carry ids, and older ones are kept as written"),
+        );
+    }
+    facts
+}

@@ -1,0 +1,329 @@
+//! One ticket folder: which files are there, then item.md, thread.md, resolution.md and the
+//! artifacts, each read once. Runs in parallel across tickets; the cross-ticket checks (targets,
+//! cycles, blockers) use what this returns.
+
+use std::fs;
+use std::path::Path;
+
+use yoi_core::finding::{Finding, SafeFix, Severity};
+use yoi_core::id::IdForm;
+use yoi_core::plan::PlanRecord;
+use yoi_core::relation::RelationsFile;
+use yoi_core::state::State;
+use yoi_core::TicketId;
+
+use super::layout::{self, is_temp_name, GITKEEP};
+use super::{graph, item, thread};
+use crate::tickets::{ARTIFACTS, ITEM, PLAN, RELATIONS, RESOLUTION, THREAD};
+use crate::workspace::Workspace;
+
+/// What one ticket folder holds, for the cross-ticket checks.
+pub(super) struct TicketScan {
+    pub id: TicketId,
+    pub findings: Vec<Finding>,
+    /// The folder holds item.md, so yoi sees the ticket (even when item.md does not parse).
+    pub exists: bool,
+    /// `None` when item.md does not parse.
+    pub state: Option<State>,
+    /// The relations, when relations.json exists and is valid.
+    pub relations: Option<RelationsFile>,
+    pub relations_text: String,
+    /// Valid plan records with their line.
+    pub plan: Vec<(usize, PlanRecord)>,
+}
+
+/// Read a file once: `Ok(None)` when it is missing, `Err` with a reason when unreadable.
+fn read(path: &Path) -> Result<Option<String>, String> {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| format!("it is not UTF-8 (byte {})", e.utf8_error().valid_up_to())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("it cannot be read: {e}")),
+    }
+}
+
+fn unreadable(id: &TicketId, rel: &str, why: String) -> Finding {
+    Finding::error(
+        "file.unreadable",
+        format!("{rel}: {why}"),
+        "a readable UTF-8 text file",
+    )
+    .with_ticket(id.as_str())
+    .at(rel, None)
+    .with_fix(format!(
+        "check the file's permissions and encoding, or restore it with `git checkout -- {rel}`"
+    ))
+}
+
+pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
+    let dir = ws.ticket_dir(id);
+    let rel_dir = ws.rel(&dir);
+    let mut scan = TicketScan {
+        id: id.clone(),
+        findings: Vec::new(),
+        exists: false,
+        state: None,
+        relations: None,
+        relations_text: String::new(),
+        plan: Vec::new(),
+    };
+    let out = &mut scan.findings;
+    let entries = match layout::list(&dir) {
+        Ok(e) => e,
+        Err(e) => {
+            out.push(unreadable(
+                id,
+                &rel_dir,
+                format!("the folder cannot be listed: {e}"),
+            ));
+            return scan;
+        }
+    };
+    let has = |name: &str, dir_wanted: bool| {
+        entries
+            .iter()
+            .any(|e| e.name == name && e.is_dir == dir_wanted)
+    };
+    let has_item = has(ITEM, false);
+    let has_thread = has(THREAD, false);
+    let has_resolution = has(RESOLUTION, false);
+    let has_artifacts = has(ARTIFACTS, true);
+    let mut thread_temp = false;
+    for e in &entries {
+        let path = dir.join(&e.name);
+        match e.name.as_str() {
+            ITEM | THREAD | RESOLUTION if !e.is_dir => {}
+            ARTIFACTS if e.is_dir => {}
+            n if is_temp_name(n) && !e.is_dir => {
+                thread_temp |= layout::real_file_of(&path).is_some_and(|r| r.ends_with(THREAD));
+                out.push(layout::temp_finding(ws, &path, Some(id)));
+            }
+            _ => {
+                let rel = ws.rel(&path);
+                let what = if e.is_dir { "folder" } else { "file" };
+                out.push(
+                    Finding::warning(
+                        "layout.stray_file",
+                        format!("{rel}: a {what} yoi does not know in a ticket folder"),
+                        "only item.md, thread.md, resolution.md and artifacts/ in a ticket folder",
+                    )
+                    .with_ticket(id.as_str())
+                    .at(rel.clone(), None)
+                    .with_fix(format!(
+                        "move {rel} into {rel_dir}/artifacts/ if it is evidence, otherwise delete it"
+                    )),
+                );
+            }
+        }
+    }
+    if !has_item {
+        let holds = if entries.is_empty() {
+            "it is empty".to_string()
+        } else {
+            format!(
+                "it holds {}",
+                entries
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        out.push(
+            Finding::error(
+                "ticket.missing_item",
+                format!("{rel_dir} has no item.md ({holds}); yoi does not see this ticket"),
+                "every ticket folder holds item.md",
+            )
+            .with_ticket(id.as_str())
+            .at(rel_dir.clone(), None)
+            .with_fix(format!(
+                "restore item.md (e.g. `git checkout -- {rel_dir}/item.md`), or delete {rel_dir} if the ticket was removed on purpose"
+            )),
+        );
+        return scan;
+    }
+    scan.exists = true;
+
+    // Thread first: its facts make the item findings' suggestions concrete.
+    let thread_path = dir.join(THREAD);
+    let thread_rel = ws.rel(&thread_path);
+    let mut facts = thread::ThreadFacts::default();
+    if has_thread {
+        match read(&thread_path) {
+            Ok(Some(text)) => facts = thread::check(id, &thread_rel, &text, out),
+            Ok(None) => {}
+            Err(why) => out.push(unreadable(id, &thread_rel, why)),
+        }
+    } else if !entries.iter().any(|e| e.name == THREAD) {
+        let f = Finding::warning(
+            "thread.missing",
+            format!("{thread_rel} does not exist"),
+            "every ticket has thread.md, its append-only event log",
+        )
+        .with_ticket(id.as_str())
+        .at(thread_rel.clone(), None);
+        out.push(if thread_temp {
+            f.with_fix(format!(
+                "a temporary copy of thread.md is in {rel_dir}: rename it to thread.md if it is complete (doctor --fix leaves it)"
+            ))
+        } else {
+            f.with_fix("yoi ticket doctor --fix (creates it empty; restore it from git first if it was deleted)")
+                .with_safe_fix(SafeFix::CreateFile {
+                    path: thread_rel.clone(),
+                })
+        });
+    }
+
+    let item_path = dir.join(ITEM);
+    let item_rel = ws.rel(&item_path);
+    let item = match read(&item_path) {
+        Ok(Some(text)) => item::check(id, &item_rel, &text, &facts, out),
+        Ok(None) => None,
+        Err(why) => {
+            out.push(unreadable(id, &item_rel, why));
+            None
+        }
+    };
+    scan.state = item.as_ref().map(|i| i.state);
+
+    if let Some(state) = scan.state {
+        if let Some((line, to)) = facts.last_state {
+            if to != state {
+                out.push(
+                    Finding::warning(
+                        "thread.state_mismatch",
+                        format!("the thread's last state change (line {line}) is to {to}, but item.md says {state}"),
+                        "item.md's state equals the `to` of the thread's last state change",
+                    )
+                    .with_ticket(id.as_str())
+                    .at(thread_rel.clone(), Some(line))
+                    .with_fix(format!(
+                        "an operation was interrupted or a file was edited by hand: if the ticket really is {to}, set `state: {to}` in {item_rel}; if it is {state}, record why with `yoi ticket comment {id} -m …`"
+                    )),
+                );
+            }
+        }
+        check_resolution(ws, id, state, has_resolution, &facts, out);
+    }
+
+    let artifacts = dir.join(ARTIFACTS);
+    if has_artifacts {
+        check_artifacts(ws, id, &artifacts, &mut scan);
+    } else if !entries.iter().any(|e| e.name == ARTIFACTS) {
+        let rel = ws.rel(&artifacts);
+        scan.findings.push(
+            Finding::warning(
+                "layout.artifacts_missing",
+                format!("{rel}/ does not exist"),
+                "every ticket has an artifacts/ folder (git drops empty folders: keep a .gitkeep in it)",
+            )
+            .with_ticket(id.as_str())
+            .at(rel.clone(), None)
+            .with_fix("yoi ticket doctor --fix")
+            .with_safe_fix(SafeFix::CreateDir { path: rel }),
+        );
+    }
+    scan
+}
+
+fn check_resolution(
+    ws: &Workspace,
+    id: &TicketId,
+    state: State,
+    has_resolution: bool,
+    facts: &thread::ThreadFacts,
+    out: &mut Vec<Finding>,
+) {
+    let rel = ws.rel(&ws.path_of(id, RESOLUTION));
+    if state == State::Closed && !has_resolution {
+        // Older trees did not always get a resolution.md; yoi's close and cancel always write one.
+        let (severity, note) = match id.form() {
+            IdForm::Legacy => (
+                Severity::Warning,
+                " (an older-format ticket: the older system did not always write one)",
+            ),
+            IdForm::Ulid => (Severity::Error, ""),
+        };
+        let fix = match facts.last_close {
+            Some(line) => {
+                format!("copy the body of the close event at thread.md line {line} into {rel}")
+            }
+            None => format!("write the resolution (why and how the ticket was closed) into {rel}"),
+        };
+        out.push(
+            Finding::new(
+                severity,
+                "resolution.missing",
+                format!("the ticket is closed but {rel} does not exist{note}"),
+                "a closed ticket has resolution.md (close and cancel write it)",
+            )
+            .with_ticket(id.as_str())
+            .at(rel, None)
+            .with_fix(fix),
+        );
+    } else if state != State::Closed && has_resolution {
+        out.push(
+            Finding::warning(
+                "resolution.unexpected",
+                format!("the ticket is {state} but {rel} exists"),
+                "resolution.md only on closed tickets (reopen removes it; the close event keeps the text)",
+            )
+            .with_ticket(id.as_str())
+            .at(rel.clone(), None)
+            .with_fix(format!(
+                "delete {rel} if the thread's close event holds the same text; otherwise keep the text with `yoi ticket comment {id} --file {rel}` first"
+            )),
+        );
+    }
+}
+
+fn check_artifacts(ws: &Workspace, id: &TicketId, dir: &Path, scan: &mut TicketScan) {
+    let entries = match layout::list(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            let rel = ws.rel(dir);
+            scan.findings.push(unreadable(
+                id,
+                &rel,
+                format!("the folder cannot be listed: {e}"),
+            ));
+            return;
+        }
+    };
+    for e in &entries {
+        if e.name != GITKEEP && is_temp_name(&e.name) && !e.is_dir {
+            scan.findings
+                .push(layout::temp_finding(ws, &dir.join(&e.name), Some(id)));
+        }
+    }
+    // RELATIONS and PLAN are paths inside the ticket folder; the listing holds base names.
+    let file = |path: &str| {
+        let base = path.rsplit('/').next().unwrap_or(path);
+        entries.iter().any(|e| !e.is_dir && e.name == base)
+    };
+    if file(RELATIONS) {
+        let path = ws.path_of(id, RELATIONS);
+        let rel = ws.rel(&path);
+        match read(&path) {
+            Ok(Some(text)) => {
+                scan.relations = graph::check_relations_file(id, &rel, &text, &mut scan.findings);
+                scan.relations_text = text;
+            }
+            Ok(None) => {}
+            Err(why) => scan.findings.push(unreadable(id, &rel, why)),
+        }
+    }
+    if file(PLAN) {
+        let path = ws.path_of(id, PLAN);
+        let rel = ws.rel(&path);
+        match read(&path) {
+            Ok(Some(text)) => {
+                scan.plan = graph::check_plan_file(id, &rel, &text, &mut scan.findings)
+            }
+            Ok(None) => {}
+            Err(why) => scan.findings.push(unreadable(id, &rel, why)),
+        }
+    }
+}

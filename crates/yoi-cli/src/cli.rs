@@ -1,0 +1,235 @@
+//! The command line, as clap types. Spellings here are a contract (see docs/cli.md).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "yoi",
+    version,
+    about = "Local-first, git-native orchestration for AI coding agents"
+)]
+pub struct Cli {
+    /// Run as if yoi was started in DIR.
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Operation id for a mutation: replaying it returns the first result without writing.
+    #[arg(long = "op-id", global = true, value_name = "ID")]
+    pub op_id: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create .yoi/ in this git repository (idempotent).
+    Init(JsonFlag),
+    /// Work with tickets.
+    #[command(subcommand)]
+    Ticket(TicketCommand),
+    /// Check the workspace (same as `yoi ticket doctor`).
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TicketCommand {
+    /// Create a ticket; prints its id.
+    Create(CreateArgs),
+    /// List tickets.
+    List(ListArgs),
+    /// Show one ticket: item, brief, relations, thread.
+    Show(IdArgs),
+    /// Change a ticket's title or body.
+    Edit(EditArgs),
+    /// Add an event to a ticket's thread.
+    Comment(CommentArgs),
+    /// Move a ticket to STATE through the operation that owns that edge.
+    State(StateArgs),
+    /// planning -> ready (checks the brief).
+    MarkReady(IdJson),
+    /// ready -> queued (humans only).
+    Queue(IdJson),
+    /// ready/queued -> planning, naming the missing decision.
+    ReturnToPlanning(ReasonArgs),
+    /// done -> closed with a resolution.
+    Close(ResolutionArgs),
+    /// planning/ready/queued/inprogress -> closed with a resolution.
+    Cancel(ResolutionArgs),
+    /// closed -> planning with a reason.
+    Reopen(ReasonArgs),
+    /// Relations between tickets.
+    #[command(subcommand)]
+    Relation(RelationCommand),
+    /// Open blockers of a ticket and whether it can be queued.
+    Blockers(IdArgs),
+    /// Orchestration plan records.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+    /// Check ticket files, relations, threads and plan records.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    #[arg(long)]
+    pub title: String,
+    /// Read the body from a file, or `-` for standard input.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<String>,
+    /// A ticket this one depends on (repeatable).
+    #[arg(long = "depends-on", value_name = "ID")]
+    pub depends_on: Vec<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// States to show: a comma list, `active` (default: all but closed) or `all`.
+    #[arg(long, value_name = "S[,S…]|active|all")]
+    pub state: Option<String>,
+    /// Only ready or queued tickets with no open blocker.
+    #[arg(long)]
+    pub ready: bool,
+    /// Only tickets with open blockers, with the reasons.
+    #[arg(long)]
+    pub blocked: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct IdArgs {
+    pub id: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct IdJson {
+    pub id: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    pub id: String,
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Read the new body from a file, or `-` for standard input.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("text").required(true).args(["message", "file"])))]
+pub struct CommentArgs {
+    pub id: String,
+    #[arg(long, short)]
+    pub message: Option<String>,
+    /// Read the message from a file, or `-` for standard input.
+    #[arg(long)]
+    pub file: Option<String>,
+    #[arg(long, default_value = "comment", value_parser = ["comment", "plan", "decision", "implementation_report"])]
+    pub kind: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StateArgs {
+    pub id: String,
+    pub state: String,
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReasonArgs {
+    pub id: String,
+    #[arg(long)]
+    pub reason: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResolutionArgs {
+    pub id: String,
+    #[arg(long)]
+    pub resolution: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RelationCommand {
+    /// Add `ID KIND TARGET` (kinds: depends_on, blocks, related, supersedes, duplicate_of).
+    Add {
+        id: String,
+        kind: String,
+        target: String,
+        #[arg(long)]
+        note: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove `ID KIND TARGET`.
+    Rm {
+        id: String,
+        kind: String,
+        target: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List relations of one ticket, or of every ticket.
+    List {
+        id: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Append a record (kinds: before, after, blocked_by, blocks, conflicts_with,
+    /// do_not_parallelize, waiting_capacity).
+    Add {
+        id: String,
+        kind: String,
+        #[arg(long)]
+        related: Option<String>,
+        #[arg(long)]
+        note: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a ticket's records.
+    List {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[arg(long)]
+    pub json: bool,
+    /// Apply the repairs that cannot lose information.
+    #[arg(long)]
+    pub fix: bool,
+}

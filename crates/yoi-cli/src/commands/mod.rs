@@ -1,0 +1,18 @@
+//! One module per command group; each command is a small function that calls one store
+//! operation and prints its result.
+
+mod init;
+mod ticket;
+
+use crate::cli::{Cli, Command};
+use crate::context::Env;
+use crate::error::CliError;
+
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    let env = Env::new(cli.dir, cli.op_id)?;
+    match cli.command {
+        Command::Init(args) => init::run(&env, args.json),
+        Command::Ticket(cmd) => ticket::run(&env, cmd),
+        Command::Doctor(args) => ticket::doctor(&env, &args),
+    }
+}

@@ -1,0 +1,171 @@
+//! The state commands: one per operation, plus `state ID STATE`, which routes to the operation
+//! that owns the edge or refuses, naming the command to use.
+
+use yoi_core::state::{Operation, State, TransitionError};
+use yoi_store::ops::{self, TransitionRequest};
+
+use crate::cli::StateArgs;
+use crate::context::Env;
+use crate::error::CliError;
+use crate::output;
+
+type OpFn = fn(
+    &yoi_store::Workspace,
+    &yoi_store::Ctx,
+    &str,
+    &TransitionRequest,
+) -> Result<yoi_store::Outcome, yoi_store::StoreError>;
+
+fn apply(
+    env: &Env,
+    name: &str,
+    id: &str,
+    req: TransitionRequest,
+    f: OpFn,
+    as_json: bool,
+) -> Result<(), CliError> {
+    let ws = env.workspace(name)?;
+    let out = f(&ws, &env.human_ctx(&ws), id, &req)?;
+    output::outcome(&out, as_json);
+    Ok(())
+}
+
+pub fn mark_ready(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
+    apply(
+        env,
+        "yoi ticket mark-ready",
+        id,
+        TransitionRequest::default(),
+        ops::mark_ready,
+        as_json,
+    )
+}
+
+pub fn queue(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
+    apply(
+        env,
+        "yoi ticket queue",
+        id,
+        TransitionRequest::default(),
+        ops::queue,
+        as_json,
+    )
+}
+
+pub fn return_to_planning(
+    env: &Env,
+    id: &str,
+    reason: &str,
+    as_json: bool,
+) -> Result<(), CliError> {
+    let req = TransitionRequest {
+        reason: Some(reason.into()),
+        ..Default::default()
+    };
+    apply(
+        env,
+        "yoi ticket return-to-planning",
+        id,
+        req,
+        ops::return_to_planning,
+        as_json,
+    )
+}
+
+pub fn close(env: &Env, id: &str, resolution: &str, as_json: bool) -> Result<(), CliError> {
+    let req = TransitionRequest {
+        resolution: Some(resolution.into()),
+        ..Default::default()
+    };
+    apply(env, "yoi ticket close", id, req, ops::close, as_json)
+}
+
+pub fn cancel(env: &Env, id: &str, resolution: &str, as_json: bool) -> Result<(), CliError> {
+    let req = TransitionRequest {
+        resolution: Some(resolution.into()),
+        ..Default::default()
+    };
+    apply(env, "yoi ticket cancel", id, req, ops::cancel, as_json)
+}
+
+pub fn reopen(env: &Env, id: &str, reason: &str, as_json: bool) -> Result<(), CliError> {
+    let req = TransitionRequest {
+        reason: Some(reason.into()),
+        ..Default::default()
+    };
+    apply(env, "yoi ticket reopen", id, req, ops::reopen, as_json)
+}
+
+/// `yoi ticket state ID STATE [--reason R]`.
+pub fn state(env: &Env, a: &StateArgs) -> Result<(), CliError> {
+    let target: State = a
+        .state
+        .parse()
+        .map_err(|e: yoi_core::state::StateParseError| CliError::Usage(e.to_string()))?;
+    let ws = env.workspace("yoi ticket state")?;
+    let id = ws.resolve(&a.id)?;
+    let current = ws.read_item(&id)?.state;
+    let op = Operation::for_edge(current, target).map_err(|e| refusal(&id, current, target, e))?;
+    let with_reason = |required: bool| -> Result<TransitionRequest, CliError> {
+        if required && a.reason.is_none() {
+            return Err(CliError::Usage(format!(
+                "{current} -> {target} needs --reason (or use `{}`)",
+                op.human_command()
+                    .unwrap_or_default()
+                    .replace("ID", id.as_str())
+            )));
+        }
+        Ok(TransitionRequest {
+            reason: a.reason.clone(),
+            expected: Some(current),
+            ..Default::default()
+        })
+    };
+    let f: OpFn = match op {
+        Operation::MarkReady => ops::mark_ready,
+        Operation::Queue => ops::queue,
+        Operation::ReturnToPlanning => ops::return_to_planning,
+        Operation::Reopen => ops::reopen,
+        Operation::Close | Operation::Cancel => {
+            return Err(CliError::Refused(format!(
+                "{current} -> {target} records a resolution: use `{}`",
+                op.human_command().unwrap_or_default().replace("ID", id.as_str())
+            )))
+        }
+        Operation::Accept => {
+            return Err(CliError::Refused(format!(
+                "{id}: queued -> inprogress happens only when the orchestrator accepts the ticket (it needs a worktree and an assignment); run `yoi serve` and let it route the queue"
+            )))
+        }
+        Operation::Complete => {
+            return Err(CliError::Refused(format!(
+                "{id}: inprogress -> done happens only when the service merges the approved commit"
+            )))
+        }
+    };
+    let req = with_reason(matches!(
+        op,
+        Operation::ReturnToPlanning | Operation::Reopen
+    ))?;
+    let out = f(&ws, &env.human_ctx(&ws), id.as_str(), &req)?;
+    output::outcome(&out, a.json);
+    Ok(())
+}
+
+fn refusal(id: &yoi_core::TicketId, current: State, target: State, e: TransitionError) -> CliError {
+    if let TransitionError::Unchanged { .. } = e {
+        return CliError::Refused(format!("{id} is already {current}"));
+    }
+    let next: Vec<String> = Operation::ALL
+        .iter()
+        .filter(|op| op.from_states().contains(&current))
+        .map(|op| match op.human_command() {
+            Some(cmd) => format!("{} (`{}`)", op.to_state(), cmd.replace("ID", id.as_str())),
+            None => format!("{} (done by yoi itself)", op.to_state()),
+        })
+        .collect();
+    CliError::Refused(format!(
+        "{id}: there is no transition from {current} to {target}; from {current} it can go to {}",
+        next.join(", ")
+    ))
+}

@@ -1,0 +1,109 @@
+//! What a command needs from its surroundings: the workspace it runs in, who is acting, and
+//! the time. This is the only place the CLI reads the environment.
+
+use std::path::{Path, PathBuf};
+
+use yoi_core::{Principal, Timestamp};
+use yoi_store::config::Overrides;
+use yoi_store::{Ctx, StoreError, Workspace};
+
+use crate::error::CliError;
+
+pub struct Env {
+    pub start: PathBuf,
+    pub op_id: Option<String>,
+}
+
+impl Env {
+    pub fn new(dir: Option<PathBuf>, op_id: Option<String>) -> Result<Env, CliError> {
+        let start = match dir {
+            Some(d) => d,
+            None => std::env::current_dir().map_err(|e| CliError::Io {
+                path: ".".into(),
+                source: e,
+            })?,
+        };
+        if !start.is_dir() {
+            return Err(CliError::Usage(format!(
+                "-C {}: no such folder",
+                start.display()
+            )));
+        }
+        if let Some(op) = &op_id {
+            yoi_store::ops::validate_op(op)?;
+        }
+        Ok(Env { start, op_id })
+    }
+
+    /// The workspace containing the start folder, with environment overrides applied.
+    pub fn workspace(&self, command: &str) -> Result<Workspace, CliError> {
+        let root = Workspace::find_root(&self.start).ok_or_else(|| StoreError::NotInitialized {
+            root: self.start.clone(),
+        })?;
+        let mut ws = Workspace::open(&root)?;
+        ws.config.apply(&env_overrides()?);
+        ws.holder = format!("pid {} ({command})", std::process::id());
+        Ok(ws)
+    }
+
+    /// A human principal acting now.
+    pub fn human_ctx(&self, ws: &Workspace) -> Ctx {
+        Ctx::new(Principal::human(human_name(ws)), now()).with_op(self.op_id.clone())
+    }
+}
+
+fn env_overrides() -> Result<Overrides, CliError> {
+    let lock_timeout_secs = match std::env::var("YOI_LOCK_TIMEOUT_SECS") {
+        Ok(v) => Some(v.trim().parse::<u64>().map_err(|_| {
+            CliError::Usage(format!(
+                "YOI_LOCK_TIMEOUT_SECS must be a whole number of seconds, got `{v}`"
+            ))
+        })?),
+        Err(_) => None,
+    };
+    Ok(Overrides {
+        principal_name: std::env::var("YOI_USER")
+            .ok()
+            .filter(|v| !v.trim().is_empty()),
+        lock_timeout_secs,
+    })
+}
+
+/// The human's name: `YOI_USER`, else `[principal] name` in the config, else `$USER`.
+fn human_name(ws: &Workspace) -> String {
+    ws.config
+        .principal
+        .name
+        .clone()
+        .or_else(|| std::env::var("USER").ok())
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+pub fn now() -> Timestamp {
+    Timestamp::from_datetime(chrono_now())
+}
+
+fn chrono_now() -> yoi_core::time::DateTimeUtc {
+    yoi_core::time::utc_now_from_system(std::time::SystemTime::now())
+}
+
+/// Read `path`, or standard input for `-`.
+pub fn read_input(path: &str) -> Result<String, CliError> {
+    use std::io::Read;
+    let mut text = String::new();
+    if path == "-" {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::Io {
+                path: "standard input".into(),
+                source: e,
+            })?;
+    } else {
+        text = std::fs::read_to_string(Path::new(path)).map_err(|e| CliError::Io {
+            path: path.into(),
+            source: e,
+        })?;
+    }
+    Ok(text)
+}

@@ -1,0 +1,60 @@
+//! Printing: JSON for `--json`, aligned plain-text tables otherwise.
+
+use serde::Serialize;
+use yoi_store::Outcome;
+
+pub fn json<T: Serialize>(value: &T) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("output serializes")
+    );
+}
+
+/// A plain table with a header row; columns padded to their widest cell (in characters).
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(c);
+            } else {
+                out.push_str(c);
+                out.push_str(&" ".repeat(widths[i] - c.chars().count() + 2));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+/// The one-line report of a mutation.
+pub fn outcome(o: &Outcome, as_json: bool) {
+    if as_json {
+        return json(o);
+    }
+    let replay = if o.replayed { " (replayed)" } else { "" };
+    match (o.from, o.to) {
+        (Some(from), Some(to)) => println!("{}: {from} -> {to}{replay}", o.ticket),
+        _ => println!("{}: {}{replay}", o.ticket, o.operation.replace('_', " ")),
+    }
+}
+
+/// Shorten text to `max` characters for a table cell.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}

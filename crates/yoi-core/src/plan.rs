@@ -271,3 +271,35 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn render_parse_render_is_identity(
+            note in "[^\u{0}]{1,200}",
+            author in "[^\u{0}\n\r]{1,40}",
+            kind in 0usize..7,
+        ) {
+            let owner = TicketId::parse("00001KVZKST83").unwrap();
+            let kind = PlanKind::ALL[kind];
+            let rec = PlanRecord {
+                id: "plan-1".into(),
+                ticket_id: owner.clone(),
+                kind,
+                related_ticket: kind.needs_related().then(|| TicketId::parse("00001KVZBCQH4").unwrap()),
+                note: Some(format!("n{note}")),
+                accepted_plan: None,
+                author,
+                at: Timestamp::parse("2026-06-25T16:43:54Z").unwrap(),
+            };
+            let line = rec.render_line();
+            let parsed = parse_plan(&line, &owner).unwrap();
+            prop_assert_eq!(&parsed[0], &rec);
+            prop_assert_eq!(parsed[0].render_line(), line);
+        }
+    }
+}

@@ -134,3 +134,27 @@ fn cycles_finds_each_cycle_once_starting_at_the_smallest_id() {
     );
     assert_eq!(g.cycles(1).len(), 1);
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn render_parse_render_is_identity(
+            notes in proptest::collection::vec(proptest::option::of(any::<String>()), 0..6),
+            author in any::<String>(),
+        ) {
+            let mut f = RelationsFile::empty();
+            for (i, note) in notes.into_iter().enumerate() {
+                let mut r = rel(0, RelationKind::ALL[i % 5], 10 + i as u64);
+                r.note = note;
+                r.author = author.clone();
+                f.relations.push(r);
+            }
+            let once = f.render();
+            let parsed = RelationsFile::parse(&once, &id(0)).unwrap();
+            prop_assert_eq!(parsed.render(), once);
+        }
+    }
+}

@@ -66,6 +66,9 @@ fn env_overrides() -> Result<Overrides, CliError> {
             .ok()
             .filter(|v| !v.trim().is_empty()),
         lock_timeout_secs,
+        database_url: std::env::var("YOI_DATABASE_URL")
+            .ok()
+            .filter(|v| !v.trim().is_empty()),
     })
 }
 

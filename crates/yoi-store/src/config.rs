@@ -16,6 +16,15 @@ pub struct Config {
     pub workspace: WorkspaceSection,
     pub principal: PrincipalSection,
     pub roles: RolesSection,
+    pub database: DatabaseSection,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseSection {
+    /// `postgres://…` to use PostgreSQL; unset means the embedded SQLite file
+    /// `.yoi/local/yoi.db`.
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +81,7 @@ impl Default for RolesSection {
 pub struct Overrides {
     pub principal_name: Option<String>,
     pub lock_timeout_secs: Option<u64>,
+    pub database_url: Option<String>,
 }
 
 impl Config {
@@ -97,6 +107,9 @@ impl Config {
     pub fn apply(&mut self, o: &Overrides) {
         if let Some(n) = &o.principal_name {
             self.principal.name = Some(n.clone());
+        }
+        if let Some(u) = &o.database_url {
+            self.database.url = Some(u.clone());
         }
         if let Some(t) = o.lock_timeout_secs {
             self.workspace.lock_timeout_secs = t;
@@ -164,6 +177,10 @@ lock_timeout_secs = 30
 # Name recorded as the author of human actions; defaults to $USER.
 # name = "alice"
 
+[database]
+# PostgreSQL instead of the embedded SQLite file .yoi/local/yoi.db (also: YOI_DATABASE_URL).
+# url = "postgres://user:password@127.0.0.1:5432/yoi"
+
 [roles]
 # Pods kept running per role by `yoi serve`.
 coder = 1
@@ -214,6 +231,7 @@ mod tests {
         c.apply(&Overrides {
             principal_name: Some("flag".into()),
             lock_timeout_secs: None,
+            database_url: None,
         });
         assert_eq!(c.principal.name.as_deref(), Some("flag"));
         assert_eq!(c.workspace.lock_timeout_secs, 30);

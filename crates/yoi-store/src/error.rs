@@ -84,6 +84,10 @@ pub enum StoreError {
         target: TicketId,
         cycle: String,
     },
+    #[error("database: {reason}")]
+    Database { reason: String },
+    #[error("the database {url} was written by a newer yoi (schema version {found}; this yoi knows up to {known}); upgrade yoi or point it at another database")]
+    DatabaseTooNew { url: String, found: i64, known: i64 },
     #[error("{what} is not a git repository (looked for .git in it and its parents)")]
     NotGit { what: String },
 }
@@ -114,7 +118,8 @@ impl StoreError {
     /// The class an entry point maps to an exit code or HTTP status.
     pub fn class(&self) -> ErrorClass {
         match self {
-            StoreError::Io { .. } => ErrorClass::Internal,
+            StoreError::Io { .. } | StoreError::Database { .. } => ErrorClass::Internal,
+            StoreError::DatabaseTooNew { .. } => ErrorClass::Setup,
             StoreError::Invalid { .. } => ErrorClass::Corrupt,
             StoreError::Locked { .. } => ErrorClass::Busy,
             StoreError::NotInitialized { .. } | StoreError::NotGit { .. } => ErrorClass::Setup,

@@ -6,9 +6,11 @@
 //! the environment or decides exit codes — callers pass settings, principals and the time in.
 
 pub mod config;
+pub mod db;
 pub mod doctor;
 pub mod error;
 pub mod fsutil;
+pub mod index;
 pub mod lock;
 pub mod ops;
 pub mod query;

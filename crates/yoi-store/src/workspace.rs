@@ -15,6 +15,7 @@ use yoi_core::TicketId;
 use crate::config::{self, Config, CONFIG_FILE};
 use crate::error::StoreError;
 use crate::fsutil;
+use crate::index::IndexRef;
 use crate::lock::WorkspaceLock;
 
 pub const YOI_DIR: &str = ".yoi";
@@ -27,6 +28,8 @@ pub struct Workspace {
     pub config: Config,
     /// Describes this process in the lock file (e.g. `pid 42: yoi ticket queue`).
     pub holder: String,
+    /// The database index to keep up to date after each mutation, when one is attached.
+    pub index: Option<IndexRef>,
 }
 
 impl Workspace {
@@ -43,6 +46,7 @@ impl Workspace {
             root: root.to_path_buf(),
             config,
             holder: format!("pid {}", std::process::id()),
+            index: None,
         })
     }
 
@@ -80,6 +84,15 @@ impl Workspace {
             .unwrap_or(path)
             .to_string_lossy()
             .into_owned()
+    }
+
+    /// The database URL: `database.url` from config or environment, else the embedded SQLite
+    /// file under `.yoi/local/`.
+    pub fn database_url(&self) -> String {
+        match &self.config.database.url {
+            Some(u) if !u.trim().is_empty() => u.trim().to_string(),
+            _ => crate::db::sqlite_url(&self.local_dir().join("yoi.db")),
+        }
     }
 
     pub fn lock(&self) -> Result<WorkspaceLock, StoreError> {

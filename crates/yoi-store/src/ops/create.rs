@@ -42,6 +42,25 @@ pub fn create(ws: &Workspace, ctx: &Ctx, req: &CreateRequest) -> Result<Outcome,
         &json!({ "title": title, "body": body, "depends_on": deps }),
     );
     if let Some(op) = &ctx.op {
+        if let Some(rec) = ws
+            .index
+            .as_ref()
+            .map(|i| i.0.find_operation(op))
+            .transpose()?
+            .flatten()
+        {
+            if rec.fingerprint != fp {
+                return Err(StoreError::ConflictingReplay {
+                    op: op.clone(),
+                    ticket: rec.ticket.to_string(),
+                });
+            }
+            return Ok(Outcome {
+                replayed: true,
+                index_error: None,
+                ..rec.outcome
+            });
+        }
         if let Some(found) = find_created_by_op(ws, op)? {
             let (id, event) = found;
             if event.get("fp") != Some(fp.as_str()) {
@@ -57,6 +76,7 @@ pub fn create(ws: &Workspace, ctx: &Ctx, req: &CreateRequest) -> Result<Outcome,
                 from: None,
                 to: Some(yoi_core::State::Planning),
                 replayed: true,
+                index_error: None,
             });
         }
     }
@@ -107,14 +127,16 @@ pub fn create(ws: &Workspace, ctx: &Ctx, req: &CreateRequest) -> Result<Outcome,
         let _ = fs::remove_dir_all(&staging);
     }
     result?;
-    Ok(Outcome {
+    let outcome = Outcome {
         ticket: id,
         operation: "create".into(),
         event_id: event.id().map(str::to_string),
         from: None,
         to: Some(yoi_core::State::Planning),
         replayed: false,
-    })
+        index_error: None,
+    };
+    Ok(super::finish(ws, ctx, &fp, outcome))
 }
 
 /// The ticket whose `create` event carries operation id `op`, if any. Reads only the first

@@ -4,7 +4,8 @@ use serde_json::json;
 use yoi_core::thread::{Event, EventKind};
 
 use super::{
-    append_events, fingerprint, one_line, replay_of, stamp, text_field, write_item, Ctx, Outcome,
+    append_events, fingerprint, finish, one_line, replay_of, stamp, text_field, write_item, Ctx,
+    Outcome,
 };
 use crate::error::StoreError;
 use crate::workspace::Workspace;
@@ -61,8 +62,8 @@ pub fn edit(
         id.as_str(),
         &json!({ "title": title, "body": body }),
     );
-    if let Some(e) = replay_of(&thread, ctx, &fp, &id)? {
-        return Ok(replayed(&id, "edit", e));
+    if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, "edit")? {
+        return Ok(o);
     }
     let mut changed = Vec::new();
     if let Some(t) = title {
@@ -96,7 +97,7 @@ pub fn edit(
     append_events(ws, &id, std::slice::from_ref(&event))?;
     item.updated_at = ctx.now;
     write_item(ws, &id, &item)?;
-    Ok(fresh(&id, "edit", &event))
+    Ok(finish(ws, ctx, &fp, fresh(&id, "edit", &event)))
 }
 
 pub fn comment(
@@ -128,8 +129,8 @@ pub fn comment(
         id.as_str(),
         &json!({ "kind": req.kind, "body": body }),
     );
-    if let Some(e) = replay_of(&thread, ctx, &fp, &id)? {
-        return Ok(replayed(&id, "comment", e));
+    if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, "comment")? {
+        return Ok(o);
     }
     let event = stamp(
         Event::new(EventKind::from(req.kind.clone()), &body),
@@ -139,7 +140,7 @@ pub fn comment(
     append_events(ws, &id, std::slice::from_ref(&event))?;
     item.updated_at = ctx.now;
     write_item(ws, &id, &item)?;
-    Ok(fresh(&id, "comment", &event))
+    Ok(finish(ws, ctx, &fp, fresh(&id, "comment", &event)))
 }
 
 pub(crate) fn fresh(id: &yoi_core::TicketId, operation: &str, event: &Event) -> Outcome {
@@ -150,6 +151,7 @@ pub(crate) fn fresh(id: &yoi_core::TicketId, operation: &str, event: &Event) -> 
         from: event.get("from").and_then(|s| s.parse().ok()),
         to: event.get("to").and_then(|s| s.parse().ok()),
         replayed: false,
+        index_error: None,
     }
 }
 

@@ -17,7 +17,7 @@ mod transition;
 
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use yoi_core::principal::Principal;
 use yoi_core::state::State;
 use yoi_core::thread::{Event, ParsedThread};
@@ -25,6 +25,7 @@ use yoi_core::{sha256_hex, TicketId, Timestamp};
 
 use crate::error::StoreError;
 use crate::fsutil;
+use crate::index::OpRecord;
 use crate::tickets::THREAD;
 use crate::workspace::Workspace;
 
@@ -66,7 +67,7 @@ impl Ctx {
 }
 
 /// What a mutation did. A replay returns the same value with `replayed: true`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Outcome {
     pub ticket: TicketId,
     pub operation: String,
@@ -78,6 +79,10 @@ pub struct Outcome {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<State>,
     pub replayed: bool,
+    /// Set when the files were written but the database index could not be updated; the next
+    /// start-up reindex repairs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_error: Option<String>,
 }
 
 static IDS: Mutex<Option<ulid::Generator>> = Mutex::new(None);
@@ -115,22 +120,60 @@ pub fn fingerprint(operation: &str, ticket: &str, payload: &serde_json::Value) -
     sha256_hex(canonical.to_string().as_bytes())[..16].to_string()
 }
 
-/// If the thread already holds an event written under `ctx.op`, the replay decision.
-pub(crate) fn replay_of<'a>(
-    thread: &'a ParsedThread,
+/// The replay decision for `ctx.op`: the index's record first (it also catches an id reused
+/// on another ticket), then the thread's event carrying the id (the durable record).
+pub(crate) fn replay_of(
+    ws: &Workspace,
+    thread: &ParsedThread,
     ctx: &Ctx,
     fp: &str,
     ticket: &TicketId,
-) -> Result<Option<&'a Event>, StoreError> {
+    operation: &str,
+) -> Result<Option<Outcome>, StoreError> {
     let Some(op) = &ctx.op else { return Ok(None) };
+    let conflict = || StoreError::ConflictingReplay {
+        op: op.clone(),
+        ticket: ticket.to_string(),
+    };
+    if let Some(index) = &ws.index {
+        if let Some(rec) = index.0.find_operation(op)? {
+            if rec.fingerprint != fp {
+                return Err(conflict());
+            }
+            return Ok(Some(Outcome {
+                replayed: true,
+                index_error: None,
+                ..rec.outcome
+            }));
+        }
+    }
     match thread.events.iter().find(|e| e.op() == Some(op.as_str())) {
         None => Ok(None),
-        Some(e) if e.get("fp") == Some(fp) => Ok(Some(e)),
-        Some(_) => Err(StoreError::ConflictingReplay {
-            op: op.clone(),
-            ticket: ticket.to_string(),
-        }),
+        Some(e) if e.get("fp") == Some(fp) => Ok(Some(edit::replayed(ticket, operation, e))),
+        Some(_) => Err(conflict()),
     }
+}
+
+/// After the files are written (lock still held): update the index and remember the operation.
+pub(crate) fn finish(ws: &Workspace, ctx: &Ctx, fp: &str, mut outcome: Outcome) -> Outcome {
+    let Some(index) = &ws.index else {
+        return outcome;
+    };
+    let record = ctx.op.as_ref().map(|op| OpRecord {
+        op_id: op.clone(),
+        fingerprint: fp.to_string(),
+        ticket: outcome.ticket.clone(),
+        operation: outcome.operation.clone(),
+        outcome: outcome.clone(),
+    });
+    if let Err(e) =
+        index
+            .0
+            .tickets_changed(ws, std::slice::from_ref(&outcome.ticket), record.as_ref())
+    {
+        outcome.index_error = Some(e.to_string());
+    }
+    outcome
 }
 
 /// Stamp the standard attributes on a new event: id, author, at, then op and fingerprint.

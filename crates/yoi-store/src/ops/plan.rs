@@ -56,6 +56,7 @@ pub fn add_plan_record(
         from: None,
         to: None,
         replayed,
+        index_error: None,
     };
     if let Some(prev) = existing.iter().find(|r| r.id == record.id) {
         let same = prev.kind == record.kind
@@ -75,5 +76,10 @@ pub fn add_plan_record(
     let path = ws.path_of(&id, PLAN);
     fsutil::append_sync(&path, record.render_line().as_bytes())
         .map_err(|e| StoreError::io(&path, e))?;
-    Ok((outcome(false), record))
+    let fp = super::fingerprint(
+        "plan_add",
+        id.as_str(),
+        &serde_json::to_value(&record).unwrap_or_default(),
+    );
+    Ok((super::finish(ws, ctx, &fp, outcome(false)), record))
 }

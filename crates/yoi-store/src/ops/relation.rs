@@ -7,8 +7,8 @@ use serde_json::json;
 use yoi_core::relation::{format_cycle, Relation, RelationKind, MAX_NOTE_BYTES};
 use yoi_core::thread::{Event, EventKind};
 
-use super::edit::{fresh, replayed};
-use super::{append_events, fingerprint, replay_of, stamp, write_item, Ctx, Outcome};
+use super::edit::fresh;
+use super::{append_events, fingerprint, finish, replay_of, stamp, write_item, Ctx, Outcome};
 use crate::error::StoreError;
 use crate::fsutil;
 use crate::tickets::{ARTIFACTS, RELATIONS};
@@ -42,8 +42,8 @@ pub fn add_relation(
         id.as_str(),
         &json!({ "kind": req.kind, "target": target, "note": req.note }),
     );
-    if let Some(e) = replay_of(&thread, ctx, &fp, &id)? {
-        return Ok(replayed(&id, "relation_add", e));
+    if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, "relation_add")? {
+        return Ok(o);
     }
     if target == id {
         return Err(StoreError::SelfRelation { ticket: id });
@@ -94,7 +94,7 @@ pub fn add_relation(
     write_relations(ws, &id, &file)?;
     item.updated_at = ctx.now;
     write_item(ws, &id, &item)?;
-    Ok(fresh(&id, "relation_add", &event))
+    Ok(finish(ws, ctx, &fp, fresh(&id, "relation_add", &event)))
 }
 
 pub fn remove_relation(
@@ -117,8 +117,8 @@ pub fn remove_relation(
         id.as_str(),
         &json!({ "kind": kind, "target": target }),
     );
-    if let Some(e) = replay_of(&thread, ctx, &fp, &id)? {
-        return Ok(replayed(&id, "relation_rm", e));
+    if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, "relation_rm")? {
+        return Ok(o);
     }
     let mut file = ws.read_relations(&id)?;
     let before = file.relations.len();
@@ -147,7 +147,7 @@ pub fn remove_relation(
     write_relations(ws, &id, &file)?;
     item.updated_at = ctx.now;
     write_item(ws, &id, &item)?;
-    Ok(fresh(&id, "relation_rm", &event))
+    Ok(finish(ws, ctx, &fp, fresh(&id, "relation_rm", &event)))
 }
 
 fn write_relations(

@@ -13,8 +13,10 @@ use yoi_core::state::{Operation, State};
 use yoi_core::thread::{Event, EventKind};
 use yoi_core::TicketId;
 
-use super::edit::{fresh, replayed};
-use super::{append_events, fingerprint, one_line, replay_of, stamp, write_item, Ctx, Outcome};
+use super::edit::fresh;
+use super::{
+    append_events, fingerprint, finish, one_line, replay_of, stamp, write_item, Ctx, Outcome,
+};
 use crate::error::StoreError;
 use crate::fsutil;
 use crate::tickets::{PLAN, RESOLUTION};
@@ -84,8 +86,8 @@ fn run(
         id.as_str(),
         &json!({ "reason": reason, "resolution": req.resolution, "payload": payload }),
     );
-    if let Some(e) = replay_of(&thread, ctx, &fp, &id)? {
-        return Ok(replayed(&id, op.as_str(), e));
+    if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, op.as_str())? {
+        return Ok(o);
     }
     if let Some(expected) = req.expected {
         if expected != item.state {
@@ -152,7 +154,7 @@ fn run(
     item.state = to;
     item.updated_at = ctx.now;
     write_item(ws, &id, &item)?;
-    Ok(fresh(&id, op.as_str(), &changed))
+    Ok(finish(ws, ctx, &fp, fresh(&id, op.as_str(), &changed)))
 }
 
 fn required(field: &str, value: &Option<String>) -> Result<String, StoreError> {

@@ -1,0 +1,78 @@
+//! The synchronous face of the database for the file operations.
+//!
+//! Operations run on blocking threads (the CLI's main thread, or `spawn_blocking` in the
+//! server) and hold the workspace lock while they call in here; each call runs the async
+//! database code to completion on the given runtime. Never call these from inside an async
+//! task — that would block the runtime.
+
+use std::sync::Arc;
+
+use tokio::runtime::Handle;
+use yoi_core::TicketId;
+
+use super::{Db, IndexStats, ReindexMode};
+use crate::error::StoreError;
+use crate::index::{IndexHook, IndexRef, OpRecord};
+use crate::workspace::Workspace;
+
+#[derive(Debug, Clone)]
+pub struct DbIndex {
+    pub db: Db,
+    rt: Handle,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl DbIndex {
+    pub fn new(db: Db, rt: Handle) -> Self {
+        DbIndex { db, rt }
+    }
+
+    /// Open the workspace's database (config `database.url`, else the embedded SQLite file),
+    /// migrate it, catch the index up with the files incrementally, and attach it to `ws`.
+    pub fn attach(ws: &mut Workspace, rt: Handle) -> Result<(DbIndex, IndexStats), StoreError> {
+        let url = ws.database_url();
+        if url.starts_with("sqlite:") {
+            let dir = ws.local_dir();
+            std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        }
+        let db = rt.block_on(Db::open(&url))?;
+        let index = DbIndex::new(db, rt);
+        let stats = index.reindex(ws, ReindexMode::Incremental)?;
+        ws.index = Some(IndexRef(Arc::new(index.clone())));
+        Ok((index, stats))
+    }
+
+    /// Reindex under the workspace lock, so no operation writes files meanwhile.
+    pub fn reindex(&self, ws: &Workspace, mode: ReindexMode) -> Result<IndexStats, StoreError> {
+        let _lock = ws.lock()?;
+        self.rt.block_on(self.db.reindex(ws, mode, now_ms()))
+    }
+
+    /// Run any database future to completion (blocking threads only).
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+}
+
+impl IndexHook for DbIndex {
+    fn tickets_changed(
+        &self,
+        ws: &Workspace,
+        ids: &[TicketId],
+        op: Option<&OpRecord>,
+    ) -> Result<(), StoreError> {
+        self.rt
+            .block_on(self.db.sync_tickets(ws, ids, op, now_ms()))
+            .map(|_| ())
+    }
+
+    fn find_operation(&self, op_id: &str) -> Result<Option<OpRecord>, StoreError> {
+        self.rt.block_on(self.db.find_operation(op_id))
+    }
+}

@@ -1,0 +1,557 @@
+//! Keeping the index in step with the files: per-ticket sync (after each operation), the
+//! incremental start-up pass (size + mtime, then content hash), and the full rebuild.
+//!
+//! A ticket's rows are always replaced from its files in one transaction, so the index can
+//! never hold half of an update. Thread events are keyed by their id (events written without
+//! one get `legacy:<ticket>:<position>`); every event gains exactly one outbox row, so
+//! consumers see everything the files record, even events written while no index was attached.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::time::UNIX_EPOCH;
+
+use serde_json::json;
+use sqlx::AnyConnection;
+use sqlx::Row;
+use yoi_core::item::Item;
+use yoi_core::plan::{parse_plan, PlanRecord};
+use yoi_core::relation::{Relation, RelationsFile};
+use yoi_core::thread::{parse_thread, Event, EventKind};
+use yoi_core::{sha256_hex, TicketId};
+
+use super::{db_err, Db};
+use crate::error::StoreError;
+use crate::index::OpRecord;
+use crate::tickets::{ITEM, PLAN, RELATIONS, RESOLUTION, THREAD};
+use crate::workspace::Workspace;
+
+const FILES: [&str; 5] = [ITEM, THREAD, RELATIONS, PLAN, RESOLUTION];
+const BATCH: usize = 250;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStat {
+    name: &'static str,
+    size: i64,
+    mtime_ns: i64,
+    hash: Option<String>,
+}
+
+/// What one ticket's files say, read once.
+struct Snapshot {
+    id: TicketId,
+    item: Option<Item>,
+    events: Vec<(String, Event)>,
+    relations: Vec<Relation>,
+    plan: Vec<PlanRecord>,
+    files: Vec<FileStat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReindexMode {
+    /// Re-read only tickets whose files changed (size, mtime, then hash).
+    Incremental,
+    /// Drop every index row and re-read every ticket. Outbox, deliveries and operations stay.
+    Full,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IndexStats {
+    pub scanned: usize,
+    pub reindexed: usize,
+    pub removed: usize,
+    pub outbox_added: usize,
+}
+
+fn stat(ws: &Workspace, id: &TicketId, name: &'static str) -> Option<(FileStat, Vec<u8>)> {
+    let path = ws.path_of(id, name);
+    let bytes = fs::read(&path).ok()?;
+    let meta = fs::metadata(&path).ok()?;
+    Some((
+        FileStat {
+            name,
+            size: meta.len() as i64,
+            mtime_ns: mtime_ns(&meta),
+            hash: Some(sha256_hex(&bytes)),
+        },
+        bytes,
+    ))
+}
+
+fn mtime_ns(meta: &fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
+    let mut snap = Snapshot {
+        id: id.clone(),
+        item: None,
+        events: Vec::new(),
+        relations: Vec::new(),
+        plan: Vec::new(),
+        files: Vec::new(),
+    };
+    for name in FILES {
+        let Some((st, bytes)) = stat(ws, id, name) else {
+            continue;
+        };
+        snap.files.push(st);
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
+        match name {
+            ITEM => snap.item = Item::parse(&text).ok(),
+            THREAD => {
+                snap.events = parse_thread(&text)
+                    .events
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, e)| (event_key(id, i, &e), e))
+                    .collect()
+            }
+            RELATIONS => {
+                snap.relations = RelationsFile::parse(&text, id)
+                    .map(|f| f.relations)
+                    .unwrap_or_default()
+            }
+            PLAN => snap.plan = parse_plan(&text, id).unwrap_or_default(),
+            _ => {}
+        }
+    }
+    snap
+}
+
+/// The index key of a thread event: its id, or its position for events written without one.
+pub fn event_key(ticket: &TicketId, position: usize, e: &Event) -> String {
+    match e.id() {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => format!("legacy:{ticket}:{position}"),
+    }
+}
+
+/// The orchestration event a thread event stands for.
+pub fn outbox_kind(e: &Event) -> &'static str {
+    match &e.kind {
+        EventKind::Create => "ticket_created",
+        EventKind::StateChanged => match (e.get("from"), e.get("to")) {
+            (_, Some("ready")) => "ticket_ready",
+            (_, Some("queued")) => "ticket_queued",
+            (Some("ready" | "queued"), Some("planning")) => "ticket_returned_to_planning",
+            _ => "ticket_state_changed",
+        },
+        EventKind::RelationChanged => "relation_changed",
+        EventKind::ItemEdit => "ticket_edited",
+        EventKind::Close => "ticket_closed",
+        EventKind::Merge => "ticket_merged",
+        EventKind::Comment
+        | EventKind::Plan
+        | EventKind::Decision
+        | EventKind::ImplementationReport
+        | EventKind::IntakeSummary => "ticket_commented",
+        _ => "ticket_event",
+    }
+}
+
+impl Db {
+    /// Re-read these tickets into the index in one transaction; record `op` with them.
+    pub async fn sync_tickets(
+        &self,
+        ws: &Workspace,
+        ids: &[TicketId],
+        op: Option<&OpRecord>,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        let snaps: Vec<Snapshot> = ids.iter().map(|id| snapshot(ws, id)).collect();
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        self.begin_write(&mut conn).await?;
+        let result = async {
+            let mut added = 0;
+            for s in &snaps {
+                added += write_snapshot(&mut conn, s, now_ms).await?;
+            }
+            if let Some(op) = op {
+                record_op(&mut conn, op, now_ms).await?;
+            }
+            Ok(added)
+        }
+        .await;
+        self.end_write(&mut conn, result).await
+    }
+
+    /// Bring the index in line with the files (see [`ReindexMode`]).
+    pub async fn reindex(
+        &self,
+        ws: &Workspace,
+        mode: ReindexMode,
+        now_ms: i64,
+    ) -> Result<IndexStats, StoreError> {
+        let ids = ws.ticket_ids()?;
+        let mut stats = IndexStats {
+            scanned: ids.len(),
+            ..IndexStats::default()
+        };
+        let on_disk: BTreeSet<&TicketId> = ids.iter().collect();
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        let (changed, gone): (Vec<TicketId>, Vec<String>) = match mode {
+            ReindexMode::Full => {
+                self.begin_write(&mut conn).await?;
+                let r = async {
+                    for table in [
+                        "tickets",
+                        "ticket_files",
+                        "relations",
+                        "events",
+                        "plan_records",
+                    ] {
+                        sqlx::query(&format!("DELETE FROM {table}"))
+                            .execute(&mut *conn)
+                            .await
+                            .map_err(db_err)?;
+                    }
+                    Ok(())
+                }
+                .await;
+                self.end_write(&mut conn, r).await?;
+                (ids.clone(), Vec::new())
+            }
+            ReindexMode::Incremental => {
+                let known = load_file_stats(&mut conn).await?;
+                let mut changed = Vec::new();
+                for id in &ids {
+                    if ticket_changed(ws, id, known.get(id.as_str())) {
+                        changed.push(id.clone());
+                    }
+                }
+                let gone = known
+                    .keys()
+                    .filter(|k| {
+                        TicketId::parse(k)
+                            .map(|t| !on_disk.contains(&t))
+                            .unwrap_or(true)
+                    })
+                    .cloned()
+                    .collect();
+                (changed, gone)
+            }
+        };
+        drop(conn);
+        if !gone.is_empty() {
+            let mut conn = self.pool().acquire().await.map_err(db_err)?;
+            self.begin_write(&mut conn).await?;
+            let r = async {
+                for id in &gone {
+                    delete_ticket_rows(&mut conn, id).await?;
+                }
+                Ok(())
+            }
+            .await;
+            self.end_write(&mut conn, r).await?;
+            stats.removed = gone.len();
+        }
+        for chunk in changed.chunks(BATCH) {
+            let snaps: Vec<Snapshot> =
+                crate::tickets::parallel_map(chunk, |id| Ok(snapshot(ws, id)))?;
+            let mut conn = self.pool().acquire().await.map_err(db_err)?;
+            self.begin_write(&mut conn).await?;
+            let r = async {
+                let mut added = 0;
+                for s in &snaps {
+                    added += write_snapshot(&mut conn, s, now_ms).await?;
+                }
+                Ok(added)
+            }
+            .await;
+            stats.outbox_added += self.end_write(&mut conn, r).await?;
+            stats.reindexed += chunk.len();
+        }
+        Ok(stats)
+    }
+}
+
+async fn load_file_stats(
+    conn: &mut AnyConnection,
+) -> Result<BTreeMap<String, Vec<FileStat>>, StoreError> {
+    let rows = sqlx::query("SELECT ticket_id, name, size, mtime_ns, hash FROM ticket_files")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    let mut out: BTreeMap<String, Vec<FileStat>> = BTreeMap::new();
+    for r in rows {
+        let name: String = r.try_get(1).map_err(db_err)?;
+        let Some(name) = FILES.iter().find(|f| **f == name) else {
+            continue;
+        };
+        out.entry(r.try_get(0).map_err(db_err)?)
+            .or_default()
+            .push(FileStat {
+                name,
+                size: r.try_get(2).map_err(db_err)?,
+                mtime_ns: r.try_get(3).map_err(db_err)?,
+                hash: Some(r.try_get(4).map_err(db_err)?),
+            });
+    }
+    Ok(out)
+}
+
+/// Whether any file of the ticket differs from what the index saw: by size and mtime first;
+/// when only the mtime moved, by content hash.
+fn ticket_changed(ws: &Workspace, id: &TicketId, known: Option<&Vec<FileStat>>) -> bool {
+    let Some(known) = known else { return true };
+    for name in FILES {
+        let path = ws.path_of(id, name);
+        let meta = fs::metadata(&path).ok();
+        let old = known.iter().find(|f| f.name == name);
+        match (meta, old) {
+            (None, None) => {}
+            (Some(_), None) | (None, Some(_)) => return true,
+            (Some(m), Some(o)) => {
+                if m.len() as i64 != o.size {
+                    return true;
+                }
+                if mtime_ns(&m) != o.mtime_ns {
+                    let hash = fs::read(&path).ok().map(|b| sha256_hex(&b));
+                    if hash != o.hash {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
+async fn delete_ticket_rows(conn: &mut AnyConnection, id: &str) -> Result<(), StoreError> {
+    for sql in [
+        "DELETE FROM tickets WHERE id = $1",
+        "DELETE FROM ticket_files WHERE ticket_id = $1",
+        "DELETE FROM relations WHERE ticket_id = $1",
+        "DELETE FROM events WHERE ticket_id = $1",
+        "DELETE FROM plan_records WHERE ticket_id = $1",
+    ] {
+        sqlx::query(sql)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// Replace one ticket's rows from its snapshot; returns the number of outbox rows added.
+async fn write_snapshot(
+    conn: &mut AnyConnection,
+    s: &Snapshot,
+    now_ms: i64,
+) -> Result<usize, StoreError> {
+    let id = s.id.as_str();
+    sqlx::query("DELETE FROM tickets WHERE id = $1")
+        .bind(id)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    if let Some(item) = &s.item {
+        let body = item.body_text().to_string();
+        let search = format!("{}\n{}", item.title, body).to_lowercase();
+        sqlx::query(
+            "INSERT INTO tickets (id, title, state, created_at, updated_at, target_ref, flow, readiness, priority, queued_by, queued_at, body, search_text) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        )
+        .bind(id)
+        .bind(item.title.clone())
+        .bind(item.state.as_str())
+        .bind(item.created_at.to_string())
+        .bind(item.updated_at.to_string())
+        .bind(item.effective_target_ref())
+        .bind(item.flow.clone())
+        .bind(item.readiness.clone())
+        .bind(item.priority.clone())
+        .bind(item.queued_by.clone())
+        .bind(item.queued_at.map(|t| t.to_string()))
+        .bind(body)
+        .bind(search)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    }
+    sqlx::query("DELETE FROM relations WHERE ticket_id = $1")
+        .bind(id)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    for r in &s.relations {
+        sqlx::query("INSERT INTO relations (ticket_id, kind, target, note, author, at) VALUES ($1, $2, $3, $4, $5, $6)")
+            .bind(id)
+            .bind(r.kind.as_str())
+            .bind(r.target.as_str())
+            .bind(r.note.clone())
+            .bind(r.author.clone())
+            .bind(r.at.to_string())
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+    }
+    sqlx::query("DELETE FROM plan_records WHERE ticket_id = $1")
+        .bind(id)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    let mut added = 0;
+    for p in &s.plan {
+        sqlx::query("INSERT INTO plan_records (ticket_id, id, kind, related_ticket, at, record) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (ticket_id, id) DO NOTHING")
+            .bind(id)
+            .bind(p.id.clone())
+            .bind(p.kind.as_str())
+            .bind(p.related_ticket.as_ref().map(|t| t.to_string()))
+            .bind(p.at.to_string())
+            .bind(serde_json::to_string(p).unwrap_or_default())
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        let payload = json!({ "ticket": id, "record": p.id, "kind": p.kind.as_str(), "related": p.related_ticket });
+        added += add_outbox(
+            conn,
+            &format!("plan:{id}:{}", p.id),
+            id,
+            "plan_record_added",
+            &payload,
+            now_ms,
+        )
+        .await?;
+    }
+    // Events: append the new tail when the indexed prefix still matches, else replace.
+    let existing: Vec<String> =
+        sqlx::query("SELECT id FROM events WHERE ticket_id = $1 ORDER BY position")
+            .bind(id)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(|r| r.try_get::<String, _>(0))
+            .collect::<Result<_, _>>()
+            .map_err(db_err)?;
+    let prefix_holds = existing.len() <= s.events.len()
+        && existing.iter().zip(&s.events).all(|(a, (b, _))| a == b);
+    let start = if prefix_holds {
+        existing.len()
+    } else {
+        sqlx::query("DELETE FROM events WHERE ticket_id = $1")
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        0
+    };
+    for (position, (key, e)) in s.events.iter().enumerate().skip(start) {
+        let attrs: serde_json::Map<String, serde_json::Value> =
+            e.attrs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        sqlx::query("INSERT INTO events (id, ticket_id, position, kind, author, at, attrs, heading, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING")
+            .bind(key.clone())
+            .bind(id)
+            .bind(position as i64)
+            .bind(e.kind.as_str().to_string())
+            .bind(e.author().map(str::to_string))
+            .bind(e.get("at").map(str::to_string))
+            .bind(serde_json::Value::Object(attrs.clone()).to_string())
+            .bind(e.heading.clone())
+            .bind(e.body.clone())
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+    }
+    // Every event, old or new, has its outbox row (idempotent by event id).
+    for (key, e) in &s.events[start.min(s.events.len())..] {
+        let payload = json!({
+            "ticket": id,
+            "event_id": key,
+            "event_kind": e.kind.as_str(),
+            "author": e.author(),
+            "at": e.get("at"),
+            "from": e.get("from"),
+            "to": e.get("to"),
+            "reason": e.get("reason"),
+        });
+        added += add_outbox(conn, key, id, outbox_kind(e), &payload, now_ms).await?;
+    }
+    sqlx::query("DELETE FROM ticket_files WHERE ticket_id = $1")
+        .bind(id)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    for f in &s.files {
+        sqlx::query("INSERT INTO ticket_files (ticket_id, name, size, mtime_ns, hash) VALUES ($1, $2, $3, $4, $5)")
+            .bind(id)
+            .bind(f.name)
+            .bind(f.size)
+            .bind(f.mtime_ns)
+            .bind(f.hash.clone().unwrap_or_default())
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(added)
+}
+
+async fn add_outbox(
+    conn: &mut AnyConnection,
+    event_id: &str,
+    ticket: &str,
+    kind: &str,
+    payload: &serde_json::Value,
+    now_ms: i64,
+) -> Result<usize, StoreError> {
+    // The next sequence number is taken inside the write transaction; writers are serialised by
+    // the workspace lock and the database's own write lock, so numbers never race.
+    let done = sqlx::query(
+        "INSERT INTO outbox (seq, event_id, ticket_id, kind, payload, created_ms) \
+         SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox), $1, $2, $3, $4, $5 \
+         WHERE NOT EXISTS (SELECT 1 FROM outbox WHERE event_id = $1)",
+    )
+    .bind(event_id)
+    .bind(ticket)
+    .bind(kind)
+    .bind(payload.to_string())
+    .bind(now_ms)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(done.rows_affected() as usize)
+}
+
+async fn record_op(conn: &mut AnyConnection, op: &OpRecord, now_ms: i64) -> Result<(), StoreError> {
+    sqlx::query("INSERT INTO operations (op_id, fingerprint, ticket_id, operation, result, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (op_id) DO NOTHING")
+        .bind(op.op_id.clone())
+        .bind(op.fingerprint.clone())
+        .bind(op.ticket.to_string())
+        .bind(op.operation.clone())
+        .bind(serde_json::to_string(&op.outcome).unwrap_or_default())
+        .bind(now_ms)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
+impl Db {
+    pub async fn find_operation(&self, op_id: &str) -> Result<Option<OpRecord>, StoreError> {
+        let row = sqlx::query("SELECT op_id, fingerprint, ticket_id, operation, result FROM operations WHERE op_id = $1")
+            .bind(op_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+        let Some(r) = row else { return Ok(None) };
+        let result: String = r.try_get(4).map_err(db_err)?;
+        let ticket: String = r.try_get(2).map_err(db_err)?;
+        Ok(Some(OpRecord {
+            op_id: r.try_get(0).map_err(db_err)?,
+            fingerprint: r.try_get(1).map_err(db_err)?,
+            ticket: TicketId::parse(&ticket)?,
+            operation: r.try_get(3).map_err(db_err)?,
+            outcome: serde_json::from_str(&result).map_err(|e| StoreError::Database {
+                reason: format!("operation {op_id}: stored result unreadable: {e}"),
+            })?,
+        }))
+    }
+}

@@ -1,0 +1,224 @@
+//! The sqlx database: an index of the ticket files plus runtime state that files cannot hold
+//! (outbox deliveries, operation ids). SQLite at `.yoi/local/yoi.db` by default (WAL, busy
+//! timeout, `BEGIN IMMEDIATE` for writes); a `postgres://` URL switches to PostgreSQL with the
+//! same SQL — one portable migrations folder, `$N` placeholders, no dialect-only types.
+//!
+//! Everything here is async; [`DbIndex`] is the synchronous facade the file operations call
+//! (from a blocking thread) to keep the index in step under the workspace lock. `sqlx::Error`
+//! never leaves this module: it becomes [`StoreError::Database`].
+
+mod facade;
+mod index;
+mod outbox;
+mod query;
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::time::Duration;
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::AnyConnection;
+use sqlx::{AnyPool, Row};
+
+pub use facade::DbIndex;
+pub use index::{IndexStats, ReindexMode};
+pub use outbox::{Delivery, OutboxEvent, MAX_ATTEMPTS};
+pub use query::{IndexedTicket, Page};
+
+use crate::error::StoreError;
+
+/// Migrations compiled into the binary, in version order.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "index",
+    include_str!("../../../../migrations/0001_index.sql"),
+)];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A connected, migrated database.
+#[derive(Debug, Clone)]
+pub struct Db {
+    pool: AnyPool,
+    dialect: Dialect,
+}
+
+pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
+    StoreError::Database {
+        reason: e.to_string(),
+    }
+}
+
+/// The URL of the default embedded database of a workspace.
+pub fn sqlite_url(path: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+impl Db {
+    /// Connect and run migrations. Refuses a database written by a newer yoi.
+    pub async fn open(url: &str) -> Result<Db, StoreError> {
+        sqlx::any::install_default_drivers();
+        let dialect = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Dialect::Postgres
+        } else if url.starts_with("sqlite:") {
+            Dialect::Sqlite
+        } else {
+            return Err(StoreError::bad_input(
+                "database_url",
+                format!("`{}` is neither sqlite: nor postgres://", redact(url)),
+            ));
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(if dialect == Dialect::Sqlite { 4 } else { 8 })
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if dialect == Dialect::Sqlite {
+                        for pragma in [
+                            "PRAGMA journal_mode = WAL",
+                            "PRAGMA busy_timeout = 10000",
+                            "PRAGMA synchronous = NORMAL",
+                        ] {
+                            sqlx::query(pragma).execute(&mut *conn).await?;
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .connect(url)
+            .await
+            .map_err(|e| StoreError::Database {
+                reason: format!("cannot open {}: {e}", redact(url)),
+            })?;
+        let db = Db { pool, dialect };
+        db.migrate(url).await?;
+        Ok(db)
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    async fn migrate(&self, url: &str) -> Result<(), StoreError> {
+        let known = MIGRATIONS.iter().map(|m| m.0).max().unwrap_or(0);
+        let exists = match self.dialect {
+            Dialect::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+            Dialect::Postgres => "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'",
+        };
+        let n: i64 = sqlx::query(exists)
+            .fetch_one(&self.pool)
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(db_err)?;
+        if n > 0 {
+            let newest: i64 = sqlx::query("SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations")
+                .fetch_one(&self.pool)
+                .await
+                .and_then(|r| r.try_get(0))
+                .map_err(db_err)?;
+            if newest > known {
+                return Err(StoreError::DatabaseTooNew {
+                    url: redact(url),
+                    found: newest,
+                    known,
+                });
+            }
+        }
+        let migrator = Migrator {
+            migrations: Cow::Owned(
+                MIGRATIONS
+                    .iter()
+                    .map(|(v, d, sql)| {
+                        Migration::new(
+                            *v,
+                            Cow::Borrowed(*d),
+                            MigrationType::Simple,
+                            Cow::Borrowed(*sql),
+                            false,
+                        )
+                    })
+                    .collect(),
+            ),
+            ..Migrator::DEFAULT
+        };
+        migrator
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Database {
+                reason: format!("migrating {}: {e}", redact(url)),
+            })
+    }
+
+    /// Start a write transaction: `BEGIN IMMEDIATE` on SQLite so a read-modify-write never
+    /// has to upgrade its lock, plain `BEGIN` on PostgreSQL.
+    pub(crate) async fn begin_write(&self, conn: &mut AnyConnection) -> Result<(), StoreError> {
+        let sql = match self.dialect {
+            Dialect::Sqlite => "BEGIN IMMEDIATE",
+            Dialect::Postgres => "BEGIN",
+        };
+        sqlx::query(sql)
+            .execute(conn)
+            .await
+            .map(|_| ())
+            .map_err(db_err)
+    }
+
+    /// Commit on success, roll back on error, and pass the result through.
+    pub(crate) async fn end_write<T>(
+        &self,
+        conn: &mut AnyConnection,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match result {
+            Ok(v) => {
+                sqlx::query("COMMIT").execute(conn).await.map_err(db_err)?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = sqlx::query("ROLLBACK").execute(conn).await;
+                Err(e)
+            }
+        }
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A database URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_passwords() {
+        assert_eq!(
+            redact("postgres://yoi:secret@127.0.0.1:5432/db"),
+            "postgres://yoi:***@127.0.0.1:5432/db"
+        );
+        assert_eq!(redact("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+    }
+}

@@ -1,0 +1,253 @@
+//! Reads answered from the index alone: ticket lists with filters, keyset pagination and text
+//! search, and blockers with their reasons. They must agree with the file-based queries in
+//! `crate::query`; tests compare the two.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+use yoi_core::relation::Blocker;
+use yoi_core::state::State;
+use yoi_core::{TicketId, Timestamp};
+
+use super::{db_err, Db};
+use crate::error::StoreError;
+use crate::query::{ListFilter, TicketSummary};
+
+/// One page of a list: `next` is the cursor (the last id) when more may follow.
+#[derive(Debug, Clone, Serialize)]
+pub struct Page {
+    pub tickets: Vec<TicketSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<TicketId>,
+}
+
+/// A ticket row as indexed (for show and drift checks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IndexedTicket {
+    pub id: TicketId,
+    pub title: String,
+    pub state: State,
+    pub updated_at: String,
+}
+
+/// Open blockers of the ticket `t` (an SQL alias), as a condition.
+const OPEN_BLOCKER: &str = "( EXISTS (SELECT 1 FROM relations r LEFT JOIN tickets b ON b.id = r.target \
+      WHERE r.ticket_id = t.id AND r.kind = 'depends_on' AND (b.id IS NULL OR b.state NOT IN ('done', 'closed'))) \
+   OR EXISTS (SELECT 1 FROM relations r LEFT JOIN tickets b ON b.id = r.ticket_id \
+      WHERE r.target = t.id AND r.kind = 'blocks' AND (b.id IS NULL OR b.state NOT IN ('done', 'closed'))) )";
+
+fn like_pattern(word: &str) -> String {
+    let escaped = word
+        .to_lowercase()
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+impl Db {
+    /// List tickets matching `filter` and every search word, oldest first, `limit` per page,
+    /// starting after the `after` cursor.
+    pub async fn list(
+        &self,
+        filter: &ListFilter,
+        search: &[String],
+        after: Option<&TicketId>,
+        limit: usize,
+    ) -> Result<Page, StoreError> {
+        let mut sql = String::from(
+            "SELECT t.id, t.title, t.state, t.created_at, t.updated_at, t.target_ref FROM tickets t WHERE 1 = 1",
+        );
+        let mut binds: Vec<String> = Vec::new();
+        let mut param = |sql: &mut String, value: String| {
+            binds.push(value);
+            sql.push_str(&format!("${}", binds.len()));
+        };
+        let states: Vec<State> = match &filter.states {
+            Some(s) => s.clone(),
+            None => State::ALL.into_iter().filter(|s| s.is_active()).collect(),
+        };
+        sql.push_str(" AND t.state IN (");
+        for (i, s) in states.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            param(&mut sql, s.as_str().to_string());
+        }
+        if states.is_empty() {
+            sql.push_str("NULL");
+        }
+        sql.push(')');
+        if filter.ready {
+            sql.push_str(" AND t.state IN ('ready', 'queued') AND NOT ");
+            sql.push_str(OPEN_BLOCKER);
+        }
+        if filter.blocked {
+            sql.push_str(" AND t.state NOT IN ('done', 'closed') AND ");
+            sql.push_str(OPEN_BLOCKER);
+        }
+        for word in search.iter().filter(|w| !w.trim().is_empty()) {
+            sql.push_str(" AND t.search_text LIKE ");
+            param(&mut sql, like_pattern(word.trim()));
+            sql.push_str(" ESCAPE '\\'");
+        }
+        if let Some(a) = after {
+            sql.push_str(" AND t.id > ");
+            param(&mut sql, a.to_string());
+        }
+        sql.push_str(&format!(" ORDER BY t.id LIMIT {}", limit.saturating_add(1)));
+        let mut q = sqlx::query(&sql);
+        for b in &binds {
+            q = q.bind(b.clone());
+        }
+        let rows = q.fetch_all(self.pool()).await.map_err(db_err)?;
+        let more = rows.len() > limit;
+        let mut tickets: Vec<TicketSummary> = rows
+            .iter()
+            .take(limit)
+            .map(summary)
+            .collect::<Result<_, _>>()?;
+        let ids: Vec<TicketId> = tickets.iter().map(|t| t.id.clone()).collect();
+        let mut blockers = self.blockers_of(&ids).await?;
+        for t in &mut tickets {
+            if !t.state.is_finished() {
+                t.blockers = blockers.remove(&t.id).unwrap_or_default();
+            }
+        }
+        let next = if more {
+            tickets.last().map(|t| t.id.clone())
+        } else {
+            None
+        };
+        Ok(Page { tickets, next })
+    }
+
+    /// Every page of [`Db::list`] at once.
+    pub async fn list_all(
+        &self,
+        filter: &ListFilter,
+        search: &[String],
+    ) -> Result<Vec<TicketSummary>, StoreError> {
+        let mut out = Vec::new();
+        let mut after: Option<TicketId> = None;
+        loop {
+            let page = self.list(filter, search, after.as_ref(), 1000).await?;
+            out.extend(page.tickets);
+            match page.next {
+                Some(n) => after = Some(n),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// Open blockers of each ticket, with reasons, sorted as the file-based view sorts them.
+    pub async fn blockers_of(
+        &self,
+        ids: &[TicketId],
+    ) -> Result<BTreeMap<TicketId, Vec<Blocker>>, StoreError> {
+        let mut out: BTreeMap<TicketId, Vec<Blocker>> = BTreeMap::new();
+        for chunk in ids.chunks(400) {
+            if chunk.is_empty() {
+                continue;
+            }
+            let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let list = list.join(", ");
+            let sql = format!(
+                "SELECT r.ticket_id AS waiter, r.target AS other, 'depends_on' AS why, b.state AS state \
+                   FROM relations r LEFT JOIN tickets b ON b.id = r.target \
+                  WHERE r.kind = 'depends_on' AND r.ticket_id IN ({list}) \
+                 UNION ALL \
+                 SELECT r.target AS waiter, r.ticket_id AS other, 'blocked_by' AS why, b.state AS state \
+                   FROM relations r LEFT JOIN tickets b ON b.id = r.ticket_id \
+                  WHERE r.kind = 'blocks' AND r.target IN ({list})"
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(id.to_string());
+            }
+            for r in q.fetch_all(self.pool()).await.map_err(db_err)? {
+                let waiter: String = r.try_get("waiter").map_err(db_err)?;
+                let other: String = r.try_get("other").map_err(db_err)?;
+                let why: String = r.try_get("why").map_err(db_err)?;
+                let state: Option<String> = r.try_get("state").map_err(db_err)?;
+                let state = state.and_then(|s| s.parse::<State>().ok());
+                if state.is_some_and(State::is_finished) {
+                    continue;
+                }
+                out.entry(TicketId::parse(&waiter)?)
+                    .or_default()
+                    .push(Blocker {
+                        ticket: TicketId::parse(&other)?,
+                        reason_kind: why,
+                        state,
+                    });
+            }
+        }
+        for v in out.values_mut() {
+            v.sort();
+            v.dedup();
+        }
+        Ok(out)
+    }
+
+    /// The indexed row of one ticket.
+    pub async fn indexed_ticket(&self, id: &TicketId) -> Result<Option<IndexedTicket>, StoreError> {
+        let row = sqlx::query("SELECT id, title, state, updated_at FROM tickets WHERE id = $1")
+            .bind(id.to_string())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+        row.map(|r| indexed(&r)).transpose()
+    }
+
+    /// Every indexed ticket row.
+    pub async fn indexed_tickets(&self) -> Result<Vec<IndexedTicket>, StoreError> {
+        let rows = sqlx::query("SELECT id, title, state, updated_at FROM tickets ORDER BY id")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(indexed).collect()
+    }
+}
+
+fn parse_state(s: &str) -> Result<State, StoreError> {
+    s.parse()
+        .map_err(|e: yoi_core::state::StateParseError| StoreError::Database {
+            reason: e.to_string(),
+        })
+}
+
+fn parse_time(s: &str) -> Result<Timestamp, StoreError> {
+    Timestamp::parse(s).map_err(|e| StoreError::Database {
+        reason: e.to_string(),
+    })
+}
+
+fn indexed(r: &AnyRow) -> Result<IndexedTicket, StoreError> {
+    let id: String = r.try_get(0).map_err(db_err)?;
+    let state: String = r.try_get(2).map_err(db_err)?;
+    Ok(IndexedTicket {
+        id: TicketId::parse(&id)?,
+        title: r.try_get(1).map_err(db_err)?,
+        state: parse_state(&state)?,
+        updated_at: r.try_get(3).map_err(db_err)?,
+    })
+}
+
+fn summary(r: &AnyRow) -> Result<TicketSummary, StoreError> {
+    let id: String = r.try_get(0).map_err(db_err)?;
+    let state: String = r.try_get(2).map_err(db_err)?;
+    let created: String = r.try_get(3).map_err(db_err)?;
+    let updated: String = r.try_get(4).map_err(db_err)?;
+    Ok(TicketSummary {
+        id: TicketId::parse(&id)?,
+        title: r.try_get(1).map_err(db_err)?,
+        state: parse_state(&state)?,
+        created_at: parse_time(&created)?,
+        updated_at: parse_time(&updated)?,
+        target_ref: r.try_get(5).map_err(db_err)?,
+        blockers: Vec::new(),
+    })
+}

@@ -30,6 +30,17 @@ pub enum Command {
     Ticket(TicketCommand),
     /// Check the workspace (same as `yoi ticket doctor`).
     Doctor(DoctorArgs),
+    /// Bring the database index in line with the ticket files.
+    Reindex(ReindexArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReindexArgs {
+    /// Drop every index row and re-read every ticket (the outbox and deliveries are kept).
+    #[arg(long)]
+    pub full: bool,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -102,6 +113,15 @@ pub struct ListArgs {
     /// Only tickets with open blockers, with the reasons.
     #[arg(long)]
     pub blocked: bool,
+    /// Only tickets whose title or body contains every word (case-insensitive).
+    #[arg(long, value_name = "WORDS")]
+    pub search: Option<String>,
+    /// At most N tickets (one page); `--json` then carries the cursor in `next`.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Start after this ticket id (the `next` cursor of the previous page).
+    #[arg(long, value_name = "ID")]
+    pub after: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -5,7 +5,21 @@ use std::path::{Path, PathBuf};
 
 use yoi_core::{Principal, Timestamp};
 use yoi_store::config::Overrides;
+use yoi_store::db::DbIndex;
 use yoi_store::{Ctx, StoreError, Workspace};
+
+/// The process's async runtime, for the database. Commands themselves stay synchronous and call
+/// the database through `DbIndex`, which blocks on this runtime.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("the tokio runtime starts")
+    })
+}
 
 use crate::error::CliError;
 
@@ -35,8 +49,21 @@ impl Env {
         Ok(Env { start, op_id })
     }
 
-    /// The workspace containing the start folder, with environment overrides applied.
+    /// The workspace containing the start folder, with environment overrides applied and its
+    /// database attached (opened, migrated and caught up with the files).
     pub fn workspace(&self, command: &str) -> Result<Workspace, CliError> {
+        Ok(self.workspace_with_index(command)?.0)
+    }
+
+    /// Like [`Env::workspace`], also returning the database handle for index reads.
+    pub fn workspace_with_index(&self, command: &str) -> Result<(Workspace, DbIndex), CliError> {
+        let mut ws = self.files_only(command)?;
+        let (index, _) = DbIndex::attach(&mut ws, runtime().handle().clone())?;
+        Ok((ws, index))
+    }
+
+    /// The workspace without its database (for commands that must not depend on it).
+    pub fn files_only(&self, command: &str) -> Result<Workspace, CliError> {
         let root = Workspace::find_root(&self.start).ok_or_else(|| StoreError::NotInitialized {
             root: self.start.clone(),
         })?;

@@ -38,6 +38,9 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
 
 /// The one-line report of a mutation.
 pub fn outcome(o: &Outcome, as_json: bool) {
+    if let Some(e) = &o.index_error {
+        eprintln!("warning: the files were written but the database index was not updated ({e}); it catches up on the next start, or run `yoi reindex`");
+    }
     if as_json {
         return json(o);
     }

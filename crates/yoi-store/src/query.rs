@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use yoi_core::relation::{Blocker, RelationGraph, RelationKind};
+use yoi_core::relation::{Blocker, Relation, RelationGraph, RelationKind};
 use yoi_core::state::State;
 use yoi_core::{TicketId, Timestamp};
 
@@ -120,9 +120,27 @@ pub fn relation_view_in(
         .chain(graph.incoming(id).iter().map(|r| r.ticket_id.clone()))
         .collect();
     let states = ws.states_of(&others)?;
+    Ok(build_view(
+        id,
+        state,
+        graph.outgoing(id),
+        graph.incoming(id),
+        &states,
+    ))
+}
+
+/// The relation view from a ticket's outgoing and incoming relations and the states of the
+/// tickets at their other ends (missing tickets absent). Shared by the file and index reads.
+pub fn build_view(
+    id: &TicketId,
+    state: State,
+    outgoing: &[Relation],
+    incoming: &[Relation],
+    states: &BTreeMap<TicketId, State>,
+) -> RelationView {
     let mut relations = Vec::new();
     let mut notices = Vec::new();
-    for r in graph.outgoing(id) {
+    for r in outgoing {
         relations.push(RelationEntry {
             name: r.kind.as_str().into(),
             kind: r.kind,
@@ -143,7 +161,7 @@ pub fn relation_view_in(
             _ => {}
         }
     }
-    for r in graph.incoming(id) {
+    for r in incoming {
         relations.push(RelationEntry {
             name: r.kind.inverse_name().into(),
             kind: r.kind,
@@ -164,6 +182,7 @@ pub fn relation_view_in(
             _ => {}
         }
     }
+    let graph = RelationGraph::new(outgoing.iter().chain(incoming));
     let blockers = graph.blockers(id, |t| states.get(t).copied());
     let refusing: Vec<&Blocker> = blockers
         .iter()
@@ -179,7 +198,7 @@ pub fn relation_view_in(
                 .join(", ")
         )
     });
-    Ok(RelationView {
+    RelationView {
         ticket: id.clone(),
         state,
         relations,
@@ -187,5 +206,5 @@ pub fn relation_view_in(
         notices,
         can_queue: queue_refusal.is_none(),
         queue_refusal,
-    })
+    }
 }

@@ -2,6 +2,7 @@
 //! operation and prints its result.
 
 mod init;
+mod reindex;
 mod ticket;
 
 use crate::cli::{Cli, Command};
@@ -14,5 +15,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Init(args) => init::run(&env, args.json),
         Command::Ticket(cmd) => ticket::run(&env, cmd),
         Command::Doctor(args) => ticket::doctor(&env, &args),
+        Command::Reindex(args) => reindex::run(&env, &args),
     }
 }

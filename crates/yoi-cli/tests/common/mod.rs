@@ -97,8 +97,20 @@ impl Repo {
 pub const COMPLETE_BRIEF: &str = "## Intent\nMake it work.\n\n## Acceptance criteria\n- it works\n\n## Validation\n`cargo test`\n";
 
 pub fn run_yoi(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    run_yoi_full(dir, args, stdin, &[])
+}
+
+pub fn run_yoi_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    run_yoi_full(dir, args, None, env)
+}
+
+fn run_yoi_full(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
     use std::io::Write;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_yoi"));
+    cmd.env_remove("YOI_DATABASE_URL");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     cmd.args(args)
         .current_dir(dir)
         .env("USER", "tester")

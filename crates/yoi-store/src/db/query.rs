@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::Row;
-use yoi_core::relation::Blocker;
+use yoi_core::relation::{Blocker, Relation};
 use yoi_core::state::State;
 use yoi_core::{TicketId, Timestamp};
 
 use super::{db_err, Db};
 use crate::error::StoreError;
-use crate::query::{ListFilter, TicketSummary};
+use crate::query::{build_view, ListFilter, RelationView, TicketSummary};
 
 /// One page of a list: `next` is the cursor (the last id) when more may follow.
 #[derive(Debug, Clone, Serialize)]
@@ -57,6 +57,7 @@ impl Db {
         after: Option<&TicketId>,
         limit: usize,
     ) -> Result<Page, StoreError> {
+        let limit = limit.clamp(1, 100_000);
         let mut sql = String::from(
             "SELECT t.id, t.title, t.state, t.created_at, t.updated_at, t.target_ref FROM tickets t WHERE 1 = 1",
         );
@@ -209,6 +210,65 @@ impl Db {
             .await
             .map_err(db_err)?;
         rows.iter().map(indexed).collect()
+    }
+}
+
+impl Db {
+    /// The relation view of one ticket (relations both ways, open blockers, notices, queue
+    /// guard), from the index alone.
+    pub async fn relation_view(&self, id: &TicketId) -> Result<Option<RelationView>, StoreError> {
+        let Some(me) = self.indexed_ticket(id).await? else {
+            return Ok(None);
+        };
+        let rows = sqlx::query(
+            "SELECT r.ticket_id, r.kind, r.target, r.note, r.author, r.at, o.state \
+               FROM relations r LEFT JOIN tickets o ON o.id = CASE WHEN r.ticket_id = $1 THEN r.target ELSE r.ticket_id END \
+              WHERE r.ticket_id = $1 OR r.target = $1 ORDER BY r.kind, r.target, r.ticket_id",
+        )
+        .bind(id.to_string())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut outgoing = Vec::new();
+        let mut incoming = Vec::new();
+        let mut states = BTreeMap::new();
+        for r in &rows {
+            let from: String = r.try_get(0).map_err(db_err)?;
+            let kind: String = r.try_get(1).map_err(db_err)?;
+            let target: String = r.try_get(2).map_err(db_err)?;
+            let at: String = r.try_get(5).map_err(db_err)?;
+            let other_state: Option<String> = r.try_get(6).map_err(db_err)?;
+            let rel = Relation {
+                ticket_id: TicketId::parse(&from)?,
+                kind: kind
+                    .parse()
+                    .map_err(
+                        |e: yoi_core::relation::RelationKindError| StoreError::Database {
+                            reason: e.to_string(),
+                        },
+                    )?,
+                target: TicketId::parse(&target)?,
+                note: r.try_get(3).map_err(db_err)?,
+                author: r.try_get(4).map_err(db_err)?,
+                at: parse_time(&at)?,
+            };
+            let other = if &rel.ticket_id == id {
+                rel.target.clone()
+            } else {
+                rel.ticket_id.clone()
+            };
+            if let Some(s) = other_state {
+                states.insert(other, parse_state(&s)?);
+            }
+            if &rel.ticket_id == id {
+                outgoing.push(rel);
+            } else {
+                incoming.push(rel);
+            }
+        }
+        Ok(Some(build_view(
+            id, me.state, &outgoing, &incoming, &states,
+        )))
     }
 }
 

@@ -29,20 +29,42 @@ fn parse_states(spec: Option<&str>) -> Result<Option<Vec<State>>, CliError> {
 struct ListOutput<'a> {
     count: usize,
     tickets: &'a [TicketSummary],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<yoi_core::TicketId>,
 }
 
+/// Answered from the database index (caught up with the files when the command starts).
 pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
-    let ws = env.workspace("yoi ticket list")?;
+    let (ws, index) = env.workspace_with_index("yoi ticket list")?;
     let filter = ListFilter {
         states: parse_states(a.state.as_deref())?,
         ready: a.ready,
         blocked: a.blocked,
     };
-    let tickets = query::list(&ws, &filter)?;
+    let words: Vec<String> = a
+        .search
+        .as_deref()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let after = a.after.as_deref().map(|q| ws.resolve(q)).transpose()?;
+    let limit = match a.limit {
+        Some(0) => return Err(CliError::Usage("--limit must be at least 1".into())),
+        Some(n) => n,
+        None => 100_000,
+    };
+    let (tickets, next) = if a.limit.is_none() && after.is_none() {
+        (index.block_on(index.db.list_all(&filter, &words))?, None)
+    } else {
+        let page = index.block_on(index.db.list(&filter, &words, after.as_ref(), limit))?;
+        (page.tickets, page.next)
+    };
     if a.json {
         output::json(&ListOutput {
             count: tickets.len(),
             tickets: &tickets,
+            next,
         });
         return Ok(());
     }
@@ -76,6 +98,9 @@ pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
         })
         .collect();
     output::table(&["ID", "STATE", "UPDATED", "TITLE", "BLOCKERS"], &rows);
+    if let Some(n) = next {
+        println!("more: --after {n}");
+    }
     Ok(())
 }
 
@@ -265,10 +290,15 @@ fn print_relations(view: &RelationView) {
     }
 }
 
+/// Answered from the database index.
 pub fn blockers(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
-    let ws = env.workspace("yoi ticket blockers")?;
+    let (ws, index) = env.workspace_with_index("yoi ticket blockers")?;
     let id = ws.resolve(id)?;
-    let view = query::relation_view(&ws, &id)?;
+    let view = match index.block_on(index.db.relation_view(&id))? {
+        Some(v) => v,
+        // Not indexable (its item.md is unreadable): say why from the files.
+        None => query::relation_view(&ws, &id)?,
+    };
     if as_json {
         output::json(&view);
         return Ok(());

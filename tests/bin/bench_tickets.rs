@@ -59,14 +59,31 @@ fn main() {
     );
     // The first command builds the database index from nothing.
     let t = Instant::now();
-    let out = Command::new(&yoi).args(["reindex"]).current_dir(root).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    println!("first index build (yoi reindex on an empty database) {:.3}s", t.elapsed().as_secs_f64());
+    let out = Command::new(&yoi)
+        .args(["reindex"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!(
+        "first index build (yoi reindex on an empty database) {:.3}s",
+        t.elapsed().as_secs_f64()
+    );
     for (label, cmd) in [
         ("yoi ticket list --json", vec!["ticket", "list", "--json"]),
         ("yoi ticket list --ready", vec!["ticket", "list", "--ready"]),
-        ("yoi ticket list --blocked", vec!["ticket", "list", "--blocked", "--json"]),
-        ("yoi ticket list --search", vec!["ticket", "list", "--search", "ticket 42", "--json"]),
+        (
+            "yoi ticket list --blocked",
+            vec!["ticket", "list", "--blocked", "--json"],
+        ),
+        (
+            "yoi ticket list --search",
+            vec!["ticket", "list", "--search", "ticket 42", "--json"],
+        ),
         ("yoi reindex (no change)", vec!["reindex"]),
         ("yoi reindex --full", vec!["reindex", "--full"]),
         ("yoi ticket doctor", vec!["ticket", "doctor"]),

@@ -102,6 +102,10 @@ fn reindex_reports_what_it_did() {
 #[test]
 fn the_same_commands_work_on_postgres() {
     let repo = Repo::init();
+    // `yoi init` made the default SQLite database; with Postgres configured it must stay unused.
+    for f in ["yoi.db", "yoi.db-wal", "yoi.db-shm"] {
+        let _ = std::fs::remove_file(repo.path().join(".yoi/local").join(f));
+    }
     let url = pg::database();
     let run = |args: &[&str]| {
         let out = common::run_yoi_env(repo.path(), args, &[("YOI_DATABASE_URL", url.as_str())]);

@@ -17,6 +17,22 @@ pub struct Config {
     pub principal: PrincipalSection,
     pub roles: RolesSection,
     pub database: DatabaseSection,
+    pub server: ServerSection,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSection {
+    /// Address `yoi serve` listens on (loopback unless you mean it).
+    pub listen: String,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection {
+            listen: "127.0.0.1:7311".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,6 +145,16 @@ impl Config {
                 ));
             }
         }
+        if self.server.listen.parse::<std::net::SocketAddr>().is_err() {
+            return Err(StoreError::invalid(
+                path,
+                None,
+                format!(
+                    "`server.listen` must be ADDRESS:PORT, got `{}`",
+                    self.server.listen
+                ),
+            ));
+        }
         if self.workspace.default_target.trim().is_empty() {
             return Err(StoreError::invalid(
                 path,
@@ -180,6 +206,10 @@ lock_timeout_secs = 30
 [database]
 # PostgreSQL instead of the embedded SQLite file .yoi/local/yoi.db (also: YOI_DATABASE_URL).
 # url = "postgres://user:password@127.0.0.1:5432/yoi"
+
+[server]
+# Address `yoi serve` listens on; keep it on loopback unless pods on other hosts must reach it.
+listen = "127.0.0.1:7311"
 
 [roles]
 # Pods kept running per role by `yoi serve`.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use yoi_core::TicketId;
 
+use crate::db::DbIndex;
 use crate::error::StoreError;
 use crate::ops::Outcome;
 use crate::workspace::Workspace;
@@ -37,6 +38,12 @@ pub trait IndexHook: Send + Sync {
 
     /// The operation recorded under `op_id`, if any.
     fn find_operation(&self, op_id: &str) -> Result<Option<OpRecord>, StoreError>;
+
+    /// The database behind this hook, when it is one, for readers that compare the index with
+    /// the files (doctor). Other hooks — test doubles, for instance — have none.
+    fn db_index(&self) -> Option<&DbIndex> {
+        None
+    }
 }
 
 /// A shareable index handle stored on the workspace.

@@ -208,3 +208,104 @@ pub fn build_view(
         queue_refusal,
     }
 }
+
+/// Everything about one ticket, as the CLI's `show --json` and the API's `GET /tickets/{id}`
+/// return it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TicketDetail {
+    pub id: TicketId,
+    pub title: String,
+    pub state: State,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readiness: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk_flags: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_ref: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    pub extra_keys: Vec<String>,
+    pub body: String,
+    pub missing_brief_sections: Vec<&'static str>,
+    pub relations: RelationView,
+    pub plan: Vec<yoi_core::plan::PlanRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
+    pub events: Vec<EventDetail>,
+    pub thread_issues: Vec<yoi_core::thread::ThreadIssue>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventDetail {
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    pub attrs: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heading: Option<String>,
+    pub body: String,
+}
+
+/// Read one ticket whole (files), with its relation view.
+pub fn ticket_detail(ws: &Workspace, query: &str) -> Result<TicketDetail, StoreError> {
+    let id = ws.resolve(query)?;
+    let t = ws.read_ticket(&id)?;
+    let relations = relation_view(ws, &id)?;
+    let item = t.item;
+    let events = t
+        .thread
+        .events
+        .iter()
+        .map(|e| EventDetail {
+            kind: e.kind.as_str().to_string(),
+            id: e.id().map(str::to_string),
+            author: e.author().map(str::to_string),
+            at: e.get("at").map(str::to_string),
+            attrs: e
+                .attrs
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "id" | "author" | "at"))
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+            heading: e.heading.clone(),
+            body: e.body.clone(),
+        })
+        .collect();
+    Ok(TicketDetail {
+        missing_brief_sections: yoi_core::brief::missing_required(item.body_text())
+            .iter()
+            .map(|s| s.heading())
+            .collect(),
+        body: item.body_text().to_string(),
+        target_ref: item.effective_target_ref(),
+        extra_keys: item.extra.iter().map(|(k, _)| k.clone()).collect(),
+        id,
+        title: item.title,
+        state: item.state,
+        created_at: item.created_at,
+        updated_at: item.updated_at,
+        readiness: item.readiness,
+        risk_flags: item.risk_flags,
+        queued_by: item.queued_by,
+        queued_at: item.queued_at,
+        flow: item.flow,
+        priority: item.priority,
+        relations,
+        plan: t.plan,
+        resolution: t.resolution,
+        events,
+        thread_issues: t.thread.issues,
+    })
+}

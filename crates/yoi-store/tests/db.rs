@@ -6,11 +6,14 @@ mod pg;
 
 use std::sync::Arc;
 
+use yoi_core::finding::Finding;
 use yoi_core::relation::RelationKind;
 use yoi_core::state::State;
 use yoi_core::{Principal, TicketId, Timestamp};
 use yoi_store::db::{DbIndex, ReindexMode};
-use yoi_store::ops::{self, CommentRequest, CreateRequest, RelationRequest, TransitionRequest};
+use yoi_store::doctor;
+use yoi_store::ops::TransitionRequest;
+use yoi_store::ops::{self, CommentRequest, CreateRequest, PlanRequest, RelationRequest};
 use yoi_store::query::{self, ListFilter};
 use yoi_store::{Ctx, StoreError, Workspace};
 
@@ -88,6 +91,34 @@ impl Fx {
             .collect()
     }
 
+    /// Run statements against the database behind the index, to break it on purpose.
+    fn sql(&self, statements: &[String]) {
+        self.index.block_on(async {
+            let pool = sqlx::AnyPool::connect(&self.url).await.unwrap();
+            for s in statements {
+                sqlx::query(s)
+                    .execute(&pool)
+                    .await
+                    .unwrap_or_else(|e| panic!("{s}: {e}"));
+            }
+            pool.close().await;
+        })
+    }
+
+    fn index_findings(&self, now_ms: i64) -> Vec<Finding> {
+        self.index
+            .block_on(doctor::index_findings(&self.index.db, &self.ws, now_ms))
+            .unwrap()
+    }
+
+    /// The id of the first event in a ticket's thread.
+    fn first_event(&self, id: &TicketId) -> String {
+        self.ws.read_thread(id).unwrap().events[0]
+            .id()
+            .unwrap()
+            .to_string()
+    }
+
     fn file_list(&self, filter: &ListFilter) -> Vec<(String, State, usize)> {
         query::list(&self.ws, filter)
             .unwrap()
@@ -127,6 +158,9 @@ on_both_backends!(
     deliveries_ack_defer_fail_and_give_up,
     operation_ids_are_recorded_and_refused_on_another_ticket,
     newer_database_is_refused,
+    doctor_finds_nothing_in_the_index_of_a_healthy_workspace,
+    doctor_reports_each_kind_of_index_drift_and_fix_rebuilds_the_index,
+    doctor_reports_undelivered_events_per_consumer_and_dead_deliveries,
 );
 
 fn every_operation_updates_index_and_outbox(b: Backend) {
@@ -494,11 +528,270 @@ fn newer_database_is_refused(b: Backend) {
             err,
             StoreError::DatabaseTooNew {
                 found: 999,
-                known: 1,
+                known: 2,
                 ..
             }
         ),
         "{err}"
     );
     assert!(err.to_string().contains("newer yoi"));
+}
+
+const HOUR: i64 = 60 * 60 * 1000;
+const FIX_REINDEX: &str =
+    "yoi ticket doctor --fix (rebuilds the index from the files, as `yoi reindex --full` does)";
+
+fn doctor_finds_nothing_in_the_index_of_a_healthy_workspace(b: Backend) {
+    let fx = Fx::new(b);
+    let a = fx.create("Alpha", &[]);
+    let z = fx.create("Zulu", &[&a]);
+    ops::mark_ready(&fx.ws, &alice(), a.as_str(), &TransitionRequest::default()).unwrap();
+    let comment = CommentRequest {
+        kind: "comment".into(),
+        body: "hello".into(),
+    };
+    ops::comment(&fx.ws, &alice(), z.as_str(), &comment).unwrap();
+    let plan = PlanRequest {
+        kind: yoi_core::plan::PlanKind::After,
+        related: Some(a.to_string()),
+        note: None,
+        accepted_plan: None,
+    };
+    let (_, record) = ops::add_plan_record(&fx.ws, &alice(), z.as_str(), &plan).unwrap();
+    let outbox = fx.index.block_on(fx.index.db.outbox()).unwrap();
+    assert!(
+        outbox
+            .iter()
+            .any(|o| o.event_id == format!("plan:{z}:{}", record.id)),
+        "the plan record has its outbox row"
+    );
+    assert_eq!(fx.index_findings(HOUR), Vec::<Finding>::new());
+    for report in [
+        doctor::run_with_index(&fx.ws, &fx.index, false).unwrap(),
+        doctor::run_attached(&fx.ws, false).unwrap(),
+        doctor::run_with_index(&fx.ws, &fx.index, true).unwrap(),
+    ] {
+        assert_eq!(report.findings, Vec::<Finding>::new());
+        assert!(report.ok);
+        assert_eq!(report.fixed, Vec::<String>::new(), "nothing to repair");
+    }
+}
+
+fn doctor_reports_each_kind_of_index_drift_and_fix_rebuilds_the_index(b: Backend) {
+    let fx = Fx::new(b);
+    let a = fx.create("Alpha", &[]);
+    let z = fx.create("Zulu", &[]);
+    let comment = CommentRequest {
+        kind: "comment".into(),
+        body: "hello".into(),
+    };
+    let c = ops::comment(&fx.ws, &alice(), z.as_str(), &comment)
+        .unwrap()
+        .event_id
+        .unwrap();
+    let a_created = fx.first_event(&a);
+    let gone = "01JDQ5V6W7X8Y9Z0A1B2C3D4E5";
+    let ghost = "01JDQ5V6W7X8Y9Z0A1B2C3D4G7";
+    fx.sql(&[
+        format!("DELETE FROM tickets WHERE id = '{a}'"),
+        format!("UPDATE tickets SET state = 'done' WHERE id = '{z}'"),
+        format!("DELETE FROM events WHERE id = '{c}'"),
+        format!(
+            "INSERT INTO events (id, ticket_id, position, kind, author, at, attrs, heading, body) \
+             VALUES ('{ghost}', '{z}', 99, 'comment', 'mallory', NULL, '{{}}', NULL, 'never written')"
+        ),
+        format!("DELETE FROM outbox WHERE event_id = '{a_created}'"),
+        format!(
+            "INSERT INTO outbox (seq, event_id, ticket_id, kind, payload, created_ms) \
+             VALUES (1000, 'ghost-event', '{a}', 'ticket_commented', '{{}}', 0)"
+        ),
+        format!(
+            "INSERT INTO tickets (id, title, state, created_at, updated_at, body, search_text) \
+             VALUES ('{gone}', 'Gone', 'ready', '2026-11-29T10:00:00Z', '2026-11-29T10:00:00Z', '', '')"
+        ),
+    ]);
+    let item = |t: &TicketId| fx.ws.rel(&fx.ws.path_of(t, "item.md"));
+    let thread = |t: &TicketId| fx.ws.rel(&fx.ws.path_of(t, "thread.md"));
+    let orphan = Finding::warning(
+        "outbox.orphan",
+        "1 outbox row naming no thread event or plan record on disk: seq 1000 (ghost-event)",
+        "every outbox row names an event or plan record in the files",
+    )
+    .with_ticket(a.as_str())
+    .with_fix(format!(
+        "if ticket {a}'s events were removed on purpose, nothing to do (the rows are delivery history); otherwise restore its files from git and run `yoi reindex`"
+    ));
+    let mut expected = vec![
+        Finding::error(
+            "index.missing_ticket",
+            format!("ticket {a} (`Alpha`) has no row in the index"),
+            "a tickets row for every ticket whose item.md parses",
+        )
+        .with_ticket(a.as_str())
+        .at(item(&a), None)
+        .with_fix(FIX_REINDEX),
+        Finding::error(
+            "outbox.missing",
+            format!("1 event without an outbox row: {a_created}"),
+            "one outbox row per thread event and plan record, so consumers see every event",
+        )
+        .with_ticket(a.as_str())
+        .with_fix(FIX_REINDEX),
+        orphan.clone(),
+        Finding::error(
+            "index.stale_ticket",
+            "the index row has state `done`",
+            "state `planning`, as item.md says",
+        )
+        .with_ticket(z.as_str())
+        .at(item(&z), None)
+        .with_fix(FIX_REINDEX),
+        Finding::error(
+            "index.missing_event",
+            format!("1 thread event not in the index: {c}"),
+            "every event of thread.md in the index",
+        )
+        .with_ticket(z.as_str())
+        .at(thread(&z), None)
+        .with_fix(FIX_REINDEX),
+        Finding::error(
+            "index.extra_event",
+            format!("1 indexed event not in thread.md: {ghost}"),
+            "only the events thread.md holds in the index",
+        )
+        .with_ticket(z.as_str())
+        .with_fix(FIX_REINDEX),
+        Finding::error(
+            "index.extra_ticket",
+            format!(
+                "the index has a row for {gone} (`Gone`) but there is no ticket folder with an item.md"
+            ),
+            "index rows only for tickets whose item.md parses",
+        )
+        .with_ticket(gone)
+        .with_fix(FIX_REINDEX),
+    ];
+    // Documented order: by ticket, then check id, then what was seen.
+    expected.sort_by(|x, y| (&x.ticket, x.check, &x.seen).cmp(&(&y.ticket, y.check, &y.seen)));
+    assert_eq!(fx.index_findings(HOUR), expected);
+    for f in &expected {
+        assert!(
+            doctor::CHECKS.iter().any(|c| c.id == f.check),
+            "{}",
+            f.check
+        );
+    }
+    // The full report is the file checks (clean here) followed by the index checks.
+    let report = doctor::run_with_index(&fx.ws, &fx.index, false).unwrap();
+    assert_eq!(report.findings, expected);
+    assert_eq!((report.ok, report.errors, report.warnings), (false, 6, 1));
+    assert!(report.fixed.is_empty());
+
+    let report = doctor::run_with_index(&fx.ws, &fx.index, true).unwrap();
+    assert_eq!(
+        report.fixed,
+        vec!["rebuilt the database index from the files: 2 tickets re-read, 1 outbox row restored"]
+    );
+    // A rebuild restores what the files say; it never deletes outbox rows.
+    assert_eq!(report.findings, vec![orphan.clone()]);
+    assert_eq!((report.ok, report.errors, report.warnings), (true, 0, 1));
+    assert_eq!(fx.index_findings(HOUR), vec![orphan]);
+    let db = &fx.index.db;
+    let rows = fx.index.block_on(db.ticket_rows()).unwrap();
+    let states: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.id.as_str(), r.state.as_str()))
+        .collect();
+    let mut want = vec![(a.as_str(), "planning"), (z.as_str(), "planning")];
+    want.sort();
+    assert_eq!(states, want);
+    let outbox = fx.index.block_on(db.outbox_keys()).unwrap();
+    assert_eq!(
+        outbox.iter().filter(|o| o.event_id == a_created).count(),
+        1,
+        "the lost outbox row is back, once"
+    );
+}
+
+fn doctor_reports_undelivered_events_per_consumer_and_dead_deliveries(b: Backend) {
+    let fx = Fx::new(b);
+    let one = fx.create("One", &[]);
+    fx.create("Two", &[]);
+    fx.create("Three", &[]);
+    let one_created = fx.first_event(&one);
+    let db = &fx.index.db;
+    let now = 10 * HOUR;
+    fx.sql(&[
+        format!(
+            "UPDATE outbox SET created_ms = {} WHERE seq IN (1, 2)",
+            now - 2 * HOUR
+        ),
+        format!(
+            "UPDATE outbox SET created_ms = {} WHERE seq = 3",
+            now - 10 * 60_000
+        ),
+    ]);
+    for c in ["mailer", "router", "sse"] {
+        fx.index.block_on(db.register_consumer(c, 0)).unwrap();
+    }
+    fx.index.block_on(db.ack("router", 1, now)).unwrap();
+    fx.index.block_on(db.ack("mailer", 2, now)).unwrap();
+    for n in 0..yoi_store::db::MAX_ATTEMPTS {
+        fx.index
+            .block_on(db.fail("mailer", 1, "smtp refused", now + n))
+            .unwrap();
+    }
+    // A consumer nobody registered is not waited for.
+    fx.index.block_on(db.ack("ghost", 3, now)).unwrap();
+    let undelivered = |consumer: &str, n: &str, oldest: i64, age: &str| {
+        Finding::warning(
+            "outbox.undelivered",
+            format!("consumer `{consumer}` has not acknowledged {n} older than {age} (oldest: seq {oldest})"),
+            format!("registered consumers acknowledge each event within {age}"),
+        )
+        .with_fix(format!(
+            "check that consumer `{consumer}` is running and acknowledging events; a consumer retired for good should be unregistered"
+        ))
+    };
+    let dead = Finding::error(
+        "outbox.dead",
+        format!(
+            "consumer `mailer` gave up on outbox seq 1 (event {one_created}, ticket_created) after 8 attempts; last reason: smtp refused"
+        ),
+        "every delivery acknowledged",
+    )
+    .with_ticket(one.as_str())
+    .with_fix(
+        "fix the cause the reason names, then have `mailer` take seq 1 again (no yoi command re-queues a dead delivery yet)",
+    );
+    // Older than an hour: seq 1 and 2. The dead delivery is reported once, as dead.
+    assert_eq!(
+        fx.index_findings(now),
+        vec![
+            undelivered("router", "1 outbox event", 2, "1h"),
+            undelivered("sse", "2 outbox events", 1, "1h"),
+            dead.clone(),
+        ]
+    );
+    // The threshold is a parameter.
+    let with = |after: i64| {
+        fx.index
+            .block_on(doctor::index_findings_with(db, &fx.ws, now, after))
+            .unwrap()
+    };
+    assert_eq!(
+        with(5 * 60_000),
+        vec![
+            undelivered("mailer", "1 outbox event", 3, "5m"),
+            undelivered("router", "2 outbox events", 2, "5m"),
+            undelivered("sse", "3 outbox events", 1, "5m"),
+            dead.clone(),
+        ]
+    );
+    assert_eq!(with(3 * HOUR), vec![dead.clone()]);
+    // Runtime problems are not drift: --fix does not rebuild the index for them.
+    let report = doctor::run_with_index(&fx.ws, &fx.index, true).unwrap();
+    assert!(report.fixed.is_empty(), "{:?}", report.fixed);
+    assert!(report.findings.contains(&dead));
+    assert!(!report.ok);
 }

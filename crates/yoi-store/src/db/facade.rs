@@ -21,7 +21,8 @@ pub struct DbIndex {
     rt: Handle,
 }
 
-fn now_ms() -> i64 {
+/// Wall-clock milliseconds, for the entry points that have no clock passed in.
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -74,5 +75,9 @@ impl IndexHook for DbIndex {
 
     fn find_operation(&self, op_id: &str) -> Result<Option<OpRecord>, StoreError> {
         self.rt.block_on(self.db.find_operation(op_id))
+    }
+
+    fn db_index(&self) -> Option<&DbIndex> {
+        Some(self)
     }
 }

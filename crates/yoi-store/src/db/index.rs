@@ -36,13 +36,16 @@ struct FileStat {
     hash: Option<String>,
 }
 
-/// What one ticket's files say, read once.
-struct Snapshot {
-    id: TicketId,
-    item: Option<Item>,
-    events: Vec<(String, Event)>,
+/// What one ticket's files say, read once. Doctor's index checks compare the database with
+/// this same snapshot, so they and the indexer cannot disagree about what the files hold.
+pub(crate) struct Snapshot {
+    pub(crate) id: TicketId,
+    /// `None` when item.md is missing, unreadable or does not parse (no tickets row then).
+    pub(crate) item: Option<Item>,
+    /// Thread events with their index keys (see [`event_key`]).
+    pub(crate) events: Vec<(String, Event)>,
     relations: Vec<Relation>,
-    plan: Vec<PlanRecord>,
+    pub(crate) plan: Vec<PlanRecord>,
     files: Vec<FileStat>,
 }
 
@@ -85,7 +88,7 @@ fn mtime_ns(meta: &fs::Metadata) -> i64 {
         .unwrap_or(0)
 }
 
-fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
+pub(crate) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
     let mut snap = Snapshot {
         id: id.clone(),
         item: None,
@@ -130,6 +133,11 @@ pub fn event_key(ticket: &TicketId, position: usize, e: &Event) -> String {
         Some(id) if !id.is_empty() => id.to_string(),
         _ => format!("legacy:{ticket}:{position}"),
     }
+}
+
+/// The outbox key of a plan record: `plan:<ticket>:<record id>`.
+pub fn plan_key(ticket: &TicketId, record: &str) -> String {
+    format!("plan:{ticket}:{record}")
 }
 
 /// The orchestration event a thread event stands for.
@@ -413,7 +421,7 @@ async fn write_snapshot(
         let payload = json!({ "ticket": id, "record": p.id, "kind": p.kind.as_str(), "related": p.related_ticket });
         added += add_outbox(
             conn,
-            &format!("plan:{id}:{}", p.id),
+            &plan_key(&s.id, &p.id),
             id,
             "plan_record_added",
             &payload,

@@ -9,8 +9,10 @@
 
 mod facade;
 mod index;
+mod inspect;
 mod outbox;
 mod query;
+mod tokens;
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -21,19 +23,30 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::AnyConnection;
 use sqlx::{AnyPool, Row};
 
+pub(crate) use facade::now_ms;
 pub use facade::DbIndex;
-pub use index::{IndexStats, ReindexMode};
+pub use index::{event_key, plan_key, IndexStats, ReindexMode};
+pub(crate) use index::{snapshot, Snapshot};
+pub use inspect::{DeadDelivery, OutboxKey, TicketRow, Undelivered};
 pub use outbox::{Delivery, OutboxEvent, MAX_ATTEMPTS};
 pub use query::{IndexedTicket, Page};
+pub use tokens::{hash_secret, new_secret, write_secret_file, Scope, TokenInfo, ADMIN_TOKEN_FILE};
 
 use crate::error::StoreError;
 
 /// Migrations compiled into the binary, in version order.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "index",
-    include_str!("../../../../migrations/0001_index.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "index",
+        include_str!("../../../../migrations/0001_index.sql"),
+    ),
+    (
+        2,
+        "tokens",
+        include_str!("../../../../migrations/0002_tokens.sql"),
+    ),
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

@@ -203,6 +203,15 @@ impl Db {
         row.map(|r| indexed(&r)).transpose()
     }
 
+    /// How many tickets are indexed (also a liveness probe of the database).
+    pub async fn indexed_tickets_count(&self) -> Result<i64, StoreError> {
+        sqlx::query("SELECT COUNT(*) FROM tickets")
+            .fetch_one(self.pool())
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(db_err)
+    }
+
     /// Every indexed ticket row.
     pub async fn indexed_tickets(&self) -> Result<Vec<IndexedTicket>, StoreError> {
         let rows = sqlx::query("SELECT id, title, state, updated_at FROM tickets ORDER BY id")

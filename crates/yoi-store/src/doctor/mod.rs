@@ -27,9 +27,12 @@
 //! warnings only. A queued ticket is warned about only for blockers the queue guard would refuse
 //! today (neither finished nor in flight); waiting on in-flight work is normal.
 //!
-//! The checks, by id, are listed in [`CHECKS`].
+//! The checks, by id, are listed in [`CHECKS`]. The `index.*` and `outbox.*` checks compare
+//! the database with the files and need an attached index: see [`run_with_index`] and the
+//! `index` module.
 
 mod graph;
+mod index;
 mod item;
 mod layout;
 mod thread;
@@ -48,6 +51,10 @@ use crate::fsutil;
 use crate::tickets::RELATIONS;
 use crate::workspace::Workspace;
 use Severity::{Error as E, Warning as W};
+
+pub use index::{
+    index_findings, index_findings_with, run_attached, run_with_index, DRIFT, UNDELIVERED_AFTER_MS,
+};
 
 /// What doctor found, and what `--fix` repaired. `ok` is true when no error remains.
 #[derive(Debug, Clone, Serialize)]
@@ -125,6 +132,15 @@ pub const CHECKS: &[CheckInfo] = &[
     check("plan.parse", E, "an orchestration-plan.jsonl line that is not a plan record"),
     check("plan.invalid", E, "a plan record that parses but breaks a rule"),
     check("plan.missing_related", W, "a plan record naming a ticket that does not exist"),
+    check("index.missing_ticket", E, "a ticket whose item.md parses but that has no row in the database index"),
+    check("index.extra_ticket", E, "an index row for a ticket with no folder on disk, or whose item.md does not parse"),
+    check("index.stale_ticket", E, "an index row whose title, state or updated_at differ from item.md"),
+    check("index.missing_event", E, "thread events missing from the index (one finding per ticket)"),
+    check("index.extra_event", E, "indexed events that thread.md does not hold (one finding per ticket)"),
+    check("outbox.missing", E, "thread events or plan records without their outbox row (one finding per ticket)"),
+    check("outbox.orphan", W, "outbox rows naming no thread event or plan record on disk (kept by --fix: they are delivery history)"),
+    check("outbox.undelivered", W, "outbox events older than the threshold (default one hour) a registered consumer has not acknowledged, one finding per consumer"),
+    check("outbox.dead", E, "a delivery its consumer gave up on after running out of attempts, with the last reason"),
 ];
 
 /// Check the workspace; with `fix`, first apply the repairs that cannot lose information.
@@ -133,16 +149,21 @@ pub fn run(ws: &Workspace, fix: bool) -> Result<Report, StoreError> {
         return Ok(Report::new(check_all(ws)?, Vec::new()));
     }
     let _lock = ws.lock()?;
-    let before = check_all(ws)?;
+    let fixed = fix_files(ws)?;
+    Ok(Report::new(check_all(ws)?, fixed))
+}
+
+/// Check, then apply every safe repair the findings carry (the caller holds the lock).
+fn fix_files(ws: &Workspace) -> Result<Vec<String>, StoreError> {
     let mut fixed = Vec::new();
-    for f in &before {
+    for f in &check_all(ws)? {
         if let Some(repair) = &f.safe_fix {
             if let Some(done) = apply(ws, repair)? {
                 fixed.push(done);
             }
         }
     }
-    Ok(Report::new(check_all(ws)?, fixed))
+    Ok(fixed)
 }
 
 /// Every finding, sorted by path, line and check.

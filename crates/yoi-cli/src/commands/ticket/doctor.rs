@@ -1,4 +1,5 @@
-//! `yoi ticket doctor [--json] [--fix]`: exit 1 when errors remain.
+//! `yoi ticket doctor [--json] [--fix]`: exit 1 when errors remain. With the database index
+//! attached, the index and outbox checks run too, and `--fix` rebuilds a drifted index.
 
 use crate::cli::DoctorArgs;
 use crate::context::Env;
@@ -7,7 +8,7 @@ use crate::output;
 
 pub fn run(env: &Env, a: &DoctorArgs) -> Result<(), CliError> {
     let ws = env.workspace("yoi ticket doctor")?;
-    let report = yoi_store::doctor::run(&ws, a.fix)?;
+    let report = yoi_store::doctor::run_attached(&ws, a.fix)?;
     if a.json {
         output::json(&report);
     } else {

@@ -1,0 +1,148 @@
+//! Raw reads for doctor's drift checks. Rows come back as stored — strings and numbers, not
+//! parsed domain values — so a damaged row becomes a finding instead of failing the check.
+//! Nothing here writes.
+
+use serde::Serialize;
+use sqlx::Row;
+
+use super::{db_err, Db};
+use crate::error::StoreError;
+
+/// A `tickets` row as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TicketRow {
+    pub id: String,
+    pub title: String,
+    pub state: String,
+    pub updated_at: String,
+}
+
+/// The key of one outbox row: which event it stands for and whose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutboxKey {
+    pub seq: i64,
+    pub event_id: String,
+    pub ticket: String,
+}
+
+/// What one registered consumer has left unacknowledged (dead deliveries not counted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Undelivered {
+    pub consumer: String,
+    pub count: i64,
+    pub oldest_seq: i64,
+}
+
+/// A delivery a consumer gave up on, with the outbox row it was for (absent when that row is
+/// gone).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeadDelivery {
+    pub consumer: String,
+    pub seq: i64,
+    pub attempts: i64,
+    pub reason: Option<String>,
+    pub event_id: Option<String>,
+    pub ticket: Option<String>,
+    pub kind: Option<String>,
+}
+
+impl Db {
+    /// Every `tickets` row, by id.
+    pub async fn ticket_rows(&self) -> Result<Vec<TicketRow>, StoreError> {
+        let rows = sqlx::query("SELECT id, title, state, updated_at FROM tickets ORDER BY id")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(TicketRow {
+                    id: r.try_get(0).map_err(db_err)?,
+                    title: r.try_get(1).map_err(db_err)?,
+                    state: r.try_get(2).map_err(db_err)?,
+                    updated_at: r.try_get(3).map_err(db_err)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every indexed thread event as `(ticket, event key)`, by ticket and position.
+    pub async fn event_keys(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT ticket_id, id FROM events ORDER BY ticket_id, position")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0).map_err(db_err)?, r.try_get(1).map_err(db_err)?)))
+            .collect()
+    }
+
+    /// The key of every outbox row, oldest first.
+    pub async fn outbox_keys(&self) -> Result<Vec<OutboxKey>, StoreError> {
+        let rows = sqlx::query("SELECT seq, event_id, ticket_id FROM outbox ORDER BY seq")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(OutboxKey {
+                    seq: r.try_get(0).map_err(db_err)?,
+                    event_id: r.try_get(1).map_err(db_err)?,
+                    ticket: r.try_get(2).map_err(db_err)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Per registered consumer, the outbox rows created before `before_ms` that it has neither
+    /// acknowledged nor given up on (a dead delivery is reported on its own), by consumer name.
+    /// Consumers with nothing pending are absent.
+    pub async fn undelivered_by_consumer(
+        &self,
+        before_ms: i64,
+    ) -> Result<Vec<Undelivered>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT c.name, COUNT(*), MIN(o.seq) FROM consumers c CROSS JOIN outbox o \
+               LEFT JOIN deliveries d ON d.consumer = c.name AND d.seq = o.seq \
+              WHERE o.created_ms < $1 AND (d.seq IS NULL OR d.status NOT IN ('acked', 'dead')) \
+              GROUP BY c.name ORDER BY c.name",
+        )
+        .bind(before_ms)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(Undelivered {
+                    consumer: r.try_get(0).map_err(db_err)?,
+                    count: r.try_get(1).map_err(db_err)?,
+                    oldest_seq: r.try_get(2).map_err(db_err)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every delivery parked as `dead`, by sequence number then consumer.
+    pub async fn dead_deliveries(&self) -> Result<Vec<DeadDelivery>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT d.consumer, d.seq, d.attempts, d.reason, o.event_id, o.ticket_id, o.kind \
+               FROM deliveries d LEFT JOIN outbox o ON o.seq = d.seq \
+              WHERE d.status = 'dead' ORDER BY d.seq, d.consumer",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(DeadDelivery {
+                    consumer: r.try_get(0).map_err(db_err)?,
+                    seq: r.try_get(1).map_err(db_err)?,
+                    attempts: r.try_get(2).map_err(db_err)?,
+                    reason: r.try_get(3).map_err(db_err)?,
+                    event_id: r.try_get(4).map_err(db_err)?,
+                    ticket: r.try_get(5).map_err(db_err)?,
+                    kind: r.try_get(6).map_err(db_err)?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,406 @@
+//! Doctor's index checks: the database against the files, plus the outbox's runtime health.
+//!
+//! Files are the truth, so each check reads the files and asks whether the database agrees: a
+//! ticket or thread event the index lacks or holds in excess, a ticket row whose title, state or
+//! updated_at differ from item.md, an event or plan record without its outbox row, an outbox row
+//! naming nothing on disk. Two more look at runtime state only: events a registered consumer has
+//! left unacknowledged past a threshold, and deliveries parked as dead.
+//!
+//! What the files say is read with the indexer's own snapshot, so doctor and `reindex` cannot
+//! disagree about it. Event-level findings come one per ticket (naming the first few events), so
+//! a deleted ticket with hundreds of events is one line, not hundreds.
+//!
+//! **What `--fix` does here.** When a drift check fails ([`DRIFT`]), it rebuilds the index from
+//! the files — a full reindex, under the workspace lock — and checks again. That re-creates rows
+//! and restores missing outbox rows; it never deletes an outbox row or a delivery (an orphaned
+//! row may be history a consumer already acted on), so `outbox.orphan`, `outbox.undelivered`
+//! and `outbox.dead` stay until a person deals with them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use yoi_core::finding::Finding;
+
+use super::{check_all, fix_files, Report};
+use crate::db::{snapshot, Db, DbIndex, ReindexMode, Snapshot, TicketRow};
+use crate::error::StoreError;
+use crate::tickets::{ITEM, THREAD};
+use crate::workspace::Workspace;
+
+/// How old an outbox row may grow before an unacknowledged delivery is reported: one hour.
+pub const UNDELIVERED_AFTER_MS: i64 = 60 * 60 * 1000;
+
+/// Checks whose findings a full reindex repairs.
+pub const DRIFT: &[&str] = &[
+    "index.missing_ticket",
+    "index.extra_ticket",
+    "index.stale_ticket",
+    "index.missing_event",
+    "index.extra_event",
+    "outbox.missing",
+];
+
+/// How many event ids one finding names before it says "and N more".
+const LISTED: usize = 5;
+
+const FIX_REINDEX: &str =
+    "yoi ticket doctor --fix (rebuilds the index from the files, as `yoi reindex --full` does)";
+
+/// The index checks with the default threshold ([`UNDELIVERED_AFTER_MS`]). Hold the workspace
+/// lock around this call for an exact answer: an operation landing between the file reads and
+/// the database reads would otherwise look like drift.
+pub async fn index_findings(
+    db: &Db,
+    ws: &Workspace,
+    now_ms: i64,
+) -> Result<Vec<Finding>, StoreError> {
+    index_findings_with(db, ws, now_ms, UNDELIVERED_AFTER_MS).await
+}
+
+/// The index checks, reporting deliveries older than `undelivered_after_ms` at `now_ms`.
+/// Ticket findings come first, by ticket and check; then undelivered (by consumer) and dead
+/// deliveries (by sequence number).
+pub async fn index_findings_with(
+    db: &Db,
+    ws: &Workspace,
+    now_ms: i64,
+    undelivered_after_ms: i64,
+) -> Result<Vec<Finding>, StoreError> {
+    let ids = ws.ticket_ids()?;
+    let snaps = crate::tickets::parallel_map(&ids, |id| Ok(snapshot(ws, id)))?;
+    let rows = db.ticket_rows().await?;
+    let events = db.event_keys().await?;
+    let outbox = db.outbox_keys().await?;
+    let mut out = Vec::new();
+    check_tickets(ws, &snaps, &rows, &mut out);
+    check_events(ws, &snaps, &events, &mut out);
+    check_outbox(&snaps, &outbox, &mut out);
+    out.sort_by(|a, b| (&a.ticket, a.check, &a.seen).cmp(&(&b.ticket, b.check, &b.seen)));
+    let age = duration(undelivered_after_ms);
+    for u in db
+        .undelivered_by_consumer(now_ms.saturating_sub(undelivered_after_ms))
+        .await?
+    {
+        out.push(
+            Finding::warning(
+                "outbox.undelivered",
+                format!(
+                    "consumer `{}` has not acknowledged {} older than {age} (oldest: seq {})",
+                    u.consumer,
+                    count(u.count as usize, "outbox event"),
+                    u.oldest_seq
+                ),
+                format!("registered consumers acknowledge each event within {age}"),
+            )
+            .with_fix(format!(
+                "check that consumer `{}` is running and acknowledging events; a consumer retired for good should be unregistered",
+                u.consumer
+            )),
+        );
+    }
+    for d in db.dead_deliveries().await? {
+        let event = match (&d.event_id, &d.kind) {
+            (Some(e), Some(k)) => format!("event {e}, {k}"),
+            _ => "its outbox row is gone".to_string(),
+        };
+        let mut f = Finding::error(
+            "outbox.dead",
+            format!(
+                "consumer `{}` gave up on outbox seq {} ({event}) after {}; last reason: {}",
+                d.consumer,
+                d.seq,
+                count(d.attempts as usize, "attempt"),
+                d.reason.as_deref().unwrap_or("none recorded")
+            ),
+            "every delivery acknowledged",
+        )
+        .with_fix(format!(
+            "fix the cause the reason names, then have `{}` take seq {} again (no yoi command re-queues a dead delivery yet)",
+            d.consumer, d.seq
+        ));
+        if let Some(t) = &d.ticket {
+            f = f.with_ticket(t.as_str());
+        }
+        out.push(f);
+    }
+    Ok(out)
+}
+
+/// Run the file checks and the index checks; with `fix`, apply the file repairs and, when the
+/// index drifted from the files, rebuild it (full reindex), then check again. Everything runs
+/// under the workspace lock, so no operation lands between reading a file and reading its row.
+pub fn run_with_index(ws: &Workspace, index: &DbIndex, fix: bool) -> Result<Report, StoreError> {
+    let _lock = ws.lock()?;
+    let now = crate::db::now_ms();
+    let mut fixed = Vec::new();
+    if fix {
+        fixed = fix_files(ws)?;
+        let before = index.block_on(index_findings(&index.db, ws, now))?;
+        if before.iter().any(|f| DRIFT.contains(&f.check)) {
+            let stats = index.block_on(index.db.reindex(ws, ReindexMode::Full, now))?;
+            fixed.push(format!(
+                "rebuilt the database index from the files: {} re-read, {} restored",
+                count(stats.reindexed, "ticket"),
+                count(stats.outbox_added, "outbox row"),
+            ));
+        }
+    }
+    let mut findings = check_all(ws)?;
+    findings.extend(index.block_on(index_findings(&index.db, ws, now))?);
+    Ok(Report::new(findings, fixed))
+}
+
+/// Doctor for a workspace as it was opened: with the index checks when a database index is
+/// attached (`ws.index`), the file checks alone otherwise.
+pub fn run_attached(ws: &Workspace, fix: bool) -> Result<Report, StoreError> {
+    match ws.index.as_ref().and_then(|i| i.0.db_index()) {
+        Some(index) => run_with_index(ws, index, fix),
+        None => super::run(ws, fix),
+    }
+}
+
+fn check_tickets(ws: &Workspace, snaps: &[Snapshot], rows: &[TicketRow], out: &mut Vec<Finding>) {
+    let by_id: BTreeMap<&str, &TicketRow> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    let on_disk: BTreeMap<&str, &Snapshot> = snaps.iter().map(|s| (s.id.as_str(), s)).collect();
+    for s in snaps {
+        let Some(item) = &s.item else { continue };
+        let id = s.id.as_str();
+        let item_rel = ws.rel(&ws.path_of(&s.id, ITEM));
+        let Some(row) = by_id.get(id) else {
+            out.push(
+                Finding::error(
+                    "index.missing_ticket",
+                    format!("ticket {id} (`{}`) has no row in the index", item.title),
+                    "a tickets row for every ticket whose item.md parses",
+                )
+                .with_ticket(id)
+                .at(item_rel, None)
+                .with_fix(FIX_REINDEX),
+            );
+            continue;
+        };
+        let file = [
+            ("title", item.title.clone()),
+            ("state", item.state.as_str().to_string()),
+            ("updated_at", item.updated_at.to_string()),
+        ];
+        let indexed = [&row.title, &row.state, &row.updated_at];
+        let differ: Vec<(&str, &String, &String)> = file
+            .iter()
+            .zip(indexed)
+            .filter(|((_, f), i)| f != *i)
+            .map(|((name, f), i)| (*name, i, f))
+            .collect();
+        if differ.is_empty() {
+            continue;
+        }
+        let list = |pick: fn(&(&str, &String, &String)) -> String| {
+            differ.iter().map(pick).collect::<Vec<_>>().join(", ")
+        };
+        out.push(
+            Finding::error(
+                "index.stale_ticket",
+                format!(
+                    "the index row has {}",
+                    list(|(n, i, _)| format!("{n} `{i}`"))
+                ),
+                format!(
+                    "{}, as item.md says",
+                    list(|(n, _, f)| format!("{n} `{f}`"))
+                ),
+            )
+            .with_ticket(id)
+            .at(item_rel, None)
+            .with_fix(FIX_REINDEX),
+        );
+    }
+    for row in rows {
+        let why = match on_disk.get(row.id.as_str()) {
+            Some(s) if s.item.is_some() => continue,
+            Some(_) => "its item.md does not parse",
+            None => "there is no ticket folder with an item.md",
+        };
+        out.push(
+            Finding::error(
+                "index.extra_ticket",
+                format!(
+                    "the index has a row for {} (`{}`) but {why}",
+                    row.id, row.title
+                ),
+                "index rows only for tickets whose item.md parses",
+            )
+            .with_ticket(row.id.as_str())
+            .with_fix(FIX_REINDEX),
+        );
+    }
+}
+
+fn check_events(
+    ws: &Workspace,
+    snaps: &[Snapshot],
+    indexed: &[(String, String)],
+    out: &mut Vec<Finding>,
+) {
+    let on_disk: BTreeSet<(&str, &str)> = snaps
+        .iter()
+        .flat_map(|s| s.events.iter().map(|(k, _)| (s.id.as_str(), k.as_str())))
+        .collect();
+    let in_db: BTreeSet<(&str, &str)> = indexed
+        .iter()
+        .map(|(t, k)| (t.as_str(), k.as_str()))
+        .collect();
+    for (ticket, keys) in group(on_disk.difference(&in_db).copied()) {
+        let mut f = Finding::error(
+            "index.missing_event",
+            format!(
+                "{} not in the index: {}",
+                count(keys.len(), "thread event"),
+                listed(&keys)
+            ),
+            "every event of thread.md in the index",
+        )
+        .with_ticket(ticket)
+        .with_fix(FIX_REINDEX);
+        if let Some(s) = snaps.iter().find(|s| s.id.as_str() == ticket) {
+            f = f.at(ws.rel(&ws.path_of(&s.id, THREAD)), None);
+        }
+        out.push(f);
+    }
+    for (ticket, keys) in group(in_db.difference(&on_disk).copied()) {
+        out.push(
+            Finding::error(
+                "index.extra_event",
+                format!(
+                    "{} not in thread.md: {}",
+                    count(keys.len(), "indexed event"),
+                    listed(&keys)
+                ),
+                "only the events thread.md holds in the index",
+            )
+            .with_ticket(ticket)
+            .with_fix(FIX_REINDEX),
+        );
+    }
+}
+
+fn check_outbox(snaps: &[Snapshot], outbox: &[crate::db::OutboxKey], out: &mut Vec<Finding>) {
+    // Every key the files define, with its ticket, in file order.
+    let mut known: Vec<(&str, String)> = Vec::new();
+    for s in snaps {
+        known.extend(s.events.iter().map(|(k, _)| (s.id.as_str(), k.clone())));
+        known.extend(
+            s.plan
+                .iter()
+                .map(|p| (s.id.as_str(), crate::db::plan_key(&s.id, &p.id))),
+        );
+    }
+    let known_keys: BTreeSet<&str> = known.iter().map(|(_, k)| k.as_str()).collect();
+    let in_outbox: BTreeSet<&str> = outbox.iter().map(|o| o.event_id.as_str()).collect();
+    let missing = known
+        .iter()
+        .filter(|(_, k)| !in_outbox.contains(k.as_str()))
+        .map(|(t, k)| (*t, k.as_str()));
+    for (ticket, keys) in group(missing) {
+        out.push(
+            Finding::error(
+                "outbox.missing",
+                format!(
+                    "{} without an outbox row: {}",
+                    count(keys.len(), "event"),
+                    listed(&keys)
+                ),
+                "one outbox row per thread event and plan record, so consumers see every event",
+            )
+            .with_ticket(ticket)
+            .with_fix(FIX_REINDEX),
+        );
+    }
+    let orphans = outbox
+        .iter()
+        .filter(|o| !known_keys.contains(o.event_id.as_str()))
+        .map(|o| (o.ticket.as_str(), o));
+    let mut by_ticket: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (ticket, o) in orphans {
+        by_ticket
+            .entry(ticket)
+            .or_default()
+            .push(format!("seq {} ({})", o.seq, o.event_id));
+    }
+    for (ticket, rows) in by_ticket {
+        let refs: Vec<&str> = rows.iter().map(String::as_str).collect();
+        out.push(
+            Finding::warning(
+                "outbox.orphan",
+                format!(
+                    "{} naming no thread event or plan record on disk: {}",
+                    count(rows.len(), "outbox row"),
+                    listed(&refs)
+                ),
+                "every outbox row names an event or plan record in the files",
+            )
+            .with_ticket(ticket)
+            .with_fix(format!(
+                "if ticket {ticket}'s events were removed on purpose, nothing to do (the rows are delivery history); otherwise restore its files from git and run `yoi reindex`"
+            )),
+        );
+    }
+}
+
+/// `(ticket, key)` pairs grouped by ticket, keys in the order given.
+fn group<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> BTreeMap<&'a str, Vec<&'a str>> {
+    let mut out: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (t, k) in pairs {
+        out.entry(t).or_default().push(k);
+    }
+    out
+}
+
+/// The first [`LISTED`] items, then how many more.
+fn listed(items: &[&str]) -> String {
+    let shown = items
+        .iter()
+        .take(LISTED)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    match items.len().saturating_sub(LISTED) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}
+
+/// `1 event`, `2 events`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A threshold in the largest whole unit: `1h`, `90m`, `30s`, `250ms`.
+fn duration(ms: i64) -> String {
+    match ms {
+        _ if ms != 0 && ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        _ if ms != 0 && ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        _ if ms != 0 && ms % 1000 == 0 => format!("{}s", ms / 1000),
+        _ => format!("{ms}ms"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_and_lists_read_naturally() {
+        assert_eq!(duration(3_600_000), "1h");
+        assert_eq!(duration(90 * 60_000), "90m");
+        assert_eq!(duration(30_000), "30s");
+        assert_eq!(duration(250), "250ms");
+        assert_eq!(count(1, "event"), "1 event");
+        assert_eq!(count(3, "event"), "3 events");
+        let keys = ["a", "b", "c", "d", "e", "f", "g"];
+        assert_eq!(listed(&keys[..2]), "a, b");
+        assert_eq!(listed(&keys), "a, b, c, d, e and 2 more");
+    }
+}

@@ -32,6 +32,45 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Bring the database index in line with the ticket files.
     Reindex(ReindexArgs),
+    /// Serve the HTTP API for this workspace.
+    Serve(ServeArgs),
+    /// API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (default: `[server] listen` in workspace.toml, 127.0.0.1:7311).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Log as JSON lines instead of human-readable text.
+    #[arg(long)]
+    pub log_json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token; prints its secret once.
+    Create {
+        #[arg(long)]
+        name: String,
+        /// human, read, or pod:ROLE (coder, verifier, reviewer, orchestrator, intake).
+        #[arg(long)]
+        scope: String,
+        /// Name recorded as the author of what the token does (default: the token name).
+        #[arg(long)]
+        principal: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by name or id.
+    Revoke { name: String },
+    /// List tokens (never their secrets).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

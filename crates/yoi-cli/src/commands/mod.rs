@@ -3,7 +3,9 @@
 
 mod init;
 mod reindex;
+mod serve;
 mod ticket;
+mod token;
 
 use crate::cli::{Cli, Command};
 use crate::context::Env;
@@ -16,5 +18,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Ticket(cmd) => ticket::run(&env, cmd),
         Command::Doctor(args) => ticket::doctor(&env, &args),
         Command::Reindex(args) => reindex::run(&env, &args),
+        Command::Serve(args) => serve::run(&env, &args),
+        Command::Token(cmd) => token::run(&env, cmd),
     }
 }

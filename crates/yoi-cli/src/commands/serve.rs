@@ -1,0 +1,44 @@
+//! `yoi serve [--listen ADDR:PORT] [--log-json]`.
+
+use std::net::SocketAddr;
+
+use yoi_server::{serve, shutdown_signal, ServeOptions};
+
+use crate::cli::ServeArgs;
+use crate::context::{runtime, Env};
+use crate::error::CliError;
+
+pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
+    let ws = env.files_only("yoi serve")?;
+    let listen = a
+        .listen
+        .clone()
+        .unwrap_or_else(|| ws.config.server.listen.clone());
+    let listen: SocketAddr = listen
+        .parse()
+        .map_err(|_| CliError::Usage(format!("--listen must be ADDRESS:PORT, got `{listen}`")))?;
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("YOI_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if a.log_json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+    runtime()
+        .block_on(serve(
+            ws,
+            ServeOptions { listen },
+            shutdown_signal(),
+            |addr| {
+                // The one line scripts wait for.
+                println!("listening on http://{addr}");
+            },
+        ))
+        .map_err(|e| match e {
+            yoi_server::ServerError::Store(s) => CliError::Store(s),
+            other => CliError::Refused(other.to_string()),
+        })
+}

@@ -1,0 +1,144 @@
+//! Authentication and scopes, in one place.
+//!
+//! Every API route takes an [`Authed<A>`] extractor naming its action type `A`; the action's
+//! `ALLOWED` list is the whole scope table, so a handler cannot compile without declaring its
+//! scope. A missing, malformed, unknown or revoked token is 401; a valid token whose scope the
+//! action does not allow is 403. Secrets are hashed before lookup and never logged.
+
+use std::marker::PhantomData;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use yoi_core::{Principal, Timestamp};
+use yoi_store::db::{hash_secret, Scope, TokenInfo};
+use yoi_store::Ctx;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Which kinds of token may perform an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopeClass {
+    Human,
+    Read,
+    Intake,
+    Orchestrator,
+    /// Any pod role.
+    Pod,
+}
+
+pub trait Action: Send + Sync + 'static {
+    const NAME: &'static str;
+    const ALLOWED: &'static [ScopeClass];
+}
+
+macro_rules! actions {
+    ($($ty:ident = $name:literal : [$($class:ident),*];)*) => {$(
+        pub struct $ty;
+        impl Action for $ty {
+            const NAME: &'static str = $name;
+            const ALLOWED: &'static [ScopeClass] = &[$(ScopeClass::$class),*];
+        }
+    )*};
+}
+
+// The scope table. Reading is open to every live token; each mutation names who may ask (the
+// store's own guards still decide on the principal, e.g. only humans queue).
+actions! {
+    ReadTickets = "read": [Human, Read, Intake, Orchestrator, Pod];
+    CreateTicket = "create": [Human, Intake];
+    EditTicket = "edit": [Human, Intake];
+    CommentTicket = "comment": [Human, Intake, Orchestrator];
+    MarkReady = "mark-ready": [Human, Intake];
+    Queue = "queue": [Human];
+    ReturnToPlanning = "return-to-planning": [Human, Orchestrator];
+    Close = "close": [Human];
+    Cancel = "cancel": [Human];
+    Reopen = "reopen": [Human];
+    EditRelations = "relations": [Human, Intake];
+    AddPlanRecord = "plan": [Human, Orchestrator];
+    RunDoctor = "doctor": [Human, Read];
+}
+
+/// The authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub token: TokenInfo,
+    pub principal: Principal,
+}
+
+impl Caller {
+    fn class(&self) -> ScopeClass {
+        match &self.token.scope {
+            Scope::Human => ScopeClass::Human,
+            Scope::Read => ScopeClass::Read,
+            Scope::Pod(role) if role == "intake" => ScopeClass::Intake,
+            Scope::Pod(role) if role == "orchestrator" => ScopeClass::Orchestrator,
+            Scope::Pod(_) => ScopeClass::Pod,
+        }
+    }
+
+    /// The operation context: this principal, now, and the request's idempotency key.
+    pub fn ctx(&self, op: Option<String>) -> Ctx {
+        Ctx::new(self.principal.clone(), now()).with_op(op)
+    }
+}
+
+pub fn now() -> Timestamp {
+    Timestamp::from_datetime(yoi_core::time::utc_now_from_system(
+        std::time::SystemTime::now(),
+    ))
+}
+
+fn principal_for(token: &TokenInfo) -> Principal {
+    match &token.scope {
+        Scope::Human | Scope::Read => Principal::human(token.principal.clone()),
+        Scope::Pod(role) if role == "intake" => Principal::intake(token.principal.clone()),
+        Scope::Pod(role) if role == "orchestrator" => Principal::orchestrator(),
+        Scope::Pod(role) => Principal::pod(role, &token.principal),
+    }
+}
+
+/// An authenticated caller allowed to perform `A`.
+pub struct Authed<A: Action>(pub Caller, pub PhantomData<A>);
+
+impl<A: Action> FromRequestParts<AppState> for Authed<A> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
+        let secret = header
+            .to_str()
+            .ok()
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
+            })?;
+        let token = state
+            .db()
+            .token_by_hash(&hash_secret(secret))
+            .await
+            .map_err(|e| ApiError::internal("token lookup", e))?
+            .ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))?;
+        let caller = Caller {
+            principal: principal_for(&token),
+            token,
+        };
+        if !A::ALLOWED.contains(&caller.class()) {
+            return Err(ApiError::forbidden(format!(
+                "a {} token may not {}",
+                caller.token.scope,
+                A::NAME
+            )));
+        }
+        Ok(Authed(caller, PhantomData))
+    }
+}

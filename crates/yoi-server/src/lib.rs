@@ -1,0 +1,173 @@
+//! `yoi serve`: the HTTP API over the domain layer, its authentication, and live events.
+//!
+//! The server owns no rules: every route calls one store operation with the caller's principal,
+//! so the CLI, the API and (later) pods and the dashboard share every guard. It listens on
+//! loopback unless told otherwise, writes `.yoi/local/server.json` while it runs, and shuts down
+//! gracefully — in-flight requests finish — on SIGINT/SIGTERM or the given shutdown future.
+
+pub mod auth;
+pub mod error;
+pub mod extract;
+pub mod openapi;
+pub mod routes;
+pub mod server_file;
+pub mod show;
+pub mod state;
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{delete, get, post};
+use axum::Router;
+use thiserror::Error;
+use yoi_store::db::DbIndex;
+use yoi_store::{StoreError, Workspace};
+
+pub use state::AppState;
+
+/// Largest request body accepted (bytes); larger bodies get 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("another yoi server (pid {pid}) is already serving this workspace at {address}")]
+    AlreadyRunning { pid: u32, address: String },
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("server: {0}")]
+    Other(String),
+}
+
+pub fn router(state: AppState) -> Router {
+    use routes::tickets as t;
+    let api = Router::new()
+        .route("/tickets", get(t::list).post(t::create))
+        .route("/tickets/{id}", get(t::show).patch(t::edit))
+        .route("/tickets/{id}/comments", post(t::comment))
+        .route("/tickets/{id}/mark-ready", post(t::mark_ready))
+        .route("/tickets/{id}/queue", post(t::queue))
+        .route(
+            "/tickets/{id}/return-to-planning",
+            post(t::return_to_planning),
+        )
+        .route("/tickets/{id}/close", post(t::close))
+        .route("/tickets/{id}/cancel", post(t::cancel))
+        .route("/tickets/{id}/reopen", post(t::reopen))
+        .route(
+            "/tickets/{id}/relations",
+            get(t::relations).post(t::add_relation),
+        )
+        .route(
+            "/tickets/{id}/relations/{kind}/{target}",
+            delete(t::remove_relation),
+        )
+        .route("/tickets/{id}/blockers", get(t::blockers))
+        .route("/tickets/{id}/plan", get(t::plan).post(t::add_plan))
+        .route("/doctor", get(t::doctor))
+        .route("/openapi.json", get(openapi::serve));
+    Router::new()
+        .route("/healthz", get(routes::health::healthz))
+        .route("/readyz", get(routes::health::readyz))
+        .nest("/api/v1", api)
+        .fallback(|| async {
+            error::ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "not_found",
+                "no such route",
+            )
+        })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// Where and how to serve.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub listen: SocketAddr,
+}
+
+/// Open the database, bind, write server.json, serve until `shutdown` completes, clean up.
+/// `on_ready` receives the bound address (useful with port 0).
+pub async fn serve(
+    ws: Workspace,
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_ready: impl FnOnce(SocketAddr) + Send,
+) -> Result<(), ServerError> {
+    let local = ws.local_dir();
+    if let Some(info) = server_file::live(&local) {
+        if info.pid != std::process::id() {
+            return Err(ServerError::AlreadyRunning {
+                pid: info.pid,
+                address: info.address,
+            });
+        }
+    }
+    let handle = tokio::runtime::Handle::current();
+    let (ws, index) = tokio::task::spawn_blocking(move || {
+        let mut ws = ws;
+        let (index, stats) = DbIndex::attach(&mut ws, handle)?;
+        tracing::info!(
+            scanned = stats.scanned,
+            reindexed = stats.reindexed,
+            removed = stats.removed,
+            "index caught up with the files"
+        );
+        Ok::<_, StoreError>((ws, index))
+    })
+    .await
+    .map_err(|e| ServerError::Other(e.to_string()))??;
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .map_err(|source| ServerError::Listen {
+            address: opts.listen.to_string(),
+            source,
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ServerError::Other(e.to_string()))?;
+    server_file::write(
+        &local,
+        &server_file::ServerInfo {
+            pid: std::process::id(),
+            address: addr.to_string(),
+            started_at: auth::now().to_string(),
+        },
+    )
+    .map_err(|e| StoreError::io(&server_file::path(&local), e))?;
+    tracing::info!(%addr, "yoi server listening");
+    on_ready(addr);
+    let state = AppState::new(ws, index);
+    let result = axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await;
+    server_file::remove_if_ours(&local);
+    tracing::info!("yoi server stopped");
+    result.map_err(|e| ServerError::Other(e.to_string()))
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

@@ -1,0 +1,4 @@
+//! The API routes, one module per resource.
+
+pub mod health;
+pub mod tickets;

@@ -1,0 +1,386 @@
+//! `/api/v1/tickets…`: every ticket operation of the domain layer, nothing more and nothing
+//! less. Each handler authenticates with its action's scope, turns the request into the store
+//! request, and calls exactly one store function.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use yoi_core::state::State as TicketState;
+use yoi_store::ops::{
+    self, CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest,
+    TransitionRequest,
+};
+use yoi_store::query::{self, ListFilter};
+use yoi_store::Outcome;
+
+use crate::auth::*;
+use crate::error::ApiError;
+use crate::extract::{Body, IdempotencyKey};
+use crate::state::AppState;
+
+type ApiResult<T> = Result<Json<T>, ApiError>;
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBody {
+    pub title: String,
+    #[serde(default)]
+    pub body: String,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditBody {
+    pub title: Option<String>,
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommentBody {
+    #[serde(default = "comment_kind")]
+    pub kind: String,
+    pub body: String,
+}
+
+fn comment_kind() -> String {
+    "comment".into()
+}
+
+/// Body of every state operation; each operation requires what it needs (reason, resolution).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransitionBody {
+    pub reason: Option<String>,
+    pub resolution: Option<String>,
+    /// Compare-and-swap: refuse with 409 unless the ticket is in this state.
+    #[schema(value_type = Option<String>)]
+    pub expected_state: Option<TicketState>,
+}
+
+impl From<TransitionBody> for TransitionRequest {
+    fn from(b: TransitionBody) -> Self {
+        TransitionRequest {
+            reason: b.reason,
+            resolution: b.resolution,
+            expected: b.expected_state,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelationBody {
+    pub kind: String,
+    pub target: String,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanBody {
+    pub kind: String,
+    pub related: Option<String>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// Comma-separated states, `active` (default) or `all`.
+    pub state: Option<String>,
+    #[serde(default)]
+    pub ready: bool,
+    #[serde(default)]
+    pub blocked: bool,
+    /// Words that must all appear in the title or body.
+    pub search: Option<String>,
+    /// Page size (default 100, at most 1000).
+    pub limit: Option<usize>,
+    /// Cursor: the `next` of the previous page.
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListResponse {
+    pub count: usize,
+    #[schema(value_type = Vec<Object>)]
+    pub tickets: Vec<yoi_store::query::TicketSummary>,
+    pub next: Option<String>,
+}
+
+fn states(spec: Option<&str>) -> Result<Option<Vec<TicketState>>, ApiError> {
+    match spec.map(str::trim) {
+        None | Some("") | Some("active") => Ok(None),
+        Some("all") => Ok(Some(TicketState::ALL.to_vec())),
+        Some(list) => list
+            .split(',')
+            .map(|s| {
+                s.parse().map_err(|e: yoi_core::state::StateParseError| {
+                    ApiError::bad_request(e.to_string())
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+    }
+}
+
+#[utoipa::path(get, path = "/api/v1/tickets", params(ListParams), responses((status = 200, body = ListResponse)), security(("bearer" = [])))]
+pub async fn list(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Query(p): Query<ListParams>,
+) -> ApiResult<ListResponse> {
+    let filter = ListFilter {
+        states: states(p.state.as_deref())?,
+        ready: p.ready,
+        blocked: p.blocked,
+    };
+    let words: Vec<String> = p
+        .search
+        .as_deref()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let after = match p.after {
+        Some(a) => Some(s.read(move |ws| ws.resolve(&a)).await?),
+        None => None,
+    };
+    let limit = p.limit.unwrap_or(100).clamp(1, 1000);
+    let page = s.db().list(&filter, &words, after.as_ref(), limit).await?;
+    Ok(Json(ListResponse {
+        count: page.tickets.len(),
+        tickets: page.tickets,
+        next: page.next.map(|n| n.to_string()),
+    }))
+}
+
+#[utoipa::path(post, path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, body = Object)), security(("bearer" = [])))]
+pub async fn create(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<CreateTicket>,
+    IdempotencyKey(key): IdempotencyKey,
+    Body(b): Body<CreateBody>,
+) -> Result<(StatusCode, Json<Outcome>), ApiError> {
+    let ctx = c.ctx(key);
+    let req = CreateRequest {
+        title: b.title,
+        body: b.body,
+        depends_on: b.depends_on,
+    };
+    let out = s.op(move |ws| ops::create(ws, &ctx, &req)).await?;
+    let status = if out.replayed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, Json(out)))
+}
+
+#[utoipa::path(get, path = "/api/v1/tickets/{id}", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn show(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Path(id): Path<String>,
+) -> ApiResult<serde_json::Value> {
+    s.read(move |ws| crate::show::ticket_json(ws, &id))
+        .await
+        .map(Json)
+}
+
+#[utoipa::path(patch, path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn edit(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<EditTicket>,
+    IdempotencyKey(key): IdempotencyKey,
+    Path(id): Path<String>,
+    Body(b): Body<EditBody>,
+) -> ApiResult<Outcome> {
+    let ctx = c.ctx(key);
+    let req = EditRequest {
+        title: b.title,
+        body: b.body,
+    };
+    s.op(move |ws| ops::edit(ws, &ctx, &id, &req))
+        .await
+        .map(Json)
+}
+
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/comments", params(("id" = String, Path)), request_body = CommentBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn comment(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<CommentTicket>,
+    IdempotencyKey(key): IdempotencyKey,
+    Path(id): Path<String>,
+    Body(b): Body<CommentBody>,
+) -> ApiResult<Outcome> {
+    let ctx = c.ctx(key);
+    let req = CommentRequest {
+        kind: b.kind,
+        body: b.body,
+    };
+    s.op(move |ws| ops::comment(ws, &ctx, &id, &req))
+        .await
+        .map(Json)
+}
+
+macro_rules! transition_route {
+    ($name:ident, $action:ty, $op:path, $path:literal) => {
+        #[utoipa::path(post, path = $path, params(("id" = String, Path)), request_body = TransitionBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+        pub async fn $name(State(s): State<AppState>, Authed(c, ..): Authed<$action>, IdempotencyKey(key): IdempotencyKey, Path(id): Path<String>, Body(b): Body<TransitionBody>) -> ApiResult<Outcome> {
+            let ctx = c.ctx(key);
+            let req: TransitionRequest = b.into();
+            s.op(move |ws| $op(ws, &ctx, &id, &req)).await.map(Json)
+        }
+    };
+}
+
+transition_route!(
+    mark_ready,
+    MarkReady,
+    ops::mark_ready,
+    "/api/v1/tickets/{id}/mark-ready"
+);
+transition_route!(queue, Queue, ops::queue, "/api/v1/tickets/{id}/queue");
+transition_route!(
+    return_to_planning,
+    ReturnToPlanning,
+    ops::return_to_planning,
+    "/api/v1/tickets/{id}/return-to-planning"
+);
+transition_route!(close, Close, ops::close, "/api/v1/tickets/{id}/close");
+transition_route!(cancel, Cancel, ops::cancel, "/api/v1/tickets/{id}/cancel");
+transition_route!(reopen, Reopen, ops::reopen, "/api/v1/tickets/{id}/reopen");
+
+#[utoipa::path(get, path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn relations(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Path(id): Path<String>,
+) -> ApiResult<yoi_store::query::RelationView> {
+    s.read(move |ws| {
+        let id = ws.resolve(&id)?;
+        query::relation_view(ws, &id)
+    })
+    .await
+    .map(Json)
+}
+
+#[utoipa::path(get, path = "/api/v1/tickets/{id}/blockers", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn blockers(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Path(id): Path<String>,
+) -> ApiResult<yoi_store::query::RelationView> {
+    let id = s.read(move |ws| ws.resolve(&id)).await?;
+    match s.db().relation_view(&id).await? {
+        Some(v) => Ok(Json(v)),
+        None => s
+            .read(move |ws| query::relation_view(ws, &id))
+            .await
+            .map(Json),
+    }
+}
+
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), request_body = RelationBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn add_relation(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<EditRelations>,
+    IdempotencyKey(key): IdempotencyKey,
+    Path(id): Path<String>,
+    Body(b): Body<RelationBody>,
+) -> ApiResult<Outcome> {
+    let ctx = c.ctx(key);
+    let kind = b
+        .kind
+        .parse()
+        .map_err(|e: yoi_core::relation::RelationKindError| ApiError::bad_request(e.to_string()))?;
+    let req = RelationRequest {
+        kind,
+        target: b.target,
+        note: b.note,
+    };
+    s.op(move |ws| ops::add_relation(ws, &ctx, &id, &req))
+        .await
+        .map(Json)
+}
+
+#[utoipa::path(delete, path = "/api/v1/tickets/{id}/relations/{kind}/{target}", params(("id" = String, Path), ("kind" = String, Path), ("target" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn remove_relation(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<EditRelations>,
+    IdempotencyKey(key): IdempotencyKey,
+    Path((id, kind, target)): Path<(String, String, String)>,
+) -> ApiResult<Outcome> {
+    let ctx = c.ctx(key);
+    let kind = kind
+        .parse()
+        .map_err(|e: yoi_core::relation::RelationKindError| ApiError::bad_request(e.to_string()))?;
+    s.op(move |ws| ops::remove_relation(ws, &ctx, &id, kind, &target))
+        .await
+        .map(Json)
+}
+
+#[utoipa::path(get, path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn plan(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Path(id): Path<String>,
+) -> ApiResult<serde_json::Value> {
+    s.read(move |ws| {
+        let id = ws.resolve(&id)?;
+        let records = ws.read_plan(&id)?;
+        Ok(serde_json::json!({ "count": records.len(), "records": records }))
+    })
+    .await
+    .map(Json)
+}
+
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), request_body = PlanBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn add_plan(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<AddPlanRecord>,
+    IdempotencyKey(key): IdempotencyKey,
+    Path(id): Path<String>,
+    Body(b): Body<PlanBody>,
+) -> ApiResult<serde_json::Value> {
+    let ctx = c.ctx(key);
+    let kind: yoi_core::plan::PlanKind = b
+        .kind
+        .parse()
+        .map_err(|e: yoi_core::plan::PlanKindError| ApiError::bad_request(e.to_string()))?;
+    if kind == yoi_core::plan::PlanKind::AcceptedPlan {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "refused",
+            "accepted_plan records are written by the orchestrator when it accepts a ticket",
+        ));
+    }
+    let req = PlanRequest {
+        kind,
+        related: b.related,
+        note: b.note,
+        accepted_plan: None,
+    };
+    let (out, record) = s
+        .op(move |ws| ops::add_plan_record(ws, &ctx, &id, &req))
+        .await?;
+    Ok(Json(
+        serde_json::json!({ "outcome": out, "record": record }),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/doctor", responses((status = 200, body = Object)), security(("bearer" = [])))]
+pub async fn doctor(
+    State(s): State<AppState>,
+    _a: Authed<RunDoctor>,
+) -> ApiResult<yoi_store::doctor::Report> {
+    s.read(|ws| yoi_store::doctor::run(ws, false))
+        .await
+        .map(Json)
+}

@@ -1,5 +1,7 @@
 //! Shared helpers for yoi's end-to-end tests and their helper programs.
 
+pub mod generate;
+
 use std::path::Path;
 
 use yoi_core::{Principal, Timestamp};

@@ -17,6 +17,10 @@ pub struct Cli {
     /// Operation id for a mutation: replaying it returns the first result without writing.
     #[arg(long = "op-id", global = true, value_name = "ID")]
     pub op_id: Option<String>,
+    /// Work on the files directly even when a server is running for this workspace (by
+    /// default ticket mutations then go through its API).
+    #[arg(long, global = true)]
+    pub local: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -37,6 +41,59 @@ pub enum Command {
     /// API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Agent Skills: catalog, lint, activation, resources, proposals.
+    #[command(subcommand)]
+    Skill(SkillCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillCommand {
+    /// The catalog: name, description, source, validity.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One skill's catalog entry and diagnostics (not its body: use `activate`).
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lint a skills folder (each subfolder a skill), or the workspace catalog.
+    Lint {
+        root: Option<std::path::PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record an activation and print the skill's body.
+    Activate {
+        name: String,
+        #[arg(long)]
+        ticket: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one bundled file of a skill.
+    Resource { name: String, path: String },
+    /// Propose a new or changed skill from a folder (waits for a human to approve).
+    Propose {
+        folder: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pending and decided proposals.
+    Proposals {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a proposal: writes the skill into .yoi/skills/.
+    Approve { id: String },
+    /// Reject a proposal.
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 #[derive(Debug, Args)]

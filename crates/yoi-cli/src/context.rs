@@ -26,6 +26,8 @@ use crate::error::CliError;
 pub struct Env {
     pub start: PathBuf,
     pub op_id: Option<String>,
+    /// `--local`: mutate the files directly even when a server runs for the workspace.
+    pub local: bool,
 }
 
 impl Env {
@@ -46,7 +48,11 @@ impl Env {
         if let Some(op) = &op_id {
             yoi_store::ops::validate_op(op)?;
         }
-        Ok(Env { start, op_id })
+        Ok(Env {
+            start,
+            op_id,
+            local: false,
+        })
     }
 
     /// The workspace containing the start folder, with environment overrides applied and its

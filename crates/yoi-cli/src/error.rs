@@ -1,5 +1,7 @@
 //! The CLI's errors and the one table from error to exit code: 0 success, 1 a refused or failed
-//! operation, 2 a usage error (bad arguments or input the user must correct).
+//! operation, 2 a usage error (bad arguments or input the user must correct). An error answered
+//! by the server maps by HTTP status: 400 is the store's `Invalid` class (exit 2), every other
+//! status a refusal or failure (exit 1) — the same codes local mode gives for the same error.
 
 use thiserror::Error;
 use yoi_store::{ErrorClass, StoreError};
@@ -22,6 +24,17 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+    /// The workspace's server refused or failed the request; `message` is its error text (the
+    /// store error's, for a refused operation).
+    #[error("{message}")]
+    Api { status: u16, message: String },
+    /// The workspace's server could not be reached or answered something unreadable.
+    #[error("the yoi server (pid {pid}) at {address} did not answer: {reason}; pass --local to work on the files directly")]
+    Server {
+        pid: u32,
+        address: String,
+        reason: String,
+    },
     /// Doctor found errors; the report is already printed.
     #[error("doctor found errors")]
     DoctorFailed,
@@ -35,7 +48,15 @@ impl CliError {
                 ErrorClass::Invalid => 2,
                 _ => 1,
             },
+            CliError::Api { status, .. } => {
+                if *status == 400 {
+                    2
+                } else {
+                    1
+                }
+            }
             CliError::Git(_)
+            | CliError::Server { .. }
             | CliError::Refused(_)
             | CliError::Io { .. }
             | CliError::DoctorFailed => 1,
@@ -93,10 +114,126 @@ mod tests {
                 1,
             ),
             (CliError::Refused("use another command".into()), 1),
+            (
+                CliError::Api {
+                    status: 400,
+                    message: "bad title".into(),
+                },
+                2,
+            ),
+            (
+                CliError::Api {
+                    status: 409,
+                    message: "stale".into(),
+                },
+                1,
+            ),
+            (
+                CliError::Server {
+                    pid: 1,
+                    address: "127.0.0.1:1".into(),
+                    reason: "refused".into(),
+                },
+                1,
+            ),
             (CliError::DoctorFailed, 1),
         ];
         for (err, code) in cases {
             assert_eq!(err.exit_code(), code, "{err}");
+        }
+    }
+    /// The CLI through a server prints the server's error message and picks the exit code from
+    /// the HTTP status; for every store error that must equal what local mode does.
+    #[test]
+    fn server_errors_exit_and_read_like_local_errors() {
+        use yoi_core::id::ResolveError;
+        use yoi_core::relation::RelationKind;
+        let id = || yoi_core::TicketId::parse("00001KXKMX0QM").unwrap();
+        let other = || yoi_core::TicketId::parse("00001KXKMX0QN").unwrap();
+        let cases: Vec<Box<dyn Fn() -> StoreError>> = vec![
+            Box::new(|| StoreError::bad_input("title", "must not be empty")),
+            Box::new(|| yoi_core::TicketId::parse("nope").unwrap_err().into()),
+            Box::new(|| {
+                ResolveError::NotFound {
+                    query: "ABCD".into(),
+                }
+                .into()
+            }),
+            Box::new(|| ResolveError::TooShort { query: "AB".into() }.into()),
+            Box::new(move || {
+                ResolveError::Ambiguous {
+                    query: "QM".into(),
+                    matches: vec![id(), other()],
+                }
+                .into()
+            }),
+            Box::new(move || StoreError::Transition {
+                ticket: id(),
+                source: TransitionError::NotPermitted {
+                    operation: Operation::Queue,
+                    principal: "o".into(),
+                    kind: PrincipalKind::Orchestrator,
+                    allowed: vec![PrincipalKind::Human],
+                },
+            }),
+            Box::new(move || StoreError::Transition {
+                ticket: id(),
+                source: TransitionError::WrongState {
+                    operation: Operation::Queue,
+                    expected: vec![State::Ready],
+                    found: State::Planning,
+                },
+            }),
+            Box::new(move || StoreError::StaleState {
+                ticket: id(),
+                expected: State::Ready,
+                found: State::Queued,
+            }),
+            Box::new(move || StoreError::Blocked {
+                ticket: id(),
+                blockers: vec![],
+            }),
+            Box::new(move || StoreError::BriefIncomplete {
+                ticket: id(),
+                missing: vec!["Intent".into()],
+            }),
+            Box::new(move || StoreError::ConflictingReplay {
+                op: "op-1".into(),
+                ticket: id().to_string(),
+            }),
+            Box::new(move || StoreError::SelfRelation { ticket: id() }),
+            Box::new(move || StoreError::DuplicateRelation {
+                ticket: id(),
+                kind: RelationKind::DependsOn,
+                target: other(),
+            }),
+            Box::new(move || StoreError::NoSuchRelation {
+                ticket: id(),
+                kind: RelationKind::DependsOn,
+                target: other(),
+            }),
+            Box::new(move || StoreError::Cycle {
+                ticket: id(),
+                kind: RelationKind::DependsOn,
+                target: other(),
+                cycle: "A -> B -> A".into(),
+            }),
+            Box::new(|| StoreError::Locked {
+                path: "/w/.yoi/local/workspace.lock".into(),
+                holder: Some("pid 7".into()),
+                waited: std::time::Duration::from_secs(10),
+            }),
+            Box::new(|| StoreError::invalid(std::path::Path::new("item.md"), Some(3), "bad")),
+        ];
+        for make in cases {
+            let local = CliError::from(make());
+            let api = yoi_server::error::ApiError::from(make());
+            let remote = CliError::Api {
+                status: api.status.as_u16(),
+                message: api.message,
+            };
+            assert_eq!(remote.exit_code(), local.exit_code(), "{local}");
+            assert_eq!(remote.message(), local.message());
         }
     }
 }

@@ -5,6 +5,8 @@ mod commands;
 mod context;
 mod error;
 mod output;
+mod remote;
+mod target;
 
 use clap::Parser;
 

@@ -58,6 +58,9 @@ actions! {
     EditRelations = "relations": [Human, Intake];
     AddPlanRecord = "plan": [Human, Orchestrator];
     RunDoctor = "doctor": [Human, Read];
+    UseSkills = "use skills": [Human, Read, Intake, Orchestrator, Pod];
+    ProposeSkill = "propose skills": [Human, Intake, Orchestrator, Pod];
+    DecideSkill = "approve or reject skill proposals": [Human];
 }
 
 /// The authenticated caller.
@@ -116,7 +119,11 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
         let secret = header
             .to_str()
             .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
+            .and_then(|h| {
+                // The scheme name is case-insensitive (RFC 9110 §11.1).
+                let (scheme, rest) = h.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then_some(rest)
+            })
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .ok_or_else(|| {

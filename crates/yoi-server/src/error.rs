@@ -140,6 +140,15 @@ impl IntoResponse for ApiError {
             body["error"]["details"] = self.details;
         }
         let mut resp = (self.status, axum::Json(body)).into_response();
+        // A refusal may be decided before the request body is read (authentication, size,
+        // unknown route); the server then closes the connection. Say so on every error, so
+        // keep-alive clients never send their next request into a closing socket.
+        {
+            resp.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+        }
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));

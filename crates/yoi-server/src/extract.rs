@@ -1,5 +1,7 @@
-//! Request extractors with JSON errors: the body (an empty body means the default request) and
-//! the optional `Idempotency-Key` header, which becomes the operation id.
+//! Request extractors with JSON errors: the body (an empty body means the default request; any
+//! other body must be a JSON object), the query string, and the optional `Idempotency-Key`
+//! header, which becomes the operation id. axum's own extractors answer plain text, so routes
+//! use these instead.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -23,12 +25,33 @@ impl<T: DeserializeOwned + Default> FromRequest<AppState> for Body<T> {
                 ApiError::bad_request(format!("could not read the body: {e}"))
             }
         })?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
             return Ok(Body(T::default()));
+        };
+        // serde would also accept a struct written as an array of its fields, in order; the API
+        // takes named fields only.
+        if *first != b'{' {
+            return Err(ApiError::bad_request(
+                "invalid JSON body: expected a JSON object",
+            ));
         }
         serde_json::from_slice(&bytes)
             .map(Body)
             .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+    }
+}
+
+/// Query parameters; a parameter that does not parse, or one the route does not know, is 400.
+pub struct Params<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Params(q.0))
+            .map_err(|e| ApiError::bad_request(e.body_text()))
     }
 }
 

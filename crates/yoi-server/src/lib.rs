@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod routes;
 pub mod server_file;
 pub mod show;
+pub mod skills;
 pub mod state;
 
 use std::future::Future;
@@ -71,6 +72,26 @@ pub fn router(state: AppState) -> Router {
         .route("/tickets/{id}/blockers", get(t::blockers))
         .route("/tickets/{id}/plan", get(t::plan).post(t::add_plan))
         .route("/doctor", get(t::doctor))
+        .route("/events", get(routes::events::stream))
+        .route("/skills", get(routes::skills::list))
+        .route(
+            "/skills/proposals",
+            get(routes::skills::proposals).post(routes::skills::propose),
+        )
+        .route(
+            "/skills/proposals/{id}/approve",
+            post(routes::skills::approve),
+        )
+        .route(
+            "/skills/proposals/{id}/reject",
+            post(routes::skills::reject),
+        )
+        .route("/skills/{name}", get(routes::skills::show))
+        .route("/skills/{name}/activate", post(routes::skills::activate))
+        .route(
+            "/skills/{name}/resources/{*path}",
+            get(routes::skills::resource),
+        )
         .route("/openapi.json", get(openapi::serve));
     Router::new()
         .route("/healthz", get(routes::health::healthz))
@@ -81,6 +102,13 @@ pub fn router(state: AppState) -> Router {
                 axum::http::StatusCode::NOT_FOUND,
                 "not_found",
                 "no such route",
+            )
+        })
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not answer that method",
             )
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -145,6 +173,13 @@ pub async fn serve(
     tracing::info!(%addr, "yoi server listening");
     on_ready(addr);
     let state = AppState::new(ws, index);
+    let closing = state.closing.clone();
+    let shutdown = async move {
+        shutdown.await;
+        tracing::info!("shutting down: finishing the requests in flight");
+        // Live-event streams never end on their own; they end at this signal.
+        closing.send_replace(true);
+    };
     let result = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await;

@@ -1,8 +1,11 @@
-//! The OpenAPI 3 document, generated from the route annotations and request types.
+//! The OpenAPI 3 document, generated from the route annotations and request types. Every
+//! route of `crate::router` is listed here (the `openapi` test compares the two), and every
+//! operation documents the shared error body as its `default` response.
 
 use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::routes::tickets as t;
 
@@ -12,10 +15,21 @@ use crate::routes::tickets as t;
     paths(
         t::list, t::create, t::show, t::edit, t::comment, t::mark_ready, t::queue,
         t::return_to_planning, t::close, t::cancel, t::reopen, t::relations, t::blockers,
-        t::add_relation, t::remove_relation, t::plan, t::add_plan, t::doctor
+        t::add_relation, t::remove_relation, t::plan, t::add_plan, t::doctor,
+        crate::routes::events::stream,
+        crate::routes::skills::list, crate::routes::skills::show, crate::routes::skills::activate,
+        crate::routes::skills::resource, crate::routes::skills::proposals, crate::routes::skills::propose,
+        crate::routes::skills::approve, crate::routes::skills::reject,
+        crate::routes::health::healthz, crate::routes::health::readyz, serve
     ),
-    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse)),
-    modifiers(&Bearer)
+    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody)),
+    tags(
+        (name = "tickets", description = "Tickets: create, edit, comment, state operations, relations and plan records."),
+        (name = "skills", description = "Agent Skills: catalog, activation, resources and proposals."),
+        (name = "events", description = "Live events (server-sent events) from the outbox."),
+        (name = "service", description = "Health, readiness, doctor and this document."),
+    ),
+    modifiers(&Bearer, &ErrorResponses)
 )]
 pub struct ApiDoc;
 
@@ -31,10 +45,60 @@ impl Modify for Bearer {
     }
 }
 
+/// The body of every error response: `{ "error": { "code", "message", "details" } }`.
+#[derive(ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `stale_state`, `blocked`, `conflicting_replay`.
+    pub code: String,
+    /// What went wrong and how to fix it, for people.
+    pub message: String,
+    /// Structured facts about the refusal (ticket, expected and found state, blockers…).
+    #[schema(value_type = Option<Object>)]
+    pub details: Option<serde_json::Value>,
+}
+
+/// Adds the error body as the `default` response of every operation.
+struct ErrorResponses;
+
+impl Modify for ErrorResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let error = ResponseBuilder::new()
+            .description("An error; `error.code` names it (see the status table in `error.rs`).")
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build();
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for op in operations.into_iter().flatten() {
+                op.responses
+                    .responses
+                    .entry("default".to_string())
+                    .or_insert_with(|| RefOr::T(error.clone()));
+            }
+        }
+    }
+}
+
 pub fn document() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
 
+#[utoipa::path(get, tag = "service", path = "/api/v1/openapi.json", responses((status = 200, description = "this document", body = Object)))]
 pub async fn serve() -> Json<utoipa::openapi::OpenApi> {
     Json(document())
 }

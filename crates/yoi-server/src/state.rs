@@ -1,10 +1,11 @@
 //! Shared server state: the workspace (with its database index attached) and the live-event
-//! signal. File operations are synchronous and take the workspace lock, so they run on blocking
-//! threads; index reads are async and run on the runtime.
+//! signals (something changed; the server is closing). File operations are synchronous and take
+//! the workspace lock, so they run on blocking threads; index reads are async and run on the
+//! runtime.
 
 use std::sync::Arc;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Mutex};
 use yoi_store::db::{Db, DbIndex};
 use yoi_store::{StoreError, Workspace};
 
@@ -16,6 +17,14 @@ pub struct AppState {
     pub index: DbIndex,
     /// Bumped after every mutation so live-event streams look for new outbox rows at once.
     pub changed: Arc<watch::Sender<u64>>,
+    /// Set when the server starts shutting down, so live-event streams end and graceful
+    /// shutdown does not wait on them forever.
+    pub closing: Arc<watch::Sender<bool>>,
+    /// Mutations of this server queue here, first come first served, before they take the
+    /// workspace lock. The lock itself is polled with backoff (it is shared with other
+    /// processes), so without this queue concurrent requests would sleep past each other's
+    /// release and the slowest could wait seconds.
+    writers: Arc<Mutex<()>>,
 }
 
 impl AppState {
@@ -24,6 +33,8 @@ impl AppState {
             ws: Arc::new(ws),
             index,
             changed: Arc::new(watch::channel(0).0),
+            closing: Arc::new(watch::channel(false).0),
+            writers: Arc::new(Mutex::new(())),
         }
     }
 
@@ -31,16 +42,21 @@ impl AppState {
         &self.index.db
     }
 
-    /// Run a store operation on a blocking thread, then wake live-event streams.
+    /// Run a store operation on a blocking thread, in arrival order with this server's other
+    /// mutations, then wake live-event streams.
     pub async fn op<T, F>(&self, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce(&Workspace) -> Result<T, StoreError> + Send + 'static,
     {
         let ws = self.ws.clone();
-        let result = tokio::task::spawn_blocking(move || f(&ws))
-            .await
-            .map_err(|e| ApiError::internal("operation task", e))?;
+        let turn = self.writers.clone().lock_owned().await;
+        let result = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            f(&ws)
+        })
+        .await
+        .map_err(|e| ApiError::internal("operation task", e))?;
         self.changed.send_modify(|n| *n += 1);
         Ok(result?)
     }

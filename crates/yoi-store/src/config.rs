@@ -18,6 +18,15 @@ pub struct Config {
     pub roles: RolesSection,
     pub database: DatabaseSection,
     pub server: ServerSection,
+    pub skills: SkillsSection,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SkillsSection {
+    /// Extra skill folders (each subfolder a skill), after `.yoi/skills/` and before the
+    /// built-ins; relative paths are relative to the repository root.
+    pub extra_dirs: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -210,6 +219,10 @@ lock_timeout_secs = 30
 [server]
 # Address `yoi serve` listens on; keep it on loopback unless pods on other hosts must reach it.
 listen = "127.0.0.1:7311"
+
+[skills]
+# Extra skill folders, searched after .yoi/skills/ and before the built-in skills.
+extra_dirs = []
 
 [roles]
 # Pods kept running per role by `yoi serve`.

@@ -260,9 +260,19 @@ pub struct EventDetail {
 
 /// Read one ticket whole (files), with its relation view.
 pub fn ticket_detail(ws: &Workspace, query: &str) -> Result<TicketDetail, StoreError> {
+    ticket_detail_with(ws, query, |id| relation_view(ws, id))
+}
+
+/// [`ticket_detail`] with the relation view from `view` — e.g. from the database index, which
+/// answers in one query where the files need every ticket's relations read.
+pub fn ticket_detail_with(
+    ws: &Workspace,
+    query: &str,
+    view: impl FnOnce(&TicketId) -> Result<RelationView, StoreError>,
+) -> Result<TicketDetail, StoreError> {
     let id = ws.resolve(query)?;
     let t = ws.read_ticket(&id)?;
-    let relations = relation_view(ws, &id)?;
+    let relations = view(&id)?;
     let item = t.item;
     let events = t
         .thread

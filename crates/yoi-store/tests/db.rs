@@ -528,7 +528,7 @@ fn newer_database_is_refused(b: Backend) {
             err,
             StoreError::DatabaseTooNew {
                 found: 999,
-                known: 2,
+                known: 3,
                 ..
             }
         ),

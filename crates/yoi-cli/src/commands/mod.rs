@@ -4,6 +4,7 @@
 mod init;
 mod reindex;
 mod serve;
+mod skill;
 mod ticket;
 mod token;
 
@@ -12,7 +13,8 @@ use crate::context::Env;
 use crate::error::CliError;
 
 pub fn run(cli: Cli) -> Result<(), CliError> {
-    let env = Env::new(cli.dir, cli.op_id)?;
+    let mut env = Env::new(cli.dir, cli.op_id)?;
+    env.local = cli.local;
     match cli.command {
         Command::Init(args) => init::run(&env, args.json),
         Command::Ticket(cmd) => ticket::run(&env, cmd),
@@ -20,5 +22,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Reindex(args) => reindex::run(&env, &args),
         Command::Serve(args) => serve::run(&env, &args),
         Command::Token(cmd) => token::run(&env, cmd),
+        Command::Skill(cmd) => skill::run(&env, cmd),
     }
 }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use yoi_server::{serve, shutdown_signal, ServeOptions};
 
 use crate::cli::ServeArgs;
-use crate::context::{runtime, Env};
+use crate::context::Env;
 use crate::error::CliError;
 
 pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
@@ -27,18 +27,23 @@ pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
     } else {
         builder.init();
     }
-    runtime()
-        .block_on(serve(
-            ws,
-            ServeOptions { listen },
-            shutdown_signal(),
-            |addr| {
-                // The one line scripts wait for.
-                println!("listening on http://{addr}");
-            },
-        ))
-        .map_err(|e| match e {
-            yoi_server::ServerError::Store(s) => CliError::Store(s),
-            other => CliError::Refused(other.to_string()),
-        })
+    // The server gets a runtime of its own with a worker per core; the CLI's shared one has a
+    // single worker, enough for a command's database calls but not for serving many clients.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Refused(format!("cannot start the async runtime: {e}")))?;
+    rt.block_on(serve(
+        ws,
+        ServeOptions { listen },
+        shutdown_signal(),
+        |addr| {
+            // The one line scripts wait for.
+            println!("listening on http://{addr}");
+        },
+    ))
+    .map_err(|e| match e {
+        yoi_server::ServerError::Store(s) => CliError::Store(s),
+        other => CliError::Refused(other.to_string()),
+    })
 }

@@ -104,25 +104,32 @@ pub fn run_yoi_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     run_yoi_full(dir, args, None, env)
 }
 
-fn run_yoi_full(dir: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
+/// Run `yoi` in `dir` with optional standard input and extra environment variables.
+pub fn run_yoi_full(
+    dir: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+    env: &[(&str, &str)],
+) -> Output {
     use std::io::Write;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_yoi"));
     cmd.env_remove("YOI_DATABASE_URL");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
     cmd.args(args)
         .current_dir(dir)
         .env("USER", "tester")
         .env_remove("YOI_USER")
-        .env_remove("YOI_LOCK_TIMEOUT_SECS")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env_remove("YOI_LOCK_TIMEOUT_SECS");
+    // The caller's variables win over the defaults above.
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("yoi runs");
     if let Some(input) = stdin {
         child

@@ -8,10 +8,15 @@ use serde_json::{json, Value};
 
 use crate::state::AppState;
 
+#[utoipa::path(get, tag = "service", path = "/healthz", responses((status = 200, description = "the process answers", body = Object)))]
 pub async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
+#[utoipa::path(get, tag = "service", path = "/readyz", responses(
+    (status = 200, description = "the database answers; `indexed_tickets` counts the index", body = Object),
+    (status = 503, description = "the database does not answer", body = Object),
+))]
 pub async fn readyz(State(s): State<AppState>) -> (StatusCode, Json<Value>) {
     match s.db().indexed_tickets_count().await {
         Ok(n) => (

@@ -1,4 +1,6 @@
 //! The API routes, one module per resource.
 
+pub mod events;
 pub mod health;
+pub mod skills;
 pub mod tickets;

@@ -2,7 +2,7 @@
 //! less. Each handler authenticates with its action's scope, turns the request into the store
 //! request, and calls exactly one store function.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -17,7 +17,7 @@ use yoi_store::Outcome;
 
 use crate::auth::*;
 use crate::error::ApiError;
-use crate::extract::{Body, IdempotencyKey};
+use crate::extract::{Body, IdempotencyKey, Params};
 use crate::state::AppState;
 
 type ApiResult<T> = Result<Json<T>, ApiError>;
@@ -90,6 +90,7 @@ pub struct PlanBody {
 
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// Comma-separated states, `active` (default) or `all`.
     pub state: Option<String>,
@@ -129,11 +130,11 @@ fn states(spec: Option<&str>) -> Result<Option<Vec<TicketState>>, ApiError> {
     }
 }
 
-#[utoipa::path(get, path = "/api/v1/tickets", params(ListParams), responses((status = 200, body = ListResponse)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets", params(ListParams), responses((status = 200, body = ListResponse)), security(("bearer" = [])))]
 pub async fn list(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
-    Query(p): Query<ListParams>,
+    Params(p): Params<ListParams>,
 ) -> ApiResult<ListResponse> {
     let filter = ListFilter {
         states: states(p.state.as_deref())?,
@@ -160,7 +161,7 @@ pub async fn list(
     }))
 }
 
-#[utoipa::path(post, path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, description = "created", body = Object), (status = 200, description = "a replay of an earlier create with the same Idempotency-Key", body = Object)), security(("bearer" = [])))]
 pub async fn create(
     State(s): State<AppState>,
     Authed(c, ..): Authed<CreateTicket>,
@@ -182,7 +183,7 @@ pub async fn create(
     Ok((status, Json(out)))
 }
 
-#[utoipa::path(get, path = "/api/v1/tickets/{id}", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn show(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -193,7 +194,7 @@ pub async fn show(
         .map(Json)
 }
 
-#[utoipa::path(patch, path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(patch, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn edit(
     State(s): State<AppState>,
     Authed(c, ..): Authed<EditTicket>,
@@ -211,7 +212,7 @@ pub async fn edit(
         .map(Json)
 }
 
-#[utoipa::path(post, path = "/api/v1/tickets/{id}/comments", params(("id" = String, Path)), request_body = CommentBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/comments", params(("id" = String, Path)), request_body = CommentBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn comment(
     State(s): State<AppState>,
     Authed(c, ..): Authed<CommentTicket>,
@@ -231,7 +232,7 @@ pub async fn comment(
 
 macro_rules! transition_route {
     ($name:ident, $action:ty, $op:path, $path:literal) => {
-        #[utoipa::path(post, path = $path, params(("id" = String, Path)), request_body = TransitionBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+        #[utoipa::path(post, tag = "tickets", path = $path, params(("id" = String, Path)), request_body = TransitionBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
         pub async fn $name(State(s): State<AppState>, Authed(c, ..): Authed<$action>, IdempotencyKey(key): IdempotencyKey, Path(id): Path<String>, Body(b): Body<TransitionBody>) -> ApiResult<Outcome> {
             let ctx = c.ctx(key);
             let req: TransitionRequest = b.into();
@@ -257,7 +258,7 @@ transition_route!(close, Close, ops::close, "/api/v1/tickets/{id}/close");
 transition_route!(cancel, Cancel, ops::cancel, "/api/v1/tickets/{id}/cancel");
 transition_route!(reopen, Reopen, ops::reopen, "/api/v1/tickets/{id}/reopen");
 
-#[utoipa::path(get, path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn relations(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -271,7 +272,7 @@ pub async fn relations(
     .map(Json)
 }
 
-#[utoipa::path(get, path = "/api/v1/tickets/{id}/blockers", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/blockers", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn blockers(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -287,7 +288,7 @@ pub async fn blockers(
     }
 }
 
-#[utoipa::path(post, path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), request_body = RelationBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), request_body = RelationBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn add_relation(
     State(s): State<AppState>,
     Authed(c, ..): Authed<EditRelations>,
@@ -310,7 +311,7 @@ pub async fn add_relation(
         .map(Json)
 }
 
-#[utoipa::path(delete, path = "/api/v1/tickets/{id}/relations/{kind}/{target}", params(("id" = String, Path), ("kind" = String, Path), ("target" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(delete, tag = "tickets", path = "/api/v1/tickets/{id}/relations/{kind}/{target}", params(("id" = String, Path), ("kind" = String, Path), ("target" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn remove_relation(
     State(s): State<AppState>,
     Authed(c, ..): Authed<EditRelations>,
@@ -326,7 +327,7 @@ pub async fn remove_relation(
         .map(Json)
 }
 
-#[utoipa::path(get, path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn plan(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -341,7 +342,7 @@ pub async fn plan(
     .map(Json)
 }
 
-#[utoipa::path(post, path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), request_body = PlanBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), request_body = PlanBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn add_plan(
     State(s): State<AppState>,
     Authed(c, ..): Authed<AddPlanRecord>,
@@ -375,12 +376,13 @@ pub async fn add_plan(
     ))
 }
 
-#[utoipa::path(get, path = "/api/v1/doctor", responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "service", path = "/api/v1/doctor", responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn doctor(
     State(s): State<AppState>,
     _a: Authed<RunDoctor>,
 ) -> ApiResult<yoi_store::doctor::Report> {
-    s.read(|ws| yoi_store::doctor::run(ws, false))
+    // The workspace carries the server's index, so the index and outbox checks run too.
+    s.read(|ws| yoi_store::doctor::run_attached(ws, false))
         .await
         .map(Json)
 }

@@ -7,6 +7,7 @@
 //! (from a blocking thread) to keep the index in step under the workspace lock. `sqlx::Error`
 //! never leaves this module: it becomes [`StoreError::Database`].
 
+mod activations;
 mod facade;
 mod index;
 mod inspect;
@@ -23,6 +24,7 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::AnyConnection;
 use sqlx::{AnyPool, Row};
 
+pub use activations::ActivationRow;
 pub(crate) use facade::now_ms;
 pub use facade::DbIndex;
 pub use index::{event_key, plan_key, IndexStats, ReindexMode};
@@ -45,6 +47,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         2,
         "tokens",
         include_str!("../../../../migrations/0002_tokens.sql"),
+    ),
+    (
+        3,
+        "skill_activations",
+        include_str!("../../../../migrations/0003_skill_activations.sql"),
     ),
 ];
 

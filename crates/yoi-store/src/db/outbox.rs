@@ -118,6 +118,16 @@ impl Db {
             .collect()
     }
 
+    /// The newest outbox seq (0 when the outbox is empty): where a live stream that asked for no
+    /// history starts.
+    pub async fn last_event_seq(&self) -> Result<i64, StoreError> {
+        sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM outbox")
+            .fetch_one(self.pool())
+            .await
+            .and_then(|r| r.try_get::<i64, _>(0))
+            .map_err(db_err)
+    }
+
     pub async fn ack(&self, consumer: &str, seq: i64, now_ms: i64) -> Result<(), StoreError> {
         self.set_delivery(consumer, seq, "acked", now_ms, None, now_ms, false)
             .await

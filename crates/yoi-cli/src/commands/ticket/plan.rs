@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use yoi_core::plan::{PlanKind, PlanRecord};
-use yoi_store::ops::{self, PlanRequest};
+use yoi_store::ops::PlanRequest;
 
 use crate::cli::PlanCommand;
 use crate::context::Env;
@@ -30,14 +30,14 @@ pub fn run(env: &Env, cmd: PlanCommand) -> Result<(), CliError> {
             if kind == PlanKind::AcceptedPlan {
                 return Err(CliError::Refused("accepted_plan records are written by the orchestrator when it accepts a ticket".into()));
             }
-            let ws = env.workspace("yoi ticket plan add")?;
+            let target = env.target("yoi ticket plan add")?;
             let req = PlanRequest {
                 kind,
                 related,
                 note,
                 accepted_plan: None,
             };
-            let (out, record) = ops::add_plan_record(&ws, &env.human_ctx(&ws), &id, &req)?;
+            let (out, record) = target.add_plan_record(&id, &req)?;
             if json {
                 output::json(&record);
             } else {

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use yoi_core::relation::{Relation, RelationKind};
-use yoi_store::ops::{self, RelationRequest};
+use yoi_store::ops::RelationRequest;
 
 use crate::cli::RelationCommand;
 use crate::context::Env;
@@ -29,13 +29,13 @@ pub fn run(env: &Env, cmd: RelationCommand) -> Result<(), CliError> {
             note,
             json,
         } => {
-            let ws = env.workspace("yoi ticket relation add")?;
+            let via = env.target("yoi ticket relation add")?;
             let req = RelationRequest {
                 kind: kind(&k)?,
                 target,
                 note,
             };
-            let out = ops::add_relation(&ws, &env.human_ctx(&ws), &id, &req)?;
+            let out = via.add_relation(&id, &req)?;
             output::outcome(&out, json);
         }
         RelationCommand::Rm {
@@ -44,8 +44,8 @@ pub fn run(env: &Env, cmd: RelationCommand) -> Result<(), CliError> {
             target,
             json,
         } => {
-            let ws = env.workspace("yoi ticket relation rm")?;
-            let out = ops::remove_relation(&ws, &env.human_ctx(&ws), &id, kind(&k)?, &target)?;
+            let via = env.target("yoi ticket relation rm")?;
+            let out = via.remove_relation(&id, kind(&k)?, &target)?;
             output::outcome(&out, json);
         }
         RelationCommand::List { id, json } => {

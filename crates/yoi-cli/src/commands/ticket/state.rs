@@ -2,54 +2,55 @@
 //! that owns the edge or refuses, naming the command to use.
 
 use yoi_core::state::{Operation, State, TransitionError};
-use yoi_store::ops::{self, TransitionRequest};
+use yoi_store::ops::TransitionRequest;
 
 use crate::cli::StateArgs;
 use crate::context::Env;
 use crate::error::CliError;
 use crate::output;
 
-type OpFn = fn(
-    &yoi_store::Workspace,
-    &yoi_store::Ctx,
-    &str,
-    &TransitionRequest,
-) -> Result<yoi_store::Outcome, yoi_store::StoreError>;
-
 fn apply(
     env: &Env,
     name: &str,
+    op: Operation,
     id: &str,
     req: TransitionRequest,
-    f: OpFn,
     as_json: bool,
 ) -> Result<(), CliError> {
-    let ws = env.workspace(name)?;
-    let out = f(&ws, &env.human_ctx(&ws), id, &req)?;
+    let out = env.target(name)?.transition(op, id, &req)?;
     output::outcome(&out, as_json);
     Ok(())
 }
 
+fn with_reason(reason: &str) -> TransitionRequest {
+    TransitionRequest {
+        reason: Some(reason.into()),
+        ..Default::default()
+    }
+}
+
+fn with_resolution(resolution: &str) -> TransitionRequest {
+    TransitionRequest {
+        resolution: Some(resolution.into()),
+        ..Default::default()
+    }
+}
+
 pub fn mark_ready(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
+    let req = TransitionRequest::default();
     apply(
         env,
         "yoi ticket mark-ready",
+        Operation::MarkReady,
         id,
-        TransitionRequest::default(),
-        ops::mark_ready,
+        req,
         as_json,
     )
 }
 
 pub fn queue(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
-    apply(
-        env,
-        "yoi ticket queue",
-        id,
-        TransitionRequest::default(),
-        ops::queue,
-        as_json,
-    )
+    let req = TransitionRequest::default();
+    apply(env, "yoi ticket queue", Operation::Queue, id, req, as_json)
 }
 
 pub fn return_to_planning(
@@ -58,42 +59,37 @@ pub fn return_to_planning(
     reason: &str,
     as_json: bool,
 ) -> Result<(), CliError> {
-    let req = TransitionRequest {
-        reason: Some(reason.into()),
-        ..Default::default()
-    };
+    let (name, op) = ("yoi ticket return-to-planning", Operation::ReturnToPlanning);
+    apply(env, name, op, id, with_reason(reason), as_json)
+}
+
+pub fn close(env: &Env, id: &str, resolution: &str, as_json: bool) -> Result<(), CliError> {
+    let req = with_resolution(resolution);
+    apply(env, "yoi ticket close", Operation::Close, id, req, as_json)
+}
+
+pub fn cancel(env: &Env, id: &str, resolution: &str, as_json: bool) -> Result<(), CliError> {
+    let req = with_resolution(resolution);
     apply(
         env,
-        "yoi ticket return-to-planning",
+        "yoi ticket cancel",
+        Operation::Cancel,
         id,
         req,
-        ops::return_to_planning,
         as_json,
     )
 }
 
-pub fn close(env: &Env, id: &str, resolution: &str, as_json: bool) -> Result<(), CliError> {
-    let req = TransitionRequest {
-        resolution: Some(resolution.into()),
-        ..Default::default()
-    };
-    apply(env, "yoi ticket close", id, req, ops::close, as_json)
-}
-
-pub fn cancel(env: &Env, id: &str, resolution: &str, as_json: bool) -> Result<(), CliError> {
-    let req = TransitionRequest {
-        resolution: Some(resolution.into()),
-        ..Default::default()
-    };
-    apply(env, "yoi ticket cancel", id, req, ops::cancel, as_json)
-}
-
 pub fn reopen(env: &Env, id: &str, reason: &str, as_json: bool) -> Result<(), CliError> {
-    let req = TransitionRequest {
-        reason: Some(reason.into()),
-        ..Default::default()
-    };
-    apply(env, "yoi ticket reopen", id, req, ops::reopen, as_json)
+    let req = with_reason(reason);
+    apply(
+        env,
+        "yoi ticket reopen",
+        Operation::Reopen,
+        id,
+        req,
+        as_json,
+    )
 }
 
 /// `yoi ticket state ID STATE [--reason R]`.
@@ -102,11 +98,11 @@ pub fn state(env: &Env, a: &StateArgs) -> Result<(), CliError> {
         .state
         .parse()
         .map_err(|e: yoi_core::state::StateParseError| CliError::Usage(e.to_string()))?;
-    let ws = env.workspace("yoi ticket state")?;
-    let id = ws.resolve(&a.id)?;
-    let current = ws.read_item(&id)?.state;
+    let via = env.target("yoi ticket state")?;
+    let id = via.ws.resolve(&a.id)?;
+    let current = via.ws.read_item(&id)?.state;
     let op = Operation::for_edge(current, target).map_err(|e| refusal(&id, current, target, e))?;
-    let with_reason = |required: bool| -> Result<TransitionRequest, CliError> {
+    let with_reason_if = |required: bool| -> Result<TransitionRequest, CliError> {
         if required && a.reason.is_none() {
             return Err(CliError::Usage(format!(
                 "{current} -> {target} needs --reason (or use `{}`)",
@@ -121,11 +117,11 @@ pub fn state(env: &Env, a: &StateArgs) -> Result<(), CliError> {
             ..Default::default()
         })
     };
-    let f: OpFn = match op {
-        Operation::MarkReady => ops::mark_ready,
-        Operation::Queue => ops::queue,
-        Operation::ReturnToPlanning => ops::return_to_planning,
-        Operation::Reopen => ops::reopen,
+    match op {
+        Operation::MarkReady
+        | Operation::Queue
+        | Operation::ReturnToPlanning
+        | Operation::Reopen => {}
         Operation::Close | Operation::Cancel => {
             return Err(CliError::Refused(format!(
                 "{current} -> {target} records a resolution: use `{}`",
@@ -142,12 +138,12 @@ pub fn state(env: &Env, a: &StateArgs) -> Result<(), CliError> {
                 "{id}: inprogress -> done happens only when the service merges the approved commit"
             )))
         }
-    };
-    let req = with_reason(matches!(
+    }
+    let req = with_reason_if(matches!(
         op,
         Operation::ReturnToPlanning | Operation::Reopen
     ))?;
-    let out = f(&ws, &env.human_ctx(&ws), id.as_str(), &req)?;
+    let out = via.transition(op, id.as_str(), &req)?;
     output::outcome(&out, a.json);
     Ok(())
 }

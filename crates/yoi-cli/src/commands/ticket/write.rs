@@ -1,6 +1,6 @@
 //! `create`, `edit`, `comment`.
 
-use yoi_store::ops::{self, CommentRequest, CreateRequest, EditRequest};
+use yoi_store::ops::{CommentRequest, CreateRequest, EditRequest};
 
 use crate::cli::{CommentArgs, CreateArgs, EditArgs};
 use crate::context::{read_input, Env};
@@ -8,7 +8,7 @@ use crate::error::CliError;
 use crate::output;
 
 pub fn create(env: &Env, a: &CreateArgs) -> Result<(), CliError> {
-    let ws = env.workspace("yoi ticket create")?;
+    let target = env.target("yoi ticket create")?;
     let body = a
         .body_file
         .as_deref()
@@ -20,7 +20,7 @@ pub fn create(env: &Env, a: &CreateArgs) -> Result<(), CliError> {
         body,
         depends_on: a.depends_on.clone(),
     };
-    let out = ops::create(&ws, &env.human_ctx(&ws), &req)?;
+    let out = target.create(&req)?;
     if a.json {
         output::json(&out);
     } else {
@@ -30,18 +30,18 @@ pub fn create(env: &Env, a: &CreateArgs) -> Result<(), CliError> {
 }
 
 pub fn edit(env: &Env, a: &EditArgs) -> Result<(), CliError> {
-    let ws = env.workspace("yoi ticket edit")?;
+    let target = env.target("yoi ticket edit")?;
     let req = EditRequest {
         title: a.title.clone(),
         body: a.body_file.as_deref().map(read_input).transpose()?,
     };
-    let out = ops::edit(&ws, &env.human_ctx(&ws), &a.id, &req)?;
+    let out = target.edit(&a.id, &req)?;
     output::outcome(&out, a.json);
     Ok(())
 }
 
 pub fn comment(env: &Env, a: &CommentArgs) -> Result<(), CliError> {
-    let ws = env.workspace("yoi ticket comment")?;
+    let target = env.target("yoi ticket comment")?;
     let body = match (&a.message, &a.file) {
         (Some(m), None) => m.clone(),
         (None, Some(f)) => read_input(f)?,
@@ -55,7 +55,7 @@ pub fn comment(env: &Env, a: &CommentArgs) -> Result<(), CliError> {
         kind: a.kind.clone(),
         body,
     };
-    let out = ops::comment(&ws, &env.human_ctx(&ws), &a.id, &req)?;
+    let out = target.comment(&a.id, &req)?;
     output::outcome(&out, a.json);
     Ok(())
 }

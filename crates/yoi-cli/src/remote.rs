@@ -1,0 +1,233 @@
+//! The ticket mutations through the workspace's running server (`.yoi/local/server.json`).
+//!
+//! One function per operation, each one HTTP request with the local human's admin token
+//! (`.yoi/local/admin.token`) and `--op-id` as the `Idempotency-Key`. The server runs the same
+//! store operation the CLI would, so the answers print exactly as in local mode: a success body
+//! is the store's `Outcome`, and an error body's `message` is the store error's text, classified
+//! for the exit code by [`CliError::Api`]'s HTTP status. Nothing here decides a rule.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use yoi_core::plan::PlanRecord;
+use yoi_core::relation::RelationKind;
+use yoi_core::state::{Operation, State};
+use yoi_server::server_file::{self, ServerInfo};
+use yoi_store::db::ADMIN_TOKEN_FILE;
+use yoi_store::ops::{
+    CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest, TransitionRequest,
+};
+use yoi_store::Outcome;
+
+use crate::error::CliError;
+
+/// A client for the server named by server.json.
+pub struct Remote {
+    agent: ureq::Agent,
+    server: ServerInfo,
+    token: String,
+    op_id: Option<String>,
+}
+
+impl Remote {
+    /// The workspace's server if one is running and answering; `None` means work on the files.
+    /// A running server without a readable admin token is an error, not a silent fallback.
+    pub fn find(local_dir: &Path, op_id: Option<String>) -> Result<Option<Remote>, CliError> {
+        let Some(server) = server_file::live(local_dir) else {
+            return Ok(None);
+        };
+        let token = std::fs::read_to_string(local_dir.join(ADMIN_TOKEN_FILE))
+            .map(|t| t.trim().to_string())
+            .unwrap_or_default();
+        if token.is_empty() {
+            return Err(CliError::Refused(format!(
+                "a yoi server (pid {}) is serving this workspace at {}, but .yoi/local/{ADMIN_TOKEN_FILE} is missing or empty; run `yoi init` to write it, or pass --local to work on the files",
+                server.pid, server.address
+            )));
+        }
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(std::time::Duration::from_secs(5)))
+            .build()
+            .into();
+        Ok(Some(Remote {
+            agent,
+            server,
+            token,
+            op_id,
+        }))
+    }
+
+    pub fn create(&self, req: &CreateRequest) -> Result<Outcome, CliError> {
+        let body = json!({ "title": req.title, "body": req.body, "depends_on": req.depends_on });
+        self.send("POST", "/tickets".into(), Some(body))
+    }
+
+    pub fn edit(&self, id: &str, req: &EditRequest) -> Result<Outcome, CliError> {
+        let body = json!({ "title": req.title, "body": req.body });
+        self.send("PATCH", ticket_path(id, ""), Some(body))
+    }
+
+    pub fn comment(&self, id: &str, req: &CommentRequest) -> Result<Outcome, CliError> {
+        let body = json!({ "kind": req.kind, "body": req.body });
+        self.send("POST", ticket_path(id, "/comments"), Some(body))
+    }
+
+    /// A state operation; `Accept` and `Complete` have no route (yoi itself performs them).
+    pub fn transition(
+        &self,
+        op: Operation,
+        id: &str,
+        req: &TransitionRequest,
+    ) -> Result<Outcome, CliError> {
+        let route = match op {
+            Operation::MarkReady => "/mark-ready",
+            Operation::Queue => "/queue",
+            Operation::ReturnToPlanning => "/return-to-planning",
+            Operation::Close => "/close",
+            Operation::Cancel => "/cancel",
+            Operation::Reopen => "/reopen",
+            Operation::Accept | Operation::Complete => return Err(not_a_human_operation(op)),
+        };
+        let body = json!({
+            "reason": req.reason,
+            "resolution": req.resolution,
+            "expected_state": req.expected.map(State::as_str),
+        });
+        self.send("POST", ticket_path(id, route), Some(body))
+    }
+
+    pub fn add_relation(&self, id: &str, req: &RelationRequest) -> Result<Outcome, CliError> {
+        let body = json!({ "kind": req.kind.to_string(), "target": req.target, "note": req.note });
+        self.send("POST", ticket_path(id, "/relations"), Some(body))
+    }
+
+    pub fn remove_relation(
+        &self,
+        id: &str,
+        kind: RelationKind,
+        target: &str,
+    ) -> Result<Outcome, CliError> {
+        let rest = format!(
+            "/relations/{}/{}",
+            segment(&kind.to_string()),
+            segment(target)
+        );
+        self.send("DELETE", ticket_path(id, &rest), None)
+    }
+
+    pub fn add_plan_record(
+        &self,
+        id: &str,
+        req: &PlanRequest,
+    ) -> Result<(Outcome, PlanRecord), CliError> {
+        #[derive(serde::Deserialize)]
+        struct Added {
+            outcome: Outcome,
+            record: PlanRecord,
+        }
+        let body =
+            json!({ "kind": req.kind.to_string(), "related": req.related, "note": req.note });
+        let added: Added = self.send("POST", ticket_path(id, "/plan"), Some(body))?;
+        Ok((added.outcome, added.record))
+    }
+
+    /// One request; a 2xx body is parsed as `T`, anything else becomes [`CliError::Api`].
+    fn send<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: String,
+        body: Option<Value>,
+    ) -> Result<T, CliError> {
+        let url = format!("http://{}/api/v1{path}", self.server.address);
+        let auth = format!("Bearer {}", self.token);
+        let mut request = ureq::http::Request::builder()
+            .method(method)
+            .uri(&url)
+            .header("Authorization", &auth);
+        if let Some(op) = &self.op_id {
+            request = request.header("Idempotency-Key", op);
+        }
+        let sent = match body {
+            Some(b) => {
+                let request = request
+                    .header("Content-Type", "application/json")
+                    .body(b.to_string())
+                    .map_err(|e| self.unreachable(e))?;
+                self.agent.run(request)
+            }
+            None => {
+                let request = request.body(()).map_err(|e| self.unreachable(e))?;
+                self.agent.run(request)
+            }
+        };
+        let mut response = sent.map_err(|e| self.unreachable(e))?;
+        let status = response.status().as_u16();
+        let text = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| self.unreachable(e))?;
+        if (200..300).contains(&status) {
+            return serde_json::from_str(&text).map_err(|e| {
+                self.unreachable(format!(
+                    "the server's answer is not what this yoi expects: {e}"
+                ))
+            });
+        }
+        let message = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+            .unwrap_or_else(|| format!("the server answered {status}"));
+        let message = if status == 401 {
+            format!("the server refused .yoi/local/{ADMIN_TOKEN_FILE} ({message}); run `yoi init` to renew it, or pass --local")
+        } else {
+            message
+        };
+        Err(CliError::Api { status, message })
+    }
+
+    fn unreachable(&self, reason: impl std::fmt::Display) -> CliError {
+        CliError::Server {
+            pid: self.server.pid,
+            address: self.server.address.clone(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+pub(crate) fn not_a_human_operation(op: Operation) -> CliError {
+    CliError::Refused(format!(
+        "{} is performed by yoi itself, not through the CLI",
+        op.to_state()
+    ))
+}
+
+fn ticket_path(id: &str, rest: &str) -> String {
+    format!("/tickets/{}{rest}", segment(id))
+}
+
+/// Percent-encode one path segment (everything but RFC 3986 unreserved characters).
+fn segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::segment;
+
+    #[test]
+    fn path_segments_are_percent_encoded() {
+        assert_eq!(segment("01KB7ABC"), "01KB7ABC");
+        assert_eq!(segment("a/b c%"), "a%2Fb%20c%25");
+        assert_eq!(segment("é"), "%C3%A9");
+    }
+}

@@ -1,0 +1,700 @@
+//! The CLI with a running `yoi serve`: ticket mutations go through the API and print exactly
+//! what local mode prints (successes and refusals, with the same exit codes), the server records
+//! the admin token's principal, `--local` still works beside it, and the server's lifecycle —
+//! SIGTERM finishes the request in flight, exits 0 and removes server.json; a second server for
+//! the same workspace is refused.
+//!
+//! Each server is the real binary started with `--listen 127.0.0.1:0`; its address is read from
+//! its `listening on http://ADDR` line, never guessed or waited for.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+
+use common::{normalize, run_yoi_full, Output, Repo, COMPLETE_BRIEF};
+
+/// A `yoi serve` child process.
+struct Server {
+    child: Child,
+    addr: String,
+    /// Its stderr (the log), line by line.
+    log: mpsc::Receiver<String>,
+    _stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn start(repo: &Repo) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_yoi"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .current_dir(repo.path())
+            .env("USER", "tester")
+            .env("YOI_LOG", "info")
+            .env_remove("YOI_USER")
+            .env_remove("YOI_DATABASE_URL")
+            .env_remove("YOI_LOCK_TIMEOUT_SECS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("yoi serve starts");
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let addr = match line.trim().strip_prefix("listening on http://") {
+            Some(a) => a.to_string(),
+            None => {
+                let log: Vec<String> = log.try_iter().collect();
+                panic!("yoi serve printed {line:?}; log:\n{}", log.join("\n"));
+            }
+        };
+        Server {
+            child,
+            addr,
+            log,
+            _stdout: stdout,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Send SIGTERM (as a service manager would).
+    fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn wait(&mut self) -> ExitStatus {
+        self.child.wait().unwrap()
+    }
+
+    /// Block until a log line contains `needle`; returns it.
+    fn wait_for_log(&self, needle: &str) -> String {
+        for line in self.log.iter() {
+            if line.contains(needle) {
+                return line;
+            }
+        }
+        panic!("the server's log ended without `{needle}`");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One CLI invocation of a comparison script: `$1`, `$2`… stand for the tickets the script
+/// created so far, in order.
+struct Step {
+    args: &'static [&'static str],
+    stdin: Option<&'static str>,
+    code: i32,
+}
+
+const fn step(args: &'static [&'static str], code: i32) -> Step {
+    Step {
+        args,
+        stdin: None,
+        code,
+    }
+}
+
+const fn with_stdin(args: &'static [&'static str], stdin: &'static str, code: i32) -> Step {
+    Step {
+        args,
+        stdin: Some(stdin),
+        code,
+    }
+}
+
+/// Runs a script in one workspace, remembering the tickets it creates.
+struct Runner<'a> {
+    repo: &'a Repo,
+    env: &'a [(&'a str, &'a str)],
+    ids: Vec<String>,
+}
+
+impl Runner<'_> {
+    fn run(&mut self, s: &Step) -> Output {
+        let args: Vec<String> = s
+            .args
+            .iter()
+            .map(|a| match a.strip_prefix('$') {
+                Some(n) => self.ids[n.parse::<usize>().unwrap() - 1].clone(),
+                None => a.to_string(),
+            })
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run_yoi_full(self.repo.path(), &args, s.stdin, self.env);
+        if out.code == 0 && s.args.contains(&"create") {
+            let id = match serde_json::from_str::<serde_json::Value>(&out.stdout) {
+                Ok(v) => v["ticket"].as_str().unwrap().to_string(),
+                Err(_) => out.stdout.trim().to_string(),
+            };
+            self.ids.push(id);
+        }
+        out
+    }
+
+    /// The output with this workspace's ticket ids as `T1`, `T2`…, then ids and times
+    /// normalised.
+    fn canonical(&self, out: &Output) -> String {
+        let mut text = format!(
+            "status: {}\n--- stdout\n{}--- stderr\n{}",
+            out.code, out.stdout, out.stderr
+        );
+        for (i, id) in self.ids.iter().enumerate() {
+            text = text.replace(id.as_str(), &format!("T{}", i + 1));
+        }
+        normalize(&text)
+    }
+}
+
+/// Run `script` in a local-mode workspace and in one with a running server, comparing every
+/// step. The server-mode CLI runs as another user: if a command bypassed the server, the
+/// recorded author (printed by `plan add --json` and `show`) would differ.
+fn compare_local_and_server(script: &[Step]) {
+    let local_repo = Repo::init();
+    let server_repo = Repo::init();
+    let server = Server::start(&server_repo);
+    let mut local = Runner {
+        repo: &local_repo,
+        env: &[],
+        ids: Vec::new(),
+    };
+    let mut remote = Runner {
+        repo: &server_repo,
+        env: &[("USER", "mallory")],
+        ids: Vec::new(),
+    };
+    for s in script {
+        let a = local.run(s);
+        let b = remote.run(s);
+        let (a, b) = (local.canonical(&a), remote.canonical(&b));
+        assert_eq!(
+            a,
+            b,
+            "`yoi {}` differs between local mode (left) and through the server (right)",
+            s.args.join(" ")
+        );
+        assert!(
+            a.starts_with(&format!("status: {}\n", s.code)),
+            "`yoi {}`: expected exit {}, got:\n{a}",
+            s.args.join(" "),
+            s.code
+        );
+    }
+    // Every successful mutation went through the server: the admin token's principal is the
+    // author of every event, although the CLI ran as mallory.
+    for id in &remote.ids {
+        for (kind, author) in authors(&server_repo, id) {
+            assert_eq!(author, "tester", "{id}: {kind} event");
+        }
+    }
+    drop(server);
+}
+
+#[test]
+fn mutations_through_the_server_print_exactly_what_local_mode_prints() {
+    compare_local_and_server(&[
+        with_stdin(
+            &["ticket", "create", "--title", "Parser", "--body-file", "-"],
+            COMPLETE_BRIEF,
+            0,
+        ),
+        step(&["ticket", "create", "--title", "Lexer"], 0),
+        step(
+            &[
+                "ticket",
+                "create",
+                "--title",
+                "Docs",
+                "--depends-on",
+                "$1",
+                "--json",
+            ],
+            0,
+        ),
+        step(&["ticket", "edit", "$2", "--title", "Lexer v2"], 0),
+        step(
+            &["ticket", "edit", "$2", "--title", "Lexer v3", "--json"],
+            0,
+        ),
+        with_stdin(
+            &["ticket", "edit", "$2", "--body-file", "-"],
+            "A new body.\n",
+            0,
+        ),
+        step(&["ticket", "comment", "$1", "-m", "first thought"], 0),
+        with_stdin(
+            &[
+                "ticket", "comment", "$1", "--kind", "decision", "--file", "-", "--json",
+            ],
+            "Use a table.\n",
+            0,
+        ),
+        step(&["ticket", "mark-ready", "$1"], 0),
+        step(&["ticket", "queue", "$1", "--json"], 0),
+        step(
+            &[
+                "ticket",
+                "return-to-planning",
+                "$1",
+                "--reason",
+                "needs a decision",
+            ],
+            0,
+        ),
+        step(&["ticket", "state", "$1", "ready"], 0),
+        step(&["ticket", "state", "$1", "queued", "--json"], 0),
+        step(
+            &["ticket", "state", "$1", "planning", "--reason", "again"],
+            0,
+        ),
+        step(
+            &[
+                "ticket", "relation", "add", "$2", "blocks", "$3", "--note", "order",
+            ],
+            0,
+        ),
+        step(
+            &["ticket", "relation", "add", "$2", "related", "$1", "--json"],
+            0,
+        ),
+        step(&["ticket", "relation", "rm", "$2", "blocks", "$3"], 0),
+        step(
+            &["ticket", "relation", "rm", "$2", "related", "$1", "--json"],
+            0,
+        ),
+        step(
+            &[
+                "ticket",
+                "plan",
+                "add",
+                "$1",
+                "before",
+                "--related",
+                "$2",
+                "--note",
+                "first",
+            ],
+            0,
+        ),
+        step(
+            &[
+                "ticket",
+                "plan",
+                "add",
+                "$1",
+                "after",
+                "--related",
+                "$3",
+                "--json",
+            ],
+            0,
+        ),
+        step(&["ticket", "cancel", "$2", "--resolution", "not needed"], 0),
+        step(
+            &[
+                "ticket",
+                "reopen",
+                "$2",
+                "--reason",
+                "needed after all",
+                "--json",
+            ],
+            0,
+        ),
+        step(
+            &[
+                "ticket",
+                "cancel",
+                "$3",
+                "--resolution",
+                "duplicate",
+                "--json",
+            ],
+            0,
+        ),
+        step(
+            &["--op-id", "op-42", "ticket", "comment", "$1", "-m", "once"],
+            0,
+        ),
+        step(
+            &["--op-id", "op-42", "ticket", "comment", "$1", "-m", "once"],
+            0,
+        ),
+        // The files each mode wrote read back the same.
+        step(&["ticket", "show", "$1"], 0),
+        step(&["ticket", "show", "$2", "--json"], 0),
+        step(&["ticket", "list", "--state", "all"], 0),
+    ]);
+}
+
+#[test]
+fn refusals_through_the_server_give_the_local_message_and_exit_code() {
+    compare_local_and_server(&[
+        with_stdin(
+            &["ticket", "create", "--title", "Alpha", "--body-file", "-"],
+            COMPLETE_BRIEF,
+            0,
+        ),
+        step(&["ticket", "create", "--title", "Beta"], 0),
+        with_stdin(
+            &[
+                "ticket",
+                "create",
+                "--title",
+                "Gamma",
+                "--depends-on",
+                "$1",
+                "--body-file",
+                "-",
+            ],
+            COMPLETE_BRIEF,
+            0,
+        ),
+        // Invalid input: exit 2.
+        step(&["ticket", "create", "--title", ""], 2),
+        step(&["ticket", "comment", "AB", "-m", "too short an id"], 2),
+        step(&["ticket", "comment", "$1", "-m", ""], 2),
+        step(&["ticket", "edit", "$1"], 2),
+        step(&["ticket", "state", "$1", "frozen"], 2),
+        step(&["ticket", "relation", "add", "$2", "frobs", "$1"], 2),
+        step(&["ticket", "plan", "add", "$1", "nonsense"], 2),
+        step(
+            &[
+                "--op-id",
+                "not an id!",
+                "ticket",
+                "comment",
+                "$1",
+                "-m",
+                "x",
+            ],
+            2,
+        ),
+        // Unknown tickets: exit 1.
+        step(
+            &[
+                "ticket",
+                "create",
+                "--title",
+                "Delta",
+                "--depends-on",
+                "ZZZZZZZZ",
+            ],
+            1,
+        ),
+        step(&["ticket", "edit", "ZZZZZZZZ", "--title", "x"], 1),
+        step(&["ticket", "comment", "ZZZZZZZZ", "-m", "x"], 1),
+        step(&["ticket", "plan", "add", "ZZZZZZZZ", "before"], 1),
+        // Guards: exit 1.
+        step(&["ticket", "mark-ready", "$2"], 1),
+        step(&["ticket", "queue", "$2"], 1),
+        step(&["ticket", "mark-ready", "$1"], 0),
+        step(&["ticket", "mark-ready", "$1"], 1),
+        step(&["ticket", "mark-ready", "$3"], 0),
+        step(&["ticket", "queue", "$3"], 1),
+        step(&["ticket", "close", "$1", "--resolution", "done"], 1),
+        step(&["ticket", "reopen", "$1", "--reason", "why not"], 1),
+        step(&["ticket", "state", "$1", "done"], 1),
+        step(&["ticket", "state", "$1", "ready"], 1),
+        step(&["ticket", "state", "$1", "planning"], 2),
+        step(&["ticket", "relation", "add", "$1", "depends_on", "$1"], 1),
+        step(&["ticket", "relation", "add", "$1", "depends_on", "$3"], 1),
+        step(&["ticket", "relation", "add", "$2", "blocks", "$1"], 0),
+        step(&["ticket", "relation", "add", "$2", "blocks", "$1"], 1),
+        step(&["ticket", "relation", "rm", "$2", "related", "$1"], 1),
+        step(&["ticket", "plan", "add", "$1", "accepted_plan"], 1),
+        step(
+            &["--op-id", "op-7", "ticket", "comment", "$1", "-m", "once"],
+            0,
+        ),
+        step(
+            &["--op-id", "op-7", "ticket", "comment", "$1", "-m", "twice"],
+            1,
+        ),
+    ]);
+}
+
+fn show_json(repo: &Repo, id: &str) -> serde_json::Value {
+    let out = repo.yoi(&["ticket", "show", id, "--json"]).ok();
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+fn authors(repo: &Repo, id: &str) -> Vec<(String, String)> {
+    show_json(repo, id)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap().to_string(),
+                e["author"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_server_records_the_admin_tokens_principal_and_local_mode_the_user() {
+    let repo = Repo::init(); // as USER=tester: the admin token's principal
+    let server = Server::start(&repo);
+    let as_mallory = [("USER", "mallory")];
+    let created = run_yoi_full(
+        repo.path(),
+        &["ticket", "create", "--title", "Who"],
+        None,
+        &as_mallory,
+    )
+    .ok();
+    let id = created.stdout.trim().to_string();
+    run_yoi_full(
+        repo.path(),
+        &["ticket", "comment", &id, "-m", "via the API"],
+        None,
+        &as_mallory,
+    )
+    .ok();
+    run_yoi_full(
+        repo.path(),
+        &["--local", "ticket", "comment", &id, "-m", "on the files"],
+        None,
+        &as_mallory,
+    )
+    .ok();
+    assert_eq!(
+        authors(&repo, &id),
+        vec![
+            ("create".to_string(), "tester".to_string()),
+            ("comment".to_string(), "tester".to_string()),
+            ("comment".to_string(), "mallory".to_string()),
+        ]
+    );
+    drop(server);
+}
+
+#[test]
+fn local_mode_works_beside_a_running_server_and_the_server_sees_its_writes() {
+    let repo = Repo::init();
+    let server = Server::start(&repo);
+    let id = repo.create("Shared", "");
+    let out = repo
+        .yoi(&[
+            "--local",
+            "ticket",
+            "comment",
+            &id,
+            "-m",
+            "written on the files",
+        ])
+        .ok();
+    assert_eq!(out.stdout, format!("{id}: comment\n"));
+    repo.yoi(&[
+        "--local",
+        "ticket",
+        "edit",
+        &id,
+        "--title",
+        "Shared, edited locally",
+    ])
+    .ok();
+
+    // The server answers with what the local commands wrote: the ticket from its files and the
+    // listing from the database they share.
+    let token = std::fs::read_to_string(repo.path().join(".yoi/local/admin.token")).unwrap();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let get = |path: &str| -> serde_json::Value {
+        let mut resp = agent
+            .get(&format!("http://{}/api/v1{path}", server.addr))
+            .header("Authorization", &format!("Bearer {}", token.trim()))
+            .call()
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        resp.body_mut().read_json().unwrap()
+    };
+    let ticket = get(&format!("/tickets/{id}"));
+    assert_eq!(ticket["title"], "Shared, edited locally");
+    assert_eq!(ticket["events"][1]["body"], "written on the files");
+    let listed = get("/tickets?search=edited");
+    assert_eq!(listed["tickets"][0]["id"], id.as_str());
+
+    // And mutations through the server carry on after the local ones.
+    let out = repo
+        .yoi(&["ticket", "comment", &id, "-m", "through the API"])
+        .ok();
+    assert_eq!(out.stdout, format!("{id}: comment\n"));
+    assert_eq!(show_json(&repo, &id)["events"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn sigterm_stops_the_server_with_exit_0_and_removes_server_json() {
+    let repo = Repo::init();
+    let mut server = Server::start(&repo);
+    let server_json = repo.path().join(".yoi/local/server.json");
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&server_json).unwrap()).unwrap();
+    assert_eq!(info["pid"], server.pid());
+    assert_eq!(info["address"], server.addr.as_str());
+
+    server.terminate();
+    let status = server.wait();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(!server_json.exists());
+    // With the server gone the CLI works on the files again (and records the local user).
+    let id = run_yoi_full(
+        repo.path(),
+        &["ticket", "create", "--title", "After"],
+        None,
+        &[("USER", "mallory")],
+    )
+    .ok()
+    .stdout
+    .trim()
+    .to_string();
+    assert_eq!(
+        authors(&repo, &id),
+        vec![("create".into(), "mallory".into())]
+    );
+}
+
+#[test]
+fn a_second_server_for_the_same_workspace_is_refused_naming_the_pid() {
+    let repo = Repo::init();
+    let server = Server::start(&repo);
+    let out = repo.yoi(&["serve", "--listen", "127.0.0.1:0"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "error: another yoi server (pid {}) is already serving this workspace at {}\n",
+            server.pid(),
+            server.addr
+        )
+    );
+    assert_eq!(out.stdout, "");
+    // The first server is untouched and still serves.
+    let id = repo.create("Still served", "");
+    let info = std::fs::read_to_string(repo.path().join(".yoi/local/server.json")).unwrap();
+    assert!(info.contains(&format!("\"pid\": {}", server.pid())));
+    assert_eq!(
+        authors(&repo, &id),
+        vec![("create".into(), "tester".into())]
+    );
+}
+
+/// Read one HTTP/1.1 response head (status line and headers) from a raw connection.
+fn read_head(conn: &mut BufReader<TcpStream>) -> (u16, Vec<String>) {
+    let mut status = String::new();
+    conn.read_line(&mut status).unwrap();
+    let code = status
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP status line: {status:?}"));
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        conn.read_line(&mut line).unwrap();
+        let line = line.trim_end().to_string();
+        if line.is_empty() {
+            return (code, headers);
+        }
+        headers.push(line.to_ascii_lowercase());
+    }
+}
+
+#[test]
+fn shutdown_lets_the_request_in_flight_finish() {
+    let repo = Repo::init();
+    let mut server = Server::start(&repo);
+    let id = repo.create("In flight", "");
+    let token = std::fs::read_to_string(repo.path().join(".yoi/local/admin.token")).unwrap();
+    let body = r#"{"body": "sent across a shutdown"}"#;
+
+    // The request's head goes first with `Expect: 100-continue`; the server answers
+    // `100 Continue` only once the handler is reading the body, so the request is in flight.
+    let stream = TcpStream::connect(&server.addr).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let mut conn = BufReader::new(stream);
+    write!(
+        writer,
+        "POST /api/v1/tickets/{id}/comments HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        server.addr,
+        token.trim(),
+        body.len()
+    )
+    .unwrap();
+    assert_eq!(read_head(&mut conn).0, 100);
+
+    server.terminate();
+    server.wait_for_log("shutting down");
+    // The server is waiting for this request, not gone.
+    assert!(server.child.try_wait().unwrap().is_none());
+
+    writer.write_all(body.as_bytes()).unwrap();
+    let (code, headers) = read_head(&mut conn);
+    assert_eq!(code, 200);
+    let length: usize = headers
+        .iter()
+        .find_map(|h| h.strip_prefix("content-length:"))
+        .expect("a content-length")
+        .trim()
+        .parse()
+        .unwrap();
+    let mut answer = vec![0; length];
+    conn.read_exact(&mut answer).unwrap();
+    let outcome: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(outcome["ticket"], id.as_str());
+    assert_eq!(outcome["operation"], "comment");
+
+    let status = server.wait();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(!repo.path().join(".yoi/local/server.json").exists());
+    let events = show_json(&repo, &id)["events"].clone();
+    assert_eq!(events[1]["body"], "sent across a shutdown");
+}
+
+#[test]
+fn a_stale_admin_token_is_refused_naming_the_file_not_bypassed() {
+    let repo = Repo::init();
+    let server = Server::start(&repo);
+    let token_file = repo.path().join(".yoi/local/admin.token");
+    std::fs::write(&token_file, "yoi_not_the_admin_token\n").unwrap();
+    let out = repo.yoi(&["ticket", "create", "--title", "Refused"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "error: the server refused .yoi/local/admin.token (unknown or revoked token); run `yoi init` to renew it, or pass --local\n"
+    );
+    // Nothing was written on the side.
+    let listed = repo
+        .yoi(&["ticket", "list", "--state", "all", "--json"])
+        .ok();
+    assert!(listed.stdout.contains("\"count\": 0"), "{}", listed.stdout);
+    drop(server);
+}

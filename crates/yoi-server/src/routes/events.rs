@@ -1,0 +1,192 @@
+//! `GET /api/v1/events`: the event outbox as server-sent events.
+//!
+//! Each SSE event carries `id:` = the outbox `seq`, `event:` = the outbox kind and `data:` = a
+//! [`LiveEvent`] as JSON. Outbox seqs are gap-free and committed in order (writers are
+//! serialised), so a client that resumes with `Last-Event-ID: N` (or `?after=N`) receives every
+//! later event exactly once. Without a position the stream starts at the current end: live
+//! updates only, no history; `?after=0` replays everything.
+//!
+//! The stream wakes when this server mutates something (the `changed` signal) and also polls the
+//! outbox every [`POLL_INTERVAL`], so events written by another process — the CLI with
+//! `--local` — arrive too, at most that late. It ends when the server starts shutting down, so
+//! graceful shutdown never waits on an open stream. The token is checked once, at connect.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use utoipa::ToSchema;
+use yoi_store::db::{Db, OutboxEvent};
+
+use crate::auth::{Authed, ReadTickets};
+use crate::error::ApiError;
+use crate::extract::Params;
+use crate::state::AppState;
+
+/// How often an idle stream looks at the outbox for events written by other processes.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// How often an idle stream sends a `: keep-alive` comment, so proxies and clients keep it open.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Outbox rows read per query.
+const BATCH: i64 = 256;
+
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct EventsParams {
+    /// Resume after this outbox seq. A `Last-Event-ID` header wins over it (a reconnecting
+    /// browser sends the header and repeats the original URL). Without either, the stream starts
+    /// at the current end.
+    pub after: Option<i64>,
+    /// Only this ticket's events (an id or a unique suffix of one).
+    pub ticket: Option<String>,
+}
+
+/// The `data:` of one SSE event.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LiveEvent {
+    pub seq: i64,
+    pub event_id: String,
+    pub ticket: String,
+    pub kind: String,
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+}
+
+impl From<OutboxEvent> for LiveEvent {
+    fn from(e: OutboxEvent) -> Self {
+        LiveEvent {
+            seq: e.seq,
+            event_id: e.event_id,
+            ticket: e.ticket,
+            kind: e.kind,
+            payload: e.payload,
+        }
+    }
+}
+
+#[utoipa::path(
+    get,
+    tag = "events",
+    path = "/api/v1/events",
+    params(
+        EventsParams,
+        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this outbox seq (wins over `after`)"),
+    ),
+    responses(
+        (status = 200, description = "`text/event-stream`: `id:` the outbox seq, `event:` its kind, `data:` a LiveEvent", content_type = "text/event-stream", body = LiveEvent),
+        (status = 400, description = "a position that is not a whole number, or an unknown parameter"),
+        (status = 401, description = "missing or unknown token"),
+        (status = 404, description = "no such ticket"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn stream(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    headers: HeaderMap,
+    Params(p): Params<EventsParams>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let ticket = match p.ticket {
+        Some(t) => Some(s.read(move |ws| ws.resolve(&t)).await?.to_string()),
+        None => None,
+    };
+    let after = match start_position(&headers, p.after)? {
+        Some(n) => n,
+        None => s.db().last_event_seq().await?,
+    };
+    let feed = Feed {
+        db: s.db().clone(),
+        ticket,
+        after,
+        pending: VecDeque::new(),
+        changed: s.changed.subscribe(),
+        closing: s.closing.subscribe(),
+    };
+    let events = futures_util::stream::unfold(feed, |mut feed| async move {
+        let e = feed.next().await?;
+        Some((Ok(sse_event(e)), feed))
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
+}
+
+/// Where to start: the `Last-Event-ID` header, else `?after=`, else `None` (the current end).
+fn start_position(headers: &HeaderMap, after: Option<i64>) -> Result<Option<i64>, ApiError> {
+    let header = headers
+        .get("last-event-id")
+        .map(|v| v.to_str().unwrap_or("\u{fffd}").trim())
+        .filter(|v| !v.is_empty());
+    let position = match header {
+        Some(v) => Some(v.parse::<i64>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "Last-Event-ID must be an event seq (a whole number), got `{v}`"
+            ))
+        })?),
+        None => after,
+    };
+    match position {
+        Some(n) if n < 0 => Err(ApiError::bad_request(format!(
+            "an event position cannot be negative, got {n}"
+        ))),
+        other => Ok(other),
+    }
+}
+
+fn sse_event(e: OutboxEvent) -> Event {
+    let id = e.seq.to_string();
+    let kind = e.kind.clone();
+    let data = serde_json::to_string(&LiveEvent::from(e)).unwrap_or_else(|_| "{}".into());
+    Event::default().id(id).event(kind).data(data)
+}
+
+/// One client's position in the outbox.
+struct Feed {
+    db: Db,
+    ticket: Option<String>,
+    /// The seq of the last event handed out (or the starting position).
+    after: i64,
+    pending: VecDeque<OutboxEvent>,
+    changed: watch::Receiver<u64>,
+    closing: watch::Receiver<bool>,
+}
+
+impl Feed {
+    /// The next event after `self.after`, waiting for one; `None` once the server is closing.
+    async fn next(&mut self) -> Option<OutboxEvent> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                self.after = e.seq;
+                return Some(e);
+            }
+            if *self.closing.borrow() {
+                return None;
+            }
+            // Mark the current change as seen before reading, so a mutation that lands after
+            // the read wakes the wait below instead of being missed until the next poll.
+            self.changed.borrow_and_update();
+            match self
+                .db
+                .events_after(self.after, self.ticket.as_deref(), BATCH)
+                .await
+            {
+                Ok(rows) if !rows.is_empty() => {
+                    self.pending.extend(rows);
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "live events: reading the outbox failed"),
+            }
+            tokio::select! {
+                r = self.changed.changed() => if r.is_err() { return None },
+                r = self.closing.changed() => if r.is_err() { return None },
+                _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+        }
+    }
+}

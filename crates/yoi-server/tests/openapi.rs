@@ -1,0 +1,180 @@
+//! The OpenAPI document covers exactly the router's routes, the server serves that document,
+//! and a copy is written to `$CARGO_TARGET_TMPDIR/openapi.json` (`target/tmp/openapi.json`)
+//! for CI to check with an OpenAPI validator (`.ci/run`).
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::{Backend, Server, UNKNOWN_ID};
+
+/// Every route `yoi_server::router` serves, as (method, path). Keep in step with the router:
+/// the tests below fail when the document or the server disagrees with this list.
+const ROUTES: &[(&str, &str)] = &[
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("get", "/api/v1/openapi.json"),
+    ("get", "/api/v1/tickets"),
+    ("post", "/api/v1/tickets"),
+    ("get", "/api/v1/tickets/{id}"),
+    ("patch", "/api/v1/tickets/{id}"),
+    ("post", "/api/v1/tickets/{id}/comments"),
+    ("post", "/api/v1/tickets/{id}/mark-ready"),
+    ("post", "/api/v1/tickets/{id}/queue"),
+    ("post", "/api/v1/tickets/{id}/return-to-planning"),
+    ("post", "/api/v1/tickets/{id}/close"),
+    ("post", "/api/v1/tickets/{id}/cancel"),
+    ("post", "/api/v1/tickets/{id}/reopen"),
+    ("get", "/api/v1/tickets/{id}/relations"),
+    ("post", "/api/v1/tickets/{id}/relations"),
+    ("delete", "/api/v1/tickets/{id}/relations/{kind}/{target}"),
+    ("get", "/api/v1/tickets/{id}/blockers"),
+    ("get", "/api/v1/tickets/{id}/plan"),
+    ("post", "/api/v1/tickets/{id}/plan"),
+    ("get", "/api/v1/doctor"),
+    ("get", "/api/v1/events"),
+    ("get", "/api/v1/skills"),
+    ("get", "/api/v1/skills/{name}"),
+    ("post", "/api/v1/skills/{name}/activate"),
+    ("get", "/api/v1/skills/{name}/resources/{path}"),
+    ("get", "/api/v1/skills/proposals"),
+    ("post", "/api/v1/skills/proposals"),
+    ("post", "/api/v1/skills/proposals/{id}/approve"),
+    ("post", "/api/v1/skills/proposals/{id}/reject"),
+];
+
+/// Routes anyone may call; every other route requires a bearer token.
+const PUBLIC: &[&str] = &["/healthz", "/readyz", "/api/v1/openapi.json"];
+
+const METHODS: &[&str] = &[
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+fn document() -> serde_json::Value {
+    serde_json::to_value(yoi_server::openapi::document()).unwrap()
+}
+
+fn documented(doc: &serde_json::Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in METHODS {
+            if item.get(*method).is_some() {
+                out.insert((method.to_string(), path.clone()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_document_lists_exactly_the_routes_of_the_router() {
+    let doc = document();
+    let listed: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
+    assert_eq!(listed.len(), ROUTES.len(), "ROUTES has duplicates");
+    let documented = documented(&doc);
+    let undocumented: Vec<_> = listed.difference(&documented).collect();
+    let unknown: Vec<_> = documented.difference(&listed).collect();
+    assert!(
+        undocumented.is_empty() && unknown.is_empty(),
+        "routes missing from the document: {undocumented:?}; documented but not routed: {unknown:?}"
+    );
+}
+
+#[test]
+fn every_operation_declares_its_path_parameters_security_and_a_tag() {
+    let doc = document();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+    let declared: Vec<serde_json::Value> = doc["tags"]
+        .as_array()
+        .expect("declared tags")
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    for (method, path) in ROUTES {
+        let op = &doc["paths"][path][method];
+        let params: BTreeSet<&str> = op["parameters"]
+            .as_array()
+            .map(|ps| {
+                ps.iter()
+                    .filter(|p| p["in"] == "path")
+                    .map(|p| p["name"].as_str().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let in_path: BTreeSet<&str> = path
+            .split('/')
+            .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
+            .collect();
+        assert_eq!(params, in_path, "{method} {path}: path parameters");
+        let secured = op["security"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|r| r.get("bearer").is_some()));
+        assert_eq!(
+            secured,
+            !PUBLIC.contains(path),
+            "{method} {path}: bearer security"
+        );
+        let tags = op["tags"].as_array().cloned().unwrap_or_default();
+        assert!(
+            !tags.is_empty() && tags.iter().all(|t| declared.contains(t)),
+            "{method} {path}: tags {tags:?} must be among the declared {declared:?}"
+        );
+        assert!(
+            op["responses"]["default"]["content"]["application/json"]["schema"]["$ref"]
+                == "#/components/schemas/ErrorBody",
+            "{method} {path}: the error body as the default response"
+        );
+        let ok = op["responses"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.starts_with('2'));
+        assert!(ok, "{method} {path}: a success response");
+    }
+}
+
+/// A request for `path` with its parameters filled in.
+fn concrete(path: &str) -> String {
+    path.replace("{id}", UNKNOWN_ID)
+        .replace("{kind}", "depends_on")
+        .replace("{target}", UNKNOWN_ID)
+}
+
+#[test]
+fn the_server_serves_every_listed_route() {
+    let s = Server::start(Backend::Sqlite);
+    for (method, path) in ROUTES {
+        let resp = s.request(upper(method), &concrete(path)).send();
+        let expected = if PUBLIC.contains(path) { 200 } else { 401 };
+        assert_eq!(
+            resp.status, expected,
+            "{method} {path}: the router answers {} ({})",
+            resp.status, resp.text
+        );
+    }
+}
+
+#[test]
+fn the_served_document_is_the_generated_one_and_is_saved_for_validation() {
+    let s = Server::start(Backend::Sqlite);
+    let served = s.get("/api/v1/openapi.json").send().expect(200);
+    assert_eq!(served, document());
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(dir).unwrap();
+    let text = serde_json::to_string_pretty(&served).unwrap() + "\n";
+    std::fs::write(dir.join("openapi.json"), text).unwrap();
+}
+
+fn upper(method: &str) -> &'static str {
+    match method {
+        "get" => "GET",
+        "post" => "POST",
+        "patch" => "PATCH",
+        "delete" => "DELETE",
+        other => panic!("no method {other} in ROUTES"),
+    }
+}

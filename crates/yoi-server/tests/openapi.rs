@@ -178,3 +178,21 @@ fn upper(method: &str) -> &'static str {
         other => panic!("no method {other} in ROUTES"),
     }
 }
+
+#[test]
+fn operation_ids_are_unique() {
+    let doc = document();
+    let mut seen = BTreeSet::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let id = op["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            assert!(
+                seen.insert(id.to_string()),
+                "operationId `{id}` ({method} {path}) is used twice"
+            );
+        }
+    }
+    assert_eq!(seen.len(), ROUTES.len());
+}

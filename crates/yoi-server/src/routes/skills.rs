@@ -83,7 +83,7 @@ fn proposal_error(e: ProposalError) -> ApiError {
     }
 }
 
-#[utoipa::path(get, path = "/api/v1/skills", responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "list_skills", get, path = "/api/v1/skills", responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
 pub async fn list(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -97,7 +97,7 @@ pub async fn list(
     ))
 }
 
-#[utoipa::path(get, path = "/api/v1/skills/{name}", params(("name" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "show_skill", get, path = "/api/v1/skills/{name}", params(("name" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
 pub async fn show(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -119,7 +119,7 @@ pub async fn show(
     Ok(Json(serde_json::to_value(entry).unwrap_or_default()))
 }
 
-#[utoipa::path(post, path = "/api/v1/skills/{name}/activate", params(("name" = String, Path)), request_body = ActivateBody, responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "activate_skill", post, path = "/api/v1/skills/{name}/activate", params(("name" = String, Path)), request_body = ActivateBody, responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
 pub async fn activate(
     State(s): State<AppState>,
     Authed(c, ..): Authed<UseSkills>,
@@ -155,7 +155,7 @@ pub async fn activate(
     Ok(Json(serde_json::to_value(result).unwrap_or_default()))
 }
 
-#[utoipa::path(get, path = "/api/v1/skills/{name}/resources/{path}", params(("name" = String, Path), ("path" = String, Path)), responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "skill_resource", get, path = "/api/v1/skills/{name}/resources/{path}", params(("name" = String, Path), ("path" = String, Path)), responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>)), security(("bearer" = [])), tag = "skills")]
 pub async fn resource(
     State(s): State<AppState>,
     _a: Authed<UseSkills>,
@@ -180,7 +180,7 @@ pub async fn resource(
         .into_response())
 }
 
-#[utoipa::path(get, path = "/api/v1/skills/proposals", responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "list_skill_proposals", get, path = "/api/v1/skills/proposals", responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
 pub async fn proposals(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -196,7 +196,7 @@ pub async fn proposals(
     ))
 }
 
-#[utoipa::path(post, path = "/api/v1/skills/proposals", request_body = ProposeBody, responses((status = 201, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "propose_skill", post, path = "/api/v1/skills/proposals", request_body = ProposeBody, responses((status = 201, body = Object)), security(("bearer" = [])), tag = "skills")]
 pub async fn propose(
     State(s): State<AppState>,
     Authed(c, ..): Authed<ProposeSkill>,
@@ -258,7 +258,7 @@ fn tempfile_dir(ws: &yoi_store::Workspace) -> Result<std::path::PathBuf, ApiErro
     Ok(dir)
 }
 
-#[utoipa::path(post, path = "/api/v1/skills/proposals/{id}/approve", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "approve_skill_proposal", post, path = "/api/v1/skills/proposals/{id}/approve", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
 pub async fn approve(
     State(s): State<AppState>,
     Authed(c, ..): Authed<DecideSkill>,
@@ -281,7 +281,7 @@ pub async fn approve(
     Ok(Json(serde_json::to_value(p).unwrap_or_default()))
 }
 
-#[utoipa::path(post, path = "/api/v1/skills/proposals/{id}/reject", params(("id" = String, Path)), request_body = RejectBody, responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "reject_skill_proposal", post, path = "/api/v1/skills/proposals/{id}/reject", params(("id" = String, Path)), request_body = RejectBody, responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
 pub async fn reject(
     State(s): State<AppState>,
     Authed(c, ..): Authed<DecideSkill>,

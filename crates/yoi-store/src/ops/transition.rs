@@ -167,6 +167,34 @@ fn required(field: &str, value: &Option<String>) -> Result<String, StoreError> {
     }
 }
 
+/// Which blocker rule applies: queueing tolerates blockers already queued or in progress
+/// (they run first, in order); accepting tolerates none.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    Queue,
+    Accept,
+}
+
+/// The one blocker gate. Every entry point that queues or accepts goes through here.
+fn blocker_gate(ws: &Workspace, id: &TicketId, gate: Gate) -> Result<(), StoreError> {
+    let graph = ws.read_graph()?;
+    let waits: Vec<TicketId> = graph.waits_on(id).into_iter().map(|w| w.0).collect();
+    let states = ws.states_of(&waits)?;
+    let blockers: Vec<_> = graph
+        .blockers(id, |t| states.get(t).copied())
+        .into_iter()
+        .filter(|b| gate == Gate::Accept || !b.state.is_some_and(State::is_in_flight))
+        .collect();
+    if blockers.is_empty() {
+        Ok(())
+    } else {
+        Err(StoreError::Blocked {
+            ticket: id.clone(),
+            blockers,
+        })
+    }
+}
+
 fn brief_guard(id: &TicketId, item: &Item) -> Result<(), StoreError> {
     let missing = brief::missing_required(item.body_text());
     if missing.is_empty() {
@@ -220,20 +248,7 @@ pub fn queue(
         req,
         Value::Null,
         |ws, id, item| {
-            let graph = ws.read_graph()?;
-            let waits: Vec<TicketId> = graph.waits_on(id).into_iter().map(|w| w.0).collect();
-            let states = ws.states_of(&waits)?;
-            let blockers: Vec<_> = graph
-                .blockers(id, |t| states.get(t).copied())
-                .into_iter()
-                .filter(|b| !b.state.is_some_and(State::is_in_flight))
-                .collect();
-            if !blockers.is_empty() {
-                return Err(StoreError::Blocked {
-                    ticket: id.clone(),
-                    blockers,
-                });
-            }
+            blocker_gate(ws, id, Gate::Queue)?;
             item.queued_by = Some(ctx.principal.author());
             item.queued_at = Some(ctx.now);
             Ok(Effects {
@@ -288,16 +303,7 @@ pub fn accept(
         payload,
         |ws, id, item| {
             brief_guard(id, item)?;
-            let graph = ws.read_graph()?;
-            let waits: Vec<TicketId> = graph.waits_on(id).into_iter().map(|w| w.0).collect();
-            let states = ws.states_of(&waits)?;
-            let blockers = graph.blockers(id, |t| states.get(t).copied());
-            if !blockers.is_empty() {
-                return Err(StoreError::Blocked {
-                    ticket: id.clone(),
-                    blockers,
-                });
-            }
+            blocker_gate(ws, id, Gate::Accept)?;
             let decision = Event::new(EventKind::Decision, &ev.decision)
                 .with_attr("decision", "implementation_ready");
             let plan = PlanRecord {

@@ -11,6 +11,22 @@ use yoi_core::{TicketId, Timestamp};
 use crate::error::StoreError;
 use crate::workspace::Workspace;
 
+/// A state filter as people write it: a comma list, `active` (every state but closed; also
+/// the default) or `all`. `None` means the default.
+pub fn parse_state_filter(
+    spec: Option<&str>,
+) -> Result<Option<Vec<State>>, yoi_core::state::StateParseError> {
+    match spec.map(str::trim) {
+        None | Some("") | Some("active") => Ok(None),
+        Some("all") => Ok(Some(State::ALL.to_vec())),
+        Some(list) => list
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<Vec<State>, _>>()
+            .map(Some),
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
     /// `None` means every state but closed.

@@ -115,19 +115,7 @@ pub struct ListResponse {
 }
 
 fn states(spec: Option<&str>) -> Result<Option<Vec<TicketState>>, ApiError> {
-    match spec.map(str::trim) {
-        None | Some("") | Some("active") => Ok(None),
-        Some("all") => Ok(Some(TicketState::ALL.to_vec())),
-        Some(list) => list
-            .split(',')
-            .map(|s| {
-                s.parse().map_err(|e: yoi_core::state::StateParseError| {
-                    ApiError::bad_request(e.to_string())
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-    }
+    query::parse_state_filter(spec).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 #[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets", params(ListParams), responses((status = 200, body = ListResponse)), security(("bearer" = [])))]

@@ -11,18 +11,7 @@ use crate::error::CliError;
 use crate::output;
 
 fn parse_states(spec: Option<&str>) -> Result<Option<Vec<State>>, CliError> {
-    match spec.map(str::trim) {
-        None | Some("active") => Ok(None),
-        Some("all") => Ok(Some(State::ALL.to_vec())),
-        Some(list) => list
-            .split(',')
-            .map(|s| {
-                s.parse::<State>()
-                    .map_err(|e| CliError::Usage(e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-    }
+    query::parse_state_filter(spec).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 #[derive(Serialize)]

@@ -5,13 +5,16 @@
 //! text, times and ids in, and the store crate does the I/O.
 
 pub mod brief;
+pub mod decision;
 pub mod finding;
 pub mod id;
 pub mod item;
+pub mod packet;
 pub mod plan;
 pub mod principal;
 pub mod relation;
 pub mod resolution;
+pub mod scope;
 pub mod state;
 pub mod thread;
 pub mod time;

@@ -1,0 +1,259 @@
+use super::*;
+use crate::State;
+
+const A: &str = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+const B: &str = "01BX5ZZKBKACTAV9WEVGEMMVRZ";
+
+fn id(s: &str) -> TicketId {
+    TicketId::parse(s).unwrap()
+}
+
+fn blocker(ticket: &str, reason_kind: &str, state: Option<State>) -> Blocker {
+    Blocker {
+        ticket: id(ticket),
+        reason_kind: reason_kind.to_string(),
+        state,
+    }
+}
+
+#[test]
+fn blocked_by_dependency_names_each_blocker_and_its_state() {
+    let d = RoutingDecision::BlockedByDependency {
+        blockers: vec![
+            blocker(A, "depends_on", Some(State::Inprogress)),
+            blocker(B, "blocked_by", None),
+        ],
+    };
+    assert_eq!(
+        d.render(),
+        format!(
+            "Routing decision: blocked_by_dependency\n\
+             Reason: 2 open dependencies must finish first.\n\
+             Evidence checked:\n\
+             - {A} via depends_on (state: inprogress)\n\
+             - {B} via blocked_by (missing)\n\
+             Next action: wait; the ticket is re-evaluated when a blocker changes state.\n"
+        )
+    );
+}
+
+#[test]
+fn return_to_planning_names_missing_sections() {
+    let d = RoutingDecision::ReturnToPlanning {
+        missing: vec![Section::Intent, Section::Validation],
+    };
+    assert_eq!(
+        d.render(),
+        "Routing decision: return_to_planning\n\
+         Reason: the brief is missing 2 required sections.\n\
+         Evidence checked:\n\
+         - missing section: Intent\n\
+         - missing section: Validation\n\
+         Next action: return the ticket to planning; complete the missing sections and mark it ready again.\n"
+    );
+}
+
+#[test]
+fn waiting_capacity_shows_the_count_and_the_limit() {
+    let d = RoutingDecision::WaitingCapacity {
+        in_progress: 2,
+        max: 2,
+    };
+    assert_eq!(
+        d.render(),
+        "Routing decision: waiting_capacity\n\
+         Reason: no implementation slot is free.\n\
+         Evidence checked:\n\
+         - tickets in progress: 2\n\
+         - maximum in progress: 2\n\
+         Next action: wait; the ticket is re-evaluated when a ticket in progress finishes.\n"
+    );
+}
+
+#[test]
+fn waiting_conflict_names_each_ticket_and_why() {
+    let d = RoutingDecision::WaitingConflict {
+        with: vec![
+            (id(A), "conflicts_with".to_string()),
+            (id(B), "write scope overlap on src/**".to_string()),
+        ],
+    };
+    assert_eq!(
+        d.render(),
+        format!(
+            "Routing decision: waiting_conflict\n\
+             Reason: 2 tickets in flight conflict with this one.\n\
+             Evidence checked:\n\
+             - {A}: conflicts_with\n\
+             - {B}: write scope overlap on src/**\n\
+             Next action: wait; the ticket is re-evaluated when the conflicting work finishes.\n"
+        )
+    );
+}
+
+#[test]
+fn implementation_ready_names_branch_and_base_commit() {
+    let d = RoutingDecision::ImplementationReady {
+        branch: "yoi/01ARZ3NDEK-add-scope".to_string(),
+        base_commit: "0123abcd".to_string(),
+    };
+    assert_eq!(
+        d.render(),
+        "Routing decision: implementation_ready\n\
+         Reason: dependencies are done, the brief is complete, a slot is free and nothing in flight conflicts.\n\
+         Evidence checked:\n\
+         - branch: yoi/01ARZ3NDEK-add-scope\n\
+         - base commit: 0123abcd\n\
+         Next action: accept: create the branch and worktree, freeze the IntentPacket, start the first assignment, then move the ticket to inprogress.\n"
+    );
+}
+
+#[test]
+fn acceptance_failed_keeps_a_multi_line_error_on_one_line() {
+    let d = RoutingDecision::AcceptanceFailed {
+        step: "create_worktree".to_string(),
+        error: "path exists\r\nhint: remove it".to_string(),
+        attempt: 2,
+    };
+    assert_eq!(
+        d.render(),
+        "Routing decision: acceptance_failed\n\
+         Reason: acceptance step `create_worktree` failed on attempt 2.\n\
+         Evidence checked:\n\
+         - step: create_worktree\n\
+         - attempt: 2\n\
+         - error: path exists\\nhint: remove it\n\
+         Next action: the ticket stays queued and acceptance is retried; three failures in a row open the circuit.\n"
+    );
+}
+
+#[test]
+fn circuit_open_counts_failures() {
+    let d = RoutingDecision::CircuitOpen { failures: 3 };
+    assert_eq!(
+        d.render(),
+        "Routing decision: circuit_open\n\
+         Reason: 3 consecutive failures opened the circuit.\n\
+         Evidence checked:\n\
+         - consecutive failures: 3\n\
+         Next action: no automatic dispatch; a human `retry` closes the circuit.\n"
+    );
+}
+
+#[test]
+fn empty_evidence_is_written_as_none() {
+    let d = RoutingDecision::BlockedByDependency { blockers: vec![] };
+    assert!(d
+        .render()
+        .contains("Evidence checked:\n- none\nNext action:"));
+}
+
+fn all_variants() -> Vec<RoutingDecision> {
+    vec![
+        RoutingDecision::BlockedByDependency {
+            blockers: vec![blocker(A, "depends_on", Some(State::Ready))],
+        },
+        RoutingDecision::ReturnToPlanning {
+            missing: vec![Section::Validation],
+        },
+        RoutingDecision::WaitingCapacity {
+            in_progress: 1,
+            max: 1,
+        },
+        RoutingDecision::WaitingConflict {
+            with: vec![(id(A), "do_not_parallelize".to_string())],
+        },
+        RoutingDecision::ImplementationReady {
+            branch: "yoi/x".to_string(),
+            base_commit: "abc".to_string(),
+        },
+        RoutingDecision::AcceptanceFailed {
+            step: "s".to_string(),
+            error: "e".to_string(),
+            attempt: 1,
+        },
+        RoutingDecision::CircuitOpen { failures: 3 },
+    ]
+}
+
+#[test]
+fn parse_kind_reads_back_every_kind() {
+    let variants = all_variants();
+    let kinds: Vec<&str> = variants.iter().map(|d| d.kind()).collect();
+    assert_eq!(kinds, RoutingDecision::KINDS);
+    for d in variants {
+        assert_eq!(parse_kind(&d.render()).as_deref(), Some(d.kind()));
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["kind"], d.kind());
+    }
+    assert_eq!(parse_kind("Routing decision: Not A Kind\n"), None);
+    assert_eq!(
+        parse_kind("Some comment\nRouting decision: circuit_open"),
+        None
+    );
+    assert_eq!(parse_kind(""), None);
+}
+
+#[test]
+fn situation_key_is_equal_for_the_same_evidence() {
+    let one = RoutingDecision::BlockedByDependency {
+        blockers: vec![
+            blocker(A, "depends_on", Some(State::Ready)),
+            blocker(B, "blocked_by", Some(State::Queued)),
+        ],
+    };
+    let same = one.clone();
+    let reordered = RoutingDecision::BlockedByDependency {
+        blockers: vec![
+            blocker(B, "blocked_by", Some(State::Queued)),
+            blocker(A, "depends_on", Some(State::Ready)),
+        ],
+    };
+    assert_eq!(one.situation_key(), same.situation_key());
+    assert_eq!(one.situation_key(), reordered.situation_key());
+    assert!(one.situation_key().starts_with("blocked_by_dependency:"));
+}
+
+#[test]
+fn situation_key_changes_when_a_blocker_changes_state() {
+    let before = RoutingDecision::BlockedByDependency {
+        blockers: vec![blocker(A, "depends_on", Some(State::Ready))],
+    };
+    let after = RoutingDecision::BlockedByDependency {
+        blockers: vec![blocker(A, "depends_on", Some(State::Inprogress))],
+    };
+    let gone = RoutingDecision::BlockedByDependency {
+        blockers: vec![blocker(A, "depends_on", None)],
+    };
+    assert_ne!(before.situation_key(), after.situation_key());
+    assert_ne!(after.situation_key(), gone.situation_key());
+}
+
+#[test]
+fn situation_keys_differ_across_kinds_and_evidence() {
+    let mut keys: Vec<String> = all_variants().iter().map(|d| d.situation_key()).collect();
+    keys.push(
+        RoutingDecision::AcceptanceFailed {
+            step: "s".to_string(),
+            error: "e".to_string(),
+            attempt: 2,
+        }
+        .situation_key(),
+    );
+    keys.push(
+        RoutingDecision::WaitingCapacity {
+            in_progress: 2,
+            max: 2,
+        }
+        .situation_key(),
+    );
+    let n = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), n);
+    // Empty evidence of one kind is still distinct from another kind's.
+    assert_ne!(
+        RoutingDecision::BlockedByDependency { blockers: vec![] }.situation_key(),
+        RoutingDecision::WaitingConflict { with: vec![] }.situation_key()
+    );
+}

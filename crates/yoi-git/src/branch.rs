@@ -1,0 +1,95 @@
+//! Work branches. A branch is created at an exact commit and is never moved here: an existing
+//! branch is accepted only when it already points at the wanted commit and no worktree has it
+//! checked out (so a retried start can reuse it); anything else is refused with what was found.
+
+use std::path::{Path, PathBuf};
+
+use gix::refs::transaction::PreviousValue;
+
+use crate::{repo, GitError};
+
+/// What [`create_branch`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchOutcome {
+    /// The branch did not exist and now points at the commit.
+    Created,
+    /// The branch already pointed at the commit and was free; nothing was written.
+    Reused,
+}
+
+/// Create `refs/heads/<name>` at `commit` (a full commit id in hex) in the repository at
+/// `repo_root`.
+pub fn create_branch(
+    repo_root: &Path,
+    name: &str,
+    commit: &str,
+) -> Result<BranchOutcome, GitError> {
+    let repo = repo::open(repo_root)?;
+    let wanted = repo::peel_to_commit(&repo, repo_root, commit)?;
+    let full_name = branch_ref_name(name)?;
+
+    if let Some(mut existing) = repo
+        .try_find_reference(full_name.as_ref())
+        .map_err(|e| GitError::git(repo_root, "read branches", e))?
+    {
+        let points_at = existing
+            .peel_to_id()
+            .map_err(|e| GitError::git(repo_root, "read branches", e))?
+            .detach();
+        if points_at != wanted {
+            return Err(GitError::BranchExists {
+                branch: name.to_string(),
+                points_at: points_at.to_string(),
+                wanted: wanted.to_string(),
+            });
+        }
+        let worktrees = checked_out_in(&repo, &full_name)?;
+        if !worktrees.is_empty() {
+            return Err(GitError::BranchCheckedOut {
+                branch: name.to_string(),
+                points_at: points_at.to_string(),
+                worktrees,
+            });
+        }
+        return Ok(BranchOutcome::Reused);
+    }
+
+    repo.reference(
+        full_name,
+        wanted,
+        PreviousValue::MustNotExist,
+        format!("branch: Created from {wanted}"),
+    )
+    .map_err(|e| GitError::git(repo_root, "create the branch", e))?;
+    Ok(BranchOutcome::Created)
+}
+
+/// `refs/heads/<name>`, validated like git validates branch names.
+pub(crate) fn branch_ref_name(name: &str) -> Result<gix::refs::FullName, GitError> {
+    let invalid = |reason: String| GitError::InvalidBranchName {
+        name: name.to_string(),
+        reason,
+    };
+    if name.is_empty() || name.starts_with('-') || name == "HEAD" {
+        return Err(invalid("not allowed as a branch name".into()));
+    }
+    gix::refs::FullName::try_from(format!("refs/heads/{name}")).map_err(|e| invalid(e.to_string()))
+}
+
+/// The working trees (main and linked) whose HEAD is the branch `full_name`.
+pub(crate) fn checked_out_in(
+    repo: &gix::Repository,
+    full_name: &gix::refs::FullName,
+) -> Result<Vec<PathBuf>, GitError> {
+    let fail = |e: gix::Error| GitError::git(repo.git_dir(), "list worktrees", e);
+    let head_fail = |e| GitError::git(repo.git_dir(), "read a worktree HEAD", e);
+    let mut found = Vec::new();
+    for wt_repo in repo.worktrees_including_main().map_err(fail)? {
+        let wt_repo = wt_repo.map_err(fail)?;
+        let head = wt_repo.head_name().map_err(head_fail)?;
+        if head.as_ref() == Some(full_name) {
+            found.extend(wt_repo.workdir().map(Path::to_path_buf));
+        }
+    }
+    Ok(found)
+}

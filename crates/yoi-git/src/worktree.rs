@@ -1,0 +1,201 @@
+//! Linked worktrees: add one for an existing branch, list them, tell whether one holds uncommitted
+//! work, remove one, prune the records of those whose folder is gone.
+//!
+//! Never loses work: [`remove_worktree`] refuses a worktree with modified, staged or untracked
+//! files unless forced, and names them. Only linked worktrees are ever removed, never the main
+//! one. Branches are kept when a worktree goes.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use gix::progress::Discard;
+use gix::worktree::add::Head;
+use gix::worktree::remove::Force;
+
+use crate::branch::{branch_ref_name, checked_out_in};
+use crate::{repo, GitError};
+
+/// One working tree of a repository, main or linked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeInfo {
+    /// Its folder, as recorded by git.
+    pub path: PathBuf,
+    /// The branch checked out (short name), `None` when detached or unreadable.
+    pub branch: Option<String>,
+    /// The commit checked out (hex), `None` when unborn or unreadable.
+    pub head: Option<String>,
+    /// Whether it holds uncommitted work; `None` when its folder is gone or unreadable.
+    pub dirty: Option<bool>,
+}
+
+/// Create a linked worktree at `path` with `branch` (an existing local branch, short name)
+/// checked out, like `git worktree add <path> <branch>`. `path` must not exist or be an empty
+/// folder, and the branch must not be checked out anywhere. On failure nothing is left behind.
+pub fn add_worktree(repo_root: &Path, path: &Path, branch: &str) -> Result<(), GitError> {
+    let repo = repo::open(repo_root)?;
+    let full_name = branch_ref_name(branch)?;
+    if repo
+        .try_find_reference(full_name.as_ref())
+        .map_err(|e| GitError::git(repo_root, "read branches", e))?
+        .is_none()
+    {
+        return Err(GitError::UnknownBranch {
+            repo: repo_root.to_path_buf(),
+            branch: branch.to_string(),
+        });
+    }
+    let worktrees = checked_out_in(&repo, &full_name)?;
+    if !worktrees.is_empty() {
+        let points_at =
+            repo::peel_to_commit(&repo, repo_root, full_name.as_bstr().to_string().as_str())?;
+        return Err(GitError::BranchCheckedOut {
+            branch: branch.to_string(),
+            points_at: points_at.to_string(),
+            worktrees,
+        });
+    }
+    let occupied = path.exists()
+        && std::fs::read_dir(path)
+            .map(|mut entries| entries.next().is_some())
+            .unwrap_or(true);
+    if occupied {
+        return Err(GitError::DestinationExists {
+            path: path.to_path_buf(),
+        });
+    }
+    let never = AtomicBool::new(false);
+    let (_wt_repo, outcome) = repo
+        .add_worktree(path, Head::Attached(full_name), Discard, &never)
+        .map_err(|e| GitError::git(path, "add the worktree", e))?;
+    if !outcome.errors.is_empty() || !outcome.collisions.is_empty() {
+        // The worktree is registered but incomplete; take it away again rather than hand out a
+        // checkout that differs from the branch.
+        let reason = format!(
+            "checkout failed for {} paths ({} collisions)",
+            outcome.errors.len(),
+            outcome.collisions.len()
+        );
+        let _ = repo.remove_worktree(path, Force::DiscardChanges, Discard);
+        return Err(GitError::Git {
+            path: path.to_path_buf(),
+            action: "check out the worktree",
+            reason,
+        });
+    }
+    Ok(())
+}
+
+/// Every working tree of the repository at `repo_root`: the main one first, then the linked ones.
+pub fn list_worktrees(repo_root: &Path) -> Result<Vec<WorktreeInfo>, GitError> {
+    let repo = repo::open(repo_root)?;
+    let main = repo
+        .main_repo()
+        .map_err(|e| GitError::git(repo_root, "open the main worktree", e))?;
+    let mut out = Vec::new();
+    if let Some(workdir) = main.workdir() {
+        out.push(info(workdir.to_path_buf(), Some(&main)));
+    }
+    for proxy in repo
+        .worktrees()
+        .map_err(|e| GitError::git(repo_root, "list worktrees", e))?
+    {
+        let Ok(path) = proxy.base() else { continue };
+        let wt_repo = proxy.into_repo_with_possibly_inaccessible_worktree().ok();
+        out.push(info(path, wt_repo.as_ref()));
+    }
+    Ok(out)
+}
+
+fn info(path: PathBuf, repo: Option<&gix::Repository>) -> WorktreeInfo {
+    let branch = repo
+        .and_then(|r| r.head_name().ok().flatten())
+        .map(|name| name.shorten().to_string());
+    let head = repo.and_then(|r| r.head_id().ok()).map(|id| id.to_string());
+    let dirty = path
+        .is_dir()
+        .then(|| dirty_paths(&path).ok().map(|changes| !changes.is_empty()))
+        .flatten();
+    WorktreeInfo {
+        path,
+        branch,
+        head,
+        dirty,
+    }
+}
+
+/// Whether the working tree at `worktree_path` has staged or unstaged changes to tracked files,
+/// or untracked files that are not ignored.
+pub fn is_dirty(worktree_path: &Path) -> Result<bool, GitError> {
+    Ok(!dirty_paths(worktree_path)?.is_empty())
+}
+
+/// The paths `git status` would report for `worktree_path`, untracked folders collapsed.
+fn dirty_paths(worktree_path: &Path) -> Result<Vec<String>, GitError> {
+    let repo = repo::open(worktree_path)?;
+    let fail = |e: gix::Error| GitError::git(worktree_path, "read the status", e);
+    let iter = repo
+        .status(Discard)
+        .map_err(fail)?
+        .untracked_files(gix::status::UntrackedFiles::Collapsed)
+        .into_iter(Vec::new())
+        .map_err(fail)?;
+    let mut paths = Vec::new();
+    for item in iter {
+        let item = item.map_err(fail)?;
+        paths.push(item.location().to_string());
+    }
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
+/// Remove the linked worktree at `path` (its folder and its record under `<common>/worktrees/`).
+/// Refuses with [`GitError::Dirty`] when it holds uncommitted work, unless `force`. The main
+/// worktree is never removed. Its branch is kept.
+pub fn remove_worktree(repo_root: &Path, path: &Path, force: bool) -> Result<(), GitError> {
+    let repo = repo::open(repo_root)?;
+    let target = repo
+        .prepare_remove_worktree(path)
+        .map_err(|_| GitError::NotAWorktree {
+            repo: repo_root.to_path_buf(),
+            path: path.to_path_buf(),
+        })?;
+    if !force && target.base().is_dir() {
+        let changes = dirty_paths(target.base())?;
+        if !changes.is_empty() {
+            return Err(GitError::Dirty {
+                path: path.to_path_buf(),
+                changes,
+            });
+        }
+    }
+    let force = if force {
+        Force::DiscardChanges
+    } else {
+        Force::Never
+    };
+    target
+        .remove(force, Discard)
+        .map_err(|e| GitError::git(path, "remove the worktree", e))
+}
+
+/// Remove the records of linked worktrees whose folder no longer exists (locked ones are kept),
+/// like `git worktree prune --expire now`. Returns the folders they pointed at.
+pub fn prune_worktrees(repo_root: &Path) -> Result<Vec<PathBuf>, GitError> {
+    let repo = repo::open(repo_root)?;
+    let mut pruned = Vec::new();
+    for proxy in repo
+        .worktrees()
+        .map_err(|e| GitError::git(repo_root, "list worktrees", e))?
+    {
+        if !proxy.is_prunable() {
+            continue;
+        }
+        let admin = proxy.git_dir().to_path_buf();
+        let base = proxy.base().unwrap_or_else(|_| admin.clone());
+        std::fs::remove_dir_all(&admin)
+            .map_err(|e| GitError::git(&admin, "prune the worktree record", e))?;
+        pruned.push(base);
+    }
+    Ok(pruned)
+}

@@ -1,0 +1,134 @@
+mod common;
+
+use common::{git, small_repo};
+use yoi_git::{add_worktree, create_branch, discover, resolve_commit, BranchOutcome, GitError};
+
+#[test]
+fn discover_finds_the_workdir_and_branch_from_a_subfolder() {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "-b", "trunk"]);
+    let sub = dir.path().join("a/b");
+    std::fs::create_dir_all(&sub).unwrap();
+    let info = discover(&sub).unwrap();
+    assert_eq!(common::canon(&info.workdir), common::canon(dir.path()));
+    assert_eq!(info.branch.as_deref(), Some("trunk"));
+}
+
+#[test]
+fn discover_refuses_a_plain_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        discover(dir.path()),
+        Err(GitError::NotARepository { .. })
+    ));
+}
+
+#[test]
+fn resolve_commit_agrees_with_git_rev_parse() {
+    let (_dir, repo, head) = small_repo();
+    git(&repo, &["branch", "side"]);
+    assert_eq!(resolve_commit(&repo, "main").unwrap(), head);
+    assert_eq!(resolve_commit(&repo, "refs/heads/side").unwrap(), head);
+    assert_eq!(resolve_commit(&repo, "HEAD").unwrap(), head);
+    assert_eq!(resolve_commit(&repo, &head).unwrap(), head);
+}
+
+#[test]
+fn resolve_commit_names_an_unknown_ref() {
+    let (_dir, repo, _) = small_repo();
+    let err = resolve_commit(&repo, "no-such-branch").unwrap_err();
+    match &err {
+        GitError::UnknownRev { rev, .. } => assert_eq!(rev, "no-such-branch"),
+        other => panic!("expected UnknownRev, got {other:?}"),
+    }
+    assert!(err.to_string().contains("no-such-branch"));
+}
+
+#[test]
+fn create_branch_points_the_new_branch_at_the_commit() {
+    let (_dir, repo, head) = small_repo();
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "second"]);
+    assert_eq!(
+        create_branch(&repo, "yoi/1-work", &head).unwrap(),
+        BranchOutcome::Created
+    );
+    assert_eq!(
+        git(&repo, &["rev-parse", "refs/heads/yoi/1-work"]).trim(),
+        head
+    );
+}
+
+#[test]
+fn create_branch_reuses_a_free_branch_at_the_same_commit() {
+    let (_dir, repo, head) = small_repo();
+    create_branch(&repo, "work", &head).unwrap();
+    assert_eq!(
+        create_branch(&repo, "work", &head).unwrap(),
+        BranchOutcome::Reused
+    );
+}
+
+#[test]
+fn create_branch_refuses_an_existing_branch_at_another_commit() {
+    let (_dir, repo, base) = small_repo();
+    git(&repo, &["branch", "work"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "second"]);
+    let newer = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    match create_branch(&repo, "work", &newer).unwrap_err() {
+        GitError::BranchExists {
+            branch,
+            points_at,
+            wanted,
+        } => {
+            assert_eq!(branch, "work");
+            assert_eq!(points_at, base);
+            assert_eq!(wanted, newer);
+        }
+        other => panic!("expected BranchExists, got {other:?}"),
+    }
+    assert_eq!(git(&repo, &["rev-parse", "work"]).trim(), base);
+}
+
+#[test]
+fn create_branch_refuses_a_branch_checked_out_in_a_worktree() {
+    let (dir, repo, head) = small_repo();
+    create_branch(&repo, "work", &head).unwrap();
+    let wt = dir.path().join("wt");
+    add_worktree(&repo, &wt, "work").unwrap();
+    match create_branch(&repo, "work", &head).unwrap_err() {
+        GitError::BranchCheckedOut {
+            branch,
+            points_at,
+            worktrees,
+        } => {
+            assert_eq!(branch, "work");
+            assert_eq!(points_at, head);
+            let worktrees: Vec<_> = worktrees.iter().map(|p| common::canon(p)).collect();
+            assert_eq!(worktrees, vec![common::canon(&wt)]);
+        }
+        other => panic!("expected BranchCheckedOut, got {other:?}"),
+    }
+}
+
+#[test]
+fn create_branch_refuses_the_branch_checked_out_in_the_main_worktree() {
+    let (_dir, repo, head) = small_repo();
+    assert!(matches!(
+        create_branch(&repo, "main", &head),
+        Err(GitError::BranchCheckedOut { .. })
+    ));
+}
+
+#[test]
+fn create_branch_rejects_invalid_names_and_unknown_commits() {
+    let (_dir, repo, head) = small_repo();
+    assert!(matches!(
+        create_branch(&repo, "bad..name", &head),
+        Err(GitError::InvalidBranchName { .. })
+    ));
+    assert!(matches!(
+        create_branch(&repo, "ok", &"0".repeat(40)),
+        Err(GitError::UnknownRev { .. })
+    ));
+    assert!(git(&repo, &["branch", "--list", "ok"]).trim().is_empty());
+}

@@ -1,6 +1,8 @@
 //! Work branches. A branch is created at an exact commit and is never moved here: an existing
 //! branch is accepted only when it already points at the wanted commit and no worktree has it
 //! checked out (so a retried start can reuse it); anything else is refused with what was found.
+//! [`delete_branch`] undoes a creation: it removes a branch only while it still points at the
+//! commit it was created at and no worktree has it checked out, so no later work is dropped.
 
 use std::path::{Path, PathBuf};
 
@@ -62,6 +64,45 @@ pub fn create_branch(
     )
     .map_err(|e| GitError::git(repo_root, "create the branch", e))?;
     Ok(BranchOutcome::Created)
+}
+
+/// Delete `refs/heads/<name>` in the repository at `repo_root`, provided it still points at
+/// `expected` (a commit id or revision) and is not checked out in any worktree.
+pub fn delete_branch(repo_root: &Path, name: &str, expected: &str) -> Result<(), GitError> {
+    let repo = repo::open(repo_root)?;
+    let wanted = repo::peel_to_commit(&repo, repo_root, expected)?;
+    let full_name = branch_ref_name(name)?;
+    let Some(mut existing) = repo
+        .try_find_reference(full_name.as_ref())
+        .map_err(|e| GitError::git(repo_root, "read branches", e))?
+    else {
+        return Err(GitError::UnknownBranch {
+            repo: repo_root.to_path_buf(),
+            branch: name.to_string(),
+        });
+    };
+    let points_at = existing
+        .peel_to_id()
+        .map_err(|e| GitError::git(repo_root, "read branches", e))?
+        .detach();
+    if points_at != wanted {
+        return Err(GitError::BranchMoved {
+            branch: name.to_string(),
+            points_at: points_at.to_string(),
+            expected: wanted.to_string(),
+        });
+    }
+    let worktrees = checked_out_in(&repo, &full_name)?;
+    if !worktrees.is_empty() {
+        return Err(GitError::BranchCheckedOut {
+            branch: name.to_string(),
+            points_at: points_at.to_string(),
+            worktrees,
+        });
+    }
+    existing
+        .delete()
+        .map_err(|e| GitError::git(repo_root, "delete the branch", e))
 }
 
 /// `refs/heads/<name>`, validated like git validates branch names.

@@ -30,6 +30,12 @@ pub enum GitError {
         points_at: String,
         wanted: String,
     },
+    #[error("branch {branch} now points at {points_at}, not {expected}; it is kept")]
+    BranchMoved {
+        branch: String,
+        points_at: String,
+        expected: String,
+    },
     #[error("branch {branch} (at {points_at}) is checked out in {worktrees:?}")]
     BranchCheckedOut {
         branch: String,

@@ -13,7 +13,7 @@ mod error;
 pub mod repo;
 pub mod worktree;
 
-pub use branch::{create_branch, BranchOutcome};
+pub use branch::{create_branch, delete_branch, BranchOutcome};
 pub use error::GitError;
 pub use repo::{discover, resolve_commit, RepoInfo};
 pub use worktree::{

@@ -1,7 +1,9 @@
 mod common;
 
 use common::{git, small_repo};
-use yoi_git::{add_worktree, create_branch, discover, resolve_commit, BranchOutcome, GitError};
+use yoi_git::{
+    add_worktree, create_branch, delete_branch, discover, resolve_commit, BranchOutcome, GitError,
+};
 
 #[test]
 fn discover_finds_the_workdir_and_branch_from_a_subfolder() {
@@ -131,4 +133,30 @@ fn create_branch_rejects_invalid_names_and_unknown_commits() {
         Err(GitError::UnknownRev { .. })
     ));
     assert!(git(&repo, &["branch", "--list", "ok"]).trim().is_empty());
+}
+
+#[test]
+fn delete_branch_removes_a_free_branch_at_the_expected_commit() {
+    let (_dir, repo, head) = small_repo();
+    create_branch(&repo, "yoi/t-1", &head).unwrap();
+    delete_branch(&repo, "yoi/t-1", &head).unwrap();
+    assert_eq!(git(&repo, &["branch", "--list", "yoi/t-1"]), "");
+    let err = delete_branch(&repo, "yoi/t-1", &head).unwrap_err();
+    assert!(matches!(err, GitError::UnknownBranch { .. }), "{err}");
+}
+
+#[test]
+fn delete_branch_keeps_a_moved_or_checked_out_branch() {
+    let (dir, repo, head) = small_repo();
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "second"]);
+    let second = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    create_branch(&repo, "moved", &second).unwrap();
+    let err = delete_branch(&repo, "moved", &head).unwrap_err();
+    assert!(matches!(err, GitError::BranchMoved { .. }), "{err}");
+    create_branch(&repo, "busy", &head).unwrap();
+    add_worktree(&repo, &dir.path().join("wt"), "busy").unwrap();
+    let err = delete_branch(&repo, "busy", &head).unwrap_err();
+    assert!(matches!(err, GitError::BranchCheckedOut { .. }), "{err}");
+    assert_ne!(git(&repo, &["branch", "--list", "moved"]), "");
+    assert_ne!(git(&repo, &["branch", "--list", "busy"]), "");
 }

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod openapi;
+pub mod router;
 pub mod routes;
 pub mod server_file;
 pub mod show;

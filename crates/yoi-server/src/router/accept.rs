@@ -1,0 +1,292 @@
+//! [`accept_ticket`]: make the work branch, its worktree and the frozen IntentPacket, then move
+//! the ticket to `inprogress` through the store's `accept` — all or nothing. When a step fails,
+//! what was made is taken away in reverse order (the packet file, the worktree, the branch only
+//! if this call created it), the ticket stays `queued`, and an `acceptance_failed` decision is
+//! recorded with its attempt number.
+
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+use yoi_core::decision::RoutingDecision;
+use yoi_core::packet::IntentPacket;
+use yoi_core::{Principal, State, TicketId, Timestamp};
+use yoi_git::BranchOutcome;
+use yoi_store::ops::{self, AcceptEvidence, TransitionRequest};
+use yoi_store::{fsutil, Ctx, StoreError, Workspace};
+
+/// Where the frozen packet is written, relative to the ticket folder.
+pub const INTENT_PACKET: &str = "artifacts/intent-packet.json";
+
+/// An acceptance step, in the order they run. Used to name the failed step and, in tests, to
+/// inject a failure: [`accept_ticket_failing_at`] makes the named step fail right after it did
+/// its work (for `Accept`, instead of calling the store), so the compensation of every step that
+/// made something is exercised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailAt {
+    Branch,
+    Worktree,
+    IntentPacket,
+    Accept,
+}
+
+impl FailAt {
+    pub const ALL: [FailAt; 4] = [
+        FailAt::Branch,
+        FailAt::Worktree,
+        FailAt::IntentPacket,
+        FailAt::Accept,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailAt::Branch => "create_branch",
+            FailAt::Worktree => "add_worktree",
+            FailAt::IntentPacket => "freeze_intent_packet",
+            FailAt::Accept => "accept",
+        }
+    }
+}
+
+/// What a successful acceptance made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    pub branch: String,
+    /// False when an existing branch at the base commit was reused.
+    pub branch_created: bool,
+    pub worktree: PathBuf,
+    pub base_commit: String,
+    pub assignment: String,
+    pub packet_hash: String,
+}
+
+#[derive(Debug, Error)]
+pub enum AcceptError {
+    #[error("ticket {ticket}: only an implementation_ready decision is accepted, not {kind}")]
+    NotReady {
+        ticket: TicketId,
+        kind: &'static str,
+    },
+    #[error("ticket {ticket}: acceptance step `{step}` failed: {error}; the ticket stays queued{}", cleanup_suffix(.cleanup))]
+    Failed {
+        ticket: TicketId,
+        step: &'static str,
+        error: String,
+        /// Undo steps or the failure record that themselves failed; empty when all was undone.
+        cleanup: Vec<String>,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn cleanup_suffix(cleanup: &[String]) -> String {
+    if cleanup.is_empty() {
+        String::new()
+    } else {
+        format!(" (cleanup incomplete: {})", cleanup.join("; "))
+    }
+}
+
+/// Accept `id` as `decision` (an `implementation_ready` decision) with its worktree under
+/// `worktree_root` (normally `ws.config.worktree_dir(ws.root())`), at
+/// `<worktree_root>/<id>-<slug>`.
+pub fn accept_ticket(
+    ws: &Workspace,
+    id: &TicketId,
+    decision: &RoutingDecision,
+    worktree_root: &Path,
+    now: Timestamp,
+) -> Result<Accepted, AcceptError> {
+    run(ws, id, decision, worktree_root, now, None)
+}
+
+/// [`accept_ticket`] with a failure injected at `fail_at`; for tests of the compensation.
+pub fn accept_ticket_failing_at(
+    ws: &Workspace,
+    id: &TicketId,
+    decision: &RoutingDecision,
+    worktree_root: &Path,
+    now: Timestamp,
+    fail_at: FailAt,
+) -> Result<Accepted, AcceptError> {
+    run(ws, id, decision, worktree_root, now, Some(fail_at))
+}
+
+/// What has been made so far, for undoing.
+#[derive(Default)]
+struct Made {
+    branch: Option<(String, String)>,
+    worktree: Option<PathBuf>,
+    packet: Option<PathBuf>,
+}
+
+impl Made {
+    /// Undo in reverse order; returns what could not be undone.
+    fn undo(self, repo: &Path) -> Vec<String> {
+        let mut failed = Vec::new();
+        if let Some(p) = self.packet {
+            if let Err(e) = std::fs::remove_file(&p) {
+                failed.push(format!("remove {}: {e}", p.display()));
+            }
+        }
+        if let Some(wt) = self.worktree {
+            if let Err(e) = yoi_git::remove_worktree(repo, &wt, true) {
+                failed.push(format!("remove worktree: {e}"));
+            }
+        }
+        if let Some((branch, commit)) = self.branch {
+            if let Err(e) = yoi_git::delete_branch(repo, &branch, &commit) {
+                failed.push(format!("delete branch: {e}"));
+            }
+        }
+        failed
+    }
+}
+
+fn injected(step: FailAt, fail_at: Option<FailAt>) -> Result<(), String> {
+    if fail_at == Some(step) {
+        Err(format!("injected failure at {}", step.as_str()))
+    } else {
+        Ok(())
+    }
+}
+
+fn run(
+    ws: &Workspace,
+    id: &TicketId,
+    decision: &RoutingDecision,
+    worktree_root: &Path,
+    now: Timestamp,
+    fail_at: Option<FailAt>,
+) -> Result<Accepted, AcceptError> {
+    let RoutingDecision::ImplementationReady {
+        branch,
+        base_commit,
+    } = decision
+    else {
+        return Err(AcceptError::NotReady {
+            ticket: id.clone(),
+            kind: decision.kind(),
+        });
+    };
+    let item = ws.read_item(id)?;
+    let packet = IntentPacket::from_body(item.body_text()).frozen();
+    let mut made = Made::default();
+    let job = Job {
+        ws,
+        id,
+        decision,
+        branch,
+        base_commit,
+        worktree_root,
+        packet: &packet,
+        now,
+        fail_at,
+    };
+    match job.steps(&mut made) {
+        Ok(accepted) => Ok(accepted),
+        Err((step, error)) => {
+            let mut cleanup = made.undo(ws.root());
+            let attempt = super::record::next_attempt(ws, id);
+            let recorded = attempt.and_then(|attempt| {
+                let failed = RoutingDecision::AcceptanceFailed {
+                    step: step.as_str().to_string(),
+                    error: error.clone(),
+                    attempt,
+                };
+                super::record(ws, id, &failed, now)
+            });
+            if let Err(e) = recorded {
+                cleanup.push(format!("record the failure: {e}"));
+            }
+            Err(AcceptError::Failed {
+                ticket: id.clone(),
+                step: step.as_str(),
+                error,
+                cleanup,
+            })
+        }
+    }
+}
+
+/// One acceptance: its inputs, walked step by step by [`Job::steps`].
+struct Job<'a> {
+    ws: &'a Workspace,
+    id: &'a TicketId,
+    decision: &'a RoutingDecision,
+    branch: &'a str,
+    base_commit: &'a str,
+    worktree_root: &'a Path,
+    packet: &'a yoi_core::packet::FrozenPacket,
+    now: Timestamp,
+    fail_at: Option<FailAt>,
+}
+
+impl Job<'_> {
+    fn steps(&self, made: &mut Made) -> Result<Accepted, (FailAt, String)> {
+        let Job {
+            ws,
+            id,
+            decision,
+            branch,
+            base_commit,
+            worktree_root,
+            packet,
+            now,
+            fail_at,
+        } = *self;
+        let repo = ws.root();
+
+        let step = FailAt::Branch;
+        let outcome =
+            yoi_git::create_branch(repo, branch, base_commit).map_err(|e| (step, e.to_string()))?;
+        if outcome == BranchOutcome::Created {
+            made.branch = Some((branch.to_string(), base_commit.to_string()));
+        }
+        injected(step, fail_at).map_err(|e| (step, e))?;
+
+        let step = FailAt::Worktree;
+        let name = branch.strip_prefix("yoi/").unwrap_or(branch);
+        let worktree = worktree_root.join(name);
+        std::fs::create_dir_all(worktree_root)
+            .map_err(|e| (step, format!("{}: {e}", worktree_root.display())))?;
+        yoi_git::add_worktree(repo, &worktree, branch).map_err(|e| (step, e.to_string()))?;
+        made.worktree = Some(worktree.clone());
+        injected(step, fail_at).map_err(|e| (step, e))?;
+
+        let step = FailAt::IntentPacket;
+        let path = ws.path_of(id, INTENT_PACKET);
+        let json = serde_json::to_string_pretty(packet).map_err(|e| (step, e.to_string()))?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| (step, format!("{}: {e}", dir.display())))?;
+        }
+        fsutil::atomic_write(&path, format!("{json}\n").as_bytes())
+            .map_err(|e| (step, format!("{}: {e}", path.display())))?;
+        made.packet = Some(path);
+        injected(step, fail_at).map_err(|e| (step, e))?;
+
+        let step = FailAt::Accept;
+        injected(step, fail_at).map_err(|e| (step, e))?;
+        let ctx = Ctx::new(Principal::orchestrator(), now);
+        let assignment = format!("asg-{}", ops::new_ulid(ctx.precise));
+        let evidence = AcceptEvidence {
+            branch: branch.to_string(),
+            worktree: ws.rel(&worktree),
+            base_commit: base_commit.to_string(),
+            assignment: assignment.clone(),
+            decision: decision.render(),
+        };
+        let req = TransitionRequest {
+            expected: Some(State::Queued),
+            ..TransitionRequest::default()
+        };
+        ops::accept(ws, &ctx, id.as_str(), &req, &evidence).map_err(|e| (step, e.to_string()))?;
+        Ok(Accepted {
+            branch: branch.to_string(),
+            branch_created: outcome == BranchOutcome::Created,
+            worktree,
+            base_commit: base_commit.to_string(),
+            assignment,
+            packet_hash: packet.content_hash.clone(),
+        })
+    }
+}

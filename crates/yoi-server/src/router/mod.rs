@@ -1,0 +1,78 @@
+//! The router's step functions: decide what a queued ticket needs, record that decision once,
+//! and accept a ready ticket all or nothing. No loop lives here; a caller (later the
+//! orchestrator's tick) reads the clock and calls these in order.
+//!
+//! - [`decide`] re-reads the ticket and checks, in order: open blockers, the brief's required
+//!   sections, free capacity, conflicts with work in progress. Only `queued` tickets are routed;
+//!   for any other state it answers `None`.
+//! - [`record`] appends the decision as a `decision` thread event unless the last decision event
+//!   already says the same thing, so a ticket that stays blocked is not re-announced every tick.
+//!   A `return_to_planning` decision also moves the ticket back to planning.
+//! - [`accept_ticket`] creates the branch, the worktree and the frozen IntentPacket, then calls
+//!   the store's `accept`; when any step fails it undoes what it made, leaves the ticket queued
+//!   and records an `acceptance_failed` decision.
+//!
+//! Every write goes through `yoi_store::ops` with the orchestrator principal, so the store's
+//! guards (brief, blockers, state) are checked again at acceptance.
+//!
+//! There is no assignment table yet: the assignment id handed to `accept` (`asg-<ulid>`) is
+//! recorded in the thread and the accepted plan only; nothing else knows it.
+
+mod accept;
+mod decide;
+mod record;
+
+pub use accept::{
+    accept_ticket, accept_ticket_failing_at, AcceptError, Accepted, FailAt, INTENT_PACKET,
+};
+pub use decide::decide;
+pub use record::record;
+
+use yoi_core::TicketId;
+
+/// Longest slug taken from a title.
+pub const MAX_SLUG: usize = 40;
+
+/// A branch- and path-safe slug of a title: lowercase ASCII letters and digits, every other run
+/// of characters written as one `-`, trimmed of `-`, at most [`MAX_SLUG`] characters. A title
+/// with no ASCII letter or digit gives `ticket`.
+pub fn slug(title: &str) -> String {
+    let mut out = String::new();
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.truncate(MAX_SLUG);
+    let out = out.trim_end_matches('-');
+    if out.is_empty() {
+        "ticket".to_string()
+    } else {
+        out.to_string()
+    }
+}
+
+/// `<id>-<slug>`: the worktree folder name, and the branch name after `yoi/`.
+pub fn work_name(id: &TicketId, title: &str) -> String {
+    format!("{id}-{}", slug(title))
+}
+
+/// The work branch of a ticket: `yoi/<id>-<slug>`.
+pub fn branch_name(id: &TicketId, title: &str) -> String {
+    format!("yoi/{}", work_name(id, title))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slug;
+
+    #[test]
+    fn slug_keeps_ascii_alnum_and_single_hyphens() {
+        assert_eq!(slug("Fix the  Router: step #2!"), "fix-the-router-step-2");
+        assert_eq!(slug("  --日本語-- "), "ticket");
+        assert_eq!(slug(&"a".repeat(50)), "a".repeat(40));
+        assert_eq!(slug(&format!("{}  b", "a".repeat(39))), "a".repeat(39));
+    }
+}

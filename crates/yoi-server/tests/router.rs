@@ -1,0 +1,363 @@
+//! The router's step functions on real git repositories: decisions in order (blockers, brief,
+//! capacity, conflicts), decisions written once per situation, and acceptance that is all or
+//! nothing, with a failure injected at every step.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use yoi_core::decision::{parse_kind, RoutingDecision};
+use yoi_core::packet::FrozenPacket;
+use yoi_core::plan::PlanKind;
+use yoi_core::thread::EventKind;
+use yoi_core::{Principal, State, TicketId, Timestamp};
+use yoi_server::router::{self, AcceptError, FailAt};
+use yoi_store::ops::{self, CreateRequest, EditRequest, PlanRequest, TransitionRequest};
+use yoi_store::{Ctx, Workspace};
+
+const BRIEF: &str = "## Intent\nMake it work.\n\n## Acceptance criteria\n- it works\n\n## Validation\n`cargo test`\n";
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn now() -> Timestamp {
+    Timestamp::parse("2026-03-01T10:00:00Z").unwrap()
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    repo: PathBuf,
+    ws: Workspace,
+    base: String,
+}
+
+impl Fixture {
+    /// A repository on `main` with one commit holding a source file and the yoi workspace.
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("repo")).unwrap();
+        // Canonical, so paths compare equal to what git prints.
+        let repo = dir.path().join("repo").canonicalize().unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README.md"), "hello\n").unwrap();
+        yoi_store::init(&repo, "main").unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "base"]);
+        let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+        let ws = Workspace::open(&repo).unwrap();
+        Fixture {
+            _dir: dir,
+            repo,
+            ws,
+            base,
+        }
+    }
+
+    fn human(&self) -> Ctx {
+        Ctx::new(Principal::human("alice"), now())
+    }
+
+    /// A queued ticket with a complete brief.
+    fn queued(&self, title: &str, body: &str, depends_on: &[&TicketId]) -> TicketId {
+        let ctx = self.human();
+        let out = ops::create(
+            &self.ws,
+            &ctx,
+            &CreateRequest {
+                title: title.into(),
+                body: body.into(),
+                depends_on: depends_on.iter().map(|d| d.to_string()).collect(),
+            },
+        )
+        .unwrap();
+        let id = out.ticket;
+        let req = TransitionRequest::default();
+        ops::mark_ready(&self.ws, &ctx, id.as_str(), &req).unwrap();
+        ops::queue(&self.ws, &ctx, id.as_str(), &req).unwrap();
+        id
+    }
+
+    fn state(&self, id: &TicketId) -> State {
+        self.ws.read_item(id).unwrap().state
+    }
+
+    fn decisions(&self, id: &TicketId) -> Vec<String> {
+        self.ws
+            .read_thread(id)
+            .unwrap()
+            .events
+            .into_iter()
+            .filter(|e| e.kind == EventKind::Decision)
+            .map(|e| e.body)
+            .collect()
+    }
+
+    fn worktree_root(&self) -> PathBuf {
+        self.ws.config.worktree_dir(&self.repo)
+    }
+
+    /// Route and accept `id`, which must be ready.
+    fn accept(&self, id: &TicketId) -> router::Accepted {
+        let d = router::decide(&self.ws, id, 10).unwrap().unwrap();
+        router::accept_ticket(&self.ws, id, &d, &self.worktree_root(), now()).unwrap()
+    }
+}
+
+#[test]
+fn only_queued_tickets_are_routed() {
+    let f = Fixture::new();
+    let out = ops::create(
+        &f.ws,
+        &f.human(),
+        &CreateRequest {
+            title: "draft".into(),
+            body: BRIEF.into(),
+            depends_on: vec![],
+        },
+    )
+    .unwrap();
+    assert_eq!(router::decide(&f.ws, &out.ticket, 2).unwrap(), None);
+}
+
+#[test]
+fn blocked_by_an_open_dependency_names_it_and_is_written_once() {
+    let f = Fixture::new();
+    let dep = f.queued("first", BRIEF, &[]);
+    let id = f.queued("second", BRIEF, &[&dep]);
+    let d = router::decide(&f.ws, &id, 2).unwrap().unwrap();
+    let RoutingDecision::BlockedByDependency { blockers } = &d else {
+        panic!("expected blocked, got {d:?}");
+    };
+    assert_eq!(blockers.len(), 1);
+    assert_eq!(blockers[0].ticket, dep);
+    assert_eq!(blockers[0].state, Some(State::Queued));
+    assert!(router::record(&f.ws, &id, &d, now()).unwrap());
+    let again = router::decide(&f.ws, &id, 2).unwrap().unwrap();
+    assert!(!router::record(&f.ws, &id, &again, now()).unwrap());
+    let decisions = f.decisions(&id);
+    assert_eq!(decisions.len(), 1);
+    assert!(decisions[0].contains(&format!("{dep} via depends_on (state: queued)")));
+    assert_eq!(
+        parse_kind(&decisions[0]).as_deref(),
+        Some("blocked_by_dependency")
+    );
+    assert_eq!(f.state(&id), State::Queued);
+}
+
+#[test]
+fn an_incomplete_brief_returns_the_ticket_to_planning_naming_the_sections() {
+    let f = Fixture::new();
+    let id = f.queued("thin", BRIEF, &[]);
+    ops::edit(
+        &f.ws,
+        &f.human(),
+        id.as_str(),
+        &EditRequest {
+            title: None,
+            body: Some("## Intent\nMake it work.\n".into()),
+        },
+    )
+    .unwrap();
+    let d = router::decide(&f.ws, &id, 2).unwrap().unwrap();
+    assert_eq!(d.kind(), "return_to_planning");
+    assert!(router::record(&f.ws, &id, &d, now()).unwrap());
+    assert_eq!(f.state(&id), State::Planning);
+    let decisions = f.decisions(&id);
+    assert_eq!(decisions.len(), 1);
+    assert!(decisions[0].contains("missing section: Acceptance criteria"));
+    assert!(decisions[0].contains("missing section: Validation"));
+    let thread = f.ws.read_thread(&id).unwrap();
+    let moved = thread
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.kind == EventKind::StateChanged)
+        .unwrap();
+    assert_eq!(moved.get("to"), Some("planning"));
+    let reason = moved.get("reason").unwrap();
+    assert!(
+        reason.contains("Acceptance criteria") && reason.contains("Validation"),
+        "{reason}"
+    );
+    assert_eq!(router::decide(&f.ws, &id, 2).unwrap(), None);
+}
+
+#[test]
+fn a_full_set_of_slots_waits_for_capacity() {
+    let f = Fixture::new();
+    let running = f.queued("running", BRIEF, &[]);
+    f.accept(&running);
+    let id = f.queued("waiting", BRIEF, &[]);
+    let d = router::decide(&f.ws, &id, 1).unwrap().unwrap();
+    assert_eq!(
+        d,
+        RoutingDecision::WaitingCapacity {
+            in_progress: 1,
+            max: 1
+        }
+    );
+    assert!(router::record(&f.ws, &id, &d, now()).unwrap());
+    assert!(!router::record(&f.ws, &id, &d, now()).unwrap());
+    assert_eq!(f.decisions(&id).len(), 1);
+    assert_eq!(
+        router::decide(&f.ws, &id, 2).unwrap().unwrap().kind(),
+        "implementation_ready"
+    );
+}
+
+#[test]
+fn a_conflicts_with_plan_record_waits_for_the_work_in_progress() {
+    let f = Fixture::new();
+    let running = f.queued("running", BRIEF, &[]);
+    f.accept(&running);
+    let id = f.queued("waiting", BRIEF, &[]);
+    ops::add_plan_record(
+        &f.ws,
+        &f.human(),
+        id.as_str(),
+        &PlanRequest {
+            kind: PlanKind::ConflictsWith,
+            related: Some(running.to_string()),
+            note: Some("same module".into()),
+            accepted_plan: None,
+        },
+    )
+    .unwrap();
+    let d = router::decide(&f.ws, &id, 5).unwrap().unwrap();
+    assert_eq!(
+        d,
+        RoutingDecision::WaitingConflict {
+            with: vec![(running, "conflicts_with".into())]
+        }
+    );
+}
+
+#[test]
+fn overlapping_write_scopes_wait_for_the_work_in_progress() {
+    let f = Fixture::new();
+    let running = f.queued(
+        "running",
+        &format!("{BRIEF}\n## Write scope\n- `src/**`\n"),
+        &[],
+    );
+    f.accept(&running);
+    let id = f.queued(
+        "waiting",
+        &format!("{BRIEF}\n## Write scope\n- `src/lib.rs`\n"),
+        &[],
+    );
+    let d = router::decide(&f.ws, &id, 5).unwrap().unwrap();
+    let RoutingDecision::WaitingConflict { with } = &d else {
+        panic!("expected a conflict, got {d:?}");
+    };
+    assert_eq!(with.len(), 1);
+    assert_eq!(with[0].0, running);
+    assert!(
+        with[0].1.starts_with("write scope overlap"),
+        "{}",
+        with[0].1
+    );
+}
+
+#[test]
+fn accepting_a_ready_ticket_makes_branch_worktree_and_frozen_packet() {
+    let f = Fixture::new();
+    let id = f.queued("Add the Router!", BRIEF, &[]);
+    let d = router::decide(&f.ws, &id, 2).unwrap().unwrap();
+    let branch = format!("yoi/{id}-add-the-router");
+    assert_eq!(
+        d,
+        RoutingDecision::ImplementationReady {
+            branch: branch.clone(),
+            base_commit: f.base.clone()
+        }
+    );
+    let accepted = router::accept_ticket(&f.ws, &id, &d, &f.worktree_root(), now()).unwrap();
+    assert!(accepted.branch_created);
+    assert!(accepted.assignment.starts_with("asg-"));
+    assert_eq!(f.state(&id), State::Inprogress);
+
+    let wt = f.worktree_root().join(format!("{id}-add-the-router"));
+    assert_eq!(accepted.worktree, wt);
+    let list = git(&f.repo, &["worktree", "list", "--porcelain"]);
+    assert!(
+        list.contains(&format!("worktree {}", wt.display())),
+        "{list}"
+    );
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(git(&f.repo, &["rev-parse", &branch]).trim(), f.base);
+    assert_eq!(git(&wt, &["rev-parse", "HEAD"]).trim(), f.base);
+
+    let text = std::fs::read_to_string(f.ws.path_of(&id, "artifacts/intent-packet.json")).unwrap();
+    let frozen: FrozenPacket = serde_json::from_str(&text).unwrap();
+    assert!(frozen.verify());
+    assert_eq!(frozen.content_hash.len(), 64);
+    assert_eq!(frozen.content_hash, accepted.packet_hash);
+    assert_eq!(frozen.packet.intent, "Make it work.");
+
+    let decisions = f.decisions(&id);
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(
+        parse_kind(&decisions[0]).as_deref(),
+        Some("implementation_ready")
+    );
+    let plan = f.ws.read_plan(&id).unwrap();
+    assert!(plan.iter().any(|r| r.kind == PlanKind::AcceptedPlan));
+}
+
+#[test]
+fn a_failure_at_any_acceptance_step_undoes_everything_and_keeps_the_ticket_queued() {
+    for step in FailAt::ALL {
+        let f = Fixture::new();
+        let id = f.queued("fragile", BRIEF, &[]);
+        let d = router::decide(&f.ws, &id, 2).unwrap().unwrap();
+        for attempt in 1..=2 {
+            let err =
+                router::accept_ticket_failing_at(&f.ws, &id, &d, &f.worktree_root(), now(), step)
+                    .unwrap_err();
+            let AcceptError::Failed {
+                step: failed,
+                cleanup,
+                ..
+            } = &err
+            else {
+                panic!("{step:?}: expected a failed step, got {err}");
+            };
+            assert_eq!(*failed, step.as_str());
+            assert!(cleanup.is_empty(), "{step:?}: {cleanup:?}");
+
+            let list = git(&f.repo, &["worktree", "list", "--porcelain"]);
+            assert_eq!(list.matches("worktree ").count(), 1, "{step:?}: {list}");
+            assert!(!f.worktree_root().join(format!("{id}-fragile")).exists());
+            assert_eq!(git(&f.repo, &["branch", "--list", "yoi/*"]), "", "{step:?}");
+            assert!(!f.ws.path_of(&id, "artifacts/intent-packet.json").exists());
+            assert_eq!(f.state(&id), State::Queued, "{step:?}");
+
+            let decisions = f.decisions(&id);
+            assert_eq!(decisions.len(), attempt, "{step:?}");
+            let last = decisions.last().unwrap();
+            assert_eq!(parse_kind(last).as_deref(), Some("acceptance_failed"));
+            assert!(last.contains(&format!("step: {}", step.as_str())), "{last}");
+            assert!(last.contains(&format!("attempt: {attempt}")), "{last}");
+        }
+        // After the failures, a clean acceptance still goes through.
+        router::accept_ticket(&f.ws, &id, &d, &f.worktree_root(), now()).unwrap();
+        assert_eq!(f.state(&id), State::Inprogress);
+    }
+}

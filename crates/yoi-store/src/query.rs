@@ -274,21 +274,23 @@ pub struct EventDetail {
     pub body: String,
 }
 
-/// Read one ticket whole (files), with its relation view.
-pub fn ticket_detail(ws: &Workspace, query: &str) -> Result<TicketDetail, StoreError> {
-    ticket_detail_with(ws, query, |id| relation_view(ws, id))
+/// The relation view of one ticket from the attached database index (one query) when it knows
+/// the ticket, else from the files (every ticket's relations read). Blocking: call it from a
+/// blocking thread, never from an async task.
+pub fn relation_view_indexed(ws: &Workspace, id: &TicketId) -> Result<RelationView, StoreError> {
+    if let Some(index) = ws.index.as_ref().and_then(|i| i.0.db_index()) {
+        if let Some(view) = index.block_on(index.db.relation_view(id))? {
+            return Ok(view);
+        }
+    }
+    relation_view(ws, id)
 }
 
-/// [`ticket_detail`] with the relation view from `view` — e.g. from the database index, which
-/// answers in one query where the files need every ticket's relations read.
-pub fn ticket_detail_with(
-    ws: &Workspace,
-    query: &str,
-    view: impl FnOnce(&TicketId) -> Result<RelationView, StoreError>,
-) -> Result<TicketDetail, StoreError> {
+/// Read one ticket whole: its files, and its relation view (see [`relation_view_indexed`]).
+pub fn ticket_detail(ws: &Workspace, query: &str) -> Result<TicketDetail, StoreError> {
     let id = ws.resolve(query)?;
     let t = ws.read_ticket(&id)?;
-    let relations = view(&id)?;
+    let relations = relation_view_indexed(ws, &id)?;
     let item = t.item;
     let events = t
         .thread

@@ -266,14 +266,12 @@ pub async fn blockers(
     _a: Authed<ReadTickets>,
     Path(id): Path<String>,
 ) -> ApiResult<yoi_store::query::RelationView> {
-    let id = s.read(move |ws| ws.resolve(&id)).await?;
-    match s.db().relation_view(&id).await? {
-        Some(v) => Ok(Json(v)),
-        None => s
-            .read(move |ws| query::relation_view(ws, &id))
-            .await
-            .map(Json),
-    }
+    s.read(move |ws| {
+        let id = ws.resolve(&id)?;
+        query::relation_view_indexed(ws, &id)
+    })
+    .await
+    .map(Json)
 }
 
 #[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), request_body = RelationBody, responses((status = 200, body = Object)), security(("bearer" = [])))]

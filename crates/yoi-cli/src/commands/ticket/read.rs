@@ -2,7 +2,6 @@
 
 use serde::Serialize;
 use yoi_core::state::State;
-use yoi_core::thread::ThreadIssue;
 use yoi_store::query::{self, ListFilter, RelationView, TicketSummary};
 
 use crate::cli::ListArgs;
@@ -93,134 +92,40 @@ pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-#[derive(Serialize)]
-struct ShowOutput<'a> {
-    id: &'a yoi_core::TicketId,
-    title: &'a str,
-    state: State,
-    created_at: yoi_core::Timestamp,
-    updated_at: yoi_core::Timestamp,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    readiness: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    risk_flags: Option<&'a [String]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    queued_by: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    queued_at: Option<yoi_core::Timestamp>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    target_ref: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    flow: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    priority: Option<&'a str>,
-    extra_keys: Vec<&'a str>,
-    body: &'a str,
-    missing_brief_sections: Vec<&'static str>,
-    relations: &'a RelationView,
-    plan: &'a [yoi_core::plan::PlanRecord],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    resolution: Option<&'a str>,
-    events: Vec<EventOut<'a>>,
-    thread_issues: &'a [ThreadIssue],
-}
-
-#[derive(Serialize)]
-struct EventOut<'a> {
-    kind: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    author: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    at: Option<&'a str>,
-    attrs: serde_json::Map<String, serde_json::Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    heading: Option<&'a str>,
-    body: &'a str,
-}
-
 pub fn show(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
     let ws = env.workspace("yoi ticket show")?;
-    let id = ws.resolve(id)?;
-    let t = ws.read_ticket(&id)?;
-    let view = query::relation_view(&ws, &id)?;
-    let item = &t.item;
-    let missing: Vec<&'static str> = yoi_core::brief::missing_required(item.body_text())
-        .iter()
-        .map(|s| s.heading())
-        .collect();
+    let t = query::ticket_detail(&ws, id)?;
     if as_json {
-        let events = t
-            .thread
-            .events
-            .iter()
-            .map(|e| EventOut {
-                kind: e.kind.as_str(),
-                id: e.id(),
-                author: e.author(),
-                at: e.get("at"),
-                attrs: e
-                    .attrs
-                    .iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "id" | "author" | "at"))
-                    .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-                    .collect(),
-                heading: e.heading.as_deref(),
-                body: &e.body,
-            })
-            .collect();
-        output::json(&ShowOutput {
-            id: &id,
-            title: &item.title,
-            state: item.state,
-            created_at: item.created_at,
-            updated_at: item.updated_at,
-            readiness: item.readiness.as_deref(),
-            risk_flags: item.risk_flags.as_deref(),
-            queued_by: item.queued_by.as_deref(),
-            queued_at: item.queued_at,
-            target_ref: item.effective_target_ref(),
-            flow: item.flow.as_deref(),
-            priority: item.priority.as_deref(),
-            extra_keys: item.extra.iter().map(|(k, _)| k.as_str()).collect(),
-            body: item.body_text(),
-            missing_brief_sections: missing,
-            relations: &view,
-            plan: &t.plan,
-            resolution: t.resolution.as_deref(),
-            events,
-            thread_issues: &t.thread.issues,
-        });
+        output::json(&t);
         return Ok(());
     }
-    println!("{}  {}", id, item.title);
-    println!("state:    {}", item.state);
-    println!("created:  {}", item.created_at);
-    println!("updated:  {}", item.updated_at);
-    if let Some(q) = &item.queued_by {
+    println!("{}  {}", t.id, t.title);
+    println!("state:    {}", t.state);
+    println!("created:  {}", t.created_at);
+    println!("updated:  {}", t.updated_at);
+    if let Some(q) = &t.queued_by {
         println!(
             "queued:   by {} at {}",
             q,
-            item.queued_at.map(|t| t.to_string()).unwrap_or_default()
+            t.queued_at.map(|t| t.to_string()).unwrap_or_default()
         );
     }
-    if let Some(t) = item.effective_target_ref() {
-        println!("target:   {t}");
+    if let Some(target) = &t.target_ref {
+        println!("target:   {target}");
     }
-    if !missing.is_empty() {
-        println!("brief:    missing {}", missing.join(", "));
+    if !t.missing_brief_sections.is_empty() {
+        println!("brief:    missing {}", t.missing_brief_sections.join(", "));
     }
-    if !item.body_text().is_empty() {
-        println!("\n{}", item.body_text());
+    if !t.body.is_empty() {
+        println!("\n{}", t.body);
     }
-    print_relations(&view);
+    print_relations(&t.relations);
     if let Some(r) = &t.resolution {
         println!("\nresolution:\n{r}");
     }
-    let n = t.thread.events.len();
+    let n = t.events.len();
     println!("\nthread ({n} event{}):", if n == 1 { "" } else { "s" });
-    for e in &t.thread.events {
+    for e in &t.events {
         let extra: Vec<String> = e
             .attrs
             .iter()
@@ -230,13 +135,13 @@ pub fn show(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
                     "from" | "to" | "reason" | "action" | "kind" | "target"
                 )
             })
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
             .collect();
         let line = format!(
             "  {}  {:<22} {}  {}",
-            e.get("at").unwrap_or("?"),
-            e.kind.as_str(),
-            e.author().unwrap_or("?"),
+            e.at.as_deref().unwrap_or("?"),
+            e.kind,
+            e.author.as_deref().unwrap_or("?"),
             extra.join(" ")
         );
         println!("{}", line.trim_end());
@@ -251,7 +156,7 @@ pub fn show(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
             }
         }
     }
-    for issue in &t.thread.issues {
+    for issue in &t.thread_issues {
         println!("  warning: thread.md line {}: {:?}", issue.line, issue.kind);
     }
     Ok(())
@@ -281,13 +186,9 @@ fn print_relations(view: &RelationView) {
 
 /// Answered from the database index.
 pub fn blockers(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
-    let (ws, index) = env.workspace_with_index("yoi ticket blockers")?;
+    let ws = env.workspace("yoi ticket blockers")?;
     let id = ws.resolve(id)?;
-    let view = match index.block_on(index.db.relation_view(&id))? {
-        Some(v) => v,
-        // Not indexable (its item.md is unreadable): say why from the files.
-        None => query::relation_view(&ws, &id)?,
-    };
+    let view = query::relation_view_indexed(&ws, &id)?;
     if as_json {
         output::json(&view);
         return Ok(());

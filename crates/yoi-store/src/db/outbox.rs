@@ -68,20 +68,7 @@ impl Db {
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                let payload: String = r.try_get(4).map_err(db_err)?;
-                Ok(OutboxEvent {
-                    seq: r.try_get(0).map_err(db_err)?,
-                    event_id: r.try_get(1).map_err(db_err)?,
-                    ticket: r.try_get(2).map_err(db_err)?,
-                    kind: r.try_get(3).map_err(db_err)?,
-                    payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
-                    created_ms: r.try_get(5).map_err(db_err)?,
-                    attempts: r.try_get(6).map_err(db_err)?,
-                })
-            })
-            .collect()
+        rows.iter().map(outbox_event).collect()
     }
 
     /// Events after `seq` (for live streams resuming from a Last-Event-ID), optionally for one
@@ -93,7 +80,7 @@ impl Db {
         limit: i64,
     ) -> Result<Vec<OutboxEvent>, StoreError> {
         let rows = sqlx::query(
-            "SELECT seq, event_id, ticket_id, kind, payload, created_ms FROM outbox \
+            "SELECT seq, event_id, ticket_id, kind, payload, created_ms, CAST(0 AS BIGINT) FROM outbox \
               WHERE seq > $1 AND ($2 = '' OR ticket_id = $2) ORDER BY seq LIMIT $3",
         )
         .bind(seq)
@@ -102,20 +89,7 @@ impl Db {
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                let payload: String = r.try_get(4).map_err(db_err)?;
-                Ok(OutboxEvent {
-                    seq: r.try_get(0).map_err(db_err)?,
-                    event_id: r.try_get(1).map_err(db_err)?,
-                    ticket: r.try_get(2).map_err(db_err)?,
-                    kind: r.try_get(3).map_err(db_err)?,
-                    payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
-                    created_ms: r.try_get(5).map_err(db_err)?,
-                    attempts: 0,
-                })
-            })
-            .collect()
+        rows.iter().map(outbox_event).collect()
     }
 
     /// The newest outbox seq (0 when the outbox is empty): where a live stream that asked for no
@@ -261,32 +235,18 @@ impl Db {
     pub async fn outbox(&self) -> Result<Vec<OutboxEvent>, StoreError> {
         self.events_after(0, None, i64::MAX).await
     }
+}
 
-    /// Rows older than `before_ms` that a registered consumer has not acknowledged.
-    pub async fn undelivered_before(
-        &self,
-        before_ms: i64,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT c.name, o.seq FROM consumers c CROSS JOIN outbox o \
-               LEFT JOIN deliveries d ON d.consumer = c.name AND d.seq = o.seq \
-              WHERE o.created_ms < $1 AND (d.seq IS NULL OR d.status <> 'acked') ORDER BY o.seq",
-        )
-        .bind(before_ms)
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
-        rows.iter()
-            .map(|r| Ok((r.try_get(0).map_err(db_err)?, r.try_get(1).map_err(db_err)?)))
-            .collect()
-    }
-
-    /// Ids of indexed thread events (for drift checks).
-    pub async fn event_ids(&self) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query("SELECT id FROM events ORDER BY id")
-            .fetch_all(self.pool())
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(|r| r.try_get(0).map_err(db_err)).collect()
-    }
+/// An outbox row selected as `seq, event_id, ticket_id, kind, payload, created_ms, attempts`.
+fn outbox_event(r: &sqlx::any::AnyRow) -> Result<OutboxEvent, StoreError> {
+    let payload: String = r.try_get(4).map_err(db_err)?;
+    Ok(OutboxEvent {
+        seq: r.try_get(0).map_err(db_err)?,
+        event_id: r.try_get(1).map_err(db_err)?,
+        ticket: r.try_get(2).map_err(db_err)?,
+        kind: r.try_get(3).map_err(db_err)?,
+        payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
+        created_ms: r.try_get(5).map_err(db_err)?,
+        attempts: r.try_get(6).map_err(db_err)?,
+    })
 }

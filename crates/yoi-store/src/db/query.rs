@@ -211,15 +211,6 @@ impl Db {
             .and_then(|r| r.try_get(0))
             .map_err(db_err)
     }
-
-    /// Every indexed ticket row.
-    pub async fn indexed_tickets(&self) -> Result<Vec<IndexedTicket>, StoreError> {
-        let rows = sqlx::query("SELECT id, title, state, updated_at FROM tickets ORDER BY id")
-            .fetch_all(self.pool())
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(indexed).collect()
-    }
 }
 
 impl Db {

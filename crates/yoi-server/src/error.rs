@@ -109,6 +109,7 @@ impl From<StoreError> for ApiError {
                 "brief_incomplete",
                 json!({ "ticket": ticket, "missing": missing }),
             ),
+            StoreError::Refused { .. } => (S::UNPROCESSABLE_ENTITY, "refused", Value::Null),
             StoreError::SelfRelation { .. } => {
                 (S::UNPROCESSABLE_ENTITY, "self_relation", Value::Null)
             }

@@ -63,6 +63,9 @@ pub enum StoreError {
     BadInput { field: String, reason: String },
     #[error("operation id `{op}` was already used for a different request on {ticket}")]
     ConflictingReplay { op: String, ticket: String },
+    /// A request this operation never grants, whoever asks (the reason says what to do).
+    #[error("{reason}")]
+    Refused { reason: String },
     #[error("ticket {ticket} cannot relate to itself")]
     SelfRelation { ticket: TicketId },
     #[error("ticket {ticket} already has {kind} {target}")]
@@ -137,9 +140,9 @@ impl StoreError {
             | StoreError::DuplicateRelation { .. }
             | StoreError::Cycle { .. } => ErrorClass::Conflict,
             StoreError::NoSuchRelation { .. } => ErrorClass::NotFound,
-            StoreError::BriefIncomplete { .. } | StoreError::SelfRelation { .. } => {
-                ErrorClass::Refused
-            }
+            StoreError::BriefIncomplete { .. }
+            | StoreError::SelfRelation { .. }
+            | StoreError::Refused { .. } => ErrorClass::Refused,
         }
     }
 }

@@ -341,13 +341,6 @@ pub async fn add_plan(
         .kind
         .parse()
         .map_err(|e: yoi_core::plan::PlanKindError| ApiError::bad_request(e.to_string()))?;
-    if kind == yoi_core::plan::PlanKind::AcceptedPlan {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "refused",
-            "accepted_plan records are written by the orchestrator when it accepts a ticket",
-        ));
-    }
     let req = PlanRequest {
         kind,
         related: b.related,

@@ -25,6 +25,13 @@ pub fn add_plan_record(
     query: &str,
     req: &PlanRequest,
 ) -> Result<(Outcome, PlanRecord), StoreError> {
+    if req.kind == PlanKind::AcceptedPlan {
+        return Err(StoreError::Refused {
+            reason:
+                "accepted_plan records are written by the orchestrator when it accepts a ticket"
+                    .into(),
+        });
+    }
     let _lock = ws.lock()?;
     let id = ws.resolve(query)?;
     // A record is only added to a readable ticket: a malformed item.md is reported, not

@@ -27,9 +27,6 @@ pub fn run(env: &Env, cmd: PlanCommand) -> Result<(), CliError> {
             let kind: PlanKind = kind
                 .parse()
                 .map_err(|e: yoi_core::plan::PlanKindError| CliError::Usage(e.to_string()))?;
-            if kind == PlanKind::AcceptedPlan {
-                return Err(CliError::Refused("accepted_plan records are written by the orchestrator when it accepts a ticket".into()));
-            }
             let target = env.target("yoi ticket plan add")?;
             let req = PlanRequest {
                 kind,

@@ -36,7 +36,9 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-/// The one-line report of a mutation.
+/// The report of a mutation: one line, then one `note:` line per note (what the operation did
+/// beyond the state change, e.g. with a cancelled ticket's worktree). `--json` carries the notes
+/// in `notes`.
 pub fn outcome(o: &Outcome, as_json: bool) {
     if let Some(e) = &o.index_error {
         eprintln!("warning: the files were written but the database index was not updated ({e}); it catches up on the next start, or run `yoi reindex`");
@@ -48,6 +50,9 @@ pub fn outcome(o: &Outcome, as_json: bool) {
     match (o.from, o.to) {
         (Some(from), Some(to)) => println!("{}: {from} -> {to}{replay}", o.ticket),
         _ => println!("{}: {}{replay}", o.ticket, o.operation.replace('_', " ")),
+    }
+    for note in &o.notes {
+        println!("note: {note}");
     }
 }
 

@@ -446,3 +446,106 @@ fn dash_c_targets_another_folder_and_suffixes_resolve() {
     let out = common::run_yoi(&sub, &["ticket", "list", "--json"], None).ok();
     assert!(out.stdout.contains(&id), "found from a subfolder");
 }
+
+/// Commit what is in the repository, then accept `id` the way the orchestrator does: branch
+/// `yoi/<id>-<slug>`, worktree `.worktree/<id>-<slug>`, then the store's `accept`. Returns the
+/// worktree path relative to the repository root.
+fn accept_like_the_orchestrator(repo: &Repo, id: &str, slug: &str) -> String {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(repo.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    if !repo.path().join("README.md").exists() {
+        std::fs::write(repo.path().join("README.md"), "hello\n").unwrap();
+        git(&["add", "README.md"]);
+        git(&["commit", "-q", "-m", "base"]);
+    }
+    let head = git(&["rev-parse", "HEAD"]).trim().to_string();
+    let branch = format!("yoi/{id}-{slug}");
+    let worktree = format!(".worktree/{id}-{slug}");
+    yoi_git::create_branch(repo.path(), &branch, &head).unwrap();
+    std::fs::create_dir_all(repo.path().join(".worktree")).unwrap();
+    yoi_git::add_worktree(repo.path(), &repo.path().join(&worktree), &branch).unwrap();
+    let ws = yoi_store::Workspace::open(repo.path()).unwrap();
+    let ctx = yoi_store::Ctx::new(
+        yoi_core::Principal::orchestrator(),
+        yoi_core::Timestamp::parse("2026-11-29T10:00:00Z").unwrap(),
+    );
+    let ev = yoi_store::ops::AcceptEvidence {
+        branch,
+        worktree: worktree.clone(),
+        base_commit: head,
+        assignment: "asg-1".into(),
+        decision: "Routing decision: implementation_ready".into(),
+    };
+    yoi_store::ops::accept(&ws, &ctx, id, &Default::default(), &ev).unwrap();
+    worktree
+}
+
+#[test]
+fn cancel_of_an_accepted_ticket_prints_what_happened_to_its_worktree() {
+    let repo = Repo::init();
+    let clean = repo.ready_ticket("Clean");
+    let dirty = repo.ready_ticket("Dirty");
+    for id in [&clean, &dirty] {
+        repo.yoi(&["ticket", "queue", id]).ok();
+    }
+    let clean_wt = accept_like_the_orchestrator(&repo, &clean, "clean");
+    let dirty_wt = accept_like_the_orchestrator(&repo, &dirty, "dirty");
+    std::fs::write(repo.path().join(&dirty_wt).join("wip.txt"), "wip").unwrap();
+
+    let out = repo
+        .yoi(&["ticket", "cancel", &clean, "--resolution", "Dropped."])
+        .ok();
+    assert_eq!(
+        normalize(&out.stdout),
+        "[ID]: inprogress -> closed\nnote: removed the worktree .worktree/[ID]-clean (it was clean); the branch yoi/[ID]-clean is kept\n"
+    );
+    assert!(!repo.path().join(&clean_wt).exists());
+
+    let out = repo
+        .yoi(&[
+            "ticket",
+            "cancel",
+            &dirty,
+            "--resolution",
+            "Dropped.",
+            "--json",
+        ])
+        .ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["to"], "closed");
+    assert_eq!(
+        v["notes"],
+        serde_json::json!([format!(
+            "kept the worktree {dirty_wt}: it has uncommitted changes (1 file); the branch yoi/{dirty}-dirty is kept"
+        )])
+    );
+    assert!(repo.path().join(&dirty_wt).join("wip.txt").is_file());
+
+    // Doctor sees the kept worktree of a closed ticket: a warning, so it still exits 0.
+    let out = repo.yoi(&["ticket", "doctor"]).ok();
+    assert!(
+        out.stdout.contains(&format!(
+            "warning[worktree.dirty_closed] {dirty_wt}: worktree `{dirty_wt}`"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains(&format!("then `git worktree remove {dirty_wt}`")),
+        "{}",
+        out.stdout
+    );
+}

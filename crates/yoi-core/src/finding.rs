@@ -110,4 +110,8 @@ pub enum SafeFix {
     CreateFile { path: String },
     /// Create a missing directory (a ticket's `artifacts/`).
     CreateDir { path: String },
+    /// Drop git's records of linked worktrees whose folder is gone and that are not locked, as
+    /// `git worktree prune` does. No file and no branch goes: the folders are already gone and
+    /// the commits stay on their branches.
+    PruneWorktrees,
 }

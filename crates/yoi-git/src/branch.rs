@@ -3,6 +3,7 @@
 //! checked out (so a retried start can reuse it); anything else is refused with what was found.
 //! [`delete_branch`] undoes a creation: it removes a branch only while it still points at the
 //! commit it was created at and no worktree has it checked out, so no later work is dropped.
+//! [`branch_exists`] and [`list_branches`] only read.
 
 use std::path::{Path, PathBuf};
 
@@ -103,6 +104,50 @@ pub fn delete_branch(repo_root: &Path, name: &str, expected: &str) -> Result<(),
     existing
         .delete()
         .map_err(|e| GitError::git(repo_root, "delete the branch", e))
+}
+
+/// A local branch: its short name and the commit it points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchInfo {
+    /// Short name, e.g. `yoi/01J…-fix-login`.
+    pub name: String,
+    /// The commit it points at (hex).
+    pub head: String,
+}
+
+/// Whether the local branch `name` (short name) exists in the repository at `repo_root`.
+pub fn branch_exists(repo_root: &Path, name: &str) -> Result<bool, GitError> {
+    let repo = repo::open(repo_root)?;
+    let full_name = branch_ref_name(name)?;
+    Ok(repo
+        .try_find_reference(full_name.as_ref())
+        .map_err(|e| GitError::git(repo_root, "read branches", e))?
+        .is_some())
+}
+
+/// The local branches whose short name starts with `prefix` (`""` for all), sorted by name, like
+/// `git branch --list '<prefix>*'`. A branch that does not point at a commit is left out.
+pub fn list_branches(repo_root: &Path, prefix: &str) -> Result<Vec<BranchInfo>, GitError> {
+    let repo = repo::open(repo_root)?;
+    let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "list branches", e);
+    let platform = repo.references().map_err(|e| fail(&e))?;
+    let mut out = Vec::new();
+    for reference in platform.local_branches().map_err(|e| fail(&e))? {
+        let mut reference = reference.map_err(|e| fail(&e))?;
+        let name = reference.name().shorten().to_string();
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let Ok(commit) = reference.peel_to_commit() else {
+            continue;
+        };
+        out.push(BranchInfo {
+            name,
+            head: commit.id.to_string(),
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
 }
 
 /// `refs/heads/<name>`, validated like git validates branch names.

@@ -2,7 +2,8 @@
 //! yoi never shells out to git.
 //!
 //! - [`repo`]: finding a repository and resolving revisions to commit ids;
-//! - [`branch`]: creating work branches, refusing to move one that exists elsewhere;
+//! - [`branch`]: creating work branches, refusing to move one that exists elsewhere; listing
+//!   them;
 //! - [`worktree`]: adding, listing, checking, removing and pruning linked worktrees, refusing to
 //!   delete uncommitted work unless forced.
 //!
@@ -13,9 +14,12 @@ mod error;
 pub mod repo;
 pub mod worktree;
 
-pub use branch::{create_branch, delete_branch, BranchOutcome};
+pub use branch::{
+    branch_exists, create_branch, delete_branch, list_branches, BranchInfo, BranchOutcome,
+};
 pub use error::GitError;
 pub use repo::{discover, resolve_commit, RepoInfo};
 pub use worktree::{
-    add_worktree, is_dirty, list_worktrees, prune_worktrees, remove_worktree, WorktreeInfo,
+    add_worktree, is_dirty, list_worktrees, prune_worktrees, remove_worktree, uncommitted_changes,
+    WorktreeInfo,
 };

@@ -26,6 +26,9 @@ pub struct WorktreeInfo {
     pub head: Option<String>,
     /// Whether it holds uncommitted work; `None` when its folder is gone or unreadable.
     pub dirty: Option<bool>,
+    /// Its folder is gone and it is not locked, so `git worktree prune` would drop its record.
+    /// Always false for the main worktree.
+    pub prunable: bool,
 }
 
 /// Create a linked worktree at `path` with `branch` (an existing local branch, short name)
@@ -93,44 +96,52 @@ pub fn list_worktrees(repo_root: &Path) -> Result<Vec<WorktreeInfo>, GitError> {
         .map_err(|e| GitError::git(repo_root, "open the main worktree", e))?;
     let mut out = Vec::new();
     if let Some(workdir) = main.workdir() {
-        out.push(info(workdir.to_path_buf(), Some(&main)));
+        out.push(info(workdir.to_path_buf(), Some(&main), false));
     }
     for proxy in repo
         .worktrees()
         .map_err(|e| GitError::git(repo_root, "list worktrees", e))?
     {
         let Ok(path) = proxy.base() else { continue };
+        let prunable = proxy.is_prunable();
         let wt_repo = proxy.into_repo_with_possibly_inaccessible_worktree().ok();
-        out.push(info(path, wt_repo.as_ref()));
+        out.push(info(path, wt_repo.as_ref(), prunable));
     }
     Ok(out)
 }
 
-fn info(path: PathBuf, repo: Option<&gix::Repository>) -> WorktreeInfo {
+fn info(path: PathBuf, repo: Option<&gix::Repository>, prunable: bool) -> WorktreeInfo {
     let branch = repo
         .and_then(|r| r.head_name().ok().flatten())
         .map(|name| name.shorten().to_string());
     let head = repo.and_then(|r| r.head_id().ok()).map(|id| id.to_string());
     let dirty = path
         .is_dir()
-        .then(|| dirty_paths(&path).ok().map(|changes| !changes.is_empty()))
+        .then(|| {
+            uncommitted_changes(&path)
+                .ok()
+                .map(|changes| !changes.is_empty())
+        })
         .flatten();
     WorktreeInfo {
         path,
         branch,
         head,
         dirty,
+        prunable,
     }
 }
 
 /// Whether the working tree at `worktree_path` has staged or unstaged changes to tracked files,
 /// or untracked files that are not ignored.
 pub fn is_dirty(worktree_path: &Path) -> Result<bool, GitError> {
-    Ok(!dirty_paths(worktree_path)?.is_empty())
+    Ok(!uncommitted_changes(worktree_path)?.is_empty())
 }
 
-/// The paths `git status` would report for `worktree_path`, untracked folders collapsed.
-fn dirty_paths(worktree_path: &Path) -> Result<Vec<String>, GitError> {
+/// The paths `git status --porcelain` would report for `worktree_path` (modified, staged and
+/// untracked files; an untracked folder counts once, named without its trailing `/`), sorted.
+/// Empty when it is clean.
+pub fn uncommitted_changes(worktree_path: &Path) -> Result<Vec<String>, GitError> {
     let repo = repo::open(worktree_path)?;
     let fail = |e: gix::Error| GitError::git(worktree_path, "read the status", e);
     let iter = repo
@@ -161,7 +172,7 @@ pub fn remove_worktree(repo_root: &Path, path: &Path, force: bool) -> Result<(),
             path: path.to_path_buf(),
         })?;
     if !force && target.base().is_dir() {
-        let changes = dirty_paths(target.base())?;
+        let changes = uncommitted_changes(target.base())?;
         if !changes.is_empty() {
             return Err(GitError::Dirty {
                 path: path.to_path_buf(),

@@ -2,7 +2,8 @@ mod common;
 
 use common::{git, small_repo};
 use yoi_git::{
-    add_worktree, create_branch, delete_branch, discover, resolve_commit, BranchOutcome, GitError,
+    add_worktree, branch_exists, create_branch, delete_branch, discover, list_branches,
+    resolve_commit, BranchOutcome, GitError,
 };
 
 #[test]
@@ -159,4 +160,70 @@ fn delete_branch_keeps_a_moved_or_checked_out_branch() {
     assert!(matches!(err, GitError::BranchCheckedOut { .. }), "{err}");
     assert_ne!(git(&repo, &["branch", "--list", "moved"]), "");
     assert_ne!(git(&repo, &["branch", "--list", "busy"]), "");
+}
+
+#[test]
+fn list_branches_agrees_with_git_branch_list_and_filters_by_prefix() {
+    let (_dir, repo, head) = small_repo();
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "second"]);
+    let second = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    create_branch(&repo, "yoi/01B-b", &head).unwrap();
+    git(&repo, &["branch", "yoi/01A-a"]);
+    git(&repo, &["branch", "feature"]);
+    git(&repo, &["pack-refs", "--all"]);
+    git(&repo, &["branch", "yoi/01C-c", &head]);
+
+    let all = list_branches(&repo, "").unwrap();
+    let names: Vec<&str> = all.iter().map(|b| b.name.as_str()).collect();
+    let from_git = git(&repo, &["branch", "--list", "--format=%(refname:short)"]);
+    let mut expected: Vec<&str> = from_git.lines().collect();
+    expected.sort();
+    assert_eq!(names, expected);
+    assert_eq!(
+        names,
+        ["feature", "main", "yoi/01A-a", "yoi/01B-b", "yoi/01C-c"]
+    );
+
+    let ours = list_branches(&repo, "yoi/").unwrap();
+    let pairs: Vec<(&str, &str)> = ours
+        .iter()
+        .map(|b| (b.name.as_str(), b.head.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("yoi/01A-a", second.as_str()),
+            ("yoi/01B-b", head.as_str()),
+            ("yoi/01C-c", head.as_str()),
+        ]
+    );
+}
+
+#[test]
+fn branch_exists_sees_loose_and_packed_branches_only() {
+    let (_dir, repo, head) = small_repo();
+    create_branch(&repo, "yoi/01A-a", &head).unwrap();
+    git(&repo, &["branch", "packed"]);
+    git(&repo, &["pack-refs", "--all"]);
+    git(&repo, &["tag", "v1"]);
+    assert!(branch_exists(&repo, "yoi/01A-a").unwrap());
+    assert!(branch_exists(&repo, "packed").unwrap());
+    assert!(branch_exists(&repo, "main").unwrap());
+    assert!(
+        !branch_exists(&repo, "v1").unwrap(),
+        "a tag is not a branch"
+    );
+    assert!(!branch_exists(&repo, "yoi/01A").unwrap());
+    assert!(matches!(
+        branch_exists(&repo, "-bad"),
+        Err(GitError::InvalidBranchName { .. })
+    ));
+}
+
+#[test]
+fn list_branches_of_a_repository_without_commits_is_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    assert!(list_branches(dir.path(), "").unwrap().is_empty());
+    assert!(!branch_exists(dir.path(), "main").unwrap());
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use common::{canon, git, git_worktrees, large_repo, small_repo};
 use yoi_git::{
     add_worktree, create_branch, is_dirty, list_worktrees, prune_worktrees, remove_worktree,
-    GitError,
+    uncommitted_changes, GitError,
 };
 
 fn start(repo: &Path, head: &str, wt: &Path, branch: &str) {
@@ -117,6 +117,63 @@ fn list_worktrees_reports_path_branch_head_and_dirtiness() {
     assert_eq!(list[1].branch.as_deref(), Some("work"));
     assert_eq!(list[1].head.as_deref(), Some(head.as_str()));
     assert_eq!(list[1].dirty, Some(true));
+    assert!(!list[0].prunable && !list[1].prunable);
+}
+
+#[test]
+fn list_worktrees_marks_a_worktree_whose_folder_is_gone_as_prunable_like_git() {
+    let (dir, repo, head) = small_repo();
+    let gone = dir.path().join("gone");
+    let locked = dir.path().join("locked");
+    start(&repo, &head, &gone, "a");
+    start(&repo, &head, &locked, "b");
+    git(&repo, &["worktree", "lock", locked.to_str().unwrap()]);
+    std::fs::remove_dir_all(&gone).unwrap();
+    std::fs::remove_dir_all(&locked).unwrap();
+
+    let list = list_worktrees(&repo).unwrap();
+    assert_eq!(list.len(), 3);
+    let by_branch = |b: &str| {
+        list.iter()
+            .find(|w| w.branch.as_deref() == Some(b))
+            .unwrap()
+    };
+    assert!(by_branch("a").prunable);
+    assert_eq!(by_branch("a").dirty, None);
+    assert!(
+        !by_branch("b").prunable,
+        "a locked worktree is never prunable"
+    );
+    // git agrees: its own prune drops exactly the unlocked one.
+    git(&repo, &["worktree", "prune"]);
+    let left: Vec<_> = git_worktrees(&repo).into_iter().map(|(_, b)| b).collect();
+    assert_eq!(
+        left,
+        [
+            Some("refs/heads/main".to_string()),
+            Some("refs/heads/b".to_string())
+        ]
+    );
+}
+
+#[test]
+fn uncommitted_changes_lists_what_git_status_reports() {
+    let (dir, repo, head) = small_repo();
+    let wt = dir.path().join("wt");
+    start(&repo, &head, &wt, "work");
+    assert!(uncommitted_changes(&wt).unwrap().is_empty());
+    std::fs::write(wt.join("README.md"), "changed\n").unwrap();
+    std::fs::create_dir_all(wt.join("new/deeper")).unwrap();
+    std::fs::write(wt.join("new/deeper/x.txt"), "x").unwrap();
+    std::fs::write(wt.join("new/y.txt"), "y").unwrap();
+    let changes = uncommitted_changes(&wt).unwrap();
+    assert_eq!(changes, ["README.md", "new"]);
+    let porcelain = git(&wt, &["status", "--porcelain"]);
+    let from_git: Vec<&str> = porcelain
+        .lines()
+        .map(|l| l[3..].trim_end_matches('/'))
+        .collect();
+    assert_eq!(changes, from_git);
 }
 
 #[test]

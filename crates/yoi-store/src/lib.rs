@@ -10,6 +10,7 @@ pub mod db;
 pub mod doctor;
 pub mod error;
 pub mod fsutil;
+mod git;
 pub mod index;
 pub mod lock;
 pub mod ops;

@@ -8,7 +8,8 @@
 //! **What `--fix` does.** Only the repairs a finding marks with a [`SafeFix`]: removing the
 //! temporary file of an interrupted atomic write when the real file beside it exists and parses,
 //! creating a missing `thread.md` (empty) or `artifacts/` folder, and re-rendering a
-//! `relations.json` whose only difference from the canonical rendering is its order. Fixing
+//! `relations.json` whose only difference from the canonical rendering is its order, and
+//! dropping git's record of a linked worktree whose folder is gone (`git worktree prune`). Fixing
 //! takes the workspace lock, re-runs the checks inside it (so it acts on what is on disk now,
 //! not on a report read before), applies those repairs, and runs the checks again for the
 //! report. It never touches `item.md`, never rewrites `thread.md`, and never deletes anything
@@ -29,7 +30,8 @@
 //!
 //! The checks, by id, are listed in [`CHECKS`]. The `index.*` and `outbox.*` checks compare
 //! the database with the files and need an attached index: see [`run_with_index`] and the
-//! `index` module.
+//! `index` module. The `worktree.*` and `branch.*` checks compare the git repository around the
+//! workspace with the tickets, and run only when there is one: see the `worktrees` module.
 
 mod graph;
 mod index;
@@ -37,6 +39,7 @@ mod item;
 mod layout;
 mod thread;
 mod ticket;
+mod worktrees;
 
 use std::fs;
 use std::path::Path;
@@ -141,6 +144,13 @@ pub const CHECKS: &[CheckInfo] = &[
     check("outbox.orphan", W, "outbox rows naming no thread event or plan record on disk (kept by --fix: they are delivery history)"),
     check("outbox.undelivered", W, "outbox events older than the threshold (default one hour) a registered consumer has not acknowledged, one finding per consumer"),
     check("outbox.dead", E, "a delivery its consumer gave up on after running out of attempts, with the last reason"),
+    check("worktree.missing", E, "an in-progress ticket whose accepted worktree is not a worktree of the repository (gone, never added, or a plain folder)"),
+    check("branch.missing", E, "an in-progress ticket whose accepted branch does not exist"),
+    check("worktree.orphan", W, "a clean yoi worktree (under the worktree folder or on a `yoi/` branch) whose ticket is missing or not in progress"),
+    check("worktree.dirty_closed", W, "a yoi worktree with uncommitted changes whose ticket is done, closed or missing"),
+    check("branch.orphan", W, "a `yoi/<id>-…` branch whose ticket does not exist"),
+    check("worktree.prunable", W, "git's record of a linked worktree whose folder is gone (pruned by --fix)"),
+    check("git.unreadable", W, "the repository's worktrees or branches could not be read, so the worktree checks did not run"),
 ];
 
 /// Check the workspace; with `fix`, first apply the repairs that cannot lose information.
@@ -173,6 +183,7 @@ fn check_all(ws: &Workspace) -> Result<Vec<Finding>, StoreError> {
     let tickets =
         crate::tickets::parallel_map(&scan.ticket_dirs, |id| Ok(ticket::check_ticket(ws, id)))?;
     findings.extend(graph::check_workspace(ws, &tickets));
+    findings.extend(worktrees::check_workspace(ws, &tickets));
     for t in tickets {
         findings.extend(t.findings);
     }
@@ -240,6 +251,24 @@ fn apply(ws: &Workspace, repair: &SafeFix) -> Result<Option<String>, StoreError>
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
                 Err(e) => Err(StoreError::io(&p, e)),
             }
+        }
+        SafeFix::PruneWorktrees => {
+            let Some(repo) = crate::git::repo_root(ws.root()) else {
+                return Ok(None);
+            };
+            let pruned = yoi_git::prune_worktrees(&repo)
+                .map_err(|e| StoreError::io(&repo, std::io::Error::other(e.to_string())))?;
+            if pruned.is_empty() {
+                return Ok(None);
+            }
+            let folders: Vec<String> = pruned
+                .iter()
+                .map(|p| crate::git::relative_to(&repo, p))
+                .collect();
+            Ok(Some(format!(
+                "pruned the worktree records of {} (their folders were gone)",
+                folders.join(", ")
+            )))
         }
     }
 }

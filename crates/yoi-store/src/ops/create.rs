@@ -77,6 +77,7 @@ pub fn create(ws: &Workspace, ctx: &Ctx, req: &CreateRequest) -> Result<Outcome,
                 to: Some(yoi_core::State::Planning),
                 replayed: true,
                 index_error: None,
+                notes: Vec::new(),
             });
         }
     }
@@ -135,6 +136,7 @@ pub fn create(ws: &Workspace, ctx: &Ctx, req: &CreateRequest) -> Result<Outcome,
         to: Some(yoi_core::State::Planning),
         replayed: false,
         index_error: None,
+        notes: Vec::new(),
     };
     Ok(super::finish(ws, ctx, &fp, outcome))
 }

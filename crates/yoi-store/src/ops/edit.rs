@@ -152,6 +152,7 @@ pub(crate) fn fresh(id: &yoi_core::TicketId, operation: &str, event: &Event) -> 
         to: event.get("to").and_then(|s| s.parse().ok()),
         replayed: false,
         index_error: None,
+        notes: Vec::new(),
     }
 }
 

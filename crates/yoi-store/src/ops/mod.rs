@@ -14,6 +14,7 @@ mod edit;
 mod plan;
 mod relation;
 mod transition;
+mod worktree;
 
 use std::sync::Mutex;
 
@@ -83,6 +84,10 @@ pub struct Outcome {
     /// start-up reindex repairs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_error: Option<String>,
+    /// Sentences for the person who asked, about what the operation did beyond the state change
+    /// (for example what `cancel` did with the ticket's worktree); one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 static IDS: Mutex<Option<ulid::Generator>> = Mutex::new(None);

@@ -64,6 +64,7 @@ pub fn add_plan_record(
         to: None,
         replayed,
         index_error: None,
+        notes: Vec::new(),
     };
     if let Some(prev) = existing.iter().find(|r| r.id == record.id) {
         let same = prev.kind == record.kind

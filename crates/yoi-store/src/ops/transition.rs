@@ -3,6 +3,8 @@
 //! `reopen`. They share one compare-and-swap path ([`run`]): under the lock, re-read the item,
 //! answer a replay, check the expected state, the edge and the principal, run the operation's
 //! own guard, then append `state_changed` (plus any companion event) and rewrite item.md.
+//! `cancel` of an in-progress ticket also deals with its worktree, after that write (see
+//! [`super::worktree`]).
 
 use serde_json::{json, Value};
 use yoi_core::brief;
@@ -14,6 +16,7 @@ use yoi_core::thread::{Event, EventKind};
 use yoi_core::TicketId;
 
 use super::edit::fresh;
+use super::worktree::{self, Disposal};
 use super::{
     append_events, fingerprint, finish, one_line, replay_of, stamp, write_item, Ctx, Outcome,
 };
@@ -61,6 +64,10 @@ struct Effects {
     remove_resolution: bool,
     plan: Option<PlanRecord>,
     body: String,
+    /// Notes for the outcome, known before anything is written.
+    notes: Vec<String>,
+    /// What to do with the ticket's worktree once the state change is written.
+    worktree: Option<Disposal>,
 }
 
 fn run(
@@ -154,7 +161,12 @@ fn run(
     item.state = to;
     item.updated_at = ctx.now;
     write_item(ws, &id, &item)?;
-    Ok(finish(ws, ctx, &fp, fresh(&id, op.as_str(), &changed)))
+    let mut outcome = fresh(&id, op.as_str(), &changed);
+    outcome.notes = effects.notes;
+    if let Some(disposal) = effects.worktree {
+        outcome.notes.extend(disposal.carry_out());
+    }
+    Ok(finish(ws, ctx, &fp, outcome))
 }
 
 fn required(field: &str, value: &Option<String>) -> Result<String, StoreError> {
@@ -374,13 +386,30 @@ pub fn complete(
     )
 }
 
-fn closing(resolution: &str, verb: &str) -> Result<Effects, StoreError> {
+/// The close event and resolution.md; with a worktree disposal, the close event also says what
+/// happens to the worktree (an attribute and a closing sentence), while resolution.md keeps the
+/// resolution alone.
+fn closing(
+    resolution: &str,
+    verb: &str,
+    worktree: Option<Disposal>,
+) -> Result<Effects, StoreError> {
     let text = render_resolution(resolution)
         .ok_or_else(|| StoreError::bad_input("resolution", "must not be empty"))?;
+    let close = match &worktree {
+        None => Event::new(EventKind::Close, &text).with_attr("status", verb),
+        Some(d) => Event::new(
+            EventKind::Close,
+            &format!("{}\n\n{}", text.trim_end(), d.sentence()),
+        )
+        .with_attr("status", verb)
+        .with_attr(worktree::ATTR, d.attr()),
+    };
     Ok(Effects {
-        after: vec![Event::new(EventKind::Close, &text).with_attr("status", verb)],
+        after: vec![close],
         resolution: Some(text),
         body: format!("Ticket {verb}."),
+        worktree,
         ..Effects::default()
     })
 }
@@ -400,11 +429,13 @@ pub fn close(
         Operation::Close,
         req,
         Value::Null,
-        |_, _, _| closing(&resolution, "closed"),
+        |_, _, _| closing(&resolution, "closed", None),
     )
 }
 
-/// planning/ready/queued/inprogress -> closed with a resolution (humans only).
+/// planning/ready/queued/inprogress -> closed with a resolution (humans only). An in-progress
+/// ticket's clean worktree is removed after the state change is written; a dirty or missing one
+/// is reported; its branch is kept. What happened is in the close event and the outcome's notes.
 pub fn cancel(
     ws: &Workspace,
     ctx: &Ctx,
@@ -419,10 +450,22 @@ pub fn cancel(
         Operation::Cancel,
         req,
         Value::Null,
-        |_, _, item| {
+        |ws, id, item| {
+            let mut notes = Vec::new();
+            let disposal = if item.state == State::Inprogress {
+                worktree::inspect(ws, id).unwrap_or_else(|e| {
+                    notes.push(format!(
+                        "left the worktree alone: the accepted plan could not be read ({e})"
+                    ));
+                    None
+                })
+            } else {
+                None
+            };
             item.queued_by = None;
             item.queued_at = None;
-            closing(&resolution, "cancelled")
+            let effects = closing(&resolution, "cancelled", disposal)?;
+            Ok(Effects { notes, ..effects })
         },
     )
 }

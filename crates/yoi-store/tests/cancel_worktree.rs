@@ -1,0 +1,247 @@
+//! `cancel` of an in-progress ticket and its worktree, on real git repositories: a clean
+//! worktree is removed after the state change, a dirty one is kept, a missing one is reported,
+//! a folder that is not a worktree is left alone; the branch is always kept. git itself checks
+//! the result.
+
+#[path = "support/git_repo.rs"]
+mod git_repo;
+
+use git_repo::{git, human, GitFx, BRIEF};
+use yoi_core::state::State;
+use yoi_core::thread::{Event, EventKind};
+use yoi_core::{Principal, TicketId};
+use yoi_store::ops::{self, AcceptEvidence, CreateRequest, TransitionRequest};
+use yoi_store::{Ctx, Workspace};
+
+fn close_event(fx: &GitFx, id: &TicketId) -> Event {
+    let events = fx.ws.read_thread(id).unwrap().events;
+    let close = events.last().unwrap().clone();
+    assert_eq!(close.kind, EventKind::Close);
+    close
+}
+
+#[test]
+fn cancel_removes_a_clean_worktree_and_keeps_the_branch() {
+    let fx = GitFx::new();
+    let t = fx.accepted("Fix x", "fix-x");
+    assert_eq!(
+        fx.git_worktrees(),
+        [fx.root().to_path_buf(), t.path.clone()]
+    );
+
+    let out = fx.cancel(&t.id);
+
+    assert_eq!(
+        (out.from, out.to),
+        (Some(State::Inprogress), Some(State::Closed))
+    );
+    assert_eq!(
+        out.notes,
+        [format!(
+            "removed the worktree {} (it was clean); the branch {} is kept",
+            t.worktree, t.branch
+        )]
+    );
+    assert!(!t.path.exists());
+    assert_eq!(fx.git_worktrees(), [fx.root().to_path_buf()]);
+    assert_eq!(fx.git_branch(&t.branch).as_deref(), Some(fx.head.as_str()));
+    let close = close_event(&fx, &t.id);
+    assert_eq!(close.get("status"), Some("cancelled"));
+    assert_eq!(close.get("worktree"), Some("removed"));
+    assert_eq!(
+        close.body,
+        format!(
+            "Not needed.\n\nThe worktree `{}` was clean and is removed. The branch `{}` is kept.",
+            t.worktree, t.branch
+        )
+    );
+    // resolution.md holds the resolution alone.
+    assert_eq!(
+        fx.ws.read_resolution(&t.id).unwrap().as_deref(),
+        Some("Not needed.")
+    );
+    assert_eq!(fx.ws.read_item(&t.id).unwrap().state, State::Closed);
+}
+
+#[test]
+fn cancel_keeps_a_dirty_worktree_and_says_so() {
+    let fx = GitFx::new();
+    let t = fx.accepted("Fix y", "fix-y");
+    std::fs::write(t.path.join("notes.txt"), "half done\n").unwrap();
+    std::fs::write(t.path.join("README.md"), "changed\n").unwrap();
+
+    let out = fx.cancel(&t.id);
+
+    assert_eq!(out.to, Some(State::Closed));
+    assert_eq!(
+        out.notes,
+        [format!(
+            "kept the worktree {}: it has uncommitted changes (2 files); the branch {} is kept",
+            t.worktree, t.branch
+        )]
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path.join("notes.txt")).unwrap(),
+        "half done\n"
+    );
+    assert_eq!(
+        git(&t.path, &["status", "--porcelain"]),
+        " M README.md\n?? notes.txt\n"
+    );
+    assert_eq!(
+        fx.git_worktrees(),
+        [fx.root().to_path_buf(), t.path.clone()]
+    );
+    assert!(fx.git_branch(&t.branch).is_some());
+    let close = close_event(&fx, &t.id);
+    assert_eq!(close.get("worktree"), Some("kept-dirty"));
+    assert!(
+        close.body.ends_with(&format!(
+            "The worktree `{}` is kept: it has uncommitted changes (2 files). The branch `{}` is kept.",
+            t.worktree, t.branch
+        )),
+        "{}",
+        close.body
+    );
+    assert_eq!(fx.ws.read_item(&t.id).unwrap().state, State::Closed);
+}
+
+#[test]
+fn cancel_succeeds_when_the_worktree_folder_was_deleted_by_hand() {
+    let fx = GitFx::new();
+    let t = fx.accepted("Fix z", "fix-z");
+    std::fs::remove_dir_all(&t.path).unwrap();
+
+    let out = fx.cancel(&t.id);
+
+    assert_eq!(out.to, Some(State::Closed));
+    assert_eq!(
+        out.notes,
+        [format!(
+            "the worktree {} was already gone; `git worktree prune` drops its record; the branch {} is kept",
+            t.worktree, t.branch
+        )]
+    );
+    assert_eq!(close_event(&fx, &t.id).get("worktree"), Some("missing"));
+    assert!(fx.git_branch(&t.branch).is_some());
+    // cancel leaves git's record alone; git still lists it until it is pruned.
+    assert_eq!(fx.git_worktrees().len(), 2);
+}
+
+#[test]
+fn cancel_says_when_the_branch_is_gone_too() {
+    let fx = GitFx::new();
+    let t = fx.accepted("Fix w", "fix-w");
+    git(fx.root(), &["worktree", "remove", &t.worktree]);
+    git(fx.root(), &["branch", "-D", &t.branch]);
+
+    let out = fx.cancel(&t.id);
+
+    assert_eq!(
+        out.notes,
+        [format!(
+            "the worktree {} was already gone; the branch {} no longer exists",
+            t.worktree, t.branch
+        )]
+    );
+    assert!(close_event(&fx, &t.id)
+        .body
+        .ends_with(&format!("The branch `{}` no longer exists.", t.branch)));
+}
+
+#[test]
+fn cancel_never_removes_a_folder_that_is_not_a_worktree() {
+    let fx = GitFx::new();
+    let t = fx.accepted("Fix v", "fix-v");
+    git(fx.root(), &["worktree", "remove", &t.worktree]);
+    std::fs::create_dir_all(&t.path).unwrap();
+    std::fs::write(t.path.join("mine.txt"), "keep me").unwrap();
+
+    let out = fx.cancel(&t.id);
+
+    assert_eq!(out.to, Some(State::Closed));
+    assert_eq!(
+        out.notes,
+        [format!(
+            "left {} alone: it is not a worktree of this repository; the branch {} is kept",
+            t.worktree, t.branch
+        )]
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path.join("mine.txt")).unwrap(),
+        "keep me"
+    );
+    assert_eq!(
+        close_event(&fx, &t.id).get("worktree"),
+        Some("kept-unregistered")
+    );
+}
+
+#[test]
+fn cancel_outside_inprogress_has_no_notes_and_touches_no_worktree() {
+    let fx = GitFx::new();
+    let busy = fx.accepted("Busy", "busy");
+    let queued = fx.queued("Waiting");
+
+    let out = fx.cancel(&queued);
+
+    assert_eq!(out.from, Some(State::Queued));
+    assert!(out.notes.is_empty());
+    let json = serde_json::to_value(&out).unwrap();
+    assert!(json.get("notes").is_none(), "{json}");
+    let close = close_event(&fx, &queued);
+    assert_eq!(close.get("worktree"), None);
+    assert_eq!(close.body, "Not needed.");
+    assert!(busy.path.is_dir());
+}
+
+#[test]
+fn cancel_notes_are_in_the_json_outcome() {
+    let fx = GitFx::new();
+    let t = fx.accepted("Fix u", "fix-u");
+    let out = fx.cancel(&t.id);
+    let json = serde_json::to_value(&out).unwrap();
+    assert_eq!(json["notes"], serde_json::json!(out.notes));
+    assert_eq!(json["notes"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn cancel_outside_a_git_repository_leaves_folders_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    yoi_store::init(dir.path(), "main").unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    let req = CreateRequest {
+        title: "T".into(),
+        body: BRIEF.into(),
+        depends_on: Vec::new(),
+    };
+    let id = ops::create(&ws, &human(), &req).unwrap().ticket;
+    let plain = TransitionRequest::default();
+    ops::mark_ready(&ws, &human(), id.as_str(), &plain).unwrap();
+    ops::queue(&ws, &human(), id.as_str(), &plain).unwrap();
+    let ev = AcceptEvidence {
+        branch: format!("yoi/{id}-t"),
+        worktree: format!(".worktree/{id}-t"),
+        base_commit: "0123abcd".into(),
+        assignment: "asg-1".into(),
+        decision: "Routing decision: implementation_ready".into(),
+    };
+    let orchestrator = Ctx::new(Principal::orchestrator(), human().now);
+    ops::accept(&ws, &orchestrator, id.as_str(), &plain, &ev).unwrap();
+    let folder = dir.path().join(&ev.worktree);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("f.txt"), "x").unwrap();
+
+    let req = TransitionRequest {
+        resolution: Some("Not needed.".into()),
+        ..TransitionRequest::default()
+    };
+    let out = ops::cancel(&ws, &human(), id.as_str(), &req).unwrap();
+
+    assert_eq!(out.to, Some(State::Closed));
+    assert!(out.notes.is_empty());
+    assert!(folder.join("f.txt").is_file());
+    let close = ws.read_thread(&id).unwrap().events.pop().unwrap();
+    assert_eq!(close.get("worktree"), None);
+    assert_eq!(close.body, "Not needed.");
+}

@@ -182,6 +182,30 @@ pub enum TicketCommand {
     Plan(PlanCommand),
     /// Check ticket files, relations, threads and plan records.
     Doctor(DoctorArgs),
+    /// What the router would decide for a ticket now, and why (writes nothing).
+    Route(RouteArgs),
+    /// Close a queued ticket's open circuit so routing tries it again (humans only).
+    Retry(RetryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RouteArgs {
+    pub id: String,
+    /// Show the decision without writing it (routing itself runs inside `yoi serve`).
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    pub id: String,
+    /// What was fixed; written into the retry event.
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

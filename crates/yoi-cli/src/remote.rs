@@ -74,6 +74,11 @@ impl Remote {
         self.send("POST", ticket_path(id, "/comments"), Some(body))
     }
 
+    pub fn retry(&self, id: &str, reason: Option<&str>) -> Result<Outcome, CliError> {
+        let body = json!({ "reason": reason });
+        self.send("POST", ticket_path(id, "/retry"), Some(body))
+    }
+
     /// A state operation; `Accept` and `Complete` have no route (yoi itself performs them).
     pub fn transition(
         &self,

@@ -99,6 +99,13 @@ impl Target {
         Ok(f(&self.ws, ctx, id, req)?)
     }
 
+    pub fn retry(&self, id: &str, reason: Option<&str>) -> Result<Outcome, CliError> {
+        match &self.via {
+            Via::Files(ctx) => Ok(ops::retry(&self.ws, ctx, id, reason)?),
+            Via::Server(r) => r.retry(id, reason),
+        }
+    }
+
     pub fn add_relation(&self, id: &str, req: &RelationRequest) -> Result<Outcome, CliError> {
         match &self.via {
             Via::Files(ctx) => Ok(ops::add_relation(&self.ws, ctx, id, req)?),

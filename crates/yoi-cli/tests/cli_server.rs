@@ -26,7 +26,21 @@ struct Server {
 }
 
 impl Server {
+    /// A server that does not route (these tests are about the API and the CLI; their
+    /// repositories have no commit to accept work onto).
     fn start(repo: &Repo) -> Server {
+        let config = repo.path().join(".yoi/workspace.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        let off = text.replace("\nenabled = true\n", "\nenabled = false\n");
+        assert_ne!(
+            text, off,
+            "the default configuration names [router] enabled"
+        );
+        std::fs::write(&config, off).unwrap();
+        Server::spawn(repo)
+    }
+
+    fn spawn(repo: &Repo) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_yoi"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .current_dir(repo.path())
@@ -67,6 +81,12 @@ impl Server {
 
     fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// SIGKILL: no shutdown, no cleanup.
+    fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
     }
 
     /// Send SIGTERM (as a service manager would).
@@ -697,4 +717,155 @@ fn a_stale_admin_token_is_refused_naming_the_file_not_bypassed() {
         .ok();
     assert!(listed.stdout.contains("\"count\": 0"), "{}", listed.stdout);
     drop(server);
+}
+
+fn git_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `GET /api/v1/router` with the admin token until it reports a fixed point.
+fn settle(repo: &Repo, server: &Server) {
+    let token = std::fs::read_to_string(repo.path().join(".yoi/local/admin.token")).unwrap();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let start = std::time::Instant::now();
+    loop {
+        let mut resp = agent
+            .get(format!("http://{}/api/v1/router", server.addr))
+            .header("Authorization", format!("Bearer {}", token.trim()))
+            .call()
+            .unwrap();
+        let status: serde_json::Value =
+            serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+        if status["settled"] == true {
+            return;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "routing did not settle: {status}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The orchestrator's decision kinds and bodies of a ticket.
+fn routing_decisions(repo: &Repo, id: &str) -> Vec<(String, String)> {
+    show_json(repo, id)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "decision" && e["author"] == "yoi-orchestrator")
+        .map(|e| {
+            let body = e["body"].as_str().unwrap().to_string();
+            let kind = body
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("Routing decision: "))
+                .unwrap_or("")
+                .to_string();
+            (kind, body)
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_server_resumes_routing_from_the_outbox_without_duplicates() {
+    let repo = Repo::init();
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("max_inprogress = 4", "max_inprogress = 3")
+        .replace("retry_backoff_ms = 2000", "retry_backoff_ms = 20");
+    std::fs::write(&config, text).unwrap();
+    std::fs::write(repo.path().join("README.md"), "hello\n").unwrap();
+    git_in(repo.path(), &["add", "-A"]);
+    git_in(repo.path(), &["commit", "-q", "-m", "base"]);
+
+    // Every fourth ticket depends on the one before it.
+    let mut ids: Vec<String> = Vec::new();
+    for i in 0..16 {
+        let id = repo.create(&format!("Task {i}"), COMPLETE_BRIEF);
+        if i % 4 == 3 {
+            repo.yoi(&["ticket", "relation", "add", &id, "depends_on", &ids[i - 1]])
+                .ok();
+        }
+        repo.yoi(&["ticket", "mark-ready", &id]).ok();
+        ids.push(id);
+    }
+    let mut server = Server::spawn(&repo);
+    for id in &ids {
+        repo.yoi(&["ticket", "queue", id]).ok();
+    }
+    // Kill it the moment it has accepted something: mid-routing, events unacknowledged.
+    server.wait_for_log("accepted");
+    server.kill();
+    assert!(repo.path().join(".yoi/local/server.json").exists());
+
+    let server = Server::spawn(&repo);
+    settle(&repo, &server);
+
+    let states: Vec<String> = ids
+        .iter()
+        .map(|id| show_json(&repo, id)["state"].as_str().unwrap().to_string())
+        .collect();
+    let inprogress: Vec<&String> = ids
+        .iter()
+        .zip(&states)
+        .filter(|(_, s)| *s == "inprogress")
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(inprogress.len(), 3, "{states:?}");
+    let listed = git_in(repo.path(), &["worktree", "list", "--porcelain"]);
+    assert_eq!(listed.matches("worktree ").count(), 1 + 3, "{listed}");
+    for id in &ids {
+        let d = routing_decisions(&repo, id);
+        assert!(!d.is_empty(), "{id} was never routed");
+        for pair in d.windows(2) {
+            assert_ne!(pair[0].1, pair[1].1, "{id}: a decision was written twice");
+        }
+        let ready = d
+            .iter()
+            .filter(|(k, _)| k == "implementation_ready")
+            .count();
+        let expected = usize::from(inprogress.contains(&id));
+        assert_eq!(ready, expected, "{id}: {d:?}");
+    }
+    for id in &inprogress {
+        let wt = listed
+            .lines()
+            .filter_map(|l| l.strip_prefix("worktree "))
+            .find(|p| p.contains(id.as_str()))
+            .unwrap_or_else(|| panic!("no worktree for {id}: {listed}"));
+        assert_eq!(
+            git_in(std::path::Path::new(wt), &["status", "--porcelain"]),
+            ""
+        );
+    }
+    let doctor = repo.yoi(&["ticket", "doctor", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
+    let errors: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 }

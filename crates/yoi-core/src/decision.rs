@@ -52,13 +52,16 @@ pub enum RoutingDecision {
     },
     /// Consecutive failures opened the circuit; no automatic dispatch until a human retries.
     CircuitOpen { failures: u32 },
+    /// One step failed too often in total; the ticket is stopped, labelled partial and returned
+    /// to planning with whatever it produced kept.
+    Stopped { step: String, failures: u32 },
 }
 
 const FIRST_LINE: &str = "Routing decision: ";
 
 impl RoutingDecision {
     /// Every kind name, in variant order.
-    pub const KINDS: [&'static str; 7] = [
+    pub const KINDS: [&'static str; 8] = [
         "blocked_by_dependency",
         "return_to_planning",
         "waiting_capacity",
@@ -66,6 +69,7 @@ impl RoutingDecision {
         "implementation_ready",
         "acceptance_failed",
         "circuit_open",
+        "stopped",
     ];
 
     /// The snake_case name written on the first line of the event body.
@@ -78,6 +82,7 @@ impl RoutingDecision {
             RoutingDecision::ImplementationReady { .. } => "implementation_ready",
             RoutingDecision::AcceptanceFailed { .. } => "acceptance_failed",
             RoutingDecision::CircuitOpen { .. } => "circuit_open",
+            RoutingDecision::Stopped { .. } => "stopped",
         }
     }
 
@@ -106,6 +111,10 @@ impl RoutingDecision {
             RoutingDecision::CircuitOpen { failures } => {
                 format!("{failures} consecutive failures opened the circuit.")
             }
+            RoutingDecision::Stopped { step, failures } => format!(
+                "acceptance step `{}` failed {failures} times in total; the ticket is stopped (partial).",
+                one_line(step)
+            ),
         }
     }
 
@@ -146,6 +155,10 @@ impl RoutingDecision {
             RoutingDecision::CircuitOpen { failures } => {
                 vec![format!("consecutive failures: {failures}")]
             }
+            RoutingDecision::Stopped { step, failures } => vec![
+                format!("step: {}", one_line(step)),
+                format!("failures in total: {failures}"),
+            ],
         }
     }
 
@@ -171,6 +184,9 @@ impl RoutingDecision {
             }
             RoutingDecision::CircuitOpen { .. } => {
                 "no automatic dispatch; a human `retry` closes the circuit."
+            }
+            RoutingDecision::Stopped { .. } => {
+                "return the ticket to planning, keeping what it produced; a person fixes the cause and queues it again."
             }
         }
     }

@@ -61,6 +61,7 @@ actions! {
     UseSkills = "use skills": [Human, Read, Intake, Orchestrator, Pod];
     ProposeSkill = "propose skills": [Human, Intake, Orchestrator, Pod];
     DecideSkill = "approve or reject skill proposals": [Human];
+    Retry = "retry routing": [Human];
 }
 
 /// The authenticated caller.

@@ -72,6 +72,12 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/tickets/{id}/blockers", get(t::blockers))
         .route("/tickets/{id}/plan", get(t::plan).post(t::add_plan))
+        .route(
+            "/tickets/{id}/routing",
+            get(routes::routing::ticket_routing),
+        )
+        .route("/tickets/{id}/retry", post(routes::routing::retry))
+        .route("/router", get(routes::routing::router_status))
         .route("/doctor", get(t::doctor))
         .route("/events", get(routes::events::stream))
         .route("/skills", get(routes::skills::list))
@@ -120,6 +126,9 @@ pub fn router(state: AppState) -> Router {
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     pub listen: SocketAddr,
+    /// Run the orchestrator loop (routing queued tickets). `yoi serve` follows
+    /// `[router] enabled`; tests of other parts leave it off so their tickets stay put.
+    pub orchestrate: bool,
 }
 
 /// Open the database, bind, write server.json, serve until `shutdown` completes, clean up.
@@ -174,6 +183,9 @@ pub async fn serve(
     tracing::info!(%addr, "yoi server listening");
     on_ready(addr);
     let state = AppState::new(ws, index);
+    let orchestrator = opts
+        .orchestrate
+        .then(|| router::orchestrator::spawn(state.clone()));
     let closing = state.closing.clone();
     let shutdown = async move {
         shutdown.await;
@@ -184,26 +196,37 @@ pub async fn serve(
     let result = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await;
+    if let Some(task) = orchestrator {
+        // It ends at the closing signal, after the pass in progress.
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "the orchestrator task ended abnormally");
+        }
+    }
     server_file::remove_if_ours(&local);
     tracing::info!("yoi server stopped");
     result.map_err(|e| ServerError::Other(e.to_string()))
 }
 
-/// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Completes on SIGINT or SIGTERM. The handlers are installed when this is called (inside a
+/// runtime), not when the future is first polled, so a signal that arrives while the server is
+/// still starting is not lost to the default action (which would kill the process without
+/// cleaning up).
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    async move {
+        let wait = |s: std::io::Result<tokio::signal::unix::Signal>| async move {
+            match s {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        tokio::select! {
+            _ = wait(term) => {},
+            _ = wait(int) => {},
         }
-    };
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
     }
 }

@@ -17,14 +17,16 @@ use crate::routes::tickets as t;
         t::return_to_planning, t::close, t::cancel, t::reopen, t::relations, t::blockers,
         t::add_relation, t::remove_relation, t::plan, t::add_plan, t::doctor,
         crate::routes::events::stream,
+        crate::routes::routing::ticket_routing, crate::routes::routing::retry, crate::routes::routing::router_status,
         crate::routes::skills::list, crate::routes::skills::show, crate::routes::skills::activate,
         crate::routes::skills::resource, crate::routes::skills::proposals, crate::routes::skills::propose,
         crate::routes::skills::approve, crate::routes::skills::reject,
         crate::routes::health::healthz, crate::routes::health::readyz, serve
     ),
-    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody)),
+    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody, crate::routes::routing::RetryBody)),
     tags(
         (name = "tickets", description = "Tickets: create, edit, comment, state operations, relations and plan records."),
+        (name = "routing", description = "Routing: decisions, retry after an open circuit, the orchestrator's status."),
         (name = "skills", description = "Agent Skills: catalog, activation, resources and proposals."),
         (name = "events", description = "Live events (server-sent events) from the outbox."),
         (name = "service", description = "Health, readiness, doctor and this document."),

@@ -25,6 +25,8 @@ pub struct AppState {
     /// processes), so without this queue concurrent requests would sleep past each other's
     /// release and the slowest could wait seconds.
     writers: Arc<Mutex<()>>,
+    /// What the orchestrator loop is doing (disabled unless the server routes).
+    pub router: Arc<std::sync::Mutex<crate::router::RouterStatus>>,
 }
 
 impl AppState {
@@ -35,6 +37,7 @@ impl AppState {
             changed: Arc::new(watch::channel(0).0),
             closing: Arc::new(watch::channel(false).0),
             writers: Arc::new(Mutex::new(())),
+            router: Arc::default(),
         }
     }
 
@@ -59,6 +62,12 @@ impl AppState {
         .map_err(|e| ApiError::internal("operation task", e))?;
         self.changed.send_modify(|n| *n += 1);
         Ok(result?)
+    }
+
+    /// Take this server's writer turn from a blocking thread (the orchestrator's writes queue
+    /// with the API's); the turn ends when the returned guard drops.
+    pub fn write_turn_blocking(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        self.writers.clone().blocking_lock_owned()
     }
 
     /// Run a synchronous read (files) on a blocking thread.

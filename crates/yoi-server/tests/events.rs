@@ -65,6 +65,7 @@ impl Server {
             rt.block_on(serve(
                 ws,
                 ServeOptions {
+                    orchestrate: false,
                     listen: "127.0.0.1:0".parse().unwrap(),
                 },
                 async {

@@ -11,6 +11,7 @@ use yoi_core::plan::PlanKind;
 use yoi_core::thread::EventKind;
 use yoi_core::{Principal, State, TicketId, Timestamp};
 use yoi_server::router::{self, AcceptError, FailAt};
+use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_store::ops::{self, CreateRequest, EditRequest, PlanRequest, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 
@@ -44,7 +45,9 @@ struct Fixture {
     _dir: tempfile::TempDir,
     repo: PathBuf,
     ws: Workspace,
+    db: DbIndex,
     base: String,
+    _rt: tokio::runtime::Runtime,
 }
 
 impl Fixture {
@@ -60,12 +63,20 @@ impl Fixture {
         git(&repo, &["add", "-A"]);
         git(&repo, &["commit", "-q", "-m", "base"]);
         let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
-        let ws = Workspace::open(&repo).unwrap();
+        let mut ws = Workspace::open(&repo).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (db, _) = DbIndex::attach(&mut ws, rt.handle().clone()).unwrap();
         Fixture {
             _dir: dir,
             repo,
             ws,
+            db,
             base,
+            _rt: rt,
         }
     }
 
@@ -108,6 +119,12 @@ impl Fixture {
             .collect()
     }
 
+    fn assignments(&self, id: &TicketId) -> Vec<Assignment> {
+        self.db
+            .block_on(self.db.db.assignments_of(id.as_str()))
+            .unwrap()
+    }
+
     fn worktree_root(&self) -> PathBuf {
         self.ws.config.worktree_dir(&self.repo)
     }
@@ -115,7 +132,7 @@ impl Fixture {
     /// Route and accept `id`, which must be ready.
     fn accept(&self, id: &TicketId) -> router::Accepted {
         let d = router::decide(&self.ws, id, 10).unwrap().unwrap();
-        router::accept_ticket(&self.ws, id, &d, &self.worktree_root(), now()).unwrap()
+        router::accept_ticket(&self.ws, &self.db, id, &d, &self.worktree_root(), now()).unwrap()
     }
 }
 
@@ -288,10 +305,22 @@ fn accepting_a_ready_ticket_makes_branch_worktree_and_frozen_packet() {
             base_commit: f.base.clone()
         }
     );
-    let accepted = router::accept_ticket(&f.ws, &id, &d, &f.worktree_root(), now()).unwrap();
+    let accepted = router::accept_ticket(&f.ws, &f.db, &id, &d, &f.worktree_root(), now()).unwrap();
     assert!(accepted.branch_created);
     assert!(accepted.assignment.starts_with("asg-"));
     assert_eq!(f.state(&id), State::Inprogress);
+    let assignments = f.assignments(&id);
+    assert_eq!(assignments.len(), 1);
+    let a = &assignments[0];
+    assert_eq!(
+        (a.id.as_str(), a.step.as_str(), a.role.as_str(), a.status),
+        (
+            accepted.assignment.as_str(),
+            "implement",
+            "coder",
+            AssignmentStatus::Pending
+        )
+    );
 
     let wt = f.worktree_root().join(format!("{id}-add-the-router"));
     assert_eq!(accepted.worktree, wt);
@@ -328,9 +357,16 @@ fn a_failure_at_any_acceptance_step_undoes_everything_and_keeps_the_ticket_queue
         let id = f.queued("fragile", BRIEF, &[]);
         let d = router::decide(&f.ws, &id, 2).unwrap().unwrap();
         for attempt in 1..=2 {
-            let err =
-                router::accept_ticket_failing_at(&f.ws, &id, &d, &f.worktree_root(), now(), step)
-                    .unwrap_err();
+            let err = router::accept_ticket_failing_at(
+                &f.ws,
+                &f.db,
+                &id,
+                &d,
+                &f.worktree_root(),
+                now(),
+                step,
+            )
+            .unwrap_err();
             let AcceptError::Failed {
                 step: failed,
                 cleanup,
@@ -347,6 +383,7 @@ fn a_failure_at_any_acceptance_step_undoes_everything_and_keeps_the_ticket_queue
             assert!(!f.worktree_root().join(format!("{id}-fragile")).exists());
             assert_eq!(git(&f.repo, &["branch", "--list", "yoi/*"]), "", "{step:?}");
             assert!(!f.ws.path_of(&id, "artifacts/intent-packet.json").exists());
+            assert_eq!(f.assignments(&id), Vec::new(), "{step:?}");
             assert_eq!(f.state(&id), State::Queued, "{step:?}");
 
             let decisions = f.decisions(&id);
@@ -357,7 +394,72 @@ fn a_failure_at_any_acceptance_step_undoes_everything_and_keeps_the_ticket_queue
             assert!(last.contains(&format!("attempt: {attempt}")), "{last}");
         }
         // After the failures, a clean acceptance still goes through.
-        router::accept_ticket(&f.ws, &id, &d, &f.worktree_root(), now()).unwrap();
+        router::accept_ticket(&f.ws, &f.db, &id, &d, &f.worktree_root(), now()).unwrap();
         assert_eq!(f.state(&id), State::Inprogress);
+        assert_eq!(f.assignments(&id).len(), 1);
     }
+}
+
+#[test]
+fn leftovers_of_a_killed_acceptance_are_cleared_and_anything_else_is_left_alone() {
+    let f = Fixture::new();
+    let id = f.queued("Interrupted", BRIEF, &[]);
+    let d = router::decide(&f.ws, &id, 2).unwrap().unwrap();
+    let RoutingDecision::ImplementationReady { branch, .. } = &d else {
+        panic!("{d:?}")
+    };
+    // What an acceptance killed before the store's `accept` leaves: branch, clean worktree,
+    // a pending assignment; the ticket still queued.
+    let wt = f.worktree_root().join(format!("{id}-interrupted"));
+    yoi_git::create_branch(&f.repo, branch, &f.base).unwrap();
+    std::fs::create_dir_all(f.worktree_root()).unwrap();
+    yoi_git::add_worktree(&f.repo, &wt, branch).unwrap();
+    f.db.block_on(f.db.db.create_assignment(&Assignment {
+        id: "asg-left-behind".into(),
+        ticket: id.to_string(),
+        step: "implement".into(),
+        role: "coder".into(),
+        attempt: 1,
+        fence: 1,
+        status: AssignmentStatus::Pending,
+        lease_until_ms: None,
+        created_ms: 1,
+        updated_ms: 1,
+    }))
+    .unwrap();
+
+    let accepted = router::accept_ticket(&f.ws, &f.db, &id, &d, &f.worktree_root(), now()).unwrap();
+    assert!(
+        !accepted.branch_created,
+        "the branch at the base commit is reused"
+    );
+    assert_eq!(accepted.worktree, wt);
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    let assignments = f.assignments(&id);
+    assert_eq!(assignments.len(), 1);
+    assert_eq!(assignments[0].id, accepted.assignment);
+
+    // A worktree at the path holding someone's work is not a leftover: the step fails and the
+    // work stays.
+    let other = f.queued("Interrupted too", BRIEF, &[]);
+    let d = router::decide(&f.ws, &other, 5).unwrap().unwrap();
+    let RoutingDecision::ImplementationReady { branch, .. } = &d else {
+        panic!("{d:?}")
+    };
+    let wt = f.worktree_root().join(format!("{other}-interrupted-too"));
+    yoi_git::create_branch(&f.repo, branch, &f.base).unwrap();
+    yoi_git::add_worktree(&f.repo, &wt, branch).unwrap();
+    std::fs::write(wt.join("notes.txt"), "precious\n").unwrap();
+    let err =
+        router::accept_ticket(&f.ws, &f.db, &other, &d, &f.worktree_root(), now()).unwrap_err();
+    assert!(
+        matches!(&err, AcceptError::Failed { step, .. } if *step == "add_worktree"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("left alone"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("notes.txt")).unwrap(),
+        "precious\n"
+    );
+    assert_eq!(f.state(&other), State::Queued);
 }

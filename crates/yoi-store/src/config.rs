@@ -19,6 +19,30 @@ pub struct Config {
     pub database: DatabaseSection,
     pub server: ServerSection,
     pub skills: SkillsSection,
+    pub router: RouterSection,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RouterSection {
+    /// Whether `yoi serve` routes queued tickets (the orchestrator loop). Off, queued tickets
+    /// wait; `yoi ticket route ID --dry-run` still says what would happen.
+    pub enabled: bool,
+    /// Tickets allowed in `inprogress` at once; more wait with `waiting_capacity`.
+    pub max_inprogress: usize,
+    /// Wait after a failed acceptance before the next attempt, doubled for each further
+    /// consecutive failure.
+    pub retry_backoff_ms: u64,
+}
+
+impl Default for RouterSection {
+    fn default() -> Self {
+        RouterSection {
+            enabled: true,
+            max_inprogress: 4,
+            retry_backoff_ms: 2000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,6 +247,14 @@ listen = "127.0.0.1:7311"
 [skills]
 # Extra skill folders, searched after .yoi/skills/ and before the built-in skills.
 extra_dirs = []
+
+[router]
+# Whether `yoi serve` routes queued tickets: blocks, waits, returns or accepts them.
+enabled = true
+# Tickets allowed in progress at once; more wait for a free slot.
+max_inprogress = 4
+# Wait after a failed acceptance before trying again, doubled for each further failure in a row.
+retry_backoff_ms = 2000
 
 [roles]
 # Pods kept running per role by `yoi serve`.

@@ -535,7 +535,7 @@ fn newer_database_is_refused(b: Backend) {
             err,
             StoreError::DatabaseTooNew {
                 found: 999,
-                known: 3,
+                known: 4,
                 ..
             }
         ),

@@ -33,10 +33,19 @@ pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Refused(format!("cannot start the async runtime: {e}")))?;
+    let orchestrate = ws.config.router.enabled;
+    // Install the signal handlers now, before the server says it is listening.
+    let shutdown = {
+        let _runtime = rt.enter();
+        shutdown_signal()
+    };
     rt.block_on(serve(
         ws,
-        ServeOptions { listen },
-        shutdown_signal(),
+        ServeOptions {
+            listen,
+            orchestrate,
+        },
+        shutdown,
         |addr| {
             // The one line scripts wait for.
             println!("listening on http://{addr}");

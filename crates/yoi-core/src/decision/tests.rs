@@ -173,6 +173,10 @@ fn all_variants() -> Vec<RoutingDecision> {
             attempt: 1,
         },
         RoutingDecision::CircuitOpen { failures: 3 },
+        RoutingDecision::Stopped {
+            step: "s".to_string(),
+            failures: 6,
+        },
     ]
 }
 

@@ -1,8 +1,15 @@
-//! [`accept_ticket`]: make the work branch, its worktree and the frozen IntentPacket, then move
-//! the ticket to `inprogress` through the store's `accept` — all or nothing. When a step fails,
-//! what was made is taken away in reverse order (the packet file, the worktree, the branch only
-//! if this call created it), the ticket stays `queued`, and an `acceptance_failed` decision is
-//! recorded with its attempt number.
+//! [`accept_ticket`]: make the work branch, its worktree, the frozen IntentPacket and the first
+//! assignment, then move the ticket to `inprogress` through the store's `accept` — all or
+//! nothing. When a step fails, what was made is taken away in reverse order (the assignment, the
+//! packet file, the worktree, the branch only if this call created it), the ticket stays
+//! `queued`, and an `acceptance_failed` decision is recorded with its attempt number.
+//!
+//! An acceptance killed half-way (the server died) leaves a pending assignment, a branch and a
+//! worktree for a ticket that is still `queued`. The next acceptance of that ticket clears them
+//! first: pending assignments of a queued ticket are discarded, and a worktree at the ticket's
+//! path is removed only when it is exactly what an acceptance makes — registered, on the
+//! ticket's branch at the base commit, with no changes. Anything else at that path fails the
+//! worktree step and is left alone for a person to look at.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +18,7 @@ use yoi_core::decision::RoutingDecision;
 use yoi_core::packet::IntentPacket;
 use yoi_core::{Principal, State, TicketId, Timestamp};
 use yoi_git::BranchOutcome;
+use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_store::ops::{self, AcceptEvidence, TransitionRequest};
 use yoi_store::{fsutil, Ctx, StoreError, Workspace};
 
@@ -26,14 +34,16 @@ pub enum FailAt {
     Branch,
     Worktree,
     IntentPacket,
+    Assignment,
     Accept,
 }
 
 impl FailAt {
-    pub const ALL: [FailAt; 4] = [
+    pub const ALL: [FailAt; 5] = [
         FailAt::Branch,
         FailAt::Worktree,
         FailAt::IntentPacket,
+        FailAt::Assignment,
         FailAt::Accept,
     ];
 
@@ -42,6 +52,7 @@ impl FailAt {
             FailAt::Branch => "create_branch",
             FailAt::Worktree => "add_worktree",
             FailAt::IntentPacket => "freeze_intent_packet",
+            FailAt::Assignment => "create_assignment",
             FailAt::Accept => "accept",
         }
     }
@@ -89,26 +100,29 @@ fn cleanup_suffix(cleanup: &[String]) -> String {
 /// Accept `id` as `decision` (an `implementation_ready` decision) with its worktree under
 /// `worktree_root` (normally `ws.config.worktree_dir(ws.root())`), at
 /// `<worktree_root>/<id>-<slug>`.
+/// The first assignment goes to `db`.
 pub fn accept_ticket(
     ws: &Workspace,
+    db: &DbIndex,
     id: &TicketId,
     decision: &RoutingDecision,
     worktree_root: &Path,
     now: Timestamp,
 ) -> Result<Accepted, AcceptError> {
-    run(ws, id, decision, worktree_root, now, None)
+    run(ws, db, id, decision, worktree_root, now, None)
 }
 
 /// [`accept_ticket`] with a failure injected at `fail_at`; for tests of the compensation.
 pub fn accept_ticket_failing_at(
     ws: &Workspace,
+    db: &DbIndex,
     id: &TicketId,
     decision: &RoutingDecision,
     worktree_root: &Path,
     now: Timestamp,
     fail_at: FailAt,
 ) -> Result<Accepted, AcceptError> {
-    run(ws, id, decision, worktree_root, now, Some(fail_at))
+    run(ws, db, id, decision, worktree_root, now, Some(fail_at))
 }
 
 /// What has been made so far, for undoing.
@@ -117,12 +131,18 @@ struct Made {
     branch: Option<(String, String)>,
     worktree: Option<PathBuf>,
     packet: Option<PathBuf>,
+    assignment: Option<String>,
 }
 
 impl Made {
     /// Undo in reverse order; returns what could not be undone.
-    fn undo(self, repo: &Path) -> Vec<String> {
+    fn undo(self, repo: &Path, db: &DbIndex) -> Vec<String> {
         let mut failed = Vec::new();
+        if let Some(a) = self.assignment {
+            if let Err(e) = db.block_on(db.db.delete_assignment(&a)) {
+                failed.push(format!("delete assignment {a}: {e}"));
+            }
+        }
         if let Some(p) = self.packet {
             if let Err(e) = std::fs::remove_file(&p) {
                 failed.push(format!("remove {}: {e}", p.display()));
@@ -152,6 +172,7 @@ fn injected(step: FailAt, fail_at: Option<FailAt>) -> Result<(), String> {
 
 fn run(
     ws: &Workspace,
+    db: &DbIndex,
     id: &TicketId,
     decision: &RoutingDecision,
     worktree_root: &Path,
@@ -173,6 +194,7 @@ fn run(
     let mut made = Made::default();
     let job = Job {
         ws,
+        db,
         id,
         decision,
         branch,
@@ -185,8 +207,10 @@ fn run(
     match job.steps(&mut made) {
         Ok(accepted) => Ok(accepted),
         Err((step, error)) => {
-            let mut cleanup = made.undo(ws.root());
-            let attempt = super::record::next_attempt(ws, id);
+            let mut cleanup = made.undo(ws.root(), db);
+            let attempt = ws
+                .read_thread(id)
+                .map(|t| super::circuit::Circuit::of(&t).consecutive + 1);
             let recorded = attempt.and_then(|attempt| {
                 let failed = RoutingDecision::AcceptanceFailed {
                     step: step.as_str().to_string(),
@@ -211,6 +235,7 @@ fn run(
 /// One acceptance: its inputs, walked step by step by [`Job::steps`].
 struct Job<'a> {
     ws: &'a Workspace,
+    db: &'a DbIndex,
     id: &'a TicketId,
     decision: &'a RoutingDecision,
     branch: &'a str,
@@ -225,6 +250,7 @@ impl Job<'_> {
     fn steps(&self, made: &mut Made) -> Result<Accepted, (FailAt, String)> {
         let Job {
             ws,
+            db,
             id,
             decision,
             branch,
@@ -235,8 +261,12 @@ impl Job<'_> {
             fail_at,
         } = *self;
         let repo = ws.root();
+        let name = branch.strip_prefix("yoi/").unwrap_or(branch);
+        let worktree = worktree_root.join(name);
 
         let step = FailAt::Branch;
+        clear_leftovers(db, id, repo, &worktree, branch, base_commit)
+            .map_err(|e| (FailAt::Worktree, e))?;
         let outcome =
             yoi_git::create_branch(repo, branch, base_commit).map_err(|e| (step, e.to_string()))?;
         if outcome == BranchOutcome::Created {
@@ -245,8 +275,6 @@ impl Job<'_> {
         injected(step, fail_at).map_err(|e| (step, e))?;
 
         let step = FailAt::Worktree;
-        let name = branch.strip_prefix("yoi/").unwrap_or(branch);
-        let worktree = worktree_root.join(name);
         std::fs::create_dir_all(worktree_root)
             .map_err(|e| (step, format!("{}: {e}", worktree_root.display())))?;
         yoi_git::add_worktree(repo, &worktree, branch).map_err(|e| (step, e.to_string()))?;
@@ -264,10 +292,28 @@ impl Job<'_> {
         made.packet = Some(path);
         injected(step, fail_at).map_err(|e| (step, e))?;
 
-        let step = FailAt::Accept;
-        injected(step, fail_at).map_err(|e| (step, e))?;
+        let step = FailAt::Assignment;
         let ctx = Ctx::new(Principal::orchestrator(), now);
         let assignment = format!("asg-{}", ops::new_ulid(ctx.precise));
+        let now_ms = now.unix_millis();
+        db.block_on(db.db.create_assignment(&Assignment {
+            id: assignment.clone(),
+            ticket: id.to_string(),
+            step: "implement".into(),
+            role: "coder".into(),
+            attempt: 1,
+            fence: 1,
+            status: AssignmentStatus::Pending,
+            lease_until_ms: None,
+            created_ms: now_ms,
+            updated_ms: now_ms,
+        }))
+        .map_err(|e| (step, e.to_string()))?;
+        made.assignment = Some(assignment.clone());
+        injected(step, fail_at).map_err(|e| (step, e))?;
+
+        let step = FailAt::Accept;
+        injected(step, fail_at).map_err(|e| (step, e))?;
         let evidence = AcceptEvidence {
             branch: branch.to_string(),
             worktree: ws.rel(&worktree),
@@ -289,4 +335,49 @@ impl Job<'_> {
             packet_hash: packet.content_hash.clone(),
         })
     }
+}
+
+/// Clear what an acceptance of `id` killed half-way left behind (see the module doc): pending
+/// assignments, and a clean worktree at `worktree` on `branch` at `base_commit`. Anything else
+/// at that path is an error naming what was found.
+fn clear_leftovers(
+    db: &DbIndex,
+    id: &TicketId,
+    repo: &Path,
+    worktree: &Path,
+    branch: &str,
+    base_commit: &str,
+) -> Result<(), String> {
+    let discarded = db
+        .block_on(db.db.discard_pending_assignments(id.as_str()))
+        .map_err(|e| format!("discard pending assignments: {e}"))?;
+    if discarded > 0 {
+        tracing::warn!(ticket = %id, discarded, "discarded pending assignments of an interrupted acceptance");
+    }
+    if !worktree.exists() {
+        return Ok(());
+    }
+    let listed = yoi_git::list_worktrees(repo).map_err(|e| e.to_string())?;
+    let same = |p: &Path| p == worktree || p.canonicalize().ok() == worktree.canonicalize().ok();
+    let Some(found) = listed.iter().find(|w| same(&w.path)) else {
+        return Err(format!(
+            "{} exists and is not a worktree of this repository; move it away",
+            worktree.display()
+        ));
+    };
+    let leftover = found.branch.as_deref() == Some(branch)
+        && found.head.as_deref() == Some(base_commit)
+        && found.dirty == Some(false);
+    if !leftover {
+        return Err(format!(
+            "{} is a worktree on {} at {} (dirty: {}); it is not the clean leftover of an interrupted acceptance, so it is left alone",
+            worktree.display(),
+            found.branch.as_deref().unwrap_or("a detached HEAD"),
+            found.head.as_deref().unwrap_or("no commit"),
+            found.dirty.map_or("unknown".to_string(), |d| d.to_string()),
+        ));
+    }
+    yoi_git::remove_worktree(repo, worktree, false).map_err(|e| e.to_string())?;
+    tracing::warn!(ticket = %id, worktree = %worktree.display(), "removed the clean worktree of an interrupted acceptance");
+    Ok(())
 }

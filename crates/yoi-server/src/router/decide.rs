@@ -6,19 +6,70 @@ use std::collections::BTreeMap;
 use yoi_core::decision::RoutingDecision;
 use yoi_core::packet::IntentPacket;
 use yoi_core::plan::PlanKind;
+use yoi_core::relation::RelationGraph;
 use yoi_core::{scope, Item, State, TicketId};
 use yoi_store::{StoreError, Workspace};
 
-/// What the router concludes for `id`, or `None` when the ticket is not `queued` (only queued
-/// tickets are routed). Checks in order: open blockers (any state but done/closed, including
-/// in flight), missing required brief sections, capacity (`max_inprogress` tickets in
-/// `inprogress`), conflicts with in-progress tickets (a `conflicts_with`/`do_not_parallelize`
-/// plan record on either side, or overlapping write scopes), and otherwise
-/// `implementation_ready` on `yoi/<id>-<slug>` from the resolved target ref.
-///
-/// A target ref that does not resolve to a commit is a [`StoreError::BadInput`] naming it.
+use super::circuit::Circuit;
+
+/// Every ticket's item and the relation graph, read once for a routing pass. Deciding re-reads
+/// the routed ticket itself (and its thread); the snapshot supplies the other tickets' states
+/// and is updated by the pass as it accepts or returns tickets.
+pub struct Snapshot {
+    pub items: BTreeMap<TicketId, Item>,
+    pub graph: RelationGraph,
+}
+
+impl Snapshot {
+    pub fn load(ws: &Workspace) -> Result<Snapshot, StoreError> {
+        Ok(Snapshot {
+            items: ws.read_all_items()?.into_iter().collect(),
+            graph: ws.read_graph()?,
+        })
+    }
+
+    /// Queued tickets in queue order: first queued first (then by id).
+    pub fn queued(&self) -> Vec<TicketId> {
+        let mut q: Vec<(&Item, &TicketId)> = self
+            .items
+            .iter()
+            .filter(|(_, i)| i.state == State::Queued)
+            .map(|(t, i)| (i, t))
+            .collect();
+        q.sort_by(|a, b| (a.0.queued_at, a.1).cmp(&(b.0.queued_at, b.1)));
+        q.into_iter().map(|(_, t)| t.clone()).collect()
+    }
+
+    pub fn in_progress(&self) -> usize {
+        self.items
+            .values()
+            .filter(|i| i.state == State::Inprogress)
+            .count()
+    }
+}
+
+/// What the router concludes for `id` now (see [`decide_in`]), reading everything afresh.
 pub fn decide(
     ws: &Workspace,
+    id: &TicketId,
+    max_inprogress: usize,
+) -> Result<Option<RoutingDecision>, StoreError> {
+    decide_in(ws, &Snapshot::load(ws)?, id, max_inprogress)
+}
+
+/// What the router concludes for `id`, or `None` when the ticket is not `queued` (only queued
+/// tickets are routed). The ticket and its thread are re-read; other tickets come from `snap`.
+///
+/// Checks in order: an open circuit (`circuit_open`: nothing is dispatched until a person
+/// retries), open blockers (any state but done/closed, including in flight), missing required
+/// brief sections, capacity (`max_inprogress` tickets in `inprogress`), conflicts with
+/// in-progress tickets (a `conflicts_with`/`do_not_parallelize` plan record on either side, or
+/// overlapping write scopes), the target ref (ticket `target_ref`, else the configured default;
+/// one that does not resolve to a commit is an `acceptance_failed` at step
+/// `resolve_target_ref`), and otherwise `implementation_ready` on `yoi/<id>-<slug>`.
+pub fn decide_in(
+    ws: &Workspace,
+    snap: &Snapshot,
     id: &TicketId,
     max_inprogress: usize,
 ) -> Result<Option<RoutingDecision>, StoreError> {
@@ -26,10 +77,16 @@ pub fn decide(
     if item.state != State::Queued {
         return Ok(None);
     }
-    let items: BTreeMap<TicketId, Item> = ws.read_all_items()?.into_iter().collect();
+    let circuit = Circuit::of(&ws.read_thread(id)?);
+    if circuit.open {
+        return Ok(Some(RoutingDecision::CircuitOpen {
+            failures: circuit.consecutive,
+        }));
+    }
 
-    let graph = ws.read_graph()?;
-    let blockers = graph.blockers(id, |t| items.get(t).map(|i| i.state));
+    let blockers = snap
+        .graph
+        .blockers(id, |t| snap.items.get(t).map(|i| i.state));
     if !blockers.is_empty() {
         return Ok(Some(RoutingDecision::BlockedByDependency { blockers }));
     }
@@ -42,7 +99,8 @@ pub fn decide(
         }));
     }
 
-    let in_progress: Vec<(&TicketId, &Item)> = items
+    let in_progress: Vec<(&TicketId, &Item)> = snap
+        .items
         .iter()
         .filter(|(t, i)| i.state == State::Inprogress && *t != id)
         .collect();
@@ -61,13 +119,21 @@ pub fn decide(
     let target = item
         .effective_target_ref()
         .unwrap_or_else(|| ws.config.workspace.default_target.clone());
-    let base_commit = yoi_git::resolve_commit(ws.root(), &target)
-        .map_err(|e| StoreError::bad_input("target ref", e.to_string()))?;
-    Ok(Some(RoutingDecision::ImplementationReady {
-        branch: super::branch_name(id, &item.title),
-        base_commit,
-    }))
+    match yoi_git::resolve_commit(ws.root(), &target) {
+        Ok(base_commit) => Ok(Some(RoutingDecision::ImplementationReady {
+            branch: super::branch_name(id, &item.title),
+            base_commit,
+        })),
+        Err(e) => Ok(Some(RoutingDecision::AcceptanceFailed {
+            step: RESOLVE_TARGET.into(),
+            error: format!("target ref `{target}`: {e}"),
+            attempt: circuit.consecutive + 1,
+        })),
+    }
 }
+
+/// The step name of a target ref that does not resolve.
+pub const RESOLVE_TARGET: &str = "resolve_target_ref";
 
 fn is_conflict_kind(kind: PlanKind) -> bool {
     matches!(kind, PlanKind::ConflictsWith | PlanKind::DoNotParallelize)

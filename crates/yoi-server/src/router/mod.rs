@@ -1,31 +1,37 @@
-//! The router's step functions: decide what a queued ticket needs, record that decision once,
-//! and accept a ready ticket all or nothing. No loop lives here; a caller (later the
-//! orchestrator's tick) reads the clock and calls these in order.
+//! The router (DESIGN §5): what a queued ticket needs, written to its thread once per
+//! situation, and acceptance all or nothing.
 //!
-//! - [`decide`] re-reads the ticket and checks, in order: open blockers, the brief's required
-//!   sections, free capacity, conflicts with work in progress. Only `queued` tickets are routed;
-//!   for any other state it answers `None`.
-//! - [`record`] appends the decision as a `decision` thread event unless the last decision event
-//!   already says the same thing, so a ticket that stays blocked is not re-announced every tick.
-//!   A `return_to_planning` decision also moves the ticket back to planning.
-//! - [`accept_ticket`] creates the branch, the worktree and the frozen IntentPacket, then calls
-//!   the store's `accept`; when any step fails it undoes what it made, leaves the ticket queued
-//!   and records an `acceptance_failed` decision.
+//! - [`decide`] / [`decide_in`] re-read the ticket and check, in order: an open circuit, open
+//!   blockers, the brief's required sections, free capacity, conflicts with work in progress,
+//!   the target ref. Only `queued` tickets are routed; for any other state they answer `None`.
+//! - [`record`] appends the decision as a `decision` thread event unless the orchestrator's last
+//!   decision event already says the same thing, so a ticket that stays blocked is not
+//!   re-announced every tick. A `return_to_planning` decision also moves the ticket back.
+//! - [`accept_ticket`] creates the branch, the worktree, the frozen IntentPacket and the first
+//!   assignment, then calls the store's `accept`; when any step fails it undoes what it made,
+//!   leaves the ticket queued and records an `acceptance_failed` decision.
+//! - [`route_ticket`] / [`run_pass`] put these together for one ticket / every queued ticket,
+//!   with the circuit breaker ([`circuit`]); [`orchestrator`] is the loop inside `yoi serve`
+//!   that runs passes as outbox events arrive; [`view`] is the read-only routing view behind
+//!   `GET /tickets/{id}/routing` and `yoi ticket route --dry-run`.
 //!
 //! Every write goes through `yoi_store::ops` with the orchestrator principal, so the store's
 //! guards (brief, blockers, state) are checked again at acceptance.
-//!
-//! There is no assignment table yet: the assignment id handed to `accept` (`asg-<ulid>`) is
-//! recorded in the thread and the accepted plan only; nothing else knows it.
 
 mod accept;
+pub mod circuit;
 mod decide;
+pub mod orchestrator;
+mod pass;
 mod record;
+pub mod view;
 
 pub use accept::{
     accept_ticket, accept_ticket_failing_at, AcceptError, Accepted, FailAt, INTENT_PACKET,
 };
-pub use decide::decide;
+pub use decide::{decide, decide_in, Snapshot, RESOLVE_TARGET};
+pub use orchestrator::{RouterStatus, CONSUMER};
+pub use pass::{route_ticket, run_pass, RouteConfig, Routed, Targets};
 pub use record::record;
 
 use yoi_core::TicketId;

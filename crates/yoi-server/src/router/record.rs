@@ -1,19 +1,21 @@
 //! [`record`]: write a routing decision to the ticket's thread once per situation.
 
-use yoi_core::decision::{self, RoutingDecision};
+use yoi_core::decision::RoutingDecision;
 use yoi_core::thread::{Event, EventKind};
 use yoi_core::{Principal, State, TicketId, Timestamp};
 use yoi_store::ops::{self, CommentRequest, TransitionRequest};
 use yoi_store::{Ctx, StoreError, Workspace};
 
-/// The last `decision` event of the ticket's thread.
-fn last_decision(ws: &Workspace, id: &TicketId) -> Result<Option<Event>, StoreError> {
+/// The last `decision` event the orchestrator wrote in the ticket's thread (a person's
+/// `decision` comment is not a routing decision).
+pub(super) fn last_decision(ws: &Workspace, id: &TicketId) -> Result<Option<Event>, StoreError> {
     let thread = ws.read_thread(id)?;
+    let orchestrator = Principal::orchestrator().author();
     Ok(thread
         .events
         .into_iter()
         .rev()
-        .find(|e| e.kind == EventKind::Decision))
+        .find(|e| e.kind == EventKind::Decision && e.author() == Some(orchestrator.as_str())))
 }
 
 /// Append `decision.render()` as a `decision` event by the orchestrator, unless the last
@@ -63,18 +65,4 @@ pub fn record(
         }
     }
     Ok(!same || moved)
-}
-
-/// The attempt number of the next acceptance failure: one more than the run of
-/// `acceptance_failed` decisions at the end of the thread's decision events.
-pub(super) fn next_attempt(ws: &Workspace, id: &TicketId) -> Result<u32, StoreError> {
-    let thread = ws.read_thread(id)?;
-    let run = thread
-        .events
-        .iter()
-        .rev()
-        .filter(|e| e.kind == EventKind::Decision)
-        .take_while(|e| decision::parse_kind(&e.body).as_deref() == Some("acceptance_failed"))
-        .count();
-    Ok(u32::try_from(run).unwrap_or(u32::MAX).saturating_add(1))
 }

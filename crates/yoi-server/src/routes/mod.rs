@@ -2,5 +2,6 @@
 
 pub mod events;
 pub mod health;
+pub mod routing;
 pub mod skills;
 pub mod tickets;

@@ -140,11 +140,37 @@ impl Server {
     pub fn start_with(backend: Backend, setup: impl FnOnce(&Workspace)) -> Server {
         let dir = tempfile::tempdir().unwrap();
         yoi_store::init(dir.path(), "main").unwrap();
+        Server::start_in(backend, dir, false, |ws| setup(ws))
+    }
+
+    /// A server with the orchestrator running, on a git repository (`main` with one commit
+    /// holding a README and the yoi workspace). `configure` adjusts the configuration the
+    /// server runs with (e.g. `router.max_inprogress`); retries back off 20 ms.
+    pub fn start_routed(backend: Backend, configure: impl FnOnce(&mut Workspace)) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        git(repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README.md"), "hello\n").unwrap();
+        yoi_store::init(repo, "main").unwrap();
+        git(repo, &["add", "-A"]);
+        git(repo, &["commit", "-q", "-m", "base"]);
+        Server::start_in(backend, dir, true, |ws| {
+            ws.config.router.retry_backoff_ms = 20;
+            configure(ws)
+        })
+    }
+
+    fn start_in(
+        backend: Backend,
+        dir: tempfile::TempDir,
+        orchestrate: bool,
+        setup: impl FnOnce(&mut Workspace),
+    ) -> Server {
         let mut ws = Workspace::open(dir.path()).unwrap();
         if backend == Backend::Postgres {
             ws.config.database.url = Some(pg::database());
         }
-        setup(&ws);
+        setup(&mut ws);
         let database_url = ws.database_url();
         let admin = Admin::open(&database_url);
         let secret = |i: usize| {
@@ -158,6 +184,17 @@ impl Server {
             intake: secret(3),
             orchestrator: secret(4),
         };
+        Server::launch(ws, dir, admin, tokens, orchestrate)
+    }
+
+    fn launch(
+        ws: Workspace,
+        dir: tempfile::TempDir,
+        admin: Admin,
+        tokens: Tokens,
+        orchestrate: bool,
+    ) -> Server {
+        let database_url = ws.database_url();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -169,6 +206,7 @@ impl Server {
             rt.block_on(yoi_server::serve(
                 ws,
                 yoi_server::ServeOptions {
+                    orchestrate,
                     listen: "127.0.0.1:0".parse().unwrap(),
                 },
                 async move {
@@ -283,7 +321,8 @@ impl Server {
             root: self.root.clone(),
             database_url: self.database_url.clone(),
             admin: self.admin.take().unwrap(),
-            _dir: self.dir.take().unwrap(),
+            tokens: self.tokens.clone(),
+            dir: self.dir.take().unwrap(),
         }
     }
 
@@ -315,10 +354,18 @@ pub struct Stopped {
     pub root: std::path::PathBuf,
     pub database_url: String,
     pub admin: Admin,
-    _dir: tempfile::TempDir,
+    tokens: Tokens,
+    dir: tempfile::TempDir,
 }
 
 impl Stopped {
+    /// Start a server again on the same folder and database, with the same tokens.
+    pub fn restart(self, orchestrate: bool, configure: impl FnOnce(&mut Workspace)) -> Server {
+        let mut ws = self.workspace();
+        configure(&mut ws);
+        Server::launch(ws, self.dir, self.admin, self.tokens, orchestrate)
+    }
+
     pub fn workspace(&self) -> Workspace {
         let mut ws = Workspace::open(&self.root).unwrap();
         ws.config.database.url = Some(self.database_url.clone());
@@ -329,6 +376,27 @@ impl Stopped {
     pub fn doctor(&self) -> Report {
         self.admin.doctor(&self.workspace())
     }
+}
+
+/// Run git in `dir` with a fixed identity and no user or system configuration; returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 pub fn tree_of(dir: &Path) -> BTreeMap<String, String> {

@@ -17,7 +17,7 @@ use yoi_core::item::Item;
 use yoi_core::plan::{parse_plan, PlanRecord};
 use yoi_core::relation::{Relation, RelationsFile};
 use yoi_core::thread::{parse_thread, Event, EventKind};
-use yoi_core::{sha256_hex, TicketId};
+use yoi_core::{sha256_hex, State, TicketId};
 
 use super::{db_err, Db};
 use crate::error::StoreError;
@@ -154,6 +154,8 @@ pub fn outbox_kind(e: &Event) -> &'static str {
         EventKind::ItemEdit => "ticket_edited",
         EventKind::Close => "ticket_closed",
         EventKind::Merge => "ticket_merged",
+        EventKind::Retry => "ticket_retried",
+        EventKind::Attention => "ticket_attention",
         EventKind::Comment
         | EventKind::Plan
         | EventKind::Decision
@@ -179,6 +181,9 @@ impl Db {
             let mut added = 0;
             for s in &snaps {
                 added += write_snapshot(&mut conn, s, now_ms).await?;
+                if s.item.as_ref().is_some_and(|i| i.state == State::Closed) {
+                    super::assignments::cancel_open(&mut conn, s.id.as_str(), now_ms).await?;
+                }
             }
             if let Some(op) = op {
                 record_op(&mut conn, op, now_ms).await?;

@@ -8,6 +8,7 @@
 //! never leaves this module: it becomes [`StoreError::Database`].
 
 mod activations;
+mod assignments;
 mod facade;
 mod index;
 mod inspect;
@@ -25,6 +26,7 @@ use sqlx::AnyConnection;
 use sqlx::{AnyPool, Row};
 
 pub use activations::ActivationRow;
+pub use assignments::{Assignment, AssignmentStatus};
 pub(crate) use facade::now_ms;
 pub use facade::DbIndex;
 pub use index::{event_key, plan_key, IndexStats, ReindexMode};
@@ -52,6 +54,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         3,
         "skill_activations",
         include_str!("../../../../migrations/0003_skill_activations.sql"),
+    ),
+    (
+        4,
+        "assignments",
+        include_str!("../../../../migrations/0004_assignments.sql"),
     ),
 ];
 

@@ -13,6 +13,7 @@ mod create;
 mod edit;
 mod plan;
 mod relation;
+mod signal;
 mod transition;
 mod worktree;
 
@@ -34,6 +35,7 @@ pub use create::{create, CreateRequest};
 pub use edit::{comment, edit, CommentRequest, EditRequest, COMMENT_KINDS};
 pub use plan::{add_plan_record, PlanRequest};
 pub use relation::{add_relation, remove_relation, RelationRequest};
+pub use signal::{attention, retry, ATTENTION_REASON, CIRCUIT_OPEN};
 pub use transition::{
     accept, cancel, close, complete, mark_ready, queue, reopen, return_to_planning, AcceptEvidence,
     MergeEvidence, TransitionRequest,

@@ -4,6 +4,7 @@ mod doctor;
 mod plan;
 mod read;
 mod relation;
+mod route;
 mod state;
 mod write;
 
@@ -33,5 +34,7 @@ pub fn run(env: &Env, cmd: TicketCommand) -> Result<(), CliError> {
         TicketCommand::Relation(c) => relation::run(env, c),
         TicketCommand::Plan(c) => plan::run(env, c),
         TicketCommand::Doctor(a) => doctor::run(env, &a),
+        TicketCommand::Route(a) => route::route(env, &a),
+        TicketCommand::Retry(a) => route::retry(env, &a),
     }
 }

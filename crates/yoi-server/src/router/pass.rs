@@ -1,0 +1,267 @@
+//! One routing pass: route each queued ticket once, in queue order, against one [`Snapshot`]
+//! that the pass keeps current as it accepts and returns tickets.
+//!
+//! [`route_ticket`] is the whole treatment of one ticket: decide, then record the decision (a
+//! waiting decision once per situation; `return_to_planning` also moves the ticket), or accept,
+//! and after a failed acceptance count the failures: [`OPEN_AFTER`] in a row open the circuit
+//! (a `circuit_open` decision and an `attention` event), [`STOP_AFTER`] of one step in total
+//! stop the ticket (a `stopped` decision and a return to planning labelled partial; the branch,
+//! worktree and logs it produced are kept).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use yoi_core::decision::RoutingDecision;
+use yoi_core::{Principal, State, TicketId, Timestamp};
+use yoi_store::db::DbIndex;
+use yoi_store::ops::{self, TransitionRequest, CIRCUIT_OPEN};
+use yoi_store::{Ctx, StoreError, Workspace};
+
+use super::circuit::{Circuit, OPEN_AFTER, STOP_AFTER};
+use super::decide::{decide_in, Snapshot};
+use super::{accept_ticket, record, AcceptError};
+
+/// What routing needs from the configuration.
+#[derive(Debug, Clone)]
+pub struct RouteConfig {
+    /// Tickets allowed in `inprogress` at once.
+    pub max_inprogress: usize,
+    /// Folder the ticket worktrees go in.
+    pub worktree_root: PathBuf,
+}
+
+impl RouteConfig {
+    pub fn of(ws: &Workspace) -> RouteConfig {
+        RouteConfig {
+            max_inprogress: ws.config.router.max_inprogress,
+            worktree_root: ws.config.worktree_dir(ws.root()),
+        }
+    }
+}
+
+/// What routing did with one ticket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Routed {
+    /// The ticket is not queued (any more); nothing to do.
+    Skipped,
+    /// A decision that leaves the ticket waiting (or returns it to planning); `written` is false
+    /// when it repeated the last decision and nothing was written.
+    Decided { kind: String, written: bool },
+    /// Accepted: the ticket is `inprogress`.
+    Accepted {
+        branch: String,
+        worktree: PathBuf,
+        assignment: String,
+    },
+    /// An acceptance step failed (recorded); the ticket stays queued unless `stopped`.
+    Failed {
+        step: String,
+        consecutive: u32,
+        circuit_opened: bool,
+        stopped: bool,
+    },
+}
+
+impl Routed {
+    /// Whether routing wrote anything to the ticket.
+    pub fn wrote(&self) -> bool {
+        !matches!(
+            self,
+            Routed::Skipped | Routed::Decided { written: false, .. }
+        )
+    }
+}
+
+/// Each routed ticket with what happened to it, in routing order.
+pub type PassResults = Vec<(TicketId, Result<Routed, StoreError>)>;
+
+/// Which queued tickets a pass routes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Targets {
+    All,
+    Some(BTreeSet<TicketId>),
+}
+
+impl Targets {
+    pub fn none() -> Targets {
+        Targets::Some(BTreeSet::new())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Targets::Some(s) if s.is_empty())
+    }
+
+    pub fn add(&mut self, id: TicketId) {
+        if let Targets::Some(s) = self {
+            s.insert(id);
+        }
+    }
+
+    fn includes(&self, id: &TicketId) -> bool {
+        match self {
+            Targets::All => true,
+            Targets::Some(s) => s.contains(id),
+        }
+    }
+}
+
+/// Route the targeted queued tickets once, in queue order, skipping `hold` (tickets waiting out
+/// a retry backoff). `turn` is taken around each ticket's work so routing writes queue fairly
+/// with the server's other mutations. A ticket whose routing fails with a store error is
+/// reported with the error and the pass goes on; only failing to read the snapshot fails it.
+pub fn run_pass(
+    ws: &Workspace,
+    db: &DbIndex,
+    cfg: &RouteConfig,
+    targets: &Targets,
+    hold: &BTreeSet<TicketId>,
+    turn: &dyn Fn() -> Box<dyn std::any::Any>,
+) -> Result<PassResults, StoreError> {
+    let mut snap = Snapshot::load(ws)?;
+    let mut out = Vec::new();
+    for id in snap.queued() {
+        if !targets.includes(&id) || hold.contains(&id) {
+            continue;
+        }
+        let _turn = turn();
+        let routed = route_ticket(ws, db, &mut snap, &id, cfg, crate::auth::now());
+        match &routed {
+            Ok(Routed::Accepted { branch, .. }) => {
+                tracing::info!(ticket = %id, %branch, "accepted")
+            }
+            Ok(Routed::Failed {
+                step,
+                consecutive,
+                circuit_opened,
+                stopped,
+            }) => {
+                tracing::warn!(ticket = %id, %step, consecutive, circuit_opened, stopped, "acceptance failed")
+            }
+            Ok(Routed::Decided {
+                kind,
+                written: true,
+            }) => {
+                tracing::info!(ticket = %id, %kind, "decided")
+            }
+            _ => {}
+        }
+        out.push((id, routed));
+    }
+    Ok(out)
+}
+
+/// Decide for `id` and act on the decision (see the module doc).
+pub fn route_ticket(
+    ws: &Workspace,
+    db: &DbIndex,
+    snap: &mut Snapshot,
+    id: &TicketId,
+    cfg: &RouteConfig,
+    now: Timestamp,
+) -> Result<Routed, StoreError> {
+    let decision = decide_in(ws, snap, id, cfg.max_inprogress)?;
+    let routed = match decision {
+        None => Routed::Skipped,
+        Some(d @ RoutingDecision::ImplementationReady { .. }) => {
+            match accept_ticket(ws, db, id, &d, &cfg.worktree_root, now) {
+                Ok(a) => Routed::Accepted {
+                    branch: a.branch,
+                    worktree: a.worktree,
+                    assignment: a.assignment,
+                },
+                Err(AcceptError::Failed { step, .. }) => after_failure(ws, id, step, now)?,
+                Err(AcceptError::Store(e)) => return Err(e),
+                Err(e @ AcceptError::NotReady { .. }) => {
+                    return Err(StoreError::Refused {
+                        reason: e.to_string(),
+                    })
+                }
+            }
+        }
+        Some(d @ RoutingDecision::AcceptanceFailed { .. }) => {
+            record(ws, id, &d, now)?;
+            let RoutingDecision::AcceptanceFailed { step, .. } = &d else {
+                unreachable!("matched above")
+            };
+            after_failure(ws, id, step, now)?
+        }
+        Some(d) => {
+            let written = record(ws, id, &d, now)?;
+            Routed::Decided {
+                kind: d.kind().to_string(),
+                written,
+            }
+        }
+    };
+    // Keep the snapshot current for the tickets routed after this one.
+    if let Ok(item) = ws.read_item(id) {
+        snap.items.insert(id.clone(), item);
+    }
+    Ok(routed)
+}
+
+/// Count the failures after a failed acceptance step: stop the ticket or open its circuit.
+fn after_failure(
+    ws: &Workspace,
+    id: &TicketId,
+    step: &str,
+    now: Timestamp,
+) -> Result<Routed, StoreError> {
+    let circuit = Circuit::of(&ws.read_thread(id)?);
+    let failures = circuit.failures_of(step);
+    let ctx = Ctx::new(Principal::orchestrator(), now);
+    if failures >= STOP_AFTER {
+        let stopped = RoutingDecision::Stopped {
+            step: step.to_string(),
+            failures,
+        };
+        record(ws, id, &stopped, now)?;
+        if ws.read_item(id)?.state == State::Queued {
+            ops::return_to_planning(
+                ws,
+                &ctx,
+                id.as_str(),
+                &TransitionRequest {
+                    reason: Some(format!(
+                        "partial: stopped after acceptance step `{step}` failed {failures} times; \
+                         anything it produced (branch, worktree, logs) is kept. Fix the cause, then mark it ready and queue it again."
+                    )),
+                    expected: Some(State::Queued),
+                    ..TransitionRequest::default()
+                },
+            )?;
+        }
+        return Ok(Routed::Failed {
+            step: step.to_string(),
+            consecutive: circuit.consecutive,
+            circuit_opened: false,
+            stopped: true,
+        });
+    }
+    let open = circuit.consecutive >= OPEN_AFTER && !circuit.open;
+    if open {
+        let decision = RoutingDecision::CircuitOpen {
+            failures: circuit.consecutive,
+        };
+        record(ws, id, &decision, now)?;
+        ops::attention(
+            ws,
+            &ctx,
+            id.as_str(),
+            CIRCUIT_OPEN,
+            &format!(
+                "Routing stopped dispatching this ticket: {} acceptance attempts failed in a row (last at step `{step}`). \
+                 Fix the cause, then run `yoi ticket retry {id}`.",
+                circuit.consecutive
+            ),
+        )?;
+    }
+    Ok(Routed::Failed {
+        step: step.to_string(),
+        consecutive: circuit.consecutive,
+        circuit_opened: open,
+        stopped: false,
+    })
+}

@@ -1,0 +1,82 @@
+//! Routing: the routing view of a ticket, a person's `retry`, and the orchestrator's status.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use yoi_store::ops;
+use yoi_store::Outcome;
+
+use crate::auth::*;
+use crate::error::ApiError;
+use crate::extract::{Body, IdempotencyKey};
+use crate::router::view::{routing_view, RoutingView};
+use crate::router::{RouterStatus, CONSUMER};
+use crate::state::AppState;
+
+type ApiResult<T> = Result<Json<T>, ApiError>;
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBody {
+    /// What was fixed; written into the retry event.
+    pub reason: Option<String>,
+}
+
+#[utoipa::path(get, tag = "routing", path = "/api/v1/tickets/{id}/routing", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// The latest routing decision, what the router would decide now (not written), blockers,
+/// brief completeness, capacity and the circuit.
+pub async fn ticket_routing(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Path(id): Path<String>,
+) -> ApiResult<RoutingView> {
+    let max = s.ws.config.router.max_inprogress;
+    s.read(move |ws| routing_view(ws, &id, max)).await.map(Json)
+}
+
+#[utoipa::path(post, tag = "routing", path = "/api/v1/tickets/{id}/retry", params(("id" = String, Path)), request_body = RetryBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// Close the ticket's circuit and route it again (people only; the ticket must be queued).
+pub async fn retry(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<Retry>,
+    IdempotencyKey(key): IdempotencyKey,
+    Path(id): Path<String>,
+    Body(b): Body<RetryBody>,
+) -> ApiResult<Outcome> {
+    let ctx = c.ctx(key);
+    s.op(move |ws| ops::retry(ws, &ctx, &id, b.reason.as_deref()))
+        .await
+        .map(Json)
+}
+
+#[derive(Debug, Serialize)]
+pub struct RouterView {
+    #[serde(flatten)]
+    pub status: RouterStatus,
+    /// Every outbox event has been handled by the orchestrator.
+    pub caught_up: bool,
+    /// Caught up, no pass running and no ticket waiting out a retry backoff: routing has reached
+    /// a fixed point until something changes.
+    pub settled: bool,
+}
+
+#[utoipa::path(get, tag = "routing", path = "/api/v1/router", responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// What the orchestrator loop is doing.
+pub async fn router_status(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+) -> ApiResult<RouterView> {
+    let status = s.router.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let pending = s
+        .db()
+        .next_events(CONSUMER, crate::auth::now().unix_millis(), 1)
+        .await
+        .map_err(ApiError::from)?;
+    let caught_up = status.enabled && pending.is_empty();
+    Ok(Json(RouterView {
+        settled: caught_up && !status.busy && status.holding.is_empty(),
+        caught_up,
+        status,
+    }))
+}

@@ -40,6 +40,11 @@ fn fixture() -> Fixture {
         .expect(200);
     let to_queue = s.ready_ticket("To queue");
     let to_return = s.ready_ticket("To return");
+    let queued = s.ready_ticket("Queued");
+    s.post(&t(&queued, "/queue"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
     let closed = s.create("Closed", "");
     s.post(&t(&closed, "/cancel"))
         .token(&s.tokens.human)
@@ -124,6 +129,13 @@ fn fixture() -> Fixture {
             t(&related, &format!("/relations/related/{target}")),
             None,
             &["human", "pod:intake"],
+        ),
+        m(
+            "retry",
+            "POST",
+            t(&queued, "/retry"),
+            Some(json!({ "reason": "fixed" })),
+            &["human"],
         ),
         m(
             "add plan record",

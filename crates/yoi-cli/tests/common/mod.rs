@@ -9,6 +9,7 @@ pub struct Repo {
     pub dir: tempfile::TempDir,
 }
 
+#[derive(Debug)]
 pub struct Output {
     pub code: i32,
     pub stdout: String,

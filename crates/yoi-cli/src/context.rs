@@ -80,8 +80,16 @@ impl Env {
     }
 
     /// A human principal acting now.
-    pub fn human_ctx(&self, ws: &Workspace) -> Ctx {
-        Ctx::new(Principal::human(human_name(ws)), now()).with_op(self.op_id.clone())
+    /// The person running the command. A name yoi itself writes under (`yoi-orchestrator`,
+    /// `yoi`) is refused: routing trusts decision events by their author.
+    pub fn human_ctx(&self, ws: &Workspace) -> Result<Ctx, CliError> {
+        let name = human_name(ws);
+        if yoi_core::principal::is_reserved_author(&name) {
+            return Err(CliError::Usage(format!(
+                "`{name}` is a name yoi itself writes under; set another with YOI_USER or [principal] name"
+            )));
+        }
+        Ok(Ctx::new(Principal::human(name), now()).with_op(self.op_id.clone()))
     }
 }
 

@@ -45,7 +45,7 @@ impl Env {
             }
         }
         DbIndex::attach(&mut ws, runtime().handle().clone())?;
-        let ctx = self.human_ctx(&ws);
+        let ctx = self.human_ctx(&ws)?;
         Ok(Target {
             ws,
             via: Via::Files(ctx),

@@ -149,3 +149,43 @@ fn route_names_an_unknown_ticket() {
         out.stderr
     );
 }
+
+#[test]
+fn nobody_may_write_under_the_orchestrators_name() {
+    let repo = Repo::init();
+    for name in ["yoi-orchestrator", "YOI", " yoi "] {
+        let out = common::run_yoi_env(
+            repo.path(),
+            &["ticket", "create", "--title", "Spoof"],
+            &[("YOI_USER", name)],
+        );
+        assert_eq!(out.code, 2, "{name}: {out:?}");
+        assert!(
+            out.stderr.contains("a name yoi itself writes under"),
+            "{}",
+            out.stderr
+        );
+    }
+    let out = repo.yoi(&[
+        "token",
+        "create",
+        "--name",
+        "spoof",
+        "--scope",
+        "human",
+        "--principal",
+        "yoi-orchestrator",
+    ]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("a name yoi itself writes under"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_dir(repo.path().join(".yoi/tickets"))
+            .unwrap()
+            .count(),
+        0
+    );
+}

@@ -87,6 +87,17 @@ impl Principal {
     }
 }
 
+/// Author names yoi itself writes under (the orchestrator, the service). A person or token may
+/// not take one: routing trusts decision events by their author.
+pub const RESERVED_AUTHORS: [&str; 2] = ["yoi-orchestrator", "yoi"];
+
+/// Whether `name` is one of [`RESERVED_AUTHORS`] (ignoring case and surrounding spaces).
+pub fn is_reserved_author(name: &str) -> bool {
+    RESERVED_AUTHORS
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(name.trim()))
+}
+
 impl fmt::Display for Principal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.author())

@@ -11,7 +11,7 @@ pub fn run(env: &Env, as_json: bool) -> Result<(), CliError> {
     // The database and the local human's admin token (for the API and the CLI through it).
     let (ws, index) =
         Env::new(Some(repo.workdir.clone()), None)?.workspace_with_index("yoi init")?;
-    let principal = env.human_ctx(&ws).principal.name;
+    let principal = env.human_ctx(&ws)?.principal.name;
     let token_created = index.block_on(index.db.ensure_admin_token(
         &ws.local_dir(),
         &principal,

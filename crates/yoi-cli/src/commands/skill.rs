@@ -117,7 +117,7 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
                 .map(|t| ws.resolve(&t))
                 .transpose()?
                 .map(|t| t.to_string());
-            let who = env.human_ctx(&ws).principal.author();
+            let who = env.human_ctx(&ws)?.principal.author();
             let mut recorder = DbRecorder {
                 index: &index,
                 now_ms: now().unix_millis(),
@@ -158,7 +158,7 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         }
         SkillCommand::Propose { folder, json } => {
             let ws = env.files_only("yoi skill propose")?;
-            let who = env.human_ctx(&ws).principal.author();
+            let who = env.human_ctx(&ws)?.principal.author();
             let p = yoi_skills::propose(
                 &glue::proposals_root(&ws),
                 &glue::workspace_skills_root(&ws),
@@ -200,7 +200,7 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         }
         SkillCommand::Approve { id } => {
             let ws = env.files_only("yoi skill approve")?;
-            let approver = HumanApprover::new(env.human_ctx(&ws).principal.author());
+            let approver = HumanApprover::new(env.human_ctx(&ws)?.principal.author());
             let p = yoi_skills::approve(
                 &glue::proposals_root(&ws),
                 &id,
@@ -216,7 +216,7 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         }
         SkillCommand::Reject { id, reason } => {
             let ws = env.files_only("yoi skill reject")?;
-            let approver = HumanApprover::new(env.human_ctx(&ws).principal.author());
+            let approver = HumanApprover::new(env.human_ctx(&ws)?.principal.author());
             let p = yoi_skills::reject(
                 &glue::proposals_root(&ws),
                 &id,

@@ -113,6 +113,14 @@ impl Db {
                 "must be 1 to 100 characters without spaces",
             ));
         }
+        if matches!(scope, Scope::Human | Scope::Read)
+            && yoi_core::principal::is_reserved_author(principal)
+        {
+            return Err(StoreError::bad_input(
+                "principal",
+                format!("`{principal}` is a name yoi itself writes under; choose another"),
+            ));
+        }
         let secret = new_secret()?;
         let id = format!("tok_{}", &hash_secret(&secret)[..12]);
         let exists = sqlx::query("SELECT COUNT(*) FROM tokens WHERE name = $1")

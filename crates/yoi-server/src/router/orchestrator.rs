@@ -13,6 +13,8 @@
 //! - **Acknowledgement.** Events are acknowledged after the pass that handled them. A pass that
 //!   could not even read the tickets fails its events (the outbox retries them with backoff);
 //!   a single ticket's error is logged, shown in the status and retried after a backoff.
+//! - **Shutdown.** A pass checks the closing signal before each ticket and stops; the batch is
+//!   then left unacknowledged and the next start's catch-up pass routes every queued ticket.
 //! - **Retries.** After a failed acceptance the ticket is held for `retry_backoff_ms`, doubled
 //!   for each further failure in a row, then routed again; the circuit (three in a row) and the
 //!   stop (six of one step) are counted from the thread, not from memory, so they survive
@@ -182,6 +184,11 @@ async fn run(state: AppState) {
                 }
             }
         }
+        if *closing.borrow() {
+            // The pass may have stopped early: leave its events for the next start, whose
+            // catch-up pass routes every queued ticket anyway.
+            break;
+        }
         if handled {
             let mut acked = 0;
             for ev in &events {
@@ -226,7 +233,8 @@ async fn pass(
     let cfg = cfg.clone();
     let result = tokio::task::spawn_blocking(move || {
         let turn = || -> Box<dyn std::any::Any> { Box::new(st.write_turn_blocking()) };
-        run_pass(&st.ws, &st.index, &cfg, &targets, &held, &turn)
+        let stop = || *st.closing.borrow();
+        run_pass(&st.ws, &st.index, &cfg, &targets, &held, &turn, &stop)
     })
     .await
     .unwrap_or_else(|e| {

@@ -109,8 +109,10 @@ impl Targets {
 
 /// Route the targeted queued tickets once, in queue order, skipping `hold` (tickets waiting out
 /// a retry backoff). `turn` is taken around each ticket's work so routing writes queue fairly
-/// with the server's other mutations. A ticket whose routing fails with a store error is
-/// reported with the error and the pass goes on; only failing to read the snapshot fails it.
+/// with the server's other mutations; `stop` is asked before each ticket, so a shutting-down
+/// server does not wait for a long pass (the next start's catch-up pass routes the rest). A
+/// ticket whose routing fails with a store error is reported with the error and the pass goes
+/// on; only failing to read the snapshot fails it.
 pub fn run_pass(
     ws: &Workspace,
     db: &DbIndex,
@@ -118,12 +120,16 @@ pub fn run_pass(
     targets: &Targets,
     hold: &BTreeSet<TicketId>,
     turn: &dyn Fn() -> Box<dyn std::any::Any>,
+    stop: &dyn Fn() -> bool,
 ) -> Result<PassResults, StoreError> {
     let mut snap = Snapshot::load(ws)?;
     let mut out = Vec::new();
     for id in snap.queued() {
         if !targets.includes(&id) || hold.contains(&id) {
             continue;
+        }
+        if stop() {
+            break;
         }
         let _turn = turn();
         let routed = route_ticket(ws, db, &mut snap, &id, cfg, crate::auth::now());

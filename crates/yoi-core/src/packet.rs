@@ -162,6 +162,58 @@ impl IntentPacket {
         }
     }
 
+    /// `body` with its brief sections (every `##` section whose heading names a brief section,
+    /// in English or Japanese) replaced by this packet's [`Self::render_markdown`]. Everything
+    /// else — text before the first heading, other sections, `#` headings — stays in place; the
+    /// packet goes where the first brief section was, or at the end. Headings inside code
+    /// fences are content, not headings.
+    pub fn apply_to_body(&self, body: &str) -> String {
+        let mut kept: Vec<&str> = Vec::new();
+        let mut insert_at: Option<usize> = None;
+        let mut skipping = false;
+        let mut fence: Option<&str> = None;
+        for line in body.lines() {
+            let trimmed = line.trim_start();
+            let mut heading: Option<Option<&str>> = None;
+            if let Some(marker) = fence {
+                if trimmed.starts_with(marker) {
+                    fence = None;
+                }
+            } else if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+                fence = Some(&trimmed[..3]);
+            } else if let Some(h) = line.strip_prefix("## ") {
+                heading = Some(Some(h.trim()));
+            } else if line.starts_with("# ") {
+                heading = Some(None);
+            }
+            if let Some(h) = heading {
+                skipping = h.and_then(Section::from_heading).is_some();
+                if skipping && insert_at.is_none() {
+                    insert_at = Some(kept.len());
+                }
+            }
+            if !skipping {
+                kept.push(line);
+            }
+        }
+        let at = insert_at.unwrap_or(kept.len());
+        let before = kept[..at].join("\n");
+        let after = kept[at..].join("\n");
+        let mut out = String::new();
+        let rendered = self.render_markdown();
+        for part in [&before, &rendered, &after].map(|p| trim_blank_lines(p)) {
+            if part.is_empty() {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push_str("\n\n");
+            }
+            out.push_str(part);
+        }
+        out.push('\n');
+        out
+    }
+
     /// The Markdown shown in the decision event; see the module doc for the exact shape.
     pub fn render_markdown(&self) -> String {
         let mut out = String::new();
@@ -406,6 +458,18 @@ fn code_span(text: &str) -> String {
     } else {
         format!("{fence}{text}{fence}")
     }
+}
+
+/// `text` without its leading and trailing blank lines (indentation of the first kept line
+/// stays).
+fn trim_blank_lines(text: &str) -> &str {
+    let start = text
+        .lines()
+        .take_while(|l| l.trim().is_empty())
+        .map(|l| l.len() + 1)
+        .sum::<usize>()
+        .min(text.len());
+    text[start..].trim_end()
 }
 
 #[cfg(test)]

@@ -62,6 +62,7 @@ actions! {
     ProposeSkill = "propose skills": [Human, Intake, Orchestrator, Pod];
     DecideSkill = "approve or reject skill proposals": [Human];
     Retry = "retry routing": [Human];
+    SubmitPacket = "submit an IntentPacket": [Human, Intake, Orchestrator];
 }
 
 /// The authenticated caller.

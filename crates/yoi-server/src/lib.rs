@@ -77,6 +77,10 @@ pub fn router(state: AppState) -> Router {
             get(routes::routing::ticket_routing),
         )
         .route("/tickets/{id}/retry", post(routes::routing::retry))
+        .route(
+            "/tickets/{id}/packet",
+            get(routes::packet::show_packet).put(routes::packet::submit_packet),
+        )
         .route("/router", get(routes::routing::router_status))
         .route("/doctor", get(t::doctor))
         .route("/events", get(routes::events::stream))

@@ -17,6 +17,7 @@ use crate::routes::tickets as t;
         t::return_to_planning, t::close, t::cancel, t::reopen, t::relations, t::blockers,
         t::add_relation, t::remove_relation, t::plan, t::add_plan, t::doctor,
         crate::routes::events::stream,
+        crate::routes::packet::show_packet, crate::routes::packet::submit_packet,
         crate::routes::routing::ticket_routing, crate::routes::routing::retry, crate::routes::routing::router_status,
         crate::routes::skills::list, crate::routes::skills::show, crate::routes::skills::activate,
         crate::routes::skills::resource, crate::routes::skills::proposals, crate::routes::skills::propose,

@@ -138,6 +138,15 @@ fn fixture() -> Fixture {
             &["human"],
         ),
         m(
+            "submit packet",
+            "PUT",
+            t(&planning, "/packet"),
+            Some(
+                json!({ "intent": "Do it.", "acceptance_criteria": ["done"], "validation": ["true"] }),
+            ),
+            &["human", "pod:intake", "pod:orchestrator"],
+        ),
+        m(
             "add plan record",
             "POST",
             t(&planning, "/plan"),

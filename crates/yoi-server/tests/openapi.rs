@@ -34,6 +34,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/tickets/{id}/routing"),
     ("post", "/api/v1/tickets/{id}/retry"),
     ("get", "/api/v1/router"),
+    ("get", "/api/v1/tickets/{id}/packet"),
+    ("put", "/api/v1/tickets/{id}/packet"),
     ("get", "/api/v1/doctor"),
     ("get", "/api/v1/events"),
     ("get", "/api/v1/skills"),
@@ -177,6 +179,7 @@ fn upper(method: &str) -> &'static str {
         "get" => "GET",
         "post" => "POST",
         "patch" => "PATCH",
+        "put" => "PUT",
         "delete" => "DELETE",
         other => panic!("no method {other} in ROUTES"),
     }

@@ -471,3 +471,78 @@ fn a_restart_in_the_middle_of_routing_resumes_without_duplicate_decisions() {
     assert_eq!(before, after);
     s.stop();
 }
+
+#[test]
+fn a_packet_submitted_whole_is_the_brief_that_acceptance_freezes() {
+    let s = Server::start_routed(Backend::Sqlite, |_| {});
+    let id = s.create("Drafted by intake", "Some context the person wrote.\n");
+    let packet = json!({
+        "intent": "Make the parser total.",
+        "acceptance_criteria": ["no input panics", "errors name the line"],
+        "validation": ["cargo test -p parser"],
+        "write_scope": ["src/parser/**"],
+        "escalate_if": ["the grammar must change"]
+    });
+    s.request("PUT", &format!("/api/v1/tickets/{id}/packet"))
+        .token(&s.tokens.coder)
+        .json(packet.clone())
+        .send()
+        .expect_error(403, "forbidden");
+    let err = s
+        .request("PUT", &format!("/api/v1/tickets/{id}/packet"))
+        .token(&s.tokens.intake)
+        .json(json!({ "intent": "x", "acceptance": ["typo"] }))
+        .send()
+        .expect_error(400, "invalid");
+    assert!(
+        err["message"].as_str().unwrap().contains("acceptance"),
+        "{err}"
+    );
+    s.request("PUT", &format!("/api/v1/tickets/{id}/packet"))
+        .token(&s.tokens.intake)
+        .json(packet)
+        .send()
+        .expect(200);
+
+    let view = s
+        .get(&format!("/api/v1/tickets/{id}/packet"))
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    assert_eq!(view["complete"], true);
+    assert_eq!(
+        view["packet"]["acceptance_criteria"][1],
+        "errors name the line"
+    );
+    assert_eq!(view["frozen"], Value::Null);
+    let body = s.show(&id)["body"].as_str().unwrap().to_string();
+    assert!(
+        body.starts_with("Some context the person wrote.\n\n## Intent\n"),
+        "{body}"
+    );
+
+    s.post(&format!("/api/v1/tickets/{id}/mark-ready"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    queue(&s, &id);
+    settle(&s);
+    assert_accepted(&s, &id, "drafted-by-intake");
+    let view = s
+        .get(&format!("/api/v1/tickets/{id}/packet"))
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    assert_eq!(view["frozen"]["content_hash"], view["content_hash"]);
+    assert_eq!(view["frozen"]["packet"], view["packet"]);
+
+    // From acceptance on, the frozen packet is what the work follows.
+    let err = s
+        .request("PUT", &format!("/api/v1/tickets/{id}/packet"))
+        .token(&s.tokens.intake)
+        .json(json!({ "intent": "Something else." }))
+        .send()
+        .expect_error(422, "refused");
+    assert!(err["message"].as_str().unwrap().contains("frozen"), "{err}");
+    s.stop();
+}

@@ -266,7 +266,56 @@ proptest! {
     }
 
     #[test]
+    fn applying_a_packet_to_any_brief_reads_back_that_packet(old in packet(), new in packet()) {
+        let body = format!("Preface.\n\n{}\n## Notes\nkept\n", old.render_markdown());
+        let out = new.apply_to_body(&body);
+        prop_assert_eq!(IntentPacket::from_body(&out), new.clone(), "{}", out);
+        prop_assert!(out.starts_with("Preface.\n\n"), "{}", out);
+        prop_assert!(out.ends_with("## Notes\nkept\n"), "{}", out);
+        prop_assert_eq!(new.apply_to_body(&out), out);
+    }
+
+    #[test]
+    fn apply_to_body_never_panics_on_any_text(body in any::<String>(), p in packet()) {
+        let _ = p.apply_to_body(&body);
+    }
+
+    #[test]
     fn from_body_never_panics_on_any_text(body in any::<String>()) {
         let _ = IntentPacket::from_body(&body).render_markdown();
     }
+}
+
+#[test]
+fn apply_to_body_replaces_only_the_brief_sections() {
+    let body = "Context first.\n\n## Intent\nOld intent.\n\n## Notes\nKeep me.\n\n```md\n## Validation\nnot a heading\n```\n\n## 検証\n`old`\n\n# Appendix\nAlso kept.\n";
+    let packet = IntentPacket {
+        intent: "New intent.".into(),
+        acceptance_criteria: vec!["it works".into()],
+        validation: vec!["cargo test".into()],
+        write_scope: vec!["src/**".into()],
+        ..IntentPacket::default()
+    };
+    let out = packet.apply_to_body(body);
+    assert_eq!(
+        out,
+        "Context first.\n\n## Intent\n\nNew intent.\n\n## Acceptance criteria\n\n- it works\n\n## Validation\n\n- `cargo test`\n\n## Write scope\n\n- `src/**`\n\n## Notes\nKeep me.\n\n```md\n## Validation\nnot a heading\n```\n\n# Appendix\nAlso kept.\n"
+    );
+    assert_eq!(IntentPacket::from_body(&out), packet);
+    // Applying again changes nothing.
+    assert_eq!(packet.apply_to_body(&out), out);
+}
+
+#[test]
+fn apply_to_body_appends_when_the_body_has_no_brief() {
+    let packet = IntentPacket {
+        intent: "Do it.".into(),
+        ..IntentPacket::default()
+    };
+    let out = packet.apply_to_body("  indented note\n");
+    assert!(
+        out.starts_with("  indented note\n\n## Intent\n\nDo it.\n"),
+        "{out}"
+    );
+    assert_eq!(IntentPacket::from_body(&out).intent, "Do it.");
 }

@@ -2,6 +2,7 @@
 
 pub mod events;
 pub mod health;
+pub mod packet;
 pub mod routing;
 pub mod skills;
 pub mod tickets;

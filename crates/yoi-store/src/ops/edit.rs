@@ -1,7 +1,10 @@
 //! `edit` (title and body) and `comment` (free-form thread events). Both bump `updated_at`.
 
 use serde_json::json;
+use yoi_core::packet::IntentPacket;
+use yoi_core::principal::PrincipalKind;
 use yoi_core::thread::{Event, EventKind};
+use yoi_core::{Item, State};
 
 use super::{
     append_events, fingerprint, finish, one_line, replay_of, stamp, text_field, write_item, Ctx,
@@ -53,18 +56,74 @@ pub fn edit(
         .as_deref()
         .map(|b| text_field("body", b))
         .transpose()?;
+    let payload = json!({ "title": title, "body": body });
+    write_edit(ws, ctx, query, "edit", &payload, |_| Ok((title, body)))
+}
+
+/// Replace the brief sections of a ticket's body with `packet` (see
+/// [`IntentPacket::apply_to_body`]); the rest of the body stays. Recorded as an `item_edit`
+/// event like `edit`. People, intake pods and the orchestrator may submit; only tickets in
+/// planning, ready or queued take one: from acceptance on, the frozen packet is what the work
+/// follows.
+pub fn submit_packet(
+    ws: &Workspace,
+    ctx: &Ctx,
+    query: &str,
+    packet: &IntentPacket,
+) -> Result<Outcome, StoreError> {
+    if !matches!(
+        ctx.principal.kind,
+        PrincipalKind::Human | PrincipalKind::Intake | PrincipalKind::Orchestrator
+    ) {
+        return Err(StoreError::Refused {
+            reason: format!(
+                "a {} cannot submit an IntentPacket; people, intake pods and the orchestrator can",
+                ctx.principal.kind
+            ),
+        });
+    }
+    let payload = json!({ "packet": packet });
+    write_edit(ws, ctx, query, "submit_packet", &payload, |item| {
+        if !matches!(item.state, State::Planning | State::Ready | State::Queued) {
+            return Err(StoreError::Refused {
+                reason: format!(
+                    "the ticket is {}: its IntentPacket was frozen at acceptance (artifacts/intent-packet.json) and is what the work follows",
+                    item.state
+                ),
+            });
+        }
+        let body = packet.apply_to_body(item.body_text());
+        Ok((None, Some(text_field("body", &body)?)))
+    })
+}
+
+/// The write path of `edit` and `submit_packet`: under the lock, re-read the ticket, replay by
+/// operation id, let `change` decide the new title and body from the current item, then record
+/// an `item_edit` event and rewrite item.md.
+fn write_edit(
+    ws: &Workspace,
+    ctx: &Ctx,
+    query: &str,
+    operation: &str,
+    payload: &serde_json::Value,
+    change: impl FnOnce(&Item) -> Result<(Option<String>, Option<String>), StoreError>,
+) -> Result<Outcome, StoreError> {
     let _lock = ws.lock()?;
     let id = ws.resolve(query)?;
     let mut item = ws.read_item(&id)?;
     let thread = ws.read_thread(&id)?;
-    let fp = fingerprint(
-        "edit",
-        id.as_str(),
-        &json!({ "title": title, "body": body }),
-    );
-    if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, "edit")? {
+    let fp = fingerprint(operation, id.as_str(), payload);
+    if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, operation)? {
         return Ok(o);
     }
+    let (title, body) = change(&item)?;
+    let fields: Vec<&str> = [
+        title.as_ref().map(|_| "title"),
+        body.as_ref().map(|_| "body"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let mut changed = Vec::new();
     if let Some(t) = title {
         if t != item.title {
@@ -82,13 +141,6 @@ pub fn edit(
     if changed.is_empty() {
         changed.push("No change.".into());
     }
-    let fields: Vec<&str> = [
-        req.title.as_ref().map(|_| "title"),
-        req.body.as_ref().map(|_| "body"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
     let event = stamp(
         Event::new(EventKind::ItemEdit, &changed.join("\n")).with_attr("field", fields.join(",")),
         ctx,
@@ -97,7 +149,7 @@ pub fn edit(
     append_events(ws, &id, std::slice::from_ref(&event))?;
     item.updated_at = ctx.now;
     write_item(ws, &id, &item)?;
-    Ok(finish(ws, ctx, &fp, fresh(&id, "edit", &event)))
+    Ok(finish(ws, ctx, &fp, fresh(&id, operation, &event)))
 }
 
 pub fn comment(

@@ -32,7 +32,7 @@ use crate::tickets::THREAD;
 use crate::workspace::Workspace;
 
 pub use create::{create, CreateRequest};
-pub use edit::{comment, edit, CommentRequest, EditRequest, COMMENT_KINDS};
+pub use edit::{comment, edit, submit_packet, CommentRequest, EditRequest, COMMENT_KINDS};
 pub use plan::{add_plan_record, PlanRequest};
 pub use relation::{add_relation, remove_relation, RelationRequest};
 pub use signal::{attention, retry, ATTENTION_REASON, CIRCUIT_OPEN};

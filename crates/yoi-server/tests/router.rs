@@ -346,6 +346,25 @@ fn accepting_a_ready_ticket_makes_branch_worktree_and_frozen_packet() {
         parse_kind(&decisions[0]).as_deref(),
         Some("implementation_ready")
     );
+    // The decision hands out the frozen brief, rendered, with its hash.
+    assert!(
+        decisions[0].contains(&format!(
+            "IntentPacket (frozen to artifacts/intent-packet.json, sha256 {}):",
+            frozen.content_hash
+        )),
+        "{}",
+        decisions[0]
+    );
+    assert!(
+        decisions[0].contains("### Intent\n\nMake it work.\n"),
+        "{}",
+        decisions[0]
+    );
+    assert!(
+        decisions[0].contains("### Validation\n\n- `cargo test`"),
+        "{}",
+        decisions[0]
+    );
     let plan = f.ws.read_plan(&id).unwrap();
     assert!(plan.iter().any(|r| r.kind == PlanKind::AcceptedPlan));
 }

@@ -319,7 +319,7 @@ impl Job<'_> {
             worktree: ws.rel(&worktree),
             base_commit: base_commit.to_string(),
             assignment: assignment.clone(),
-            decision: decision.render(),
+            decision: with_packet(decision, packet),
         };
         let req = TransitionRequest {
             expected: Some(State::Queued),
@@ -380,4 +380,24 @@ fn clear_leftovers(
     yoi_git::remove_worktree(repo, worktree, false).map_err(|e| e.to_string())?;
     tracing::warn!(ticket = %id, worktree = %worktree.display(), "removed the clean worktree of an interrupted acceptance");
     Ok(())
+}
+
+/// The `implementation_ready` event body: the decision, then the frozen IntentPacket it hands
+/// out, rendered (headings one level down, under the thread event's own heading) with its hash.
+fn with_packet(decision: &RoutingDecision, packet: &yoi_core::packet::FrozenPacket) -> String {
+    let rendered: Vec<String> = packet
+        .packet
+        .render_markdown()
+        .lines()
+        .map(|l| match l.strip_prefix("## ") {
+            Some(h) => format!("### {h}"),
+            None => l.to_string(),
+        })
+        .collect();
+    format!(
+        "{}\nIntentPacket (frozen to {INTENT_PACKET}, sha256 {}):\n\n{}\n",
+        decision.render(),
+        packet.content_hash,
+        rendered.join("\n")
+    )
 }

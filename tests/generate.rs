@@ -33,6 +33,12 @@ impl Rng {
 /// Write the tickets into the workspace at `root` (already initialised); returns the number of
 /// relations made.
 pub fn generate(root: &Path, tickets: usize, relations: usize) -> usize {
+    generate_in(root, tickets, relations, None)
+}
+
+/// [`generate`] with every ticket in `state` (queued tickets are queued by `bench`) instead of
+/// states spread evenly; each ticket's brief names its own write scope `src/t<i>/**`.
+pub fn generate_in(root: &Path, tickets: usize, relations: usize, state: Option<State>) -> usize {
     let mut rng = Rng(SEED);
     let base = Timestamp::parse("2026-01-01T00:00:00Z").unwrap();
     let ids: Vec<TicketId> = (0..tickets)
@@ -49,8 +55,19 @@ pub fn generate(root: &Path, tickets: usize, relations: usize) -> usize {
     for (i, id) in ids.iter().enumerate() {
         let t = Timestamp::from_unix_millis(id.millis() as i64).to_seconds();
         let mut item = Item::new(format!("Generated ticket {i}"), t, String::new());
-        item.set_body_text("## Intent\nExercise the store.\n\n## Acceptance criteria\n- it lists\n\n## Validation\n`yoi ticket list`\n");
+        let brief = "## Intent\nExercise the store.\n\n## Acceptance criteria\n- it lists\n\n## Validation\n`yoi ticket list`\n";
+        match state {
+            None => item.set_body_text(brief),
+            Some(_) => item.set_body_text(&format!("{brief}\n## Write scope\n- src/t{i}/**\n")),
+        }
         item.state = State::ALL[rng.below(6) as usize];
+        if let Some(s) = state {
+            item.state = s;
+            if s == State::Queued {
+                item.queued_by = Some("bench".into());
+                item.queued_at = Some(t);
+            }
+        }
         let tdir = dir.join(id.as_str());
         std::fs::create_dir_all(tdir.join("artifacts")).unwrap();
         std::fs::write(tdir.join("item.md"), item.render()).unwrap();

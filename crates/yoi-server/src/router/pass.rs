@@ -13,9 +13,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 use yoi_core::decision::RoutingDecision;
-use yoi_core::{Principal, State, TicketId, Timestamp};
+use yoi_core::{Principal, TicketId, Timestamp};
 use yoi_store::db::DbIndex;
-use yoi_store::ops::{self, TransitionRequest, CIRCUIT_OPEN};
+use yoi_store::ops::{self, CIRCUIT_OPEN};
 use yoi_store::{Ctx, StoreError, Workspace};
 
 use super::circuit::{Circuit, OPEN_AFTER, STOP_AFTER};
@@ -224,21 +224,6 @@ fn after_failure(
             failures,
         };
         record(ws, id, &stopped, now)?;
-        if ws.read_item(id)?.state == State::Queued {
-            ops::return_to_planning(
-                ws,
-                &ctx,
-                id.as_str(),
-                &TransitionRequest {
-                    reason: Some(format!(
-                        "partial: stopped after acceptance step `{step}` failed {failures} times; \
-                         anything it produced (branch, worktree, logs) is kept. Fix the cause, then mark it ready and queue it again."
-                    )),
-                    expected: Some(State::Queued),
-                    ..TransitionRequest::default()
-                },
-            )?;
-        }
         return Ok(Routed::Failed {
             step: step.to_string(),
             consecutive: circuit.consecutive,

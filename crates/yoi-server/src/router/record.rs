@@ -21,9 +21,9 @@ pub(super) fn last_decision(ws: &Workspace, id: &TicketId) -> Result<Option<Even
 /// Append `decision.render()` as a `decision` event by the orchestrator, unless the last
 /// decision event of the thread has the same body; returns whether anything was written.
 ///
-/// A `return_to_planning` decision also moves a ticket that is still `queued` back to planning
-/// (compare-and-swap on `queued`), naming the missing sections in the reason; that counts as a
-/// write.
+/// A `return_to_planning` or `stopped` decision also moves a ticket that is still `queued` back
+/// to planning (compare-and-swap on `queued`) with the reason from [`planning_reason`]; that
+/// counts as a write.
 pub fn record(
     ws: &Workspace,
     id: &TicketId,
@@ -45,18 +45,14 @@ pub fn record(
         )?;
     }
     let mut moved = false;
-    if let RoutingDecision::ReturnToPlanning { missing } = decision {
+    if let Some(reason) = planning_reason(decision) {
         if ws.read_item(id)?.state == State::Queued {
-            let names: Vec<&str> = missing.iter().map(|s| s.heading()).collect();
             ops::return_to_planning(
                 ws,
                 &ctx,
                 id.as_str(),
                 &TransitionRequest {
-                    reason: Some(format!(
-                        "the brief is missing required sections: {}",
-                        names.join(", ")
-                    )),
+                    reason: Some(reason),
                     expected: Some(State::Queued),
                     ..TransitionRequest::default()
                 },
@@ -65,4 +61,22 @@ pub fn record(
         }
     }
     Ok(!same || moved)
+}
+
+/// Why a decision sends its ticket back to planning, if it does.
+fn planning_reason(decision: &RoutingDecision) -> Option<String> {
+    match decision {
+        RoutingDecision::ReturnToPlanning { missing } => {
+            let names: Vec<&str> = missing.iter().map(|s| s.heading()).collect();
+            Some(format!(
+                "the brief is missing required sections: {}",
+                names.join(", ")
+            ))
+        }
+        RoutingDecision::Stopped { step, failures } => Some(format!(
+            "partial: stopped after acceptance step `{step}` failed {failures} times; \
+             anything it produced (branch, worktree, logs) is kept. Fix the cause, then mark it ready and queue it again."
+        )),
+        _ => None,
+    }
 }

@@ -44,6 +44,37 @@ pub enum Command {
     /// Agent Skills: catalog, lint, activation, resources, proposals.
     #[command(subcommand)]
     Skill(SkillCommand),
+    /// The ticket worktrees yoi made: list them, remove one, prune records of gone ones.
+    #[command(subcommand)]
+    Worktree(WorktreeCommand),
+}
+
+/// For people only: the service never runs these, and never forces a removal.
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// Every linked worktree: its ticket and state, branch, head, status and path.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a linked worktree (its folder and git's record); the branch is kept.
+    Remove {
+        /// A ticket id or suffix (its accepted worktree, else the one named after it), or a
+        /// worktree's path.
+        #[arg(value_name = "TICKET_OR_PATH")]
+        target: String,
+        /// Also remove a worktree with uncommitted changes (they are lost) or the worktree of
+        /// an in-progress ticket.
+        #[arg(long)]
+        force: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Drop git's records of worktrees whose folder is gone.
+    Prune {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

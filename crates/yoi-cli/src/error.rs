@@ -4,6 +4,7 @@
 //! status a refusal or failure (exit 1) — the same codes local mode gives for the same error.
 
 use thiserror::Error;
+use yoi_store::worktrees::WorktreeError;
 use yoi_store::{ErrorClass, StoreError};
 
 #[derive(Debug, Error)]
@@ -12,6 +13,9 @@ pub enum CliError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Git(#[from] yoi_git::GitError),
+    /// `yoi worktree remove|prune` refused or failed.
+    #[error(transparent)]
+    Worktree(#[from] WorktreeError),
     /// Arguments that clap accepted but that do not make sense together.
     #[error("{0}")]
     Usage(String),
@@ -44,7 +48,7 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
             CliError::Usage(_) => 2,
-            CliError::Store(e) => match e.class() {
+            CliError::Store(e) | CliError::Worktree(WorktreeError::Store(e)) => match e.class() {
                 ErrorClass::Invalid => 2,
                 _ => 1,
             },
@@ -56,6 +60,7 @@ impl CliError {
                 }
             }
             CliError::Git(_)
+            | CliError::Worktree(_)
             | CliError::Server { .. }
             | CliError::Refused(_)
             | CliError::Io { .. }
@@ -137,6 +142,26 @@ mod tests {
                 1,
             ),
             (CliError::DoctorFailed, 1),
+            (
+                WorktreeError::Store(StoreError::bad_input("ticket", "too short")).into(),
+                2,
+            ),
+            (
+                WorktreeError::Store(StoreError::Resolve(yoi_core::id::ResolveError::NotFound {
+                    query: "ABCD".into(),
+                }))
+                .into(),
+                1,
+            ),
+            (
+                WorktreeError::Dirty {
+                    path: ".worktree/x".into(),
+                    changes: vec!["a.txt".into()],
+                }
+                .into(),
+                1,
+            ),
+            (WorktreeError::MainWorktree { path: "/r".into() }.into(), 1),
         ];
         for (err, code) in cases {
             assert_eq!(err.exit_code(), code, "{err}");

@@ -3,7 +3,8 @@
 //! branch or `<id>-…` worktree folder belongs to.
 //!
 //! Read-only, and no git of its own: everything that touches the repository goes through
-//! `yoi-git`. Used by `cancel` (the ticket's worktree) and by doctor's worktree checks.
+//! `yoi-git`. Used by `cancel` (the ticket's worktree), by doctor's worktree checks and by the
+//! worktree queries in [`crate::worktrees`].
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +42,19 @@ pub fn ticket_named_by(name: &str) -> Option<TicketId> {
     TicketId::parse(head)
         .ok()
         .filter(|id| id.form() == IdForm::Ulid)
+}
+
+/// The ticket a worktree belongs to: named by its folder, else by its `yoi/<id>-…` branch.
+pub fn ticket_of_worktree(path: &Path, branch: Option<&str>) -> Option<TicketId> {
+    let folder = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(ticket_named_by);
+    folder.or_else(|| {
+        branch
+            .and_then(|b| b.strip_prefix(BRANCH_PREFIX))
+            .and_then(ticket_named_by)
+    })
 }
 
 /// `path` with symlinks resolved as far as it exists, so two spellings of one folder compare

@@ -2,8 +2,9 @@
 //!
 //! Owns everything under `.yoi/`: finding and initialising a workspace, the workspace lock,
 //! atomic writes and synced appends, reading ticket records, the ticket operations (one
-//! function per mutation, with every guard), read queries, and doctor. It never prints, reads
-//! the environment or decides exit codes — callers pass settings, principals and the time in.
+//! function per mutation, with every guard), read queries, doctor, and the ticket worktrees
+//! people list and tidy with `yoi worktree`. It never prints, reads the environment or decides
+//! exit codes — callers pass settings, principals and the time in.
 
 pub mod config;
 pub mod db;
@@ -17,6 +18,7 @@ pub mod ops;
 pub mod query;
 pub mod tickets;
 pub mod workspace;
+pub mod worktrees;
 
 pub use error::{ErrorClass, StoreError};
 pub use ops::{Ctx, Outcome};

@@ -7,6 +7,7 @@ mod serve;
 mod skill;
 mod ticket;
 mod token;
+mod worktree;
 
 use crate::cli::{Cli, Command};
 use crate::context::Env;
@@ -23,5 +24,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Serve(args) => serve::run(&env, &args),
         Command::Token(cmd) => token::run(&env, cmd),
         Command::Skill(cmd) => skill::run(&env, cmd),
+        Command::Worktree(cmd) => worktree::run(&env, cmd),
     }
 }

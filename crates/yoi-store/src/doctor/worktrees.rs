@@ -271,17 +271,7 @@ impl Repo<'_> {
     }
 
     fn ticket_of(&self, w: &WorktreeInfo) -> Option<TicketId> {
-        let folder = w
-            .path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(git::ticket_named_by);
-        folder.or_else(|| {
-            w.branch
-                .as_deref()
-                .and_then(|b| b.strip_prefix(BRANCH_PREFIX))
-                .and_then(git::ticket_named_by)
-        })
+        git::ticket_of_worktree(&w.path, w.branch.as_deref())
     }
 
     /// Every `yoi/<id>-…` branch belongs to a ticket that exists.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build yoi and walk a throwaway demo workspace: a git repository, `yoi init`, three tickets
-# with a dependency, one queued, one refused, then the list, the blockers and doctor.
+# with a dependency, one queued, one refused, then the list, the blockers and doctor; then
+# `yoi serve` routes the queued tickets (one accepted onto its own worktree, one waiting on it).
 # Nothing outside a temporary folder is touched; the folder is printed so you can look around.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,4 +48,22 @@ run ticket list --blocked
 run ticket blockers "$CLI"
 run ticket show "$CLI"
 run ticket doctor
-printf '\nDemo workspace: %s\n' "$DEMO"
+
+echo "# what routing would do with the queued store ticket (nothing is written):"
+run ticket route "$CORE" --dry-run
+echo "# start the server: its orchestrator routes the queued tickets by itself"
+"$YOI" -C "$DEMO" serve --listen 127.0.0.1:0 >"$DEMO/.yoi/local/demo-serve.out" 2>"$DEMO/.yoi/local/demo-serve.log" &
+SERVE=$!
+trap 'kill -TERM "$SERVE" 2>/dev/null || true' EXIT
+for _ in $(seq 1 200); do
+  if "$YOI" -C "$DEMO" ticket list --state inprogress | grep -q "$CORE"; then break; fi
+  sleep 0.05
+done
+run ticket show "$CORE"
+echo "# the CLI ticket now waits on work in progress:"
+run ticket route "$CLI" --dry-run
+run worktree list
+kill -TERM "$SERVE"
+wait "$SERVE" || true
+trap - EXIT
+printf '\nDemo workspace: %s (server log: .yoi/local/demo-serve.log)\n' "$DEMO"

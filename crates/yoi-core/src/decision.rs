@@ -89,17 +89,25 @@ impl RoutingDecision {
     fn reason(&self) -> String {
         match self {
             RoutingDecision::BlockedByDependency { blockers } => {
-                format!("{} open dependencies must finish first.", blockers.len())
+                let n = blockers.len();
+                if n == 1 {
+                    "1 open dependency must finish first.".to_string()
+                } else {
+                    format!("{n} open dependencies must finish first.")
+                }
             }
-            RoutingDecision::ReturnToPlanning { missing } => format!(
-                "the brief is missing {} required sections.",
-                missing.len()
-            ),
+            RoutingDecision::ReturnToPlanning { missing } => match missing.len() {
+                1 => "the brief is missing 1 required section.".to_string(),
+                n => format!("the brief is missing {n} required sections."),
+            },
             RoutingDecision::WaitingCapacity { .. } => {
                 "no implementation slot is free.".to_string()
             }
             RoutingDecision::WaitingConflict { with } => {
-                format!("{} tickets in flight conflict with this one.", with.len())
+                match with.len() {
+                    1 => "1 ticket in flight conflicts with this one.".to_string(),
+                    n => format!("{n} tickets in flight conflict with this one."),
+                }
             }
             RoutingDecision::ImplementationReady { .. } => {
                 "dependencies are done, the brief is complete, a slot is free and nothing in flight conflicts.".to_string()

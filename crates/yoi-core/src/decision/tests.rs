@@ -261,3 +261,25 @@ fn situation_keys_differ_across_kinds_and_evidence() {
         RoutingDecision::WaitingConflict { with: vec![] }.situation_key()
     );
 }
+
+#[test]
+fn reasons_count_in_the_singular_for_one() {
+    let one_blocker = RoutingDecision::BlockedByDependency {
+        blockers: vec![blocker(A, "depends_on", Some(State::Queued))],
+    };
+    assert!(one_blocker
+        .render()
+        .contains("Reason: 1 open dependency must finish first.\n"));
+    let one_missing = RoutingDecision::ReturnToPlanning {
+        missing: vec![crate::brief::Section::Validation],
+    };
+    assert!(one_missing
+        .render()
+        .contains("Reason: the brief is missing 1 required section.\n"));
+    let one_conflict = RoutingDecision::WaitingConflict {
+        with: vec![(id(A), "conflicts_with".to_string())],
+    };
+    assert!(one_conflict
+        .render()
+        .contains("Reason: 1 ticket in flight conflicts with this one.\n"));
+}

@@ -34,6 +34,10 @@ pub struct WorktreeInfo {
 /// Create a linked worktree at `path` with `branch` (an existing local branch, short name)
 /// checked out, like `git worktree add <path> <branch>`. `path` must not exist or be an empty
 /// folder, and the branch must not be checked out anywhere. On failure nothing is left behind.
+///
+/// Files are written by one thread per core (gix's `parallel` feature), or by as many as the
+/// repository's `checkout.workers` allows: creating thousands of files is bound by the kernel's
+/// inode allocation, not by yoi, and that work splits across cores where git's default does not.
 pub fn add_worktree(repo_root: &Path, path: &Path, branch: &str) -> Result<(), GitError> {
     let repo = repo::open(repo_root)?;
     let full_name = branch_ref_name(branch)?;

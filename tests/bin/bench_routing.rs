@@ -19,21 +19,8 @@ use yoi_core::decision::parse_kind;
 use yoi_core::state::State;
 use yoi_core::thread::EventKind;
 use yoi_core::{Principal, TicketId};
+use yoi_testkit::git;
 use yoi_tests::generate::{generate_in, SEED};
-
-fn git(root: &std::path::Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(args)
-        .current_dir(root)
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -57,8 +44,7 @@ fn main() {
         .unwrap()
         .replace("max_inprogress = 4", &format!("max_inprogress = {max}"));
     std::fs::write(&config, text).unwrap();
-    git(root, &["add", "-A"]);
-    git(root, &["commit", "-q", "-m", "base"]);
+    yoi_testkit::commit_all(root, "base");
     println!(
         "seed {SEED:#x}: {tickets} queued tickets, {made} depends_on relations, max_inprogress {max}"
     );
@@ -144,17 +130,9 @@ fn main() {
             *kinds.entry(parse_kind(b).unwrap_or_default()).or_default() += 1;
         }
     }
-    let worktrees = String::from_utf8(
-        Command::new("git")
-            .args(["worktree", "list", "--porcelain"])
-            .current_dir(root)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .matches("worktree ")
-    .count()
+    let worktrees = git(root, &["worktree", "list", "--porcelain"])
+        .matches("worktree ")
+        .count()
         - 1;
     let decisions: usize = kinds.values().sum();
     println!(

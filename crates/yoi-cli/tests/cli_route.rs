@@ -5,25 +5,8 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use common::Repo;
-
-fn commit(repo: &Repo) {
-    for args in [&["add", "-A"][..], &["commit", "-q", "-m", "base"][..]] {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(repo.path())
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok);
-    }
-}
 
 /// Every file under `dir` with its bytes.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -45,7 +28,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 #[test]
 fn a_dry_run_says_what_the_router_would_decide_and_writes_nothing() {
     let repo = Repo::init();
-    commit(&repo);
+    yoi_testkit::commit_all(repo.path(), "base");
     let dep = repo.ready_ticket("Dependency");
     let id = repo.ready_ticket("Dependent work");
     repo.yoi(&["ticket", "relation", "add", &id, "depends_on", &dep])

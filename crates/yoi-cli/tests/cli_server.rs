@@ -719,26 +719,6 @@ fn a_stale_admin_token_is_refused_naming_the_file_not_bypassed() {
     drop(server);
 }
 
-fn git_in(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// `GET /api/v1/router` with the admin token until it reports a fixed point.
 fn settle(repo: &Repo, server: &Server) {
     let token = std::fs::read_to_string(repo.path().join(".yoi/local/admin.token")).unwrap();
@@ -796,8 +776,7 @@ fn a_killed_server_resumes_routing_from_the_outbox_without_duplicates() {
         .replace("retry_backoff_ms = 2000", "retry_backoff_ms = 20");
     std::fs::write(&config, text).unwrap();
     std::fs::write(repo.path().join("README.md"), "hello\n").unwrap();
-    git_in(repo.path(), &["add", "-A"]);
-    git_in(repo.path(), &["commit", "-q", "-m", "base"]);
+    yoi_testkit::commit_all(repo.path(), "base");
 
     // Every fourth ticket depends on the one before it.
     let mut ids: Vec<String> = Vec::new();
@@ -833,7 +812,7 @@ fn a_killed_server_resumes_routing_from_the_outbox_without_duplicates() {
         .map(|(id, _)| id)
         .collect();
     assert_eq!(inprogress.len(), 3, "{states:?}");
-    let listed = git_in(repo.path(), &["worktree", "list", "--porcelain"]);
+    let listed = yoi_testkit::git(repo.path(), &["worktree", "list", "--porcelain"]);
     assert_eq!(listed.matches("worktree ").count(), 1 + 3, "{listed}");
     for id in &ids {
         let d = routing_decisions(&repo, id);
@@ -855,7 +834,7 @@ fn a_killed_server_resumes_routing_from_the_outbox_without_duplicates() {
             .find(|p| p.contains(id.as_str()))
             .unwrap_or_else(|| panic!("no worktree for {id}: {listed}"));
         assert_eq!(
-            git_in(std::path::Path::new(wt), &["status", "--porcelain"]),
+            yoi_testkit::git(std::path::Path::new(wt), &["status", "--porcelain"]),
             ""
         );
     }

@@ -5,41 +5,16 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use common::{Output, Repo};
 use yoi_core::{Principal, Timestamp};
 use yoi_store::ops::{self, AcceptEvidence, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
+use yoi_testkit::{git, git_output};
 
 /// A well-formed ULID that no ticket in these tests has.
 const NOBODY: &str = "01JDX3V8Q4R5S6T7V8W9XAYBZC";
-
-/// Run git in `dir` with a fixed identity and no user configuration; it must succeed.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_output(dir, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn git_output(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("git runs")
-}
 
 /// `git init -b main`, `yoi init`, one commit.
 fn repo() -> Repo {

@@ -2,8 +2,7 @@
 //! capacity, conflicts), decisions written once per situation, and acceptance that is all or
 //! nothing, with a failure injected at every step.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use yoi_core::decision::{parse_kind, RoutingDecision};
 use yoi_core::packet::FrozenPacket;
@@ -14,28 +13,9 @@ use yoi_server::router::{self, AcceptError, FailAt};
 use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_store::ops::{self, CreateRequest, EditRequest, PlanRequest, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
+use yoi_testkit::git;
 
 const BRIEF: &str = "## Intent\nMake it work.\n\n## Acceptance criteria\n- it works\n\n## Validation\n`cargo test`\n";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn now() -> Timestamp {
     Timestamp::parse("2026-03-01T10:00:00Z").unwrap()

@@ -23,6 +23,7 @@ use yoi_core::Principal;
 use yoi_store::db::{Db, DbIndex, Scope};
 use yoi_store::doctor::Report;
 use yoi_store::{Ctx, Workspace};
+pub use yoi_testkit::git;
 
 /// Which database the server indexes into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,8 +153,7 @@ impl Server {
         git(repo, &["init", "-q", "-b", "main"]);
         std::fs::write(repo.join("README.md"), "hello\n").unwrap();
         yoi_store::init(repo, "main").unwrap();
-        git(repo, &["add", "-A"]);
-        git(repo, &["commit", "-q", "-m", "base"]);
+        yoi_testkit::commit_all(repo, "base");
         Server::start_in(backend, dir, true, |ws| {
             ws.config.router.retry_backoff_ms = 20;
             configure(ws)
@@ -376,27 +376,6 @@ impl Stopped {
     pub fn doctor(&self) -> Report {
         self.admin.doctor(&self.workspace())
     }
-}
-
-/// Run git in `dir` with a fixed identity and no user or system configuration; returns stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 pub fn tree_of(dir: &Path) -> BTreeMap<String, String> {

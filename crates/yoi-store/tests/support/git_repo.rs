@@ -6,41 +6,15 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tempfile::TempDir;
 use yoi_core::{Principal, TicketId, Timestamp};
 use yoi_store::ops::{self, AcceptEvidence, CreateRequest, TransitionRequest};
 use yoi_store::{Ctx, Outcome, Workspace};
+pub use yoi_testkit::{git, git_output};
 
 pub const BRIEF: &str =
     "## Intent\nShip it.\n\n## Acceptance criteria\n- it works\n\n## Validation\n- cargo test\n";
-
-/// Run git in `dir` with a fixed identity and no user configuration.
-pub fn git_output(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("git runs")
-}
-
-/// Run git in `dir`; it must succeed. Returns stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_output(dir, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn now() -> Timestamp {
     Timestamp::parse("2026-11-29T10:00:00Z").unwrap()

@@ -1,0 +1,41 @@
+//! Test support shared by yoi's test suites and benchmark programs. yoi itself never shells out
+//! to git; its tests do, to build repositories and to check yoi's work against git's own view.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Run git in `dir` with a fixed identity and no system or user configuration, whatever it
+/// exits with.
+pub fn git_output(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs")
+}
+
+/// [`git_output`], which must succeed; returns stdout.
+#[track_caller]
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_output(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?} in {} failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("git prints UTF-8 here")
+}
+
+/// Stage everything in the repository at `dir` and commit it; returns the new commit id.
+pub fn commit_all(dir: &Path, message: &str) -> String {
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "--allow-empty", "-m", message]);
+    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}

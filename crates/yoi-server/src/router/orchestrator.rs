@@ -174,6 +174,9 @@ async fn run(state: AppState) {
                 }
                 Err(e) => {
                     handled = false;
+                    // Route everything next time: this pass's targets (including tickets whose
+                    // backoff just ended) were not routed.
+                    catch_up = true;
                     tracing::error!(error = %e, "a routing pass failed; its events are retried");
                     set_error(&state, e.to_string());
                     for ev in &events {

@@ -19,3 +19,49 @@ pub fn ctx(name: &str) -> Ctx {
 pub fn open(root: &Path) -> Workspace {
     Workspace::open(root).unwrap_or_else(|e| panic!("open workspace {}: {e}", root.display()))
 }
+
+/// Run `yoi init` (the binary at `yoi`) in the git repository `root`; returns the admin token it
+/// wrote to `.yoi/local/admin.token`.
+pub fn yoi_init(yoi: &Path, root: &Path) -> String {
+    let init = std::process::Command::new(yoi)
+        .arg("init")
+        .current_dir(root)
+        .output()
+        .expect("yoi init runs");
+    assert!(
+        init.status.success(),
+        "yoi init: {}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    std::fs::read_to_string(root.join(".yoi/local/admin.token"))
+        .expect("yoi init wrote the admin token")
+        .trim()
+        .to_string()
+}
+
+/// Start `yoi serve --listen 127.0.0.1:0` in `root` (log level warn, log on this process's
+/// stderr); returns the child and the address from its `listening on http://ADDR` line. The
+/// child's stdout is read up to that line and then left alone.
+pub fn yoi_serve(yoi: &Path, root: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut server = Command::new(yoi)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(root)
+        .env("YOI_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("yoi serve starts");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("read the listening line");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("yoi serve printed {line:?}"))
+        .to_string();
+    (server, addr)
+}

@@ -3,9 +3,10 @@
 //! `POST /api/v1/skills/yoi-ticket-work/activate` after 200 warm-up requests. Each activation
 //! is recorded in the database before its body is returned, so this measures the record too.
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
+
+use yoi_tests::{yoi_init, yoi_serve};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -17,42 +18,9 @@ fn main() {
         .unwrap_or(2_000);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    assert!(Command::new("git")
-        .args(["init", "-q", "-b", "main"])
-        .current_dir(root)
-        .status()
-        .unwrap()
-        .success());
-    let init = Command::new(&yoi)
-        .arg("init")
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
-    let token = std::fs::read_to_string(root.join(".yoi/local/admin.token"))
-        .unwrap()
-        .trim()
-        .to_string();
-    let mut server = Command::new(&yoi)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .current_dir(root)
-        .env("YOI_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .expect("listening line")
-        .to_string();
+    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
+    let token = yoi_init(&yoi, root);
+    let (mut server, addr) = yoi_serve(&yoi, root);
     let url = format!("http://{addr}/api/v1/skills/yoi-ticket-work/activate");
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)

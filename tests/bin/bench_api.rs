@@ -9,11 +9,11 @@
 //! `GET /api/v1/tickets/{id}` of a random ticket.
 //! Each client's choices come from a fixed seed (printed), so runs send the same mix.
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use yoi_tests::generate::{generate, Rng, SEED};
+use yoi_tests::{yoi_init, yoi_serve};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -50,53 +50,19 @@ fn main() {
 
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let git = Command::new("git")
-        .args(["init", "-q", "-b", "main"])
-        .current_dir(root)
-        .status()
-        .unwrap();
-    assert!(git.success());
+    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
     yoi_store::init(root, "main").unwrap();
     let made = generate(root, tickets, tickets * 2);
     println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
     let t = Instant::now();
-    let init = Command::new(&yoi)
-        .arg("init")
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    let token = yoi_init(&yoi, root);
     println!("indexed by `yoi init` in {:.1}s", t.elapsed().as_secs_f64());
-    let token = std::fs::read_to_string(root.join(".yoi/local/admin.token"))
-        .unwrap()
-        .trim()
-        .to_string();
     let ids: Vec<String> = std::fs::read_dir(root.join(".yoi/tickets"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
 
-    let mut server = Command::new(&yoi)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .current_dir(root)
-        .env("YOI_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("yoi serve printed {line:?}"))
-        .to_string();
+    let (mut server, addr) = yoi_serve(&yoi, root);
     let base = format!("http://{addr}/api/v1");
 
     let warmup = Duration::from_secs(3);

@@ -11,8 +11,7 @@
 //! `settled` (every outbox event handled, no pass running, nothing in a retry backoff).
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use yoi_core::decision::parse_kind;
@@ -21,6 +20,7 @@ use yoi_core::thread::EventKind;
 use yoi_core::{Principal, TicketId};
 use yoi_testkit::git;
 use yoi_tests::generate::{generate_in, SEED};
+use yoi_tests::{yoi_init, yoi_serve};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -48,38 +48,9 @@ fn main() {
     println!(
         "seed {SEED:#x}: {tickets} queued tickets, {made} depends_on relations, max_inprogress {max}"
     );
-    let init = Command::new(&yoi)
-        .arg("init")
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
-    let token = std::fs::read_to_string(root.join(".yoi/local/admin.token"))
-        .unwrap()
-        .trim()
-        .to_string();
+    let token = yoi_init(&yoi, root);
 
-    let mut server = Command::new(&yoi)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .current_dir(root)
-        .env("YOI_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdout = std::io::BufReader::new(server.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("yoi serve printed {line:?}"))
-        .to_string();
+    let (mut server, addr) = yoi_serve(&yoi, root);
     let start = Instant::now();
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)

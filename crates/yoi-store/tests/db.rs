@@ -161,6 +161,7 @@ on_both_backends!(
     doctor_finds_nothing_in_the_index_of_a_healthy_workspace,
     doctor_reports_each_kind_of_index_drift_and_fix_rebuilds_the_index,
     doctor_reports_undelivered_events_per_consumer_and_dead_deliveries,
+    open_assignments_exist_only_for_work_in_progress,
 );
 
 fn every_operation_updates_index_and_outbox(b: Backend) {
@@ -801,4 +802,104 @@ fn doctor_reports_undelivered_events_per_consumer_and_dead_deliveries(b: Backend
     assert!(report.fixed.is_empty(), "{:?}", report.fixed);
     assert!(report.findings.contains(&dead));
     assert!(!report.ok);
+}
+
+fn assignment(id: &str, ticket: &TicketId) -> yoi_store::db::Assignment {
+    yoi_store::db::Assignment {
+        id: id.into(),
+        ticket: ticket.to_string(),
+        step: "implement".into(),
+        role: "coder".into(),
+        attempt: 1,
+        fence: 1,
+        status: yoi_store::db::AssignmentStatus::Pending,
+        lease_until_ms: None,
+        created_ms: 1,
+        updated_ms: 1,
+    }
+}
+
+fn open_assignments_exist_only_for_work_in_progress(b: Backend) {
+    use yoi_store::db::AssignmentStatus;
+    let fx = Fx::new(b);
+    let db = &fx.index.db;
+    let status = |id: &TicketId| -> Vec<AssignmentStatus> {
+        fx.index
+            .block_on(db.assignments_of(id.as_str()))
+            .unwrap()
+            .into_iter()
+            .map(|a| a.status)
+            .collect()
+    };
+    let stale = |fx: &Fx| -> Vec<String> {
+        fx.index_findings(0)
+            .into_iter()
+            .filter(|f| f.check == "assignment.stale")
+            .map(|f| f.seen)
+            .collect()
+    };
+    let req = TransitionRequest::default();
+    let t = fx.create("Routed", &[]);
+    ops::mark_ready(&fx.ws, &alice(), t.as_str(), &req).unwrap();
+    ops::queue(&fx.ws, &alice(), t.as_str(), &req).unwrap();
+
+    // A queued ticket's pending assignment is one an acceptance is making: not stale, and an
+    // operation on the ticket leaves it alone.
+    fx.index
+        .block_on(db.create_assignment(&assignment("asg-1", &t)))
+        .unwrap();
+    ops::comment(
+        &fx.ws,
+        &alice(),
+        t.as_str(),
+        &ops::CommentRequest {
+            kind: "comment".into(),
+            body: "still queued".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(status(&t), [AssignmentStatus::Pending]);
+    assert_eq!(stale(&fx), Vec::<String>::new());
+
+    // Returning the ticket to planning cancels it in the same index write.
+    let back = TransitionRequest {
+        reason: Some("needs a decision".into()),
+        ..TransitionRequest::default()
+    };
+    ops::return_to_planning(&fx.ws, &alice(), t.as_str(), &back).unwrap();
+    assert_eq!(status(&t), [AssignmentStatus::Cancelled]);
+
+    // An open row the index never reconciled (written behind its back) is reported, and
+    // --fix cancels it by re-reading the tickets.
+    fx.index
+        .block_on(db.create_assignment(&assignment("asg-2", &t)))
+        .unwrap();
+    assert_eq!(
+        stale(&fx),
+        ["assignment asg-2 (implement for coder, pending) is open but its ticket is planning"]
+    );
+    let report = doctor::run_with_index(&fx.ws, &fx.index, true).unwrap();
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| f.check != "assignment.stale"),
+        "{:?}",
+        report.findings
+    );
+    assert_eq!(
+        status(&t),
+        [AssignmentStatus::Cancelled, AssignmentStatus::Cancelled]
+    );
+
+    // A ticket gone from the checkout is reported, not cancelled.
+    let gone = TicketId::parse("01ZZZZZZZZZZZZZZZZZZZZZZZZ").unwrap();
+    fx.index
+        .block_on(db.create_assignment(&assignment("asg-3", &gone)))
+        .unwrap();
+    assert_eq!(
+        stale(&fx),
+        ["assignment asg-3 (implement for coder, pending) is open but its ticket is not in this checkout"]
+    );
+    assert_eq!(status(&gone), [AssignmentStatus::Pending]);
 }

@@ -1,9 +1,11 @@
 //! Assignments: one step of a ticket's flow handed to a role (DESIGN §7). The orchestrator
 //! writes the first one when it accepts a ticket; claims, leases and results come with pods.
 //!
-//! A ticket that is closed has no open assignment: the index sync cancels its `pending` and
-//! `claimed` rows in the same transaction that records the close (see `db/index.rs`), so the
-//! rule holds for closes made through the API, the CLI in local mode and hand edits alike.
+//! Only an in-progress ticket has open (`pending`, `claimed`) assignments — and a queued one,
+//! while an acceptance is making its first. Whenever the index records a ticket in any other
+//! state it cancels that ticket's open rows in the same transaction (see `db/index.rs`), so the
+//! rule holds for closes and returns made through the API, the CLI in local mode, hand edits
+//! and reindexing alike. A ticket whose item.md cannot be read is left alone.
 
 use serde::Serialize;
 use sqlx::Row;
@@ -108,6 +110,17 @@ impl Db {
         Ok(done.rows_affected())
     }
 
+    /// Every open (`pending`, `claimed`) assignment, oldest first.
+    pub async fn open_assignments(&self) -> Result<Vec<Assignment>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM assignments WHERE status IN ('pending', 'claimed') ORDER BY created_ms, id"
+        ))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(assignment).collect()
+    }
+
     /// A ticket's assignments, oldest first.
     pub async fn assignments_of(&self, ticket: &str) -> Result<Vec<Assignment>, StoreError> {
         let rows = sqlx::query(&format!(
@@ -121,7 +134,7 @@ impl Db {
     }
 }
 
-/// Cancel the open (`pending`, `claimed`) assignments of a closed ticket, inside the caller's
+/// Cancel the open (`pending`, `claimed`) assignments of a ticket, inside the caller's
 /// transaction.
 pub(crate) async fn cancel_open(
     conn: &mut sqlx::AnyConnection,

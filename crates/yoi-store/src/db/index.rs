@@ -181,9 +181,6 @@ impl Db {
             let mut added = 0;
             for s in &snaps {
                 added += write_snapshot(&mut conn, s, now_ms).await?;
-                if s.item.as_ref().is_some_and(|i| i.state == State::Closed) {
-                    super::assignments::cancel_open(&mut conn, s.id.as_str(), now_ms).await?;
-                }
             }
             if let Some(op) = op {
                 record_op(&mut conn, op, now_ms).await?;
@@ -366,6 +363,9 @@ async fn write_snapshot(
         .await
         .map_err(db_err)?;
     if let Some(item) = &s.item {
+        if !matches!(item.state, State::Inprogress | State::Queued) {
+            super::assignments::cancel_open(&mut *conn, id, now_ms).await?;
+        }
         let body = item.body_text().to_string();
         let search = format!("{}\n{}", item.title, body).to_lowercase();
         sqlx::query(

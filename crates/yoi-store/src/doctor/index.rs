@@ -37,6 +37,7 @@ pub const DRIFT: &[&str] = &[
     "index.missing_event",
     "index.extra_event",
     "outbox.missing",
+    "assignment.stale",
 ];
 
 /// How many event ids one finding names before it says "and N more".
@@ -122,6 +123,7 @@ pub async fn index_findings_with(
         }
         out.push(f);
     }
+    check_assignments(&snaps, &db.open_assignments().await?, &mut out);
     Ok(out)
 }
 
@@ -279,6 +281,49 @@ fn check_events(
             .with_ticket(ticket)
             .with_fix(FIX_REINDEX),
         );
+    }
+}
+
+/// Open assignments belong to in-progress tickets (and, while an acceptance makes the first one,
+/// to a queued ticket: a `pending` row there is that, or what a killed acceptance left, which
+/// the next acceptance discards).
+fn check_assignments(snaps: &[Snapshot], open: &[crate::db::Assignment], out: &mut Vec<Finding>) {
+    use yoi_core::State;
+    let states: BTreeMap<&str, Option<State>> = snaps
+        .iter()
+        .map(|s| (s.id.as_str(), s.item.as_ref().map(|i| i.state)))
+        .collect();
+    for a in open {
+        let what = format!(
+            "assignment {} ({} for {}, {})",
+            a.id,
+            a.step,
+            a.role,
+            a.status.as_str()
+        );
+        let f = match states.get(a.ticket.as_str()) {
+            Some(Some(State::Inprogress)) => continue,
+            Some(Some(State::Queued)) if a.status == crate::db::AssignmentStatus::Pending => {
+                continue
+            }
+            // item.md unreadable: other checks report it; the assignment is left alone.
+            Some(None) => continue,
+            Some(Some(state)) => Finding::warning(
+                "assignment.stale",
+                format!("{what} is open but its ticket is {state}"),
+                "open assignments only for in-progress tickets",
+            )
+            .with_fix(FIX_REINDEX),
+            None => Finding::warning(
+                "assignment.stale",
+                format!("{what} is open but its ticket is not in this checkout"),
+                "open assignments only for in-progress tickets",
+            )
+            .with_fix(
+                "restore the ticket's files (check out or pull the branch that has them); closing the ticket cancels its assignments",
+            ),
+        };
+        out.push(f.with_ticket(a.ticket.as_str()));
     }
 }
 

@@ -144,6 +144,7 @@ pub const CHECKS: &[CheckInfo] = &[
     check("outbox.orphan", W, "outbox rows naming no thread event or plan record on disk (kept by --fix: they are delivery history)"),
     check("outbox.undelivered", W, "outbox events older than the threshold (default one hour) a registered consumer has not acknowledged, one finding per consumer"),
     check("outbox.dead", E, "a delivery its consumer gave up on after running out of attempts, with the last reason"),
+    check("assignment.stale", W, "an open assignment whose ticket is neither in progress nor (pending, first assignment) queued; --fix re-reads the tickets, which cancels it"),
     check("worktree.missing", E, "an in-progress ticket whose accepted worktree is not a worktree of the repository (gone, never added, or a plain folder)"),
     check("branch.missing", E, "an in-progress ticket whose accepted branch does not exist"),
     check("worktree.orphan", W, "a clean yoi worktree (under the worktree folder or on a `yoi/` branch) whose ticket is missing or not in progress"),

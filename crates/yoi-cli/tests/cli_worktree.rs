@@ -4,14 +4,15 @@
 //! orchestrator does it, and git itself checks what the commands leave behind.
 
 mod common;
+#[path = "../../yoi-store/tests/support/git_repo.rs"]
+mod git_repo;
 
 use std::path::PathBuf;
 
 use common::{Output, Repo};
-use yoi_core::{Principal, Timestamp};
-use yoi_store::ops::{self, AcceptEvidence, TransitionRequest};
-use yoi_store::{Ctx, Workspace};
-use yoi_testkit::{git, git_output};
+use git_repo::{accept_as_orchestrator, git, worktree_on_new_branch};
+use yoi_core::Timestamp;
+use yoi_store::Workspace;
 
 /// A well-formed ULID that no ticket in these tests has.
 const NOBODY: &str = "01JDX3V8Q4R5S6T7V8W9XAYBZC";
@@ -53,41 +54,18 @@ fn in_progress(repo: &Repo, title: &str, slug: &str) -> (String, String, String)
     let now = Timestamp::from_datetime(yoi_core::time::utc_now_from_system(
         std::time::SystemTime::now(),
     ));
-    let ev = AcceptEvidence {
-        branch: branch.clone(),
-        worktree: rel.clone(),
-        base_commit: head(repo),
-        assignment: "asg-1".into(),
-        decision: "Routing decision: implementation_ready".into(),
-    };
-    let ctx = Ctx::new(Principal::orchestrator(), now);
-    ops::accept(&ws, &ctx, &id, &TransitionRequest::default(), &ev).unwrap();
+    accept_as_orchestrator(&ws, now, &id, &branch, &rel, &head(repo));
     (id, branch, rel)
 }
 
 /// The folders `git worktree list --porcelain` shows, main first.
 fn git_worktrees(repo: &Repo) -> Vec<PathBuf> {
-    git(repo.path(), &["worktree", "list", "--porcelain"])
-        .lines()
-        .filter_map(|l| l.strip_prefix("worktree "))
-        .map(PathBuf::from)
-        .collect()
+    git_repo::git_worktrees(repo.path())
 }
 
 /// The commit `refs/heads/<branch>` points at, `None` when there is no such branch.
 fn branch_at(repo: &Repo, branch: &str) -> Option<String> {
-    let out = git_output(
-        repo.path(),
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("refs/heads/{branch}"),
-        ],
-    );
-    out.status
-        .success()
-        .then(|| String::from_utf8(out.stdout).unwrap().trim().to_string())
+    git_repo::git_branch(repo.path(), branch)
 }
 
 fn refused(out: Output) -> String {
@@ -115,17 +93,7 @@ fn list_shows_each_worktree_with_its_ticket_state_and_status() {
     // A worktree that names no ticket, outside the repository.
     let outside = tempfile::tempdir().unwrap();
     let side = outside.path().canonicalize().unwrap().join("side");
-    git(
-        repo.path(),
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "feature",
-            side.to_str().unwrap(),
-        ],
-    );
+    worktree_on_new_branch(repo.path(), "feature", &side);
 
     let out = repo.yoi(&["worktree", "list"]).ok();
     let text = common::normalize(&out.stdout)

@@ -6,18 +6,23 @@
 #[path = "support/git_repo.rs"]
 mod git_repo;
 
-use git_repo::{git, human, GitFx, BRIEF};
+use git_repo::{cancel_ticket, git, GitFx, NoGitFx};
 use yoi_core::state::State;
 use yoi_core::thread::{Event, EventKind};
-use yoi_core::{Principal, TicketId};
-use yoi_store::ops::{self, AcceptEvidence, CreateRequest, TransitionRequest};
-use yoi_store::{Ctx, Workspace};
+use yoi_core::TicketId;
+use yoi_store::Outcome;
 
 fn close_event(fx: &GitFx, id: &TicketId) -> Event {
     let events = fx.ws.read_thread(id).unwrap().events;
     let close = events.last().unwrap().clone();
     assert_eq!(close.kind, EventKind::Close);
     close
+}
+
+/// Asserts that the cancel closed the ticket and left exactly one note, `note`.
+fn assert_closed_with_note(out: &Outcome, note: String) {
+    assert_eq!(out.to, Some(State::Closed));
+    assert_eq!(out.notes, [note]);
 }
 
 #[test]
@@ -72,13 +77,12 @@ fn cancel_keeps_a_dirty_worktree_and_says_so() {
 
     let out = fx.cancel(&t.id);
 
-    assert_eq!(out.to, Some(State::Closed));
-    assert_eq!(
-        out.notes,
-        [format!(
+    assert_closed_with_note(
+        &out,
+        format!(
             "kept the worktree {}: it has uncommitted changes (2 files); the branch {} is kept",
             t.worktree, t.branch
-        )]
+        ),
     );
     assert_eq!(
         std::fs::read_to_string(t.path.join("notes.txt")).unwrap(),
@@ -114,13 +118,12 @@ fn cancel_succeeds_when_the_worktree_folder_was_deleted_by_hand() {
 
     let out = fx.cancel(&t.id);
 
-    assert_eq!(out.to, Some(State::Closed));
-    assert_eq!(
-        out.notes,
-        [format!(
+    assert_closed_with_note(
+        &out,
+        format!(
             "the worktree {} was already gone; `git worktree prune` drops its record; the branch {} is kept",
             t.worktree, t.branch
-        )]
+        ),
     );
     assert_eq!(close_event(&fx, &t.id).get("worktree"), Some("missing"));
     assert!(fx.git_branch(&t.branch).is_some());
@@ -159,13 +162,12 @@ fn cancel_never_removes_a_folder_that_is_not_a_worktree() {
 
     let out = fx.cancel(&t.id);
 
-    assert_eq!(out.to, Some(State::Closed));
-    assert_eq!(
-        out.notes,
-        [format!(
+    assert_closed_with_note(
+        &out,
+        format!(
             "left {} alone: it is not a worktree of this repository; the branch {} is kept",
             t.worktree, t.branch
-        )]
+        ),
     );
     assert_eq!(
         std::fs::read_to_string(t.path.join("mine.txt")).unwrap(),
@@ -207,41 +209,17 @@ fn cancel_notes_are_in_the_json_outcome() {
 
 #[test]
 fn cancel_outside_a_git_repository_leaves_folders_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    yoi_store::init(dir.path(), "main").unwrap();
-    let ws = Workspace::open(dir.path()).unwrap();
-    let req = CreateRequest {
-        title: "T".into(),
-        body: BRIEF.into(),
-        depends_on: Vec::new(),
-    };
-    let id = ops::create(&ws, &human(), &req).unwrap().ticket;
-    let plain = TransitionRequest::default();
-    ops::mark_ready(&ws, &human(), id.as_str(), &plain).unwrap();
-    ops::queue(&ws, &human(), id.as_str(), &plain).unwrap();
-    let ev = AcceptEvidence {
-        branch: format!("yoi/{id}-t"),
-        worktree: format!(".worktree/{id}-t"),
-        base_commit: "0123abcd".into(),
-        assignment: "asg-1".into(),
-        decision: "Routing decision: implementation_ready".into(),
-    };
-    let orchestrator = Ctx::new(Principal::orchestrator(), human().now);
-    ops::accept(&ws, &orchestrator, id.as_str(), &plain, &ev).unwrap();
-    let folder = dir.path().join(&ev.worktree);
+    let fx = NoGitFx::new();
+    let folder = fx.root().join(&fx.worktree);
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("f.txt"), "x").unwrap();
 
-    let req = TransitionRequest {
-        resolution: Some("Not needed.".into()),
-        ..TransitionRequest::default()
-    };
-    let out = ops::cancel(&ws, &human(), id.as_str(), &req).unwrap();
+    let out = cancel_ticket(&fx.ws, &fx.id);
 
     assert_eq!(out.to, Some(State::Closed));
     assert!(out.notes.is_empty());
     assert!(folder.join("f.txt").is_file());
-    let close = ws.read_thread(&id).unwrap().events.pop().unwrap();
+    let close = fx.ws.read_thread(&fx.id).unwrap().events.pop().unwrap();
     assert_eq!(close.get("worktree"), None);
     assert_eq!(close.body, "Not needed.");
 }

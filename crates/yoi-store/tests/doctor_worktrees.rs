@@ -5,11 +5,11 @@
 #[path = "support/git_repo.rs"]
 mod git_repo;
 
-use git_repo::{git, human, GitFx, BRIEF};
+use git_repo::{git, human, GitFx, NoGitFx};
 use yoi_core::finding::{Finding, SafeFix, Severity};
 use yoi_core::{Principal, TicketId};
 use yoi_store::doctor::{self, Report, CHECKS};
-use yoi_store::ops::{self, AcceptEvidence, CreateRequest, MergeEvidence, TransitionRequest};
+use yoi_store::ops::{self, MergeEvidence, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 
 /// A well-formed ULID no ticket in these tests has.
@@ -46,6 +46,19 @@ fn only(findings: &[Finding], check: &str) -> Finding {
     let found: Vec<&Finding> = findings.iter().filter(|f| f.check == check).collect();
     assert_eq!(found.len(), 1, "one {check} expected in {findings:#?}");
     found[0].clone()
+}
+
+/// The only worktree or branch finding, asserting there is exactly one and that it is `check`.
+fn sole_git_finding(ws: &Workspace, check: &str) -> Finding {
+    let findings = git_findings(ws);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    only(&findings, check)
+}
+
+/// Asserts a finding's `seen` and `fix` texts, word for word.
+fn assert_says(f: &Finding, seen: String, fix: String) {
+    assert_eq!(f.seen, seen);
+    assert_eq!(f.fix.as_deref(), Some(fix.as_str()));
 }
 
 /// The `git …` commands quoted in a fix, as argument lists.
@@ -97,29 +110,9 @@ fn a_healthy_accepted_ticket_has_no_findings() {
 
 #[test]
 fn a_workspace_outside_git_gets_no_worktree_findings() {
-    let dir = tempfile::tempdir().unwrap();
-    yoi_store::init(dir.path(), "main").unwrap();
-    let ws = Workspace::open(dir.path()).unwrap();
-    let req = CreateRequest {
-        title: "T".into(),
-        body: BRIEF.into(),
-        depends_on: Vec::new(),
-    };
-    let id = ops::create(&ws, &human(), &req).unwrap().ticket;
-    let plain = TransitionRequest::default();
-    ops::mark_ready(&ws, &human(), id.as_str(), &plain).unwrap();
-    ops::queue(&ws, &human(), id.as_str(), &plain).unwrap();
-    let ev = AcceptEvidence {
-        branch: format!("yoi/{id}-t"),
-        worktree: format!(".worktree/{id}-t"),
-        base_commit: "0123abcd".into(),
-        assignment: "asg-1".into(),
-        decision: "Routing decision: implementation_ready".into(),
-    };
-    let orchestrator = Ctx::new(Principal::orchestrator(), human().now);
-    ops::accept(&ws, &orchestrator, id.as_str(), &plain, &ev).unwrap();
-    std::fs::create_dir_all(dir.path().join(format!(".worktree/{NOBODY}-x"))).unwrap();
-    assert!(git_findings(&ws).is_empty());
+    let fx = NoGitFx::new();
+    std::fs::create_dir_all(fx.root().join(format!(".worktree/{NOBODY}-x"))).unwrap();
+    assert!(git_findings(&fx.ws).is_empty());
 }
 
 #[test]
@@ -128,9 +121,7 @@ fn worktree_missing_when_git_no_longer_has_it_and_its_fix_restores_it() {
     let t = fx.accepted("Fix x", "fix-x");
     git(fx.root(), &["worktree", "remove", &t.worktree]);
 
-    let findings = git_findings(&fx.ws);
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    let f = only(&findings, "worktree.missing");
+    let f = sole_git_finding(&fx.ws, "worktree.missing");
     assert_eq!(f.severity, Severity::Error);
     assert_eq!(f.ticket.as_deref(), Some(t.id.as_str()));
     assert_eq!(
@@ -138,22 +129,16 @@ fn worktree_missing_when_git_no_longer_has_it_and_its_fix_restores_it() {
         Some(format!(".yoi/tickets/{}/artifacts/orchestration-plan.jsonl", t.id).as_str())
     );
     assert_eq!(f.line, Some(1));
-    assert_eq!(
-        f.seen,
+    assert_says(
+        &f,
         format!(
             "ticket {} is in progress in worktree `{}`, but no worktree is registered there",
             t.id, t.worktree
-        )
-    );
-    assert_eq!(
-        f.fix.as_deref(),
-        Some(
-            format!(
-                "`git worktree add {} {}`, or `yoi ticket cancel {} --resolution \"<why>\"`",
-                t.worktree, t.branch, t.id
-            )
-            .as_str()
-        )
+        ),
+        format!(
+            "`git worktree add {} {}`, or `yoi ticket cancel {} --resolution \"<why>\"`",
+            t.worktree, t.branch, t.id
+        ),
     );
 
     follow(&fx, &f);
@@ -244,17 +229,9 @@ fn worktree_orphan_for_a_clean_worktree_of_a_ticket_not_in_progress() {
     complete(&fx, &done.id);
     // A queued ticket with a worktree someone made by hand.
     let queued = fx.queued("Waiting");
-    let by_hand = format!(".worktree/{queued}-wait");
-    git(
-        fx.root(),
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            &format!("yoi/{queued}-wait"),
-            &by_hand,
-        ],
+    fx.worktree_on_new_branch(
+        &format!("yoi/{queued}-wait"),
+        format!(".worktree/{queued}-wait"),
     );
 
     let findings = git_findings(&fx.ws);
@@ -270,22 +247,16 @@ fn worktree_orphan_for_a_clean_worktree_of_a_ticket_not_in_progress() {
     assert_eq!(f.check, "worktree.orphan");
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.path.as_deref(), Some(done.worktree.as_str()));
-    assert_eq!(
-        f.seen,
+    assert_says(
+        &f,
         format!(
             "worktree `{}` (branch `{}`) belongs to ticket {}, which is done; it is clean",
             done.worktree, done.branch, done.id
-        )
-    );
-    assert_eq!(
-        f.fix.as_deref(),
-        Some(
-            format!(
-                "`git worktree remove {}`; the branch `{}` stays",
-                done.worktree, done.branch
-            )
-            .as_str()
-        )
+        ),
+        format!(
+            "`git worktree remove {}`; the branch `{}` stays",
+            done.worktree, done.branch
+        ),
     );
     let q = of(&queued);
     assert_eq!(q.check, "worktree.orphan");
@@ -302,22 +273,8 @@ fn worktree_orphan_for_a_clean_worktree_of_a_ticket_not_in_progress() {
 fn worktree_orphan_for_a_yoi_branch_outside_the_folder_whose_ticket_is_missing() {
     let fx = GitFx::new();
     let branch = format!("yoi/{NOBODY}-ghost");
-    let outside = fx
-        .root()
-        .parent()
-        .unwrap()
-        .join(format!("{}-elsewhere", NOBODY));
-    git(
-        fx.root(),
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            &branch,
-            outside.to_str().unwrap(),
-        ],
-    );
+    let outside = fx.beside(&format!("{}-elsewhere", NOBODY));
+    fx.worktree_on_new_branch(&branch, &outside);
 
     let findings = git_findings(&fx.ws);
     let f = only(&findings, "worktree.orphan");
@@ -348,27 +305,19 @@ fn worktree_dirty_closed_for_a_cancelled_ticket_that_kept_its_changes() {
     std::fs::write(t.path.join("notes.txt"), "half done\n").unwrap();
     fx.cancel(&t.id);
 
-    let findings = git_findings(&fx.ws);
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    let f = only(&findings, "worktree.dirty_closed");
+    let f = sole_git_finding(&fx.ws, "worktree.dirty_closed");
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.ticket.as_deref(), Some(t.id.as_str()));
-    assert_eq!(
-        f.seen,
+    assert_says(
+        &f,
         format!(
             "worktree `{}` (branch `{}`) belongs to ticket {}, which is closed; it has uncommitted changes",
             t.worktree, t.branch, t.id
-        )
-    );
-    assert_eq!(
-        f.fix.as_deref(),
-        Some(
-            format!(
-                "commit or stash the changes in `{w}` (`git -C {w} status` lists them), then `git worktree remove {w}`",
-                w = t.worktree
-            )
-            .as_str()
-        )
+        ),
+        format!(
+            "commit or stash the changes in `{w}` (`git -C {w} status` lists them), then `git worktree remove {w}`",
+            w = t.worktree
+        ),
     );
     // Removing it as it is is refused by git too, so nothing is lost by accident.
     let refused = git_repo::git_output(fx.root(), &["worktree", "remove", &t.worktree]);
@@ -386,17 +335,7 @@ fn a_dirty_worktree_of_a_ticket_back_in_planning_is_kept_without_a_finding() {
     let fx = GitFx::new();
     let id = fx.queued("Stopped");
     let wt = format!(".worktree/{id}-stopped");
-    git(
-        fx.root(),
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            &format!("yoi/{id}-stopped"),
-            &wt,
-        ],
-    );
+    fx.worktree_on_new_branch(&format!("yoi/{id}-stopped"), &wt);
     std::fs::write(fx.root().join(&wt).join("partial.txt"), "wip").unwrap();
     let req = TransitionRequest {
         reason: Some("needs a decision".into()),
@@ -417,26 +356,18 @@ fn branch_orphan_for_a_yoi_branch_whose_ticket_does_not_exist() {
     git(fx.root(), &["branch", "yoi/login"]);
     git(fx.root(), &["branch", &format!("feature/{NOBODY}-x")]);
 
-    let findings = git_findings(&fx.ws);
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    let f = only(&findings, "branch.orphan");
+    let f = sole_git_finding(&fx.ws, "branch.orphan");
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.ticket.as_deref(), Some(NOBODY));
-    assert_eq!(
-        f.seen,
+    assert_says(
+        &f,
         format!(
             "branch `{ghost}` (at {}) names ticket {NOBODY}, which does not exist",
             &fx.head[..12]
-        )
-    );
-    assert_eq!(
-        f.fix.as_deref(),
-        Some(
-            format!(
-                "check that nothing needs it (`git log main..{ghost}` lists its commits not on main), then `git branch -D {ghost}`"
-            )
-            .as_str()
-        )
+        ),
+        format!(
+            "check that nothing needs it (`git log main..{ghost}` lists its commits not on main), then `git branch -D {ghost}`"
+        ),
     );
     follow(&fx, &f);
     assert!(fx.git_branch(&ghost).is_none());
@@ -447,23 +378,11 @@ fn branch_orphan_for_a_yoi_branch_whose_ticket_does_not_exist() {
 fn worktree_prunable_for_any_linked_worktree_and_fix_prunes_only_records() {
     let fx = GitFx::new();
     let t = fx.accepted("Fix x", "fix-x");
-    let elsewhere = fx.root().parent().unwrap().join("feature-wt");
-    git(
-        fx.root(),
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "feature",
-            elsewhere.to_str().unwrap(),
-        ],
-    );
+    let elsewhere = fx.beside("feature-wt");
+    fx.worktree_on_new_branch("feature", &elsewhere);
     std::fs::remove_dir_all(&elsewhere).unwrap();
 
-    let findings = git_findings(&fx.ws);
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    let f = only(&findings, "worktree.prunable");
+    let f = sole_git_finding(&fx.ws, "worktree.prunable");
     assert_eq!(f.ticket, None);
     assert_eq!(f.path.as_deref(), elsewhere.to_str());
     assert_eq!(

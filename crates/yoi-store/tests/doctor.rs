@@ -3,6 +3,10 @@
 //! finding (check id, severity, ticket, line). `--fix` is checked to repair only what loses
 //! nothing, and to leave item.md and thread.md byte for byte.
 
+#[path = "support/doctor_check.rs"]
+mod doctor_check;
+use doctor_check::check;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,7 +19,7 @@ use yoi_core::relation::{Relation, RelationKind, RelationsFile};
 use yoi_core::state::State;
 use yoi_core::thread::{Event, EventKind};
 use yoi_core::{TicketId, Timestamp};
-use yoi_store::doctor::{self, Report, CHECKS};
+use yoi_store::doctor::{self, Report};
 use yoi_store::ops::{self, AcceptEvidence, CreateRequest, PlanRequest, RelationRequest};
 use yoi_store::ops::{Ctx, TransitionRequest};
 use yoi_store::Workspace;
@@ -120,24 +124,6 @@ fn edit(ws: &Workspace, id: &TicketId, file: &str, from: &str, to: &str) {
     let text = read(ws, id, file);
     assert_eq!(text.matches(from).count(), 1, "`{from}` in {file}:\n{text}");
     write(ws, id, file, &text.replacen(from, to, 1));
-}
-
-fn check(ws: &Workspace, fix: bool) -> Report {
-    let report = doctor::run(ws, fix).unwrap();
-    for f in &report.findings {
-        assert!(
-            CHECKS.iter().any(|c| c.id == f.check),
-            "undocumented check id {}",
-            f.check
-        );
-        assert!(!f.seen.is_empty() && !f.expected.is_empty(), "{f:?}");
-        assert!(f.fix.is_some(), "every finding says how to fix it: {f:?}");
-    }
-    let errors = report.findings.iter().filter(|f| f.is_error()).count();
-    assert_eq!(report.errors, errors);
-    assert_eq!(report.warnings, report.findings.len() - errors);
-    assert_eq!(report.ok, errors == 0);
-    report
 }
 
 fn doctor(ws: &Workspace) -> Report {

@@ -2,32 +2,20 @@
 //! with the store's operations and the git CLI, asserts the exact finding, then runs the git
 //! commands the finding's fix names and checks that doctor is satisfied afterwards.
 
+#[path = "support/doctor_check.rs"]
+mod doctor_check;
+use doctor_check::check;
 #[path = "support/git_repo.rs"]
 mod git_repo;
 
 use git_repo::{git, human, GitFx, NoGitFx};
 use yoi_core::finding::{Finding, SafeFix, Severity};
 use yoi_core::{Principal, TicketId};
-use yoi_store::doctor::{self, Report, CHECKS};
 use yoi_store::ops::{self, MergeEvidence, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 
 /// A well-formed ULID no ticket in these tests has.
 const NOBODY: &str = "01JDX3V8Q4R5S6T7V8W9XAYBZC";
-
-fn check(ws: &Workspace, fix: bool) -> Report {
-    let report = doctor::run(ws, fix).unwrap();
-    for f in &report.findings {
-        assert!(
-            CHECKS.iter().any(|c| c.id == f.check),
-            "undocumented check id {}",
-            f.check
-        );
-        assert!(!f.seen.is_empty() && !f.expected.is_empty(), "{f:?}");
-        assert!(f.fix.is_some(), "every finding says how to fix it: {f:?}");
-    }
-    report
-}
 
 /// The worktree and branch findings only.
 fn git_findings(ws: &Workspace) -> Vec<Finding> {

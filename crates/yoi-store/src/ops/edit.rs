@@ -97,9 +97,8 @@ pub fn submit_packet(
     })
 }
 
-/// The write path of `edit` and `submit_packet`: under the lock, re-read the ticket, replay by
-/// operation id, let `change` decide the new title and body from the current item, then record
-/// an `item_edit` event and rewrite item.md.
+/// The write path of `edit` and `submit_packet`: let `change` decide the new title and body from
+/// the current item, then record an `item_edit` event naming what changed.
 fn write_edit(
     ws: &Workspace,
     ctx: &Ctx,
@@ -107,6 +106,49 @@ fn write_edit(
     operation: &str,
     payload: &serde_json::Value,
     change: impl FnOnce(&Item) -> Result<(Option<String>, Option<String>), StoreError>,
+) -> Result<Outcome, StoreError> {
+    append_one(ws, ctx, query, operation, payload, |_, item| {
+        let (title, body) = change(item)?;
+        let fields: Vec<&str> = [
+            title.as_ref().map(|_| "title"),
+            body.as_ref().map(|_| "body"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut changed = Vec::new();
+        if let Some(t) = title {
+            if t != item.title {
+                changed.push(format!("Title changed from “{}” to “{}”.", item.title, t));
+                item.title = t;
+            }
+        }
+        if let Some(b) = body {
+            let before = item.body.clone();
+            item.set_body_text(&b);
+            if item.body != before {
+                changed.push("Body replaced.".to_string());
+            }
+        }
+        if changed.is_empty() {
+            changed.push("No change.".into());
+        }
+        Ok(Event::new(EventKind::ItemEdit, &changed.join("\n"))
+            .with_attr("field", fields.join(",")))
+    })
+}
+
+/// The write path of every operation that appends one event and changes no state (edit,
+/// comment, retry, attention): under the lock, re-read the ticket, answer a replay of the same
+/// operation id, let `make` check the ticket, change its item and build the event, then append
+/// the event and rewrite item.md with `updated_at` bumped.
+pub(crate) fn append_one(
+    ws: &Workspace,
+    ctx: &Ctx,
+    query: &str,
+    operation: &str,
+    payload: &serde_json::Value,
+    make: impl FnOnce(&yoi_core::TicketId, &mut Item) -> Result<Event, StoreError>,
 ) -> Result<Outcome, StoreError> {
     let _lock = ws.lock()?;
     let id = ws.resolve(query)?;
@@ -116,36 +158,7 @@ fn write_edit(
     if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, operation)? {
         return Ok(o);
     }
-    let (title, body) = change(&item)?;
-    let fields: Vec<&str> = [
-        title.as_ref().map(|_| "title"),
-        body.as_ref().map(|_| "body"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let mut changed = Vec::new();
-    if let Some(t) = title {
-        if t != item.title {
-            changed.push(format!("Title changed from “{}” to “{}”.", item.title, t));
-            item.title = t;
-        }
-    }
-    if let Some(b) = body {
-        let before = item.body.clone();
-        item.set_body_text(&b);
-        if item.body != before {
-            changed.push("Body replaced.".to_string());
-        }
-    }
-    if changed.is_empty() {
-        changed.push("No change.".into());
-    }
-    let event = stamp(
-        Event::new(EventKind::ItemEdit, &changed.join("\n")).with_attr("field", fields.join(",")),
-        ctx,
-        &fp,
-    );
+    let event = stamp(make(&id, &mut item)?, ctx, &fp);
     append_events(ws, &id, std::slice::from_ref(&event))?;
     item.updated_at = ctx.now;
     write_item(ws, &id, &item)?;
@@ -172,27 +185,10 @@ pub fn comment(
     if body.trim().is_empty() {
         return Err(StoreError::bad_input("message", "must not be empty"));
     }
-    let _lock = ws.lock()?;
-    let id = ws.resolve(query)?;
-    let mut item = ws.read_item(&id)?;
-    let thread = ws.read_thread(&id)?;
-    let fp = fingerprint(
-        "comment",
-        id.as_str(),
-        &json!({ "kind": req.kind, "body": body }),
-    );
-    if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, "comment")? {
-        return Ok(o);
-    }
-    let event = stamp(
-        Event::new(EventKind::from(req.kind.clone()), &body),
-        ctx,
-        &fp,
-    );
-    append_events(ws, &id, std::slice::from_ref(&event))?;
-    item.updated_at = ctx.now;
-    write_item(ws, &id, &item)?;
-    Ok(finish(ws, ctx, &fp, fresh(&id, "comment", &event)))
+    let payload = json!({ "kind": req.kind, "body": body });
+    append_one(ws, ctx, query, "comment", &payload, |_, _| {
+        Ok(Event::new(EventKind::from(req.kind.clone()), &body))
+    })
 }
 
 pub(crate) fn fresh(id: &yoi_core::TicketId, operation: &str, event: &Event) -> Outcome {

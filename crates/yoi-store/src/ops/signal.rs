@@ -7,9 +7,8 @@ use yoi_core::principal::PrincipalKind;
 use yoi_core::thread::{Event, EventKind};
 use yoi_core::State;
 
-use super::{
-    append_events, fingerprint, finish, replay_of, stamp, text_field, write_item, Ctx, Outcome,
-};
+use super::edit::append_one;
+use super::{text_field, Ctx, Outcome};
 use crate::error::StoreError;
 use crate::workspace::Workspace;
 
@@ -39,7 +38,7 @@ pub fn retry(
         Some(r) if !r.trim().is_empty() => format!("Retry requested: {}", r.trim()),
         _ => "Retry requested: routing tries this ticket again.".to_string(),
     };
-    append_one(ws, ctx, query, "retry", Event::new(EventKind::Retry, &body))
+    append_to_queued(ws, ctx, query, "retry", Event::new(EventKind::Retry, &body))
 }
 
 /// Raise an `attention` event (the orchestrator only), with `reason` as its
@@ -60,44 +59,26 @@ pub fn attention(
         });
     }
     let event = Event::new(EventKind::Attention, body).with_attr(ATTENTION_REASON, reason);
-    append_one(ws, ctx, query, "attention", event)
+    append_to_queued(ws, ctx, query, "attention", event)
 }
 
-/// Append one event to a `queued` ticket under the lock, with replay by operation id.
-fn append_one(
+/// Append `event` to a ticket that must be `queued`, with replay by operation id.
+fn append_to_queued(
     ws: &Workspace,
     ctx: &Ctx,
     query: &str,
     operation: &str,
     event: Event,
 ) -> Result<Outcome, StoreError> {
-    let _lock = ws.lock()?;
-    let id = ws.resolve(query)?;
-    let mut item = ws.read_item(&id)?;
-    let thread = ws.read_thread(&id)?;
-    let fp = fingerprint(
-        operation,
-        id.as_str(),
-        &json!({ "body": event.body, "attrs": event.attrs }),
-    );
-    if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, operation)? {
-        return Ok(o);
-    }
-    if item.state != State::Queued {
-        return Err(StoreError::StaleState {
-            ticket: id,
-            expected: State::Queued,
-            found: item.state,
-        });
-    }
-    let event = stamp(event, ctx, &fp);
-    append_events(ws, &id, std::slice::from_ref(&event))?;
-    item.updated_at = ctx.now;
-    write_item(ws, &id, &item)?;
-    Ok(finish(
-        ws,
-        ctx,
-        &fp,
-        super::edit::fresh(&id, operation, &event),
-    ))
+    let payload = json!({ "body": event.body, "attrs": event.attrs });
+    append_one(ws, ctx, query, operation, &payload, |id, item| {
+        if item.state != State::Queued {
+            return Err(StoreError::StaleState {
+                ticket: id.clone(),
+                expected: State::Queued,
+                found: item.state,
+            });
+        }
+        Ok(event)
+    })
 }

@@ -7,6 +7,7 @@ use yoi_core::decision::RoutingDecision;
 use yoi_core::packet::IntentPacket;
 use yoi_core::plan::PlanKind;
 use yoi_core::relation::RelationGraph;
+use yoi_core::thread::ParsedThread;
 use yoi_core::{scope, Item, State, TicketId};
 use yoi_store::{StoreError, Workspace};
 
@@ -77,7 +78,22 @@ pub fn decide_in(
     if item.state != State::Queued {
         return Ok(None);
     }
-    let circuit = Circuit::of(&ws.read_thread(id)?);
+    decide_for(ws, snap, id, &item, &ws.read_thread(id)?, max_inprogress)
+}
+
+/// [`decide_in`] on an item and thread the caller has just read.
+pub fn decide_for(
+    ws: &Workspace,
+    snap: &Snapshot,
+    id: &TicketId,
+    item: &Item,
+    thread: &ParsedThread,
+    max_inprogress: usize,
+) -> Result<Option<RoutingDecision>, StoreError> {
+    if item.state != State::Queued {
+        return Ok(None);
+    }
+    let circuit = Circuit::of(thread);
     if circuit.open {
         return Ok(Some(RoutingDecision::CircuitOpen {
             failures: circuit.consecutive,

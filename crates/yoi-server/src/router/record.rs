@@ -1,21 +1,20 @@
 //! [`record`]: write a routing decision to the ticket's thread once per situation.
 
 use yoi_core::decision::RoutingDecision;
-use yoi_core::thread::{Event, EventKind};
+use yoi_core::thread::{Event, EventKind, ParsedThread};
 use yoi_core::{Principal, State, TicketId, Timestamp};
 use yoi_store::ops::{self, CommentRequest, TransitionRequest};
 use yoi_store::{Ctx, StoreError, Workspace};
 
-/// The last `decision` event the orchestrator wrote in the ticket's thread (a person's
-/// `decision` comment is not a routing decision).
-pub(super) fn last_decision(ws: &Workspace, id: &TicketId) -> Result<Option<Event>, StoreError> {
-    let thread = ws.read_thread(id)?;
+/// The last `decision` event the orchestrator wrote in a thread (a person's `decision` comment
+/// is not a routing decision).
+pub(super) fn last_decision(thread: &ParsedThread) -> Option<&Event> {
     let orchestrator = Principal::orchestrator().author();
-    Ok(thread
+    thread
         .events
-        .into_iter()
+        .iter()
         .rev()
-        .find(|e| e.kind == EventKind::Decision && e.author() == Some(orchestrator.as_str())))
+        .find(|e| e.kind == EventKind::Decision && e.author() == Some(orchestrator.as_str()))
 }
 
 /// Append `decision.render()` as a `decision` event by the orchestrator, unless the last
@@ -32,7 +31,7 @@ pub fn record(
 ) -> Result<bool, StoreError> {
     let ctx = Ctx::new(Principal::orchestrator(), now);
     let body = decision.render();
-    let same = last_decision(ws, id)?.is_some_and(|e| e.body.trim() == body.trim());
+    let same = last_decision(&ws.read_thread(id)?).is_some_and(|e| e.body.trim() == body.trim());
     if !same {
         ops::comment(
             ws,

@@ -12,7 +12,7 @@ use yoi_core::{State, TicketId};
 use yoi_store::{StoreError, Workspace};
 
 use super::circuit::{Circuit, OPEN_AFTER, STOP_AFTER};
-use super::decide::{decide_in, Snapshot};
+use super::decide::{decide_for, Snapshot};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RoutingView {
@@ -76,13 +76,13 @@ pub fn routing_view(
     let snap = Snapshot::load(ws)?;
     let item = ws.read_item(&id)?;
     let thread = ws.read_thread(&id)?;
-    let latest = super::record::last_decision(ws, &id)?.map(|e| LatestDecision {
+    let latest = super::record::last_decision(&thread).map(|e| LatestDecision {
         kind: parse_kind(&e.body),
         event_id: e.id().map(str::to_string),
         at: e.get("at").map(str::to_string),
         body: e.body.clone(),
     });
-    let would = decide_in(ws, &snap, &id, max_inprogress)?.map(|d| WouldDecide {
+    let would = decide_for(ws, &snap, &id, &item, &thread, max_inprogress)?.map(|d| WouldDecide {
         kind: d.kind().to_string(),
         rendered: d.render(),
         decision: d,

@@ -157,3 +157,6 @@ impl IntoResponse for ApiError {
         resp
     }
 }
+
+/// What a JSON route answers: its body, or the shared error body.
+pub type ApiResult<T> = Result<axum::Json<T>, ApiError>;

@@ -11,12 +11,10 @@ use yoi_store::ops;
 use yoi_store::Outcome;
 
 use crate::auth::*;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, IdempotencyKey};
 use crate::router::INTENT_PACKET;
 use crate::state::AppState;
-
-type ApiResult<T> = Result<Json<T>, ApiError>;
 
 #[derive(Debug, Serialize)]
 pub struct PacketView {

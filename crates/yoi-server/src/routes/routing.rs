@@ -8,13 +8,11 @@ use yoi_store::ops;
 use yoi_store::Outcome;
 
 use crate::auth::*;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, IdempotencyKey};
 use crate::router::view::{routing_view, RoutingView};
 use crate::router::{RouterStatus, CONSUMER};
 use crate::state::AppState;
-
-type ApiResult<T> = Result<Json<T>, ApiError>;
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -16,11 +16,9 @@ use yoi_store::query::{self, ListFilter};
 use yoi_store::Outcome;
 
 use crate::auth::*;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, IdempotencyKey, Params};
 use crate::state::AppState;
-
-type ApiResult<T> = Result<Json<T>, ApiError>;
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

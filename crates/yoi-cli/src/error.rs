@@ -1,11 +1,15 @@
-//! The CLI's errors and the one table from error to exit code: 0 success, 1 a refused or failed
-//! operation, 2 a usage error (bad arguments or input the user must correct). An error answered
-//! by the server maps by HTTP status: 400 is the store's `Invalid` class (exit 2), every other
-//! status a refusal or failure (exit 1) — the same codes local mode gives for the same error.
+//! The CLI's errors and their exit codes: 0 success, 1 a refused or failed operation, 2 a usage
+//! error (bad arguments or input the user must correct). A library error exits with the code
+//! the one edge table (`yoi_engine::edge`) gives its class; an error answered by the server
+//! exits with the code of the class the table maps its HTTP status to — the same code local
+//! mode gives for the same error, because the server took its status from the same table.
 
 use thiserror::Error;
+use yoi_core::ErrorClass;
+use yoi_engine::edge::{edge, exit_code_for_status};
+use yoi_engine::skills::SkillError;
 use yoi_store::worktrees::WorktreeError;
-use yoi_store::{ErrorClass, StoreError};
+use yoi_store::StoreError;
 
 #[derive(Debug, Error)]
 pub enum CliError {
@@ -16,6 +20,8 @@ pub enum CliError {
     /// `yoi worktree remove|prune` refused or failed.
     #[error(transparent)]
     Worktree(#[from] WorktreeError),
+    #[error(transparent)]
+    Skill(#[from] SkillError),
     /// Arguments that clap accepted but that do not make sense together.
     #[error("{0}")]
     Usage(String),
@@ -46,26 +52,17 @@ pub enum CliError {
 
 impl CliError {
     pub fn exit_code(&self) -> i32 {
-        match self {
-            CliError::Usage(_) => 2,
-            CliError::Store(e) | CliError::Worktree(WorktreeError::Store(e)) => match e.class() {
-                ErrorClass::Invalid => 2,
-                _ => 1,
-            },
-            CliError::Api { status, .. } => {
-                if *status == 400 {
-                    2
-                } else {
-                    1
-                }
-            }
-            CliError::Git(_)
-            | CliError::Worktree(_)
-            | CliError::Server { .. }
-            | CliError::Refused(_)
-            | CliError::Io { .. }
-            | CliError::DoctorFailed => 1,
-        }
+        let class = match self {
+            CliError::Store(e) => e.class(),
+            CliError::Git(e) => e.class(),
+            CliError::Worktree(e) => e.class(),
+            CliError::Skill(e) => e.class(),
+            CliError::Usage(_) => ErrorClass::Invalid,
+            CliError::Refused(_) | CliError::DoctorFailed => ErrorClass::Refused,
+            CliError::Io { .. } | CliError::Server { .. } => ErrorClass::Internal,
+            CliError::Api { status, .. } => return i32::from(exit_code_for_status(*status)),
+        };
+        i32::from(edge(class).exit_code)
     }
 
     /// What to print on stderr (`None` when the output already said it).

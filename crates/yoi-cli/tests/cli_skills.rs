@@ -176,8 +176,9 @@ fn resources_stay_inside_the_skill_folder() {
         "/etc/passwd",
         "references/../../x",
     ] {
+        // A path that leaves the skill is input to correct: exit 2, as the API answers 400.
         let out = repo.yoi(&["skill", "resource", "agent-skills-format", bad]);
-        assert_eq!(out.code, 1, "{bad}");
+        assert_eq!(out.code, 2, "{bad}");
     }
 }
 

@@ -5,9 +5,9 @@
 //! fence. Content that is only whitespace, HTML comments or a placeholder (`TBD`, `TODO`, `未定`,
 //! `...`) counts as missing.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Section {
     Intent,

@@ -15,22 +15,25 @@
 //! breaks as `\n`, so every line of the body keeps its meaning. An empty evidence list is
 //! written as `- none`.
 //!
-//! [`RoutingDecision::situation_key`] is how the router avoids writing the same decision on
-//! every tick: it is the kind plus a hash of the evidence lines, sorted, so it changes exactly
-//! when the kind or a rendered fact changes (a blocker moving from `ready` to `inprogress`, a
-//! new attempt number) and not when the same facts arrive in another order. This module does not
-//! decide anything; the router builds the value.
+//! The prose is for people. The same decision is also written as data, so no reader parses the
+//! prose back: [`RoutingDecision::render_event`] appends a fenced block with the info string
+//! `json yoi-decision` holding the decision as one line of JSON (its serde form, tagged by
+//! `kind`), and [`read_decision`] takes the kind and the data from that block. Decision events
+//! written before the block existed still read: their kind comes from the first line and their
+//! data is `None`, with [`ReadDecision::step`] falling back to the `- step:` evidence line.
+//!
+//! This module does not decide anything; the router builds the value.
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::brief::Section;
 use crate::relation::Blocker;
 use crate::TicketId;
 
 /// One routing outcome and the evidence behind it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RoutingDecision {
     /// Open dependencies, each with its state (`None` state: the ticket does not exist).
@@ -216,14 +219,69 @@ impl RoutingDecision {
         out
     }
 
-    /// `<kind>:<sha256 hex of the sorted, de-duplicated evidence lines>`; equal exactly when
-    /// the kind and the set of rendered facts are equal.
-    pub fn situation_key(&self) -> String {
-        let mut evidence = self.evidence();
-        evidence.sort();
-        evidence.dedup();
-        let hash = crate::sha256_hex(evidence.join("\n").as_bytes());
-        format!("{}:{hash}", self.kind())
+    /// The event body: [`render`](Self::render), then the decision as data in a
+    /// `json yoi-decision` fenced block (see the module doc).
+    pub fn render_event(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        format!("{}\n{DATA_FENCE}\n{json}\n```\n", self.render())
+    }
+}
+
+/// The opening line of the data block in a decision event body.
+pub const DATA_FENCE: &str = "```json yoi-decision";
+
+/// A decision read back from an event body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadDecision {
+    /// The kind, from the data block, else from the first line.
+    pub kind: String,
+    /// The decision itself; `None` for events written before the data block existed (or a
+    /// data block this version cannot read).
+    pub data: Option<RoutingDecision>,
+    /// The failed step of an `acceptance_failed` or `stopped` decision.
+    pub step: Option<String>,
+}
+
+/// Read a decision event body: the data block when present, else the older prose shape.
+/// `None` when the body is not a routing decision at all.
+pub fn read_decision(body: &str) -> Option<ReadDecision> {
+    if let Some(data) = data_block(body) {
+        let step = match &data {
+            RoutingDecision::AcceptanceFailed { step, .. }
+            | RoutingDecision::Stopped { step, .. } => Some(step.clone()),
+            _ => None,
+        };
+        return Some(ReadDecision {
+            kind: data.kind().to_string(),
+            data: Some(data),
+            step,
+        });
+    }
+    let kind = parse_kind(body)?;
+    let step = body
+        .lines()
+        .find_map(|l| l.strip_prefix("- step: "))
+        .map(|s| s.trim().to_string());
+    Some(ReadDecision {
+        kind,
+        data: None,
+        step,
+    })
+}
+
+/// The decision in a body's `json yoi-decision` block, if there is a readable one.
+fn data_block(body: &str) -> Option<RoutingDecision> {
+    let mut lines = body.lines();
+    lines.find(|l| l.trim_end() == DATA_FENCE)?;
+    serde_json::from_str(lines.next()?).ok()
+}
+
+/// A decision body without its data block: what people read, and what two decisions are
+/// compared by when one of them was written before the block existed.
+pub fn prose(body: &str) -> &str {
+    match body.find(DATA_FENCE) {
+        Some(at) => body[..at].trim_end(),
+        None => body.trim_end(),
     }
 }
 

@@ -181,6 +181,27 @@ where
     }
 }
 
+impl IdError {
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            IdError::Length { .. } | IdError::Character { .. } | IdError::Overflow { .. } => {
+                crate::ErrorClass::Invalid
+            }
+        }
+    }
+}
+
+impl ResolveError {
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            ResolveError::NotFound { .. } => crate::ErrorClass::NotFound,
+            ResolveError::TooShort { .. } | ResolveError::Ambiguous { .. } => {
+                crate::ErrorClass::Invalid
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 //! text, times and ids in, and the store crate does the I/O.
 
 pub mod brief;
+pub mod class;
 pub mod decision;
 pub mod finding;
 pub mod id;
@@ -19,6 +20,7 @@ pub mod state;
 pub mod thread;
 pub mod time;
 
+pub use class::ErrorClass;
 pub use id::TicketId;
 pub use item::Item;
 pub use principal::{Principal, PrincipalKind};

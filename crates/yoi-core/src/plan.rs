@@ -272,6 +272,15 @@ mod tests {
     }
 }
 
+impl PlanError {
+    /// A plan error names a line of `orchestration-plan.jsonl`: the file is malformed.
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            PlanError::Json { .. } | PlanError::Invalid { .. } => crate::ErrorClass::Corrupt,
+        }
+    }
+}
+
 #[cfg(test)]
 mod props {
     use super::*;

@@ -488,5 +488,19 @@ pub fn format_cycle(cycle: &[TicketId]) -> String {
         .join(" -> ")
 }
 
+impl RelationsFileError {
+    /// A relations error names an entry of `relations.json`: the file is malformed.
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            RelationsFileError::Json { .. }
+            | RelationsFileError::Version { .. }
+            | RelationsFileError::Owner { .. }
+            | RelationsFileError::SelfTarget { .. }
+            | RelationsFileError::Duplicate { .. }
+            | RelationsFileError::NoteTooLarge { .. } => crate::ErrorClass::Corrupt,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

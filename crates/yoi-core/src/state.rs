@@ -282,6 +282,17 @@ impl fmt::Display for Operation {
     }
 }
 
+impl TransitionError {
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            TransitionError::NotPermitted { .. } => crate::ErrorClass::NotPermitted,
+            TransitionError::WrongState { .. }
+            | TransitionError::NoEdge { .. }
+            | TransitionError::Unchanged { .. } => crate::ErrorClass::Conflict,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

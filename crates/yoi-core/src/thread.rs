@@ -581,5 +581,19 @@ pub fn render_thread(events: &[Event]) -> String {
         .join("\n")
 }
 
+impl AttrError {
+    /// Attributes and bodies come from callers: every problem is theirs to correct.
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            AttrError::BadKey { .. }
+            | AttrError::Multiline { .. }
+            | AttrError::TooLong { .. }
+            | AttrError::Duplicate { .. }
+            | AttrError::BadHeading => crate::ErrorClass::Invalid,
+            AttrError::BodyTooLarge => crate::ErrorClass::TooLarge,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

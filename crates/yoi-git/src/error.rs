@@ -57,6 +57,23 @@ pub enum GitError {
 }
 
 impl GitError {
+    /// The class an entry point maps to an exit code and HTTP status.
+    pub fn class(&self) -> yoi_core::ErrorClass {
+        use yoi_core::ErrorClass as C;
+        match self {
+            GitError::NotARepository { .. } | GitError::Bare { .. } => C::Setup,
+            GitError::Open { .. } | GitError::Git { .. } => C::Internal,
+            GitError::UnknownRev { .. } | GitError::UnknownBranch { .. } => C::NotFound,
+            GitError::InvalidBranchName { .. } => C::Invalid,
+            GitError::BranchExists { .. }
+            | GitError::BranchMoved { .. }
+            | GitError::BranchCheckedOut { .. }
+            | GitError::DestinationExists { .. }
+            | GitError::Dirty { .. } => C::Conflict,
+            GitError::NotAWorktree { .. } => C::NotFound,
+        }
+    }
+
     /// Wrap a gix failure of `action` at `path`.
     pub(crate) fn git(path: &std::path::Path, action: &'static str, err: impl ToString) -> Self {
         GitError::Git {

@@ -1,11 +1,16 @@
-//! The one table from domain error to HTTP status and JSON error body:
-//! `{ "error": { "code": "stale_state", "message": "…", "details": {…} } }`.
-//! Internal errors are logged with their cause and answered with a generic message.
+//! Library errors as HTTP answers: `{ "error": { "code": "stale_state", "message": "…",
+//! "details": {…} } }`. The status always comes from the error's class through the one edge
+//! table (`yoi_engine::edge`), shared with the CLI's exit codes; this module only adds the
+//! machine-readable code and details of each variant. Internal errors are logged with their
+//! cause and answered with a generic message.
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use yoi_core::state::TransitionError;
+use yoi_core::ErrorClass;
+use yoi_engine::skills::SkillError;
+use yoi_skills::{ActivateError, ProposalError, ResourceError};
 use yoi_store::StoreError;
 
 #[derive(Debug)]
@@ -48,89 +53,130 @@ impl ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        use StatusCode as S;
-        let message = e.to_string();
-        let (status, code, details) = match &e {
-            StoreError::BadId(_) | StoreError::BadInput { .. } => {
-                (S::BAD_REQUEST, "invalid", Value::Null)
-            }
-            StoreError::Resolve(yoi_core::id::ResolveError::NotFound { .. }) => {
-                (S::NOT_FOUND, "not_found", Value::Null)
-            }
-            StoreError::Resolve(yoi_core::id::ResolveError::Ambiguous { matches, .. }) => (
-                S::BAD_REQUEST,
-                "ambiguous_id",
-                json!({ "matches": matches }),
-            ),
-            StoreError::Resolve(_) => (S::BAD_REQUEST, "invalid", Value::Null),
-            StoreError::Transition { source, ticket } => match source {
-                TransitionError::NotPermitted { allowed, .. } => (
-                    S::FORBIDDEN,
-                    "forbidden",
-                    json!({ "ticket": ticket, "allowed": allowed }),
-                ),
-                TransitionError::WrongState {
-                    expected, found, ..
-                } => (
-                    S::CONFLICT,
-                    "wrong_state",
-                    json!({ "ticket": ticket, "expected": expected, "found": found }),
-                ),
-                _ => (S::CONFLICT, "wrong_state", json!({ "ticket": ticket })),
-            },
-            StoreError::StaleState {
-                ticket,
-                expected,
-                found,
-            } => (
-                S::CONFLICT,
-                "stale_state",
-                json!({ "ticket": ticket, "expected": expected, "found": found }),
-            ),
-            StoreError::Blocked { ticket, blockers } => (
-                S::CONFLICT,
-                "blocked",
-                json!({ "ticket": ticket, "blockers": blockers }),
-            ),
-            StoreError::ConflictingReplay { op, ticket } => (
-                S::CONFLICT,
-                "conflicting_replay",
-                json!({ "idempotency_key": op, "ticket": ticket }),
-            ),
-            StoreError::DuplicateRelation { .. } => {
-                (S::CONFLICT, "duplicate_relation", Value::Null)
-            }
-            StoreError::Cycle { cycle, .. } => (S::CONFLICT, "cycle", json!({ "cycle": cycle })),
-            StoreError::NoSuchRelation { .. } => (S::NOT_FOUND, "not_found", Value::Null),
-            StoreError::BriefIncomplete { ticket, missing } => (
-                S::UNPROCESSABLE_ENTITY,
-                "brief_incomplete",
-                json!({ "ticket": ticket, "missing": missing }),
-            ),
-            StoreError::Refused { .. } => (S::UNPROCESSABLE_ENTITY, "refused", Value::Null),
-            StoreError::SelfRelation { .. } => {
-                (S::UNPROCESSABLE_ENTITY, "self_relation", Value::Null)
-            }
-            StoreError::Locked { .. } => (S::SERVICE_UNAVAILABLE, "locked", Value::Null),
-            StoreError::Invalid { path, line, .. } => (
-                S::INTERNAL_SERVER_ERROR,
-                "corrupt_file",
-                json!({ "path": path, "line": line }),
-            ),
-            StoreError::Io { .. }
-            | StoreError::Database { .. }
-            | StoreError::DatabaseTooNew { .. }
-            | StoreError::NotInitialized { .. }
-            | StoreError::NotGit { .. } => return ApiError::internal("store error", &e),
-        };
+impl ApiError {
+    /// The answer for an error of `class`: the status comes from the one edge table
+    /// (`yoi_engine::edge`), never from the call site. Internal and setup errors are logged
+    /// with their cause and answered with a generic message.
+    pub fn classified(
+        class: ErrorClass,
+        code: &'static str,
+        message: impl std::fmt::Display,
+        details: Value,
+    ) -> Self {
+        let edge = yoi_engine::edge::edge(class);
+        let status =
+            StatusCode::from_u16(edge.http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if edge.hide_message {
+            return ApiError::internal(code, message);
+        }
         ApiError {
             status,
             code,
-            message,
+            message: message.to_string(),
             details,
         }
+    }
+}
+
+/// The code of an error class when the variant has no more precise one.
+fn class_code(class: ErrorClass) -> &'static str {
+    match class {
+        ErrorClass::Invalid => "invalid",
+        ErrorClass::NotFound => "not_found",
+        ErrorClass::NotPermitted => "forbidden",
+        ErrorClass::Conflict => "conflict",
+        ErrorClass::Refused => "refused",
+        ErrorClass::TooLarge => "too_large",
+        ErrorClass::Corrupt => "corrupt_file",
+        ErrorClass::Busy => "locked",
+        ErrorClass::Setup | ErrorClass::Internal => "internal",
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        store_error(&e)
+    }
+}
+
+fn store_error(e: &StoreError) -> ApiError {
+    let (code, details) = match e {
+        StoreError::Resolve(yoi_core::id::ResolveError::Ambiguous { matches, .. }) => {
+            ("ambiguous_id", json!({ "matches": matches }))
+        }
+        StoreError::Transition { source, ticket } => match source {
+            TransitionError::NotPermitted { allowed, .. } => {
+                ("forbidden", json!({ "ticket": ticket, "allowed": allowed }))
+            }
+            TransitionError::WrongState {
+                expected, found, ..
+            } => (
+                "wrong_state",
+                json!({ "ticket": ticket, "expected": expected, "found": found }),
+            ),
+            TransitionError::NoEdge { .. } | TransitionError::Unchanged { .. } => {
+                ("wrong_state", json!({ "ticket": ticket }))
+            }
+        },
+        StoreError::StaleState {
+            ticket,
+            expected,
+            found,
+        } => (
+            "stale_state",
+            json!({ "ticket": ticket, "expected": expected, "found": found }),
+        ),
+        StoreError::Blocked { ticket, blockers } => {
+            ("blocked", json!({ "ticket": ticket, "blockers": blockers }))
+        }
+        StoreError::ConflictingReplay { op, ticket } => (
+            "conflicting_replay",
+            json!({ "idempotency_key": op, "ticket": ticket }),
+        ),
+        StoreError::DuplicateRelation { .. } => ("duplicate_relation", Value::Null),
+        StoreError::Cycle { cycle, .. } => ("cycle", json!({ "cycle": cycle })),
+        StoreError::BriefIncomplete { ticket, missing } => (
+            "brief_incomplete",
+            json!({ "ticket": ticket, "missing": missing }),
+        ),
+        StoreError::SelfRelation { .. } => ("self_relation", Value::Null),
+        StoreError::Invalid { path, line, .. } => {
+            ("corrupt_file", json!({ "path": path, "line": line }))
+        }
+        StoreError::BadId(_)
+        | StoreError::BadInput { .. }
+        | StoreError::Resolve(_)
+        | StoreError::NoSuchRelation { .. }
+        | StoreError::Refused { .. }
+        | StoreError::NotPermitted { .. }
+        | StoreError::Locked { .. }
+        | StoreError::Io { .. }
+        | StoreError::Database { .. }
+        | StoreError::DatabaseTooNew { .. }
+        | StoreError::NotInitialized { .. }
+        | StoreError::NotGit { .. } => (class_code(e.class()), Value::Null),
+    };
+    ApiError::classified(e.class(), code, e, details)
+}
+
+impl From<SkillError> for ApiError {
+    fn from(e: SkillError) -> Self {
+        let code = match &e {
+            SkillError::Store(inner) => return store_error(inner),
+            SkillError::Activate(ActivateError::InvalidSkill { .. })
+            | SkillError::Proposal(ProposalError::Invalid { .. }) => "invalid_skill",
+            SkillError::Proposal(ProposalError::AlreadyDecided { .. }) => "already_decided",
+            SkillError::Resource(
+                ResourceError::AbsolutePath { .. }
+                | ResourceError::Traversal { .. }
+                | ResourceError::OutsideSkill { .. },
+            ) => "outside_skill",
+            SkillError::Activate(_)
+            | SkillError::Resource(_)
+            | SkillError::Proposal(_)
+            | SkillError::Unknown { .. } => class_code(e.class()),
+        };
+        ApiError::classified(e.class(), code, &e, Value::Null)
     }
 }
 

@@ -1,7 +1,8 @@
 //! `yoi serve`: the HTTP API over the domain layer, its authentication, and live events.
 //!
-//! The server owns no rules: every route calls one store operation with the caller's principal,
-//! so the CLI, the API and (later) pods and the dashboard share every guard. It listens on
+//! The server owns no rules: every route calls one store or engine operation with the caller's
+//! principal, so the CLI, the API and (later) pods and the dashboard share every guard. It keeps
+//! axum, authentication, live events and the drivers of the engine's loops. It listens on
 //! loopback unless told otherwise, writes `.yoi/local/server.json` while it runs, and shuts down
 //! gracefully — in-flight requests finish — on SIGINT/SIGTERM or the given shutdown future.
 
@@ -9,11 +10,9 @@ pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod openapi;
-pub mod router;
+pub mod orchestrator;
 pub mod routes;
-pub mod server_file;
 pub mod show;
-pub mod skills;
 pub mod state;
 
 use std::future::Future;
@@ -24,6 +23,7 @@ use axum::routing::{delete, get, post};
 use axum::Router;
 use thiserror::Error;
 use yoi_store::db::DbIndex;
+use yoi_store::server_file;
 use yoi_store::{StoreError, Workspace};
 
 pub use state::AppState;
@@ -187,9 +187,7 @@ pub async fn serve(
     tracing::info!(%addr, "yoi server listening");
     on_ready(addr);
     let state = AppState::new(ws, index);
-    let orchestrator = opts
-        .orchestrate
-        .then(|| router::orchestrator::spawn(state.clone()));
+    let orchestrator = opts.orchestrate.then(|| orchestrator::spawn(state.clone()));
     let closing = state.closing.clone();
     let shutdown = async move {
         shutdown.await;

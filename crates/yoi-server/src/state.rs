@@ -26,7 +26,7 @@ pub struct AppState {
     /// release and the slowest could wait seconds.
     writers: Arc<Mutex<()>>,
     /// What the orchestrator loop is doing (disabled unless the server routes).
-    pub router: Arc<std::sync::Mutex<crate::router::RouterStatus>>,
+    pub router: Arc<std::sync::Mutex<yoi_engine::routing::RouterStatus>>,
 }
 
 impl AppState {

@@ -180,3 +180,16 @@ pub fn activate(
         notes,
     })
 }
+
+impl ActivateError {
+    /// The class an entry point maps to an exit code and HTTP status.
+    pub fn class(&self) -> yoi_core::ErrorClass {
+        use yoi_core::ErrorClass as C;
+        match self {
+            ActivateError::UnknownSkill { .. } => C::NotFound,
+            ActivateError::InvalidSkill { .. } => C::Refused,
+            ActivateError::MissingWho => C::Invalid,
+            ActivateError::Listing { .. } | ActivateError::NotRecorded { .. } => C::Internal,
+        }
+    }
+}

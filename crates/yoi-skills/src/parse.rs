@@ -258,3 +258,22 @@ fn shift_line_numbers(message: &str, offset: u32) -> String {
     out.push_str(rest);
     out
 }
+
+impl ParseError {
+    /// The class an entry point maps to an exit code and HTTP status.
+    /// A `SKILL.md` that does not parse is a malformed file on disk.
+    pub fn class(&self) -> yoi_core::ErrorClass {
+        use yoi_core::ErrorClass as C;
+        match self {
+            ParseError::TooLarge { .. }
+            | ParseError::ByteOrderMark
+            | ParseError::NotUtf8 { .. }
+            | ParseError::MissingFrontmatter
+            | ParseError::Unclosed
+            | ParseError::FrontmatterTooLarge { .. }
+            | ParseError::Yaml { .. }
+            | ParseError::NotMapping { .. }
+            | ParseError::DuplicateKey { .. } => C::Corrupt,
+        }
+    }
+}

@@ -321,5 +321,32 @@ pub fn list(proposals_root: &Path) -> Result<Vec<Proposal>, ProposalError> {
     Ok(out)
 }
 
+impl ProposalError {
+    /// The class an entry point maps to an exit code and HTTP status.
+    pub fn class(&self) -> yoi_core::ErrorClass {
+        use yoi_core::ErrorClass as C;
+        match self {
+            ProposalError::MissingField { .. }
+            | ProposalError::ParentComponent { .. }
+            | ProposalError::NotADirectory { .. }
+            | ProposalError::InvalidName { .. }
+            | ProposalError::MissingSkillFile
+            | ProposalError::Symlink { .. }
+            | ProposalError::SpecialFile { .. }
+            | ProposalError::NonUtf8Name { .. }
+            | ProposalError::BadId { .. } => C::Invalid,
+            ProposalError::TooLarge { .. }
+            | ProposalError::TooManyFiles { .. }
+            | ProposalError::TooDeep { .. } => C::TooLarge,
+            ProposalError::NotFound { .. } => C::NotFound,
+            ProposalError::Corrupt { .. } => C::Corrupt,
+            ProposalError::Busy { .. } => C::Busy,
+            ProposalError::AlreadyDecided { .. } | ProposalError::Tampered { .. } => C::Conflict,
+            ProposalError::Invalid { .. } => C::Refused,
+            ProposalError::RestoreFailed { .. } | ProposalError::Io { .. } => C::Internal,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -155,3 +155,20 @@ fn read_confined(dir: &Path, path: &str, max_bytes: u64) -> Result<Vec<u8>, Reso
     check_size(path, bytes.len() as u64, max_bytes)?;
     Ok(bytes)
 }
+
+impl ResourceError {
+    /// The class an entry point maps to an exit code and HTTP status.
+    pub fn class(&self) -> yoi_core::ErrorClass {
+        use yoi_core::ErrorClass as C;
+        match self {
+            ResourceError::UnknownSkill { .. } | ResourceError::NotFound { .. } => C::NotFound,
+            ResourceError::InvalidSkill { .. } => C::Refused,
+            ResourceError::AbsolutePath { .. }
+            | ResourceError::Traversal { .. }
+            | ResourceError::OutsideSkill { .. }
+            | ResourceError::NotAFile { .. } => C::Invalid,
+            ResourceError::TooLarge { .. } => C::TooLarge,
+            ResourceError::Io { .. } => C::Internal,
+        }
+    }
+}

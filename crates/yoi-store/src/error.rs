@@ -66,6 +66,9 @@ pub enum StoreError {
     /// A request this operation never grants, whoever asks (the reason says what to do).
     #[error("{reason}")]
     Refused { reason: String },
+    /// This principal may not do this; the reason names who may.
+    #[error("{reason}")]
+    NotPermitted { reason: String },
     #[error("ticket {ticket} cannot relate to itself")]
     SelfRelation { ticket: TicketId },
     #[error("ticket {ticket} already has {kind} {target}")]
@@ -118,7 +121,7 @@ impl StoreError {
         }
     }
 
-    /// The class an entry point maps to an exit code or HTTP status.
+    /// The class an entry point maps to an exit code and HTTP status (`yoi_engine::edge`).
     pub fn class(&self) -> ErrorClass {
         match self {
             StoreError::Io { .. } | StoreError::Database { .. } => ErrorClass::Internal,
@@ -126,15 +129,12 @@ impl StoreError {
             StoreError::Invalid { .. } => ErrorClass::Corrupt,
             StoreError::Locked { .. } => ErrorClass::Busy,
             StoreError::NotInitialized { .. } | StoreError::NotGit { .. } => ErrorClass::Setup,
-            StoreError::BadId(_) | StoreError::BadInput { .. } => ErrorClass::Invalid,
-            StoreError::Resolve(ResolveError::NotFound { .. }) => ErrorClass::NotFound,
-            StoreError::Resolve(_) => ErrorClass::Invalid,
-            StoreError::Transition {
-                source: TransitionError::NotPermitted { .. },
-                ..
-            } => ErrorClass::Forbidden,
-            StoreError::Transition { .. }
-            | StoreError::StaleState { .. }
+            StoreError::BadInput { .. } => ErrorClass::Invalid,
+            StoreError::BadId(e) => e.class(),
+            StoreError::Resolve(e) => e.class(),
+            StoreError::Transition { source, .. } => source.class(),
+            StoreError::NotPermitted { .. } => ErrorClass::NotPermitted,
+            StoreError::StaleState { .. }
             | StoreError::Blocked { .. }
             | StoreError::ConflictingReplay { .. }
             | StoreError::DuplicateRelation { .. }
@@ -147,23 +147,4 @@ impl StoreError {
     }
 }
 
-/// Coarse outcome classes; the CLI and the HTTP layer each map these in one table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// Malformed request or argument.
-    Invalid,
-    NotFound,
-    /// The caller may not do this.
-    Forbidden,
-    /// The ticket is not in a state that allows it (stale, blocked, replay conflict, cycle).
-    Conflict,
-    /// A guard refused the request as given (brief incomplete, self relation).
-    Refused,
-    /// A file on disk is malformed.
-    Corrupt,
-    /// The workspace lock could not be had in time.
-    Busy,
-    /// The workspace or repository is missing.
-    Setup,
-    Internal,
-}
+pub use yoi_core::ErrorClass;

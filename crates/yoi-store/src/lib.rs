@@ -15,12 +15,15 @@ mod git;
 pub mod index;
 pub mod lock;
 pub mod ops;
+pub mod packet;
 pub mod query;
+pub mod server_file;
 pub mod tickets;
 pub mod workspace;
 pub mod worktrees;
 
 pub use error::{ErrorClass, StoreError};
 pub use ops::{Ctx, Outcome};
+pub use packet::INTENT_PACKET;
 pub use tickets::Ticket;
 pub use workspace::{init, InitReport, Workspace};

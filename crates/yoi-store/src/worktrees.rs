@@ -17,6 +17,7 @@ use serde::Serialize;
 use thiserror::Error;
 use yoi_core::id::ResolveError;
 use yoi_core::state::State;
+use yoi_core::ErrorClass;
 use yoi_core::TicketId;
 use yoi_git::{GitError, WorktreeInfo};
 
@@ -102,6 +103,21 @@ pub enum WorktreeError {
         path: String,
         state: State,
     },
+}
+
+impl WorktreeError {
+    /// The class an entry point maps to an exit code and HTTP status.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            WorktreeError::Store(e) => e.class(),
+            WorktreeError::Git(e) => e.class(),
+            WorktreeError::MainWorktree { .. } => ErrorClass::Refused,
+            WorktreeError::NotAWorktree { .. }
+            | WorktreeError::NoWorktree { .. }
+            | WorktreeError::Gone { .. } => ErrorClass::NotFound,
+            WorktreeError::Dirty { .. } | WorktreeError::InProgress { .. } => ErrorClass::Conflict,
+        }
+    }
 }
 
 /// What [`remove_worktree`] is pointed at.

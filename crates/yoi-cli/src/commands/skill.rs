@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use serde::Serialize;
-use yoi_server::skills::{self as glue, DbRecorder};
-use yoi_skills::{ActivationRequest, Catalog, CatalogConfig, HumanApprover, SkillEntry};
+use yoi_engine::skills::{self as glue, SkillError};
+use yoi_skills::{Catalog, CatalogConfig, SkillEntry};
 
 use crate::cli::SkillCommand;
 use crate::context::{now, Env};
@@ -18,10 +18,6 @@ struct LintOutput<'a> {
     location: &'a str,
     valid: bool,
     diagnostics: &'a [yoi_skills::Diagnostic],
-}
-
-fn skill_error(e: impl std::fmt::Display) -> CliError {
-    CliError::Refused(e.to_string())
 }
 
 pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
@@ -56,9 +52,9 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         SkillCommand::Show { name, json } => {
             let ws = env.files_only("yoi skill show")?;
             let catalog = glue::load_catalog(&ws);
-            let entry = catalog.get(&name).ok_or_else(|| {
-                CliError::Refused(format!("no skill named `{name}` in the catalog"))
-            })?;
+            let entry = catalog
+                .get(&name)
+                .ok_or_else(|| SkillError::Unknown { name: name.clone() })?;
             if json {
                 output::json(entry);
             } else {
@@ -112,27 +108,9 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         }
         SkillCommand::Activate { name, ticket, json } => {
             let (ws, index) = env.workspace_with_index("yoi skill activate")?;
-            let catalog = glue::load_catalog(&ws);
-            let ticket = ticket
-                .map(|t| ws.resolve(&t))
-                .transpose()?
-                .map(|t| t.to_string());
             let who = env.human_ctx(&ws)?.principal.author();
-            let mut recorder = DbRecorder {
-                index: &index,
-                now_ms: now().unix_millis(),
-            };
-            let activation = yoi_skills::activate(
-                &catalog,
-                &name,
-                ActivationRequest {
-                    who,
-                    ticket,
-                    assignment: None,
-                },
-                &mut recorder,
-            )
-            .map_err(skill_error)?;
+            let activation =
+                glue::activate(&ws, &index, &name, who, ticket.as_deref(), None, now())?;
             if json {
                 output::json(&activation);
             } else {
@@ -141,14 +119,7 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         }
         SkillCommand::Resource { name, path } => {
             let ws = env.files_only("yoi skill resource")?;
-            let catalog = glue::load_catalog(&ws);
-            let r = yoi_skills::resource(
-                &catalog,
-                &name,
-                &path,
-                yoi_skills::DEFAULT_MAX_RESOURCE_BYTES,
-            )
-            .map_err(skill_error)?;
+            let r = glue::resource(&ws, &name, &path)?;
             std::io::stdout()
                 .write_all(&r.bytes)
                 .map_err(|e| CliError::Io {
@@ -159,14 +130,7 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         SkillCommand::Propose { folder, json } => {
             let ws = env.files_only("yoi skill propose")?;
             let who = env.human_ctx(&ws)?.principal.author();
-            let p = yoi_skills::propose(
-                &glue::proposals_root(&ws),
-                &glue::workspace_skills_root(&ws),
-                &folder,
-                &who,
-                &now().to_string(),
-            )
-            .map_err(skill_error)?;
+            let p = glue::propose_folder(&ws, &folder, &who, now())?;
             if json {
                 output::json(&p);
             } else {
@@ -176,8 +140,7 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         }
         SkillCommand::Proposals { json } => {
             let ws = env.files_only("yoi skill proposals")?;
-            let list =
-                yoi_skills::proposal::list(&glue::proposals_root(&ws)).map_err(skill_error)?;
+            let list = glue::proposals(&ws)?;
             if json {
                 output::json(&serde_json::json!({ "count": list.len(), "proposals": list }));
             } else if list.is_empty() {
@@ -200,15 +163,8 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         }
         SkillCommand::Approve { id } => {
             let ws = env.files_only("yoi skill approve")?;
-            let approver = HumanApprover::new(env.human_ctx(&ws)?.principal.author());
-            let p = yoi_skills::approve(
-                &glue::proposals_root(&ws),
-                &id,
-                &glue::workspace_skills_root(&ws),
-                &approver,
-                &now().to_string(),
-            )
-            .map_err(skill_error)?;
+            let approver = env.human_ctx(&ws)?.principal.author();
+            let p = glue::approve(&ws, &id, &approver, now())?;
             println!(
                 "approved {}: skill `{}` written to .yoi/skills/{}",
                 p.id, p.name, p.name
@@ -216,15 +172,8 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
         }
         SkillCommand::Reject { id, reason } => {
             let ws = env.files_only("yoi skill reject")?;
-            let approver = HumanApprover::new(env.human_ctx(&ws)?.principal.author());
-            let p = yoi_skills::reject(
-                &glue::proposals_root(&ws),
-                &id,
-                &approver,
-                &reason,
-                &now().to_string(),
-            )
-            .map_err(skill_error)?;
+            let approver = env.human_ctx(&ws)?.principal.author();
+            let p = glue::reject(&ws, &id, &approver, &reason, now())?;
             println!("rejected {}: skill `{}`", p.id, p.name);
         }
     }

@@ -199,66 +199,37 @@ fn parse_kind_reads_back_every_kind() {
 }
 
 #[test]
-fn situation_key_is_equal_for_the_same_evidence() {
-    let one = RoutingDecision::BlockedByDependency {
-        blockers: vec![
-            blocker(A, "depends_on", Some(State::Ready)),
-            blocker(B, "blocked_by", Some(State::Queued)),
-        ],
-    };
-    let same = one.clone();
-    let reordered = RoutingDecision::BlockedByDependency {
-        blockers: vec![
-            blocker(B, "blocked_by", Some(State::Queued)),
-            blocker(A, "depends_on", Some(State::Ready)),
-        ],
-    };
-    assert_eq!(one.situation_key(), same.situation_key());
-    assert_eq!(one.situation_key(), reordered.situation_key());
-    assert!(one.situation_key().starts_with("blocked_by_dependency:"));
+fn the_data_block_reads_back_every_decision() {
+    for d in all_variants() {
+        let body = d.render_event();
+        let read = read_decision(&body).unwrap();
+        assert_eq!(read.kind, d.kind());
+        assert_eq!(read.data.as_ref(), Some(&d));
+        assert_eq!(prose(&body), d.render().trim_end());
+        // The block survives the thread format: written, parsed, and read again.
+        let event = crate::thread::Event::new(crate::thread::EventKind::Decision, &body);
+        let parsed = crate::thread::parse_thread(&crate::thread::render_thread(&[event]));
+        assert_eq!(read_decision(&parsed.events[0].body).unwrap().data, Some(d));
+    }
 }
 
 #[test]
-fn situation_key_changes_when_a_blocker_changes_state() {
-    let before = RoutingDecision::BlockedByDependency {
-        blockers: vec![blocker(A, "depends_on", Some(State::Ready))],
+fn older_decisions_without_data_still_read() {
+    let failed = RoutingDecision::AcceptanceFailed {
+        step: "add_worktree".into(),
+        error: "boom\nsecond line".into(),
+        attempt: 2,
     };
-    let after = RoutingDecision::BlockedByDependency {
-        blockers: vec![blocker(A, "depends_on", Some(State::Inprogress))],
-    };
-    let gone = RoutingDecision::BlockedByDependency {
-        blockers: vec![blocker(A, "depends_on", None)],
-    };
-    assert_ne!(before.situation_key(), after.situation_key());
-    assert_ne!(after.situation_key(), gone.situation_key());
-}
-
-#[test]
-fn situation_keys_differ_across_kinds_and_evidence() {
-    let mut keys: Vec<String> = all_variants().iter().map(|d| d.situation_key()).collect();
-    keys.push(
-        RoutingDecision::AcceptanceFailed {
-            step: "s".to_string(),
-            error: "e".to_string(),
-            attempt: 2,
-        }
-        .situation_key(),
-    );
-    keys.push(
-        RoutingDecision::WaitingCapacity {
-            in_progress: 2,
-            max: 2,
-        }
-        .situation_key(),
-    );
-    let n = keys.len();
-    keys.sort();
-    keys.dedup();
-    assert_eq!(keys.len(), n);
-    // Empty evidence of one kind is still distinct from another kind's.
-    assert_ne!(
-        RoutingDecision::BlockedByDependency { blockers: vec![] }.situation_key(),
-        RoutingDecision::WaitingConflict { with: vec![] }.situation_key()
+    let read = read_decision(&failed.render()).unwrap();
+    assert_eq!(read.kind, "acceptance_failed");
+    assert_eq!(read.data, None);
+    assert_eq!(read.step.as_deref(), Some("add_worktree"));
+    assert_eq!(read_decision("a person's note\n"), None);
+    // A data block that does not parse falls back to the prose.
+    let broken = format!("{}\n{DATA_FENCE}\n{{not json\n```\n", failed.render());
+    assert_eq!(
+        read_decision(&broken).unwrap().step.as_deref(),
+        Some("add_worktree")
     );
 }
 

@@ -13,7 +13,6 @@ use yoi_store::Outcome;
 use crate::auth::*;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, IdempotencyKey};
-use crate::router::INTENT_PACKET;
 use crate::state::AppState;
 
 #[derive(Debug, Serialize)]
@@ -40,14 +39,7 @@ pub async fn show_packet(
         let item = ws.read_item(&id)?;
         let packet = IntentPacket::from_body(item.body_text());
         let c = packet.completeness();
-        let path = ws.path_of(&id, INTENT_PACKET);
-        let frozen = match std::fs::read_to_string(&path) {
-            Ok(text) => Some(serde_json::from_str(&text).map_err(|e| {
-                yoi_store::StoreError::invalid(&path, Some(e.line()), e.to_string())
-            })?),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(yoi_store::StoreError::io(&path, e)),
-        };
+        let frozen = ws.read_frozen_packet(&id)?;
         Ok(PacketView {
             content_hash: packet.content_hash(),
             complete: c.is_complete(),

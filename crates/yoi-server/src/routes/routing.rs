@@ -10,9 +10,9 @@ use yoi_store::Outcome;
 use crate::auth::*;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, IdempotencyKey};
-use crate::router::view::{routing_view, RoutingView};
-use crate::router::{RouterStatus, CONSUMER};
 use crate::state::AppState;
+use yoi_engine::routing::view::{routing_view, RoutingView};
+use yoi_engine::routing::{RouterStatus, CONSUMER};
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

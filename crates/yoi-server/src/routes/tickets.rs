@@ -359,7 +359,7 @@ pub async fn doctor(
     _a: Authed<RunDoctor>,
 ) -> ApiResult<yoi_store::doctor::Report> {
     // The workspace carries the server's index, so the index and outbox checks run too.
-    s.read(|ws| yoi_store::doctor::run_attached(ws, false))
+    s.read(|ws| yoi_engine::doctor::run_full(ws, false))
         .await
         .map(Json)
 }

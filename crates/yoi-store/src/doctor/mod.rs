@@ -71,7 +71,7 @@ pub struct Report {
 }
 
 impl Report {
-    fn new(findings: Vec<Finding>, fixed: Vec<String>) -> Self {
+    pub fn new(findings: Vec<Finding>, fixed: Vec<String>) -> Self {
         let errors = findings.iter().filter(|f| f.is_error()).count();
         Report {
             ok: errors == 0,

@@ -75,7 +75,7 @@ pub fn submit_packet(
         ctx.principal.kind,
         PrincipalKind::Human | PrincipalKind::Intake | PrincipalKind::Orchestrator
     ) {
-        return Err(StoreError::Refused {
+        return Err(StoreError::NotPermitted {
             reason: format!(
                 "a {} cannot submit an IntentPacket; people, intake pods and the orchestrator can",
                 ctx.principal.kind

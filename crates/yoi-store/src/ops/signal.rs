@@ -26,7 +26,7 @@ pub fn retry(
     reason: Option<&str>,
 ) -> Result<Outcome, StoreError> {
     if ctx.principal.kind != PrincipalKind::Human {
-        return Err(StoreError::Refused {
+        return Err(StoreError::NotPermitted {
             reason: format!(
                 "only a person may retry routing; {} asked",
                 ctx.principal.kind
@@ -51,7 +51,7 @@ pub fn attention(
     body: &str,
 ) -> Result<Outcome, StoreError> {
     if ctx.principal.kind != PrincipalKind::Orchestrator {
-        return Err(StoreError::Refused {
+        return Err(StoreError::NotPermitted {
             reason: format!(
                 "only the orchestrator raises attention events; {} asked",
                 ctx.principal.kind

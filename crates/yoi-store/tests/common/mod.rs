@@ -342,7 +342,7 @@ pub fn state_changes(events: &[Event]) -> Vec<(String, String, String)> {
 }
 
 pub fn assert_forbidden(err: StoreError, op: Operation, kind: PrincipalKind) {
-    assert_eq!(err.class(), ErrorClass::Forbidden, "{err}");
+    assert_eq!(err.class(), ErrorClass::NotPermitted, "{err}");
     match err {
         StoreError::Transition {
             source:

@@ -1,6 +1,6 @@
-//! `yoi ticket doctor [--json] [--fix]`: exit 1 when errors remain. With the database index
-//! attached, the index and outbox checks run too, and `--fix` rebuilds a drifted index. The skill
-//! catalog's invalid and shadowed skills are reported as well.
+//! `yoi ticket doctor [--json] [--fix]`: the engine's one doctor (the same findings as
+//! `GET /api/v1/doctor`), printed; exit 1 when errors remain. With the database index attached,
+//! the index and outbox checks run too, and `--fix` rebuilds a drifted index.
 
 use crate::cli::DoctorArgs;
 use crate::context::Env;
@@ -9,17 +9,7 @@ use crate::output;
 
 pub fn run(env: &Env, a: &DoctorArgs) -> Result<(), CliError> {
     let ws = env.workspace("yoi ticket doctor")?;
-    let mut report = yoi_store::doctor::run_attached(&ws, a.fix)?;
-    // The skill catalog: invalid and shadowed skills.
-    let skills = yoi_server::skills::findings(&yoi_server::skills::load_catalog(&ws));
-    report.findings.extend(skills);
-    report.errors = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == yoi_core::finding::Severity::Error)
-        .count();
-    report.warnings = report.findings.len() - report.errors;
-    report.ok = report.errors == 0;
+    let report = yoi_engine::doctor::run_full(&ws, a.fix)?;
     if a.json {
         output::json(&report);
     } else {

@@ -1,6 +1,6 @@
 //! `route ID --dry-run` (what the router would decide now, and why) and `retry ID`.
 
-use yoi_server::router::view::routing_view;
+use yoi_engine::routing::view::routing_view;
 
 use crate::cli::{RetryArgs, RouteArgs};
 use crate::context::Env;

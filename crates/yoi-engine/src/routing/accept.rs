@@ -20,10 +20,7 @@ use yoi_core::{Principal, State, TicketId, Timestamp};
 use yoi_git::BranchOutcome;
 use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_store::ops::{self, AcceptEvidence, TransitionRequest};
-use yoi_store::{fsutil, Ctx, StoreError, Workspace};
-
-/// Where the frozen packet is written, relative to the ticket folder.
-pub const INTENT_PACKET: &str = "artifacts/intent-packet.json";
+use yoi_store::{Ctx, StoreError, Workspace, INTENT_PACKET};
 
 /// An acceptance step, in the order they run. Used to name the failed step and, in tests, to
 /// inject a failure: [`accept_ticket_failing_at`] makes the named step fail right after it did
@@ -89,6 +86,17 @@ pub enum AcceptError {
     Store(#[from] StoreError),
 }
 
+impl AcceptError {
+    /// The class an entry point maps to an exit code and HTTP status.
+    pub fn class(&self) -> yoi_core::ErrorClass {
+        match self {
+            AcceptError::NotReady { .. } => yoi_core::ErrorClass::Conflict,
+            AcceptError::Failed { .. } => yoi_core::ErrorClass::Internal,
+            AcceptError::Store(e) => e.class(),
+        }
+    }
+}
+
 fn cleanup_suffix(cleanup: &[String]) -> String {
     if cleanup.is_empty() {
         String::new()
@@ -130,22 +138,23 @@ pub fn accept_ticket_failing_at(
 struct Made {
     branch: Option<(String, String)>,
     worktree: Option<PathBuf>,
-    packet: Option<PathBuf>,
+    packet: Option<TicketId>,
     assignment: Option<String>,
 }
 
 impl Made {
     /// Undo in reverse order; returns what could not be undone.
-    fn undo(self, repo: &Path, db: &DbIndex) -> Vec<String> {
+    fn undo(self, ws: &Workspace, db: &DbIndex) -> Vec<String> {
+        let repo = ws.root();
         let mut failed = Vec::new();
         if let Some(a) = self.assignment {
             if let Err(e) = db.block_on(db.db.delete_assignment(&a)) {
                 failed.push(format!("delete assignment {a}: {e}"));
             }
         }
-        if let Some(p) = self.packet {
-            if let Err(e) = std::fs::remove_file(&p) {
-                failed.push(format!("remove {}: {e}", p.display()));
+        if let Some(id) = self.packet {
+            if let Err(e) = ws.remove_frozen_packet(&id) {
+                failed.push(format!("remove the frozen packet: {e}"));
             }
         }
         if let Some(wt) = self.worktree {
@@ -207,7 +216,7 @@ fn run(
     match job.steps(&mut made) {
         Ok(accepted) => Ok(accepted),
         Err((step, error)) => {
-            let mut cleanup = made.undo(ws.root(), db);
+            let mut cleanup = made.undo(ws, db);
             let attempt = ws
                 .read_thread(id)
                 .map(|t| super::circuit::Circuit::of(&t).consecutive + 1);
@@ -282,14 +291,9 @@ impl Job<'_> {
         injected(step, fail_at).map_err(|e| (step, e))?;
 
         let step = FailAt::IntentPacket;
-        let path = ws.path_of(id, INTENT_PACKET);
-        let json = serde_json::to_string_pretty(packet).map_err(|e| (step, e.to_string()))?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| (step, format!("{}: {e}", dir.display())))?;
-        }
-        fsutil::atomic_write(&path, format!("{json}\n").as_bytes())
-            .map_err(|e| (step, format!("{}: {e}", path.display())))?;
-        made.packet = Some(path);
+        ws.write_frozen_packet(id, packet)
+            .map_err(|e| (step, e.to_string()))?;
+        made.packet = Some(id.clone());
         injected(step, fail_at).map_err(|e| (step, e))?;
 
         let step = FailAt::Assignment;
@@ -396,7 +400,7 @@ fn with_packet(decision: &RoutingDecision, packet: &yoi_core::packet::FrozenPack
         .collect();
     format!(
         "{}\nIntentPacket (frozen to {INTENT_PACKET}, sha256 {}):\n\n{}\n",
-        decision.render(),
+        decision.render_event(),
         packet.content_hash,
         rendered.join("\n")
     )

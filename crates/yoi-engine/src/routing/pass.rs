@@ -107,21 +107,30 @@ impl Targets {
     }
 }
 
+/// What a pass asks of whoever drives it.
+pub struct PassHooks<'a> {
+    /// Taken around each ticket's work so routing writes queue fairly with the server's other
+    /// mutations (the guard is dropped when the ticket is done).
+    pub turn: &'a dyn Fn() -> Box<dyn std::any::Any>,
+    /// Asked before each ticket, so a shutting-down server does not wait for a long pass (the
+    /// next start's catch-up pass routes the rest).
+    pub stop: &'a dyn Fn() -> bool,
+    /// The time each ticket is routed at (a test passes a fake clock).
+    pub clock: &'a dyn Fn() -> Timestamp,
+}
+
 /// Route the targeted queued tickets once, in queue order, skipping `hold` (tickets waiting out
-/// a retry backoff). `turn` is taken around each ticket's work so routing writes queue fairly
-/// with the server's other mutations; `stop` is asked before each ticket, so a shutting-down
-/// server does not wait for a long pass (the next start's catch-up pass routes the rest). A
-/// ticket whose routing fails with a store error is reported with the error and the pass goes
-/// on; only failing to read the snapshot fails it.
+/// a retry backoff); see [`PassHooks`]. A ticket whose routing fails with a store error is
+/// reported with the error and the pass goes on; only failing to read the snapshot fails it.
 pub fn run_pass(
     ws: &Workspace,
     db: &DbIndex,
     cfg: &RouteConfig,
     targets: &Targets,
     hold: &BTreeSet<TicketId>,
-    turn: &dyn Fn() -> Box<dyn std::any::Any>,
-    stop: &dyn Fn() -> bool,
+    hooks: &PassHooks<'_>,
 ) -> Result<PassResults, StoreError> {
+    let PassHooks { turn, stop, clock } = *hooks;
     let mut snap = Snapshot::load(ws)?;
     let mut out = Vec::new();
     for id in snap.queued() {
@@ -132,7 +141,7 @@ pub fn run_pass(
             break;
         }
         let _turn = turn();
-        let routed = route_ticket(ws, db, &mut snap, &id, cfg, crate::auth::now());
+        let routed = route_ticket(ws, db, &mut snap, &id, cfg, clock());
         match &routed {
             Ok(Routed::Accepted { branch, .. }) => {
                 tracing::info!(ticket = %id, %branch, "accepted")

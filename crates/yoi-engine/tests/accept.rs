@@ -9,112 +9,15 @@ use yoi_core::packet::FrozenPacket;
 use yoi_core::plan::PlanKind;
 use yoi_core::thread::EventKind;
 use yoi_core::{Principal, State, TicketId, Timestamp};
-use yoi_server::router::{self, AcceptError, FailAt};
+use yoi_engine::routing::{self as router, AcceptError, FailAt};
 use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_store::ops::{self, CreateRequest, EditRequest, PlanRequest, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 use yoi_testkit::git;
 
-const BRIEF: &str = "## Intent\nMake it work.\n\n## Acceptance criteria\n- it works\n\n## Validation\n`cargo test`\n";
+mod common;
 
-fn now() -> Timestamp {
-    Timestamp::parse("2026-03-01T10:00:00Z").unwrap()
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    repo: PathBuf,
-    ws: Workspace,
-    db: DbIndex,
-    base: String,
-    _rt: tokio::runtime::Runtime,
-}
-
-impl Fixture {
-    /// A repository on `main` with one commit holding a source file and the yoi workspace.
-    fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("repo")).unwrap();
-        // Canonical, so paths compare equal to what git prints.
-        let repo = dir.path().join("repo").canonicalize().unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        std::fs::write(repo.join("README.md"), "hello\n").unwrap();
-        yoi_store::init(&repo, "main").unwrap();
-        git(&repo, &["add", "-A"]);
-        git(&repo, &["commit", "-q", "-m", "base"]);
-        let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
-        let mut ws = Workspace::open(&repo).unwrap();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let (db, _) = DbIndex::attach(&mut ws, rt.handle().clone()).unwrap();
-        Fixture {
-            _dir: dir,
-            repo,
-            ws,
-            db,
-            base,
-            _rt: rt,
-        }
-    }
-
-    fn human(&self) -> Ctx {
-        Ctx::new(Principal::human("alice"), now())
-    }
-
-    /// A queued ticket with a complete brief.
-    fn queued(&self, title: &str, body: &str, depends_on: &[&TicketId]) -> TicketId {
-        let ctx = self.human();
-        let out = ops::create(
-            &self.ws,
-            &ctx,
-            &CreateRequest {
-                title: title.into(),
-                body: body.into(),
-                depends_on: depends_on.iter().map(|d| d.to_string()).collect(),
-            },
-        )
-        .unwrap();
-        let id = out.ticket;
-        let req = TransitionRequest::default();
-        ops::mark_ready(&self.ws, &ctx, id.as_str(), &req).unwrap();
-        ops::queue(&self.ws, &ctx, id.as_str(), &req).unwrap();
-        id
-    }
-
-    fn state(&self, id: &TicketId) -> State {
-        self.ws.read_item(id).unwrap().state
-    }
-
-    fn decisions(&self, id: &TicketId) -> Vec<String> {
-        self.ws
-            .read_thread(id)
-            .unwrap()
-            .events
-            .into_iter()
-            .filter(|e| e.kind == EventKind::Decision)
-            .map(|e| e.body)
-            .collect()
-    }
-
-    fn assignments(&self, id: &TicketId) -> Vec<Assignment> {
-        self.db
-            .block_on(self.db.db.assignments_of(id.as_str()))
-            .unwrap()
-    }
-
-    fn worktree_root(&self) -> PathBuf {
-        self.ws.config.worktree_dir(&self.repo)
-    }
-
-    /// Route and accept `id`, which must be ready.
-    fn accept(&self, id: &TicketId) -> router::Accepted {
-        let d = router::decide(&self.ws, id, 10).unwrap().unwrap();
-        router::accept_ticket(&self.ws, &self.db, id, &d, &self.worktree_root(), now()).unwrap()
-    }
-}
+use common::{now, Fixture, BRIEF};
 
 #[test]
 fn only_queued_tickets_are_routed() {

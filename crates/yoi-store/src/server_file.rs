@@ -36,7 +36,7 @@ pub fn live(local_dir: &Path) -> Option<ServerInfo> {
 pub fn write(local_dir: &Path, info: &ServerInfo) -> std::io::Result<()> {
     std::fs::create_dir_all(local_dir)?;
     let text = serde_json::to_string_pretty(info).unwrap_or_default() + "\n";
-    yoi_store::fsutil::atomic_write(&path(local_dir), text.as_bytes())
+    crate::fsutil::atomic_write(&path(local_dir), text.as_bytes())
 }
 
 /// Remove server.json if it still names this process.

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use yoi_core::decision::{parse_kind, RoutingDecision};
+use yoi_core::decision::{read_decision, RoutingDecision};
 use yoi_core::packet::IntentPacket;
 use yoi_core::relation::Blocker;
 use yoi_core::{State, TicketId};
@@ -31,6 +31,8 @@ pub struct RoutingView {
 #[derive(Debug, Clone, Serialize)]
 pub struct LatestDecision {
     pub kind: Option<String>,
+    /// The decision as data; `None` for a decision event written before events carried it.
+    pub decision: Option<RoutingDecision>,
     pub event_id: Option<String>,
     pub at: Option<String>,
     pub body: String,
@@ -76,11 +78,15 @@ pub fn routing_view(
     let snap = Snapshot::load(ws)?;
     let item = ws.read_item(&id)?;
     let thread = ws.read_thread(&id)?;
-    let latest = super::record::last_decision(&thread).map(|e| LatestDecision {
-        kind: parse_kind(&e.body),
-        event_id: e.id().map(str::to_string),
-        at: e.get("at").map(str::to_string),
-        body: e.body.clone(),
+    let latest = super::record::last_decision(&thread).map(|e| {
+        let read = read_decision(&e.body);
+        LatestDecision {
+            kind: read.as_ref().map(|r| r.kind.clone()),
+            decision: read.and_then(|r| r.data),
+            event_id: e.id().map(str::to_string),
+            at: e.get("at").map(str::to_string),
+            body: e.body.clone(),
+        }
     });
     let would = decide_for(ws, &snap, &id, &item, &thread, max_inprogress)?.map(|d| WouldDecide {
         kind: d.kind().to_string(),

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use yoi_core::decision::parse_kind;
+use yoi_core::decision::read_decision;
 use yoi_core::thread::{EventKind, ParsedThread};
 use yoi_core::Principal;
 use yoi_store::ops::{ATTENTION_REASON, CIRCUIT_OPEN};
@@ -51,13 +51,16 @@ impl Circuit {
                     c.open = true;
                 }
                 EventKind::Decision if e.get("author") == Some(orchestrator.as_str()) => {
-                    match parse_kind(&e.body).as_deref() {
-                        Some("acceptance_failed") => {
+                    let Some(read) = read_decision(&e.body) else {
+                        continue;
+                    };
+                    match read.kind.as_str() {
+                        "acceptance_failed" => {
                             c.consecutive += 1;
-                            let step = failed_step(&e.body).unwrap_or("unknown").to_string();
+                            let step = read.step.unwrap_or_else(|| "unknown".to_string());
                             *c.step_failures.entry(step).or_default() += 1;
                         }
-                        Some("implementation_ready") => c.consecutive = 0,
+                        "implementation_ready" => c.consecutive = 0,
                         _ => {}
                     }
                 }
@@ -73,13 +76,6 @@ impl Circuit {
     }
 }
 
-/// The step named by an `acceptance_failed` body's `- step: <name>` evidence line.
-fn failed_step(body: &str) -> Option<&str> {
-    body.lines()
-        .find_map(|l| l.strip_prefix("- step: "))
-        .map(str::trim)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,7 +83,7 @@ mod tests {
     use yoi_core::thread::{parse_thread, render_thread, Event};
 
     fn decision(d: &RoutingDecision, author: &str) -> Event {
-        Event::new(EventKind::Decision, &d.render()).with_attr("author", author)
+        Event::new(EventKind::Decision, &d.render_event()).with_attr("author", author)
     }
 
     fn failed(step: &str, attempt: u32) -> RoutingDecision {
@@ -139,6 +135,27 @@ mod tests {
             decision(&failed("accept", 1), "human:mallory"),
         ];
         assert_eq!(Circuit::of(&thread(&events)), Circuit::default());
+    }
+
+    #[test]
+    fn decisions_written_before_the_data_block_still_count() {
+        let o = Principal::orchestrator().author();
+        let older = |d: &RoutingDecision| {
+            Event::new(EventKind::Decision, &d.render()).with_attr("author", o.as_str())
+        };
+        let events = vec![
+            older(&failed("add_worktree", 1)),
+            older(&failed("accept", 2)),
+        ];
+        let c = Circuit::of(&thread(&events));
+        assert_eq!(
+            (
+                c.consecutive,
+                c.failures_of("add_worktree"),
+                c.failures_of("accept")
+            ),
+            (2, 1, 1)
+        );
     }
 
     #[test]

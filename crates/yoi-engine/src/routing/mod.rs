@@ -11,8 +11,9 @@
 //!   assignment, then calls the store's `accept`; when any step fails it undoes what it made,
 //!   leaves the ticket queued and records an `acceptance_failed` decision.
 //! - [`route_ticket`] / [`run_pass`] put these together for one ticket / every queued ticket,
-//!   with the circuit breaker ([`circuit`]); [`orchestrator`] is the loop inside `yoi serve`
-//!   that runs passes as outbox events arrive; [`view`] is the read-only routing view behind
+//!   with the circuit breaker ([`circuit`]); [`orchestrator`] is the loop as a step function
+//!   (which tickets to route for which outbox events, backoff, ack or fail), driven by
+//!   `yoi serve` or by a test with a fake clock; [`view`] is the read-only routing view behind
 //!   `GET /tickets/{id}/routing` and `yoi ticket route --dry-run`.
 //!
 //! Every write goes through `yoi_store::ops` with the orchestrator principal, so the store's
@@ -26,12 +27,10 @@ mod pass;
 mod record;
 pub mod view;
 
-pub use accept::{
-    accept_ticket, accept_ticket_failing_at, AcceptError, Accepted, FailAt, INTENT_PACKET,
-};
+pub use accept::{accept_ticket, accept_ticket_failing_at, AcceptError, Accepted, FailAt};
 pub use decide::{decide, decide_in, Snapshot, RESOLVE_TARGET};
-pub use orchestrator::{RouterStatus, CONSUMER};
-pub use pass::{route_ticket, run_pass, RouteConfig, Routed, Targets};
+pub use orchestrator::{Orchestrator, RouterStatus, StepEnv, StepOutcome, CONSUMER};
+pub use pass::{route_ticket, run_pass, PassHooks, RouteConfig, Routed, Targets};
 pub use record::record;
 
 use yoi_core::TicketId;

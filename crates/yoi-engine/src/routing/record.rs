@@ -1,6 +1,6 @@
 //! [`record`]: write a routing decision to the ticket's thread once per situation.
 
-use yoi_core::decision::RoutingDecision;
+use yoi_core::decision::{prose, read_decision, RoutingDecision};
 use yoi_core::thread::{Event, EventKind, ParsedThread};
 use yoi_core::{Principal, State, TicketId, Timestamp};
 use yoi_store::ops::{self, CommentRequest, TransitionRequest};
@@ -17,8 +17,10 @@ pub(super) fn last_decision(thread: &ParsedThread) -> Option<&Event> {
         .find(|e| e.kind == EventKind::Decision && e.author() == Some(orchestrator.as_str()))
 }
 
-/// Append `decision.render()` as a `decision` event by the orchestrator, unless the last
-/// decision event of the thread has the same body; returns whether anything was written.
+/// Append `decision.render_event()` (prose and data) as a `decision` event by the
+/// orchestrator, unless the orchestrator's last decision says the same: the same data, or — for
+/// a decision written before events carried data — the same prose. Returns whether anything
+/// was written.
 ///
 /// A `return_to_planning` or `stopped` decision also moves a ticket that is still `queued` back
 /// to planning (compare-and-swap on `queued`) with the reason from [`planning_reason`]; that
@@ -30,8 +32,9 @@ pub fn record(
     now: Timestamp,
 ) -> Result<bool, StoreError> {
     let ctx = Ctx::new(Principal::orchestrator(), now);
-    let body = decision.render();
-    let same = last_decision(&ws.read_thread(id)?).is_some_and(|e| e.body.trim() == body.trim());
+    let body = decision.render_event();
+    let same =
+        last_decision(&ws.read_thread(id)?).is_some_and(|e| says_the_same(&e.body, decision));
     if !same {
         ops::comment(
             ws,
@@ -60,6 +63,14 @@ pub fn record(
         }
     }
     Ok(!same || moved)
+}
+
+/// Whether an earlier decision event body records `decision`.
+fn says_the_same(body: &str, decision: &RoutingDecision) -> bool {
+    match read_decision(body).and_then(|r| r.data) {
+        Some(data) => data == *decision,
+        None => prose(body) == decision.render().trim_end(),
+    }
 }
 
 /// Why a decision sends its ticket back to planning, if it does.

@@ -1,0 +1,20 @@
+//! yoi's application layer: every rule that is more than a file format and less than a
+//! frontend. The CLI, the HTTP API, the dashboard and pods call in here and hold no rules of
+//! their own; this crate never prints, reads environment variables, reads the clock or chooses
+//! an exit code — callers pass settings, principals and the time in.
+//!
+//! - [`routing`]: the router's rules (decide, circuit, naming), the accept saga, one routing
+//!   pass, and the orchestrator as a step function ([`routing::orchestrator::Orchestrator`]).
+//! - [`doctor`]: the one doctor both `yoi ticket doctor` and `GET /api/v1/doctor` report.
+//! - [`skills`]: the skill catalog of a workspace, activations, proposals with their checks.
+//! - [`edge`]: the one table from an error's class to the CLI exit code and the HTTP status.
+//!
+//! Background loops are step functions: `step(&mut state, env, now) -> outcome`. The tokio
+//! task in `yoi serve` only sleeps and calls them (docs/engine.md).
+
+pub mod doctor;
+pub mod edge;
+pub mod routing;
+pub mod skills;
+
+pub use edge::Edge;

@@ -4,6 +4,8 @@ mod cli;
 mod commands;
 mod context;
 mod error;
+#[cfg(test)]
+mod error_edges;
 mod output;
 mod remote;
 mod target;

@@ -2,7 +2,8 @@
 //! the HTTP status. Both frontends read it, so a refused operation exits 1 locally exactly when
 //! the server answers it with a refusal status, and no call site picks a status or a code of its
 //! own. Every library error reports its class (`StoreError::class`, `GitError::class`, the
-//! skills errors, …); `tests/edge.rs` asserts the triple for a value of every variant.
+//! skills errors, …); `crates/yoi-cli/src/error_edges.rs` asserts the triple (class, exit code,
+//! HTTP status) for a value of every variant of every library error.
 //!
 //! Exit codes: 0 success, 1 a refused or failed operation, 2 a usage error (input the user must
 //! correct). Internal and setup errors keep their message out of HTTP bodies (it is logged).

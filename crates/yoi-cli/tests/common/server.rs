@@ -1,0 +1,131 @@
+//! A real `yoi serve` child process for the CLI tests, its address read from its
+//! `listening on http://ADDR` line (never guessed or waited for), killed when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+
+use super::Repo;
+
+/// A `yoi serve` child process.
+pub struct Server {
+    pub child: Child,
+    pub addr: String,
+    /// Its stderr (the log), line by line.
+    pub log: mpsc::Receiver<String>,
+    _stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    /// A server that does not route (these tests are about the API and the CLI; their
+    /// repositories have no commit to accept work onto).
+    pub fn start(repo: &Repo) -> Server {
+        let config = repo.path().join(".yoi/workspace.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        let off = text.replace("\nenabled = true\n", "\nenabled = false\n");
+        assert_ne!(
+            text, off,
+            "the default configuration names [router] enabled"
+        );
+        std::fs::write(&config, off).unwrap();
+        Server::spawn(repo)
+    }
+
+    pub fn spawn(repo: &Repo) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_yoi"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .current_dir(repo.path())
+            .env("USER", "tester")
+            .env("YOI_LOG", "info")
+            .env_remove("YOI_USER")
+            .env_remove("YOI_DATABASE_URL")
+            .env_remove("YOI_LOCK_TIMEOUT_SECS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("yoi serve starts");
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let addr = match line.trim().strip_prefix("listening on http://") {
+            Some(a) => a.to_string(),
+            None => {
+                let log: Vec<String> = log.try_iter().collect();
+                panic!("yoi serve printed {line:?}; log:\n{}", log.join("\n"));
+            }
+        };
+        Server {
+            child,
+            addr,
+            log,
+            _stdout: stdout,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL: no shutdown, no cleanup.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Send SIGTERM (as a service manager would).
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    pub fn wait(&mut self) -> ExitStatus {
+        self.child.wait().unwrap()
+    }
+
+    /// Block until a log line contains `needle`; returns it.
+    pub fn wait_for_log(&self, needle: &str) -> String {
+        for line in self.log.iter() {
+            if line.contains(needle) {
+                return line;
+            }
+        }
+        panic!("the server's log ended without `{needle}`");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Server {
+    /// GET `/api/v1{path}` with the workspace's admin token: the status and the JSON body.
+    pub fn get(&self, repo: &Repo, path: &str) -> (u16, serde_json::Value) {
+        let token = std::fs::read_to_string(repo.path().join(".yoi/local/admin.token")).unwrap();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut resp = agent
+            .get(&format!("http://{}/api/v1{path}", self.addr))
+            .header("Authorization", &format!("Bearer {}", token.trim()))
+            .call()
+            .unwrap();
+        (resp.status().as_u16(), resp.body_mut().read_json().unwrap())
+    }
+}

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use yoi_core::{Principal, Timestamp};
-use yoi_store::config::Overrides;
-use yoi_store::db::DbIndex;
-use yoi_store::{Ctx, StoreError, Workspace};
+use yoi_engine::store::config::Overrides;
+use yoi_engine::store::db::DbIndex;
+use yoi_engine::store::{Ctx, StoreError, Workspace};
 
 /// The process's async runtime, for the database. Commands themselves stay synchronous and call
 /// the database through `DbIndex`, which blocks on this runtime.
@@ -46,7 +46,7 @@ impl Env {
             )));
         }
         if let Some(op) = &op_id {
-            yoi_store::ops::validate_op(op)?;
+            yoi_engine::store::ops::validate_op(op)?;
         }
         Ok(Env {
             start,

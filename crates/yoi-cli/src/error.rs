@@ -8,15 +8,15 @@ use thiserror::Error;
 use yoi_core::ErrorClass;
 use yoi_engine::edge::{edge, exit_code_for_status};
 use yoi_engine::skills::SkillError;
-use yoi_store::worktrees::WorktreeError;
-use yoi_store::StoreError;
+use yoi_engine::store::worktrees::WorktreeError;
+use yoi_engine::store::StoreError;
 
 #[derive(Debug, Error)]
 pub enum CliError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Git(#[from] yoi_git::GitError),
+    Git(#[from] yoi_engine::git::GitError),
     /// `yoi worktree remove|prune` refused or failed.
     #[error(transparent)]
     Worktree(#[from] WorktreeError),

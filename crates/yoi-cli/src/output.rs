@@ -1,7 +1,7 @@
 //! Printing: JSON for `--json`, aligned plain-text tables otherwise.
 
 use serde::Serialize;
-use yoi_store::Outcome;
+use yoi_engine::store::Outcome;
 
 pub fn json<T: Serialize>(value: &T) {
     println!(

@@ -13,12 +13,12 @@ use serde_json::{json, Value};
 use yoi_core::plan::PlanRecord;
 use yoi_core::relation::RelationKind;
 use yoi_core::state::{Operation, State};
-use yoi_store::db::ADMIN_TOKEN_FILE;
-use yoi_store::ops::{
+use yoi_engine::store::db::ADMIN_TOKEN_FILE;
+use yoi_engine::store::ops::{
     CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest, TransitionRequest,
 };
-use yoi_store::server_file::{self, ServerInfo};
-use yoi_store::Outcome;
+use yoi_engine::store::server_file::{self, ServerInfo};
+use yoi_engine::store::Outcome;
 
 use crate::error::CliError;
 

@@ -10,12 +10,12 @@
 use yoi_core::plan::PlanRecord;
 use yoi_core::relation::RelationKind;
 use yoi_core::state::Operation;
-use yoi_store::db::DbIndex;
-use yoi_store::ops::{
+use yoi_engine::store::db::DbIndex;
+use yoi_engine::store::ops::{
     self, CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest,
     TransitionRequest,
 };
-use yoi_store::{Ctx, Outcome, Workspace};
+use yoi_engine::store::{Ctx, Outcome, Workspace};
 
 use crate::context::{runtime, Env};
 use crate::error::CliError;

@@ -1,3 +1,6 @@
+// Tests read their fixture files; the purity rules are for the library.
+#![allow(clippy::disallowed_methods)]
+
 //! Golden files: each format read from a file on disk and rendered back. Modern files must
 //! render byte for byte as written; older files must keep every key and value.
 

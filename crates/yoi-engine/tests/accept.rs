@@ -2,17 +2,14 @@
 //! capacity, conflicts), decisions written once per situation, and acceptance that is all or
 //! nothing, with a failure injected at every step.
 
-use std::path::PathBuf;
-
 use yoi_core::decision::{parse_kind, RoutingDecision};
 use yoi_core::packet::FrozenPacket;
 use yoi_core::plan::PlanKind;
 use yoi_core::thread::EventKind;
-use yoi_core::{Principal, State, TicketId, Timestamp};
+use yoi_core::State;
 use yoi_engine::routing::{self as router, AcceptError, FailAt};
-use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
-use yoi_store::ops::{self, CreateRequest, EditRequest, PlanRequest, TransitionRequest};
-use yoi_store::{Ctx, Workspace};
+use yoi_store::db::{Assignment, AssignmentStatus};
+use yoi_store::ops::{self, CreateRequest, EditRequest, PlanRequest};
 use yoi_testkit::git;
 
 mod common;

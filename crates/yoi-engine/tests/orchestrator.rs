@@ -9,10 +9,10 @@ use std::cell::Cell;
 
 use common::{now, Fixture, BRIEF};
 use yoi_core::decision::read_decision;
+use yoi_core::relation::RelationKind;
 use yoi_core::thread::EventKind;
 use yoi_core::{Principal, State, TicketId, Timestamp};
 use yoi_engine::routing::{Orchestrator, PassHooks, RouteConfig, StepEnv, StepOutcome};
-use yoi_core::relation::RelationKind;
 use yoi_store::ops::{self, CreateRequest, RelationRequest, TransitionRequest};
 use yoi_store::Ctx;
 
@@ -133,7 +133,12 @@ fn a_failed_acceptance_backs_off_doubling_and_three_in_a_row_open_the_circuit() 
     assert_eq!(out.routed, 1);
     assert_eq!(
         kinds(&f, &id),
-        ["acceptance_failed", "acceptance_failed", "acceptance_failed", "circuit_open"]
+        [
+            "acceptance_failed",
+            "acceptance_failed",
+            "acceptance_failed",
+            "circuit_open"
+        ]
     );
     assert_eq!(attention_events(&f, &id), 1);
     assert!(o.holds().is_empty());
@@ -153,7 +158,10 @@ fn a_failed_acceptance_backs_off_doubling_and_three_in_a_row_open_the_circuit() 
     let out = step(&f, &mut o, &clock, 3_600_002);
     assert_eq!(out.routed, 1);
     assert_eq!(f.state(&id), State::Inprogress);
-    assert_eq!(kinds(&f, &id).last().map(String::as_str), Some("implementation_ready"));
+    assert_eq!(
+        kinds(&f, &id).last().map(String::as_str),
+        Some("implementation_ready")
+    );
     assert_eq!(o.status().accepted, 1);
 }
 
@@ -204,7 +212,10 @@ fn a_restart_in_the_middle_of_a_pass_routes_the_rest_once_and_repeats_nothing() 
     // already decided is not announced again.
     let mut o = orchestrator(&f);
     let out = step(&f, &mut o, &clock, 1_000);
-    assert!(out.events > 0, "the events left by the stopped pass are delivered");
+    assert!(
+        out.events > 0,
+        "the events left by the stopped pass are delivered"
+    );
     assert_eq!(out.acknowledged, out.events);
     for id in &ids {
         assert_eq!(kinds(&f, id), ["blocked_by_dependency"], "{id}");
@@ -229,6 +240,9 @@ fn a_restart_in_the_middle_of_a_pass_routes_the_rest_once_and_repeats_nothing() 
     assert_eq!(out.routed, 3);
     for id in &ids {
         assert_eq!(f.state(id), State::Inprogress, "{id}");
-        assert_eq!(kinds(&f, id), ["blocked_by_dependency", "implementation_ready"]);
+        assert_eq!(
+            kinds(&f, id),
+            ["blocked_by_dependency", "implementation_ready"]
+        );
     }
 }

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_macros)] // a benchmark program prints its results
 //! Times yoi's create-branch + add-worktree against `git worktree add -b` on a repository of
 //! 5,000 files in nested folders (plus an executable and a symlink).
 //!

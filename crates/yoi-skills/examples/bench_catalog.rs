@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_macros)] // a benchmark program prints its results
 //! Catalog load benchmark: 1,000 generated skills, loaded and linted 5 times; prints the median.
 //!
 //! Run with `cargo run --release -p yoi-skills --example bench_catalog`. Goal: ≤ 200 ms.

@@ -62,10 +62,6 @@ impl Workspace {
         &self.root
     }
 
-    pub fn yoi_dir(&self) -> PathBuf {
-        self.root.join(YOI_DIR)
-    }
-
     pub fn local_dir(&self) -> PathBuf {
         self.root.join(LOCAL_DIR)
     }

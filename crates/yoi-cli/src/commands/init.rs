@@ -5,9 +5,9 @@ use crate::error::CliError;
 use crate::output;
 
 pub fn run(env: &Env, as_json: bool) -> Result<(), CliError> {
-    let repo = yoi_git::discover(&env.start)?;
+    let repo = yoi_engine::git::discover(&env.start)?;
     let target = repo.branch.as_deref().unwrap_or("main");
-    let report = yoi_store::init(&repo.workdir, target)?;
+    let report = yoi_engine::store::init(&repo.workdir, target)?;
     // The database and the local human's admin token (for the API and the CLI through it).
     let (ws, index) =
         Env::new(Some(repo.workdir.clone()), None)?.workspace_with_index("yoi init")?;
@@ -34,7 +34,7 @@ pub fn run(env: &Env, as_json: bool) -> Result<(), CliError> {
         if token_created {
             println!(
                 "  wrote the admin token to .yoi/local/{} (mode 0600)",
-                yoi_store::db::ADMIN_TOKEN_FILE
+                yoi_engine::store::db::ADMIN_TOKEN_FILE
             );
         }
     }

@@ -1,6 +1,6 @@
 //! `yoi reindex [--full]`: catch the database index up with the files.
 
-use yoi_store::db::{DbIndex, ReindexMode};
+use yoi_engine::store::db::{DbIndex, ReindexMode};
 
 use crate::cli::ReindexArgs;
 use crate::context::{runtime, Env};

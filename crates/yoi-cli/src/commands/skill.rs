@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use serde::Serialize;
+use yoi_engine::skill_format::{Catalog, CatalogConfig, SkillEntry};
 use yoi_engine::skills::{self as glue, SkillError};
-use yoi_skills::{Catalog, CatalogConfig, SkillEntry};
 
 use crate::cli::SkillCommand;
 use crate::context::{now, Env};
@@ -17,7 +17,7 @@ struct LintOutput<'a> {
     name: &'a str,
     location: &'a str,
     valid: bool,
-    diagnostics: &'a [yoi_skills::Diagnostic],
+    diagnostics: &'a [yoi_engine::skill_format::Diagnostic],
 }
 
 pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
@@ -74,7 +74,9 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
             let skills: Vec<&SkillEntry> = catalog
                 .skills()
                 .iter()
-                .filter(|s| root.is_none() || s.source == yoi_skills::SkillSource::Workspace)
+                .filter(|s| {
+                    root.is_none() || s.source == yoi_engine::skill_format::SkillSource::Workspace
+                })
                 .collect();
             let invalid = skills.iter().filter(|s| !s.valid).count();
             if json {
@@ -114,7 +116,10 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
             if json {
                 output::json(&activation);
             } else {
-                println!("{}", yoi_skills::render_activation(&activation));
+                println!(
+                    "{}",
+                    yoi_engine::skill_format::render_activation(&activation)
+                );
             }
         }
         SkillCommand::Resource { name, path } => {

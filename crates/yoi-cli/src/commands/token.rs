@@ -1,6 +1,6 @@
 //! `yoi token create | revoke | list`: tokens live in the workspace database.
 
-use yoi_store::db::Scope;
+use yoi_engine::store::db::Scope;
 
 use crate::cli::TokenCommand;
 use crate::context::{now, Env};
@@ -19,7 +19,7 @@ pub fn run(env: &Env, cmd: TokenCommand) -> Result<(), CliError> {
         } => {
             let scope: Scope = scope
                 .parse()
-                .map_err(|e: yoi_store::StoreError| CliError::Usage(e.to_string()))?;
+                .map_err(|e: yoi_engine::store::StoreError| CliError::Usage(e.to_string()))?;
             let principal = principal.unwrap_or_else(|| name.clone());
             let (info, secret) =
                 index.block_on(index.db.create_token(&name, &scope, &principal, now_ms))?;

@@ -2,7 +2,7 @@
 //! tidy. Works on the files and the repository only (no server, no database); `remove` takes the
 //! workspace lock inside the store. The service never runs these, so it never forces a removal.
 
-use yoi_store::worktrees::{self, Target, WorktreeRow};
+use yoi_engine::store::worktrees::{self, Target, WorktreeRow};
 
 use crate::cli::WorktreeCommand;
 use crate::context::Env;

@@ -24,6 +24,8 @@ pub struct Cluster {
 static CLUSTER: OnceLock<Cluster> = OnceLock::new();
 static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
 
+// Test infrastructure, not library code: it may read the environment.
+#[allow(clippy::disallowed_methods)]
 fn bin_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("YOI_PG_BIN") {
         return PathBuf::from(dir);

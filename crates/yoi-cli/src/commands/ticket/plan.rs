@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use yoi_core::plan::{PlanKind, PlanRecord};
-use yoi_store::ops::PlanRequest;
+use yoi_engine::store::ops::PlanRequest;
 
 use crate::cli::PlanCommand;
 use crate::context::Env;

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use yoi_core::state::State;
-use yoi_store::query::{self, ListFilter, RelationView, TicketSummary};
+use yoi_engine::store::query::{self, ListFilter, RelationView, TicketSummary};
 
 use crate::cli::ListArgs;
 use crate::context::Env;

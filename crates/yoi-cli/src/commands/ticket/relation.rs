@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use yoi_core::relation::{Relation, RelationKind};
-use yoi_store::ops::RelationRequest;
+use yoi_engine::store::ops::RelationRequest;
 
 use crate::cli::RelationCommand;
 use crate::context::Env;

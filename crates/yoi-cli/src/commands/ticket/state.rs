@@ -2,7 +2,7 @@
 //! that owns the edge or refuses, naming the command to use.
 
 use yoi_core::state::{Operation, State, TransitionError};
-use yoi_store::ops::TransitionRequest;
+use yoi_engine::store::ops::TransitionRequest;
 
 use crate::cli::StateArgs;
 use crate::context::Env;

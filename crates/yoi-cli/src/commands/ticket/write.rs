@@ -1,6 +1,6 @@
 //! `create`, `edit`, `comment`.
 
-use yoi_store::ops::{CommentRequest, CreateRequest, EditRequest};
+use yoi_engine::store::ops::{CommentRequest, CreateRequest, EditRequest};
 
 use crate::cli::{CommentArgs, CreateArgs, EditArgs};
 use crate::context::{read_input, Env};

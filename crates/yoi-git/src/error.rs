@@ -36,6 +36,12 @@ pub enum GitError {
         points_at: String,
         expected: String,
     },
+    #[error("commit {commit} does not descend from {head}, the head of branch {branch}; only work built on the branch can move it")]
+    NotDescendant {
+        branch: String,
+        head: String,
+        commit: String,
+    },
     #[error("branch {branch} (at {points_at}) is checked out in {worktrees:?}")]
     BranchCheckedOut {
         branch: String,
@@ -67,6 +73,7 @@ impl GitError {
             GitError::InvalidBranchName { .. } => C::Invalid,
             GitError::BranchExists { .. }
             | GitError::BranchMoved { .. }
+            | GitError::NotDescendant { .. }
             | GitError::BranchCheckedOut { .. }
             | GitError::DestinationExists { .. }
             | GitError::Dirty { .. } => C::Conflict,

@@ -4,22 +4,28 @@
 //! - [`repo`]: finding a repository and resolving revisions to commit ids;
 //! - [`branch`]: creating work branches, refusing to move one that exists elsewhere; listing
 //!   them;
-//! - [`worktree`]: adding, listing, checking, removing and pruning linked worktrees, refusing to
+//! - [`history`]: ancestry, what changed under a folder, and moving a work branch by
+//!   compare-and-swap;
+//! - [`worktree`]: adding (on a branch or detached), listing, checking, removing and pruning linked worktrees, refusing to
 //!   delete uncommitted work unless forced.
 //!
 //! Commit ids cross this boundary as lowercase hex strings, paths as `PathBuf`.
 
 pub mod branch;
+pub mod commit;
 mod error;
+pub mod history;
 pub mod repo;
 pub mod worktree;
 
 pub use branch::{
     branch_exists, create_branch, delete_branch, list_branches, BranchInfo, BranchOutcome,
 };
+pub use commit::{commit_all, commits_between, head_of, Identity};
 pub use error::GitError;
+pub use history::{changed_under, is_ancestor, move_branch, move_branch_back};
 pub use repo::{discover, resolve_commit, RepoInfo};
 pub use worktree::{
-    add_worktree, is_dirty, list_worktrees, prune_worktrees, remove_worktree, uncommitted_changes,
-    WorktreeInfo,
+    add_worktree, add_worktree_detached, is_dirty, list_worktrees, prune_worktrees,
+    remove_worktree, uncommitted_changes, WorktreeInfo,
 };

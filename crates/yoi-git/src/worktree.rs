@@ -40,6 +40,22 @@ pub struct WorktreeInfo {
 /// inode allocation, not by yoi, and that work splits across cores where git's default does not.
 pub fn add_worktree(repo_root: &Path, path: &Path, branch: &str) -> Result<(), GitError> {
     let repo = repo::open(repo_root)?;
+    let head = attached_head(&repo, repo_root, branch)?;
+    checkout_new(&repo, path, head)
+}
+
+/// Create a linked worktree at `path` with a detached HEAD at `commit` (a commit id or
+/// revision), like `git worktree add --detach <path> <commit>`. Commits made there move no
+/// branch: yoi's pods work in detached worktrees and only the server moves a work branch (by
+/// compare-and-swap, [`crate::move_branch`]). Same guarantees as [`add_worktree`].
+pub fn add_worktree_detached(repo_root: &Path, path: &Path, commit: &str) -> Result<(), GitError> {
+    let repo = repo::open(repo_root)?;
+    let id = repo::peel_to_commit(&repo, repo_root, commit)?;
+    checkout_new(&repo, path, Head::Detached(id))
+}
+
+/// The HEAD of a new worktree on `branch`, refusing a missing or checked-out branch.
+fn attached_head(repo: &gix::Repository, repo_root: &Path, branch: &str) -> Result<Head, GitError> {
     let full_name = branch_ref_name(branch)?;
     if repo
         .try_find_reference(full_name.as_ref())
@@ -61,6 +77,11 @@ pub fn add_worktree(repo_root: &Path, path: &Path, branch: &str) -> Result<(), G
             worktrees,
         });
     }
+    Ok(Head::Attached(full_name))
+}
+
+/// Add and check out a worktree at `path` (which must not exist or be empty) with `head`.
+fn checkout_new(repo: &gix::Repository, path: &Path, head: Head) -> Result<(), GitError> {
     let occupied = path.exists()
         && std::fs::read_dir(path)
             .map(|mut entries| entries.next().is_some())
@@ -72,7 +93,7 @@ pub fn add_worktree(repo_root: &Path, path: &Path, branch: &str) -> Result<(), G
     }
     let never = AtomicBool::new(false);
     let (_wt_repo, outcome) = repo
-        .add_worktree(path, Head::Attached(full_name), Discard, &never)
+        .add_worktree(path, head, Discard, &never)
         .map_err(|e| GitError::git(path, "add the worktree", e))?;
     if !outcome.errors.is_empty() || !outcome.collisions.is_empty() {
         // The worktree is registered but incomplete; take it away again rather than hand out a

@@ -1,0 +1,150 @@
+//! [`commit_all`]: commit everything a working tree holds that its HEAD does not — modified,
+//! deleted and new (not ignored) files — as one commit on its HEAD, like `git add -A && git
+//! commit`. A pod uses it for what an agent left uncommitted in its detached worktree; the
+//! index is rewritten from the new tree so the worktree reads clean afterwards. It never
+//! touches a branch unless HEAD is one (yoi's pod worktrees are detached).
+
+use std::path::Path;
+
+use gix::object::tree::EntryKind;
+use gix::progress::Discard;
+
+use crate::{repo, GitError};
+
+/// Who a commit is by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub email: String,
+    /// Seconds since the Unix epoch.
+    pub time_secs: i64,
+}
+
+/// Commit every uncommitted change under `worktree` with `message`, by `who` (author and
+/// committer). Returns the new commit id, or `None` when there was nothing to commit.
+pub fn commit_all(
+    worktree: &Path,
+    message: &str,
+    who: &Identity,
+) -> Result<Option<String>, GitError> {
+    let repo = repo::open(worktree)?;
+    let fail =
+        |action: &'static str| move |e: &dyn std::fmt::Display| GitError::git(worktree, action, e);
+    let head = repo.head_id().map_err(|e| fail("read HEAD")(&e))?.detach();
+    let head_tree = repo
+        .find_commit(head)
+        .map_err(|e| fail("read HEAD")(&e))?
+        .tree_id()
+        .map_err(|e| fail("read HEAD")(&e))?
+        .detach();
+    let mut paths = Vec::new();
+    let iter = repo
+        .status(Discard)
+        .map_err(|e| fail("read the status")(&e))?
+        .untracked_files(gix::status::UntrackedFiles::Files)
+        .into_iter(Vec::new())
+        .map_err(|e| fail("read the status")(&e))?;
+    for item in iter {
+        let item = item.map_err(|e| fail("read the status")(&e))?;
+        paths.push(item.location().to_string());
+    }
+    paths.sort();
+    paths.dedup();
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let mut editor = repo
+        .edit_tree(head_tree)
+        .map_err(|e| fail("edit the tree")(&e))?;
+    for rel in &paths {
+        let full = worktree.join(rel);
+        let meta = std::fs::symlink_metadata(&full);
+        match meta {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                editor
+                    .remove(rel.as_str())
+                    .map_err(|e| fail("edit the tree")(&e))?;
+            }
+            Err(e) => return Err(GitError::git(&full, "read a file", e)),
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&full)
+                    .map_err(|e| GitError::git(&full, "read a link", e))?;
+                let id = repo
+                    .write_blob(target.to_string_lossy().as_bytes())
+                    .map_err(|e| fail("write a blob")(&e))?;
+                editor
+                    .upsert(rel.as_str(), EntryKind::Link, id)
+                    .map_err(|e| fail("edit the tree")(&e))?;
+            }
+            Ok(m) if m.is_file() => {
+                let bytes =
+                    std::fs::read(&full).map_err(|e| GitError::git(&full, "read a file", e))?;
+                let id = repo
+                    .write_blob(bytes)
+                    .map_err(|e| fail("write a blob")(&e))?;
+                use std::os::unix::fs::PermissionsExt;
+                let kind = if m.permissions().mode() & 0o111 != 0 {
+                    EntryKind::BlobExecutable
+                } else {
+                    EntryKind::Blob
+                };
+                editor
+                    .upsert(rel.as_str(), kind, id)
+                    .map_err(|e| fail("edit the tree")(&e))?;
+            }
+            // A folder reported by status (e.g. a nested repository) is left as it is.
+            Ok(_) => {}
+        }
+    }
+    let tree = editor
+        .write()
+        .map_err(|e| fail("write the tree")(&e))?
+        .detach();
+    if tree == head_tree {
+        return Ok(None);
+    }
+    let sig = gix::actor::Signature {
+        name: who.name.as_str().into(),
+        email: who.email.as_str().into(),
+        time: gix::date::Time::new(who.time_secs, 0),
+    };
+    let mut buf = gix::date::parse::TimeBuf::default();
+    let sig_ref = sig.to_ref(&mut buf);
+    let commit = repo
+        .commit_as(sig_ref, sig_ref, "HEAD", message, tree, [head])
+        .map_err(|e| fail("write the commit")(&e))?
+        .detach();
+    let mut index = repo
+        .index_from_tree(&tree)
+        .map_err(|e| fail("write the index")(&e))?;
+    index
+        .write(Default::default())
+        .map_err(|e| fail("write the index")(&e))?;
+    Ok(Some(commit.to_string()))
+}
+
+/// The commit id HEAD of the working tree at `worktree` points at.
+pub fn head_of(worktree: &Path) -> Result<String, GitError> {
+    let repo = repo::open(worktree)?;
+    repo.head_id()
+        .map(|id| id.to_string())
+        .map_err(|e| GitError::git(worktree, "read HEAD", e))
+}
+
+/// How many commits are reachable from `to` but not from `from` (linear history walk).
+pub fn commits_between(repo_root: &Path, from: &str, to: &str) -> Result<u32, GitError> {
+    let repo = repo::open(repo_root)?;
+    let f = repo::peel_to_commit(&repo, repo_root, from)?;
+    let t = repo::peel_to_commit(&repo, repo_root, to)?;
+    let walk = repo
+        .rev_walk([t])
+        .with_hidden([f])
+        .all()
+        .map_err(|e| GitError::git(repo_root, "walk the history", e))?;
+    let mut n = 0;
+    for info in walk {
+        info.map_err(|e| GitError::git(repo_root, "walk the history", e))?;
+        n += 1;
+    }
+    Ok(n)
+}

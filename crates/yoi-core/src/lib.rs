@@ -4,6 +4,7 @@
 //! and blocker rules, and the brief sections. No filesystem, no clock, no async — callers pass
 //! text, times and ids in, and the store crate does the I/O.
 
+pub mod agent;
 pub mod brief;
 pub mod class;
 pub mod decision;

@@ -5,6 +5,8 @@
 //!
 //! - [`routing`]: the router's rules (decide, circuit, naming), the accept saga, one routing
 //!   pass, and the orchestrator as a step function ([`routing::orchestrator::Orchestrator`]).
+//! - [`assignments`]: claims, leases, fences and results of pods' work; the lease sweep as a
+//!   step function.
 //! - [`doctor`]: the one doctor both `yoi ticket doctor` and `GET /api/v1/doctor` report.
 //! - [`skills`]: the skill catalog of a workspace, activations, proposals with their checks.
 //! - [`edge`]: the one table from an error's class to the CLI exit code and the HTTP status.
@@ -12,6 +14,7 @@
 //! Background loops are step functions: `step(&mut state, env, now) -> outcome`. The tokio
 //! task in `yoi serve` only sleeps and calls them (docs/engine.md).
 
+pub mod assignments;
 pub mod doctor;
 pub mod edge;
 pub mod routing;

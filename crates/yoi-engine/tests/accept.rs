@@ -324,6 +324,7 @@ fn leftovers_of_a_killed_acceptance_are_cleared_and_anything_else_is_left_alone(
         lease_until_ms: None,
         created_ms: 1,
         updated_ms: 1,
+        ..Default::default()
     }))
     .unwrap();
 

@@ -20,6 +20,35 @@ pub struct Config {
     pub server: ServerSection,
     pub skills: SkillsSection,
     pub router: RouterSection,
+    pub pods: PodsSection,
+    /// Agent profiles by name (`[agents.NAME]`); they replace the built-in profile of the same
+    /// name (docs/pods.md).
+    pub agents: std::collections::BTreeMap<String, yoi_core::agent::AgentProfile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PodsSection {
+    /// How long a claim lives without a heartbeat.
+    pub lease_secs: u64,
+    /// How often pods heartbeat (a third of the lease or less).
+    pub heartbeat_secs: u64,
+    /// SIGTERM to the agent's process group, then this long, then SIGKILL.
+    pub kill_grace_secs: u64,
+    /// The agent profile each role's pods run (`coder = "claude"`); a role without one is not
+    /// started by the supervisor.
+    pub agent: std::collections::BTreeMap<String, String>,
+}
+
+impl Default for PodsSection {
+    fn default() -> Self {
+        PodsSection {
+            lease_secs: 60,
+            heartbeat_secs: 20,
+            kill_grace_secs: 10,
+            agent: Default::default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,8 +285,19 @@ max_inprogress = 4
 # Wait after a failed acceptance before trying again, doubled for each further failure in a row.
 retry_backoff_ms = 2000
 
+[pods]
+# How long a claim lives without a heartbeat, how often pods heartbeat, and the grace between
+# SIGTERM and SIGKILL of an agent's process group.
+lease_secs = 60
+heartbeat_secs = 20
+kill_grace_secs = 10
+
+[pods.agent]
+# The agent profile each role runs (`yoi agent list`); a role without one gets no pods.
+# coder = "claude"
+
 [roles]
-# Pods kept running per role by `yoi serve`.
+# Pods kept running per role by `yoi serve` (roles with an agent in [pods.agent]).
 coder = 1
 verifier = 1
 reviewer = 1

@@ -14,6 +14,7 @@ pub mod fsutil;
 mod git;
 pub mod index;
 pub mod lock;
+pub mod logs;
 pub mod ops;
 pub mod packet;
 pub mod query;
@@ -23,6 +24,7 @@ pub mod workspace;
 pub mod worktrees;
 
 pub use error::{ErrorClass, StoreError};
+pub use git::latest_accepted;
 pub use ops::{Ctx, Outcome};
 pub use packet::INTENT_PACKET;
 pub use tickets::Ticket;

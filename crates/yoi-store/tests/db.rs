@@ -536,7 +536,7 @@ fn newer_database_is_refused(b: Backend) {
             err,
             StoreError::DatabaseTooNew {
                 found: 999,
-                known: 4,
+                known: 5,
                 ..
             }
         ),
@@ -816,6 +816,7 @@ fn assignment(id: &str, ticket: &TicketId) -> yoi_store::db::Assignment {
         lease_until_ms: None,
         created_ms: 1,
         updated_ms: 1,
+        ..Default::default()
     }
 }
 

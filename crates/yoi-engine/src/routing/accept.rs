@@ -7,8 +7,8 @@
 //! An acceptance killed half-way (the server died) leaves a pending assignment, a branch and a
 //! worktree for a ticket that is still `queued`. The next acceptance of that ticket clears them
 //! first: pending assignments of a queued ticket are discarded, and a worktree at the ticket's
-//! path is removed only when it is exactly what an acceptance makes — registered, on the
-//! ticket's branch at the base commit, with no changes. Anything else at that path fails the
+//! path is removed only when it is exactly what an acceptance makes — registered, detached at
+//! the base commit, with no changes. Anything else at that path fails the
 //! worktree step and is left alone for a person to look at.
 
 use std::path::{Path, PathBuf};
@@ -286,7 +286,11 @@ impl Job<'_> {
         let step = FailAt::Worktree;
         std::fs::create_dir_all(worktree_root)
             .map_err(|e| (step, format!("{}: {e}", worktree_root.display())))?;
-        yoi_git::add_worktree(repo, &worktree, branch).map_err(|e| (step, e.to_string()))?;
+        // Detached at the base commit: commits made there move no branch. Only the server moves
+        // the ticket branch, by compare-and-swap, to a commit a pod reports with the current
+        // fence (docs/pods.md).
+        yoi_git::add_worktree_detached(repo, &worktree, base_commit)
+            .map_err(|e| (step, e.to_string()))?;
         made.worktree = Some(worktree.clone());
         injected(step, fail_at).map_err(|e| (step, e))?;
 
@@ -311,6 +315,7 @@ impl Job<'_> {
             lease_until_ms: None,
             created_ms: now_ms,
             updated_ms: now_ms,
+            ..Default::default()
         }))
         .map_err(|e| (step, e.to_string()))?;
         made.assignment = Some(assignment.clone());
@@ -369,7 +374,8 @@ fn clear_leftovers(
             worktree.display()
         ));
     };
-    let leftover = found.branch.as_deref() == Some(branch)
+    // Detached (or, made by an older yoi, on the ticket's branch) at the base commit.
+    let leftover = (found.branch.is_none() || found.branch.as_deref() == Some(branch))
         && found.head.as_deref() == Some(base_commit)
         && found.dirty == Some(false);
     if !leftover {

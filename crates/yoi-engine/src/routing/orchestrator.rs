@@ -27,7 +27,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
-use yoi_core::{TicketId, Timestamp};
+use yoi_core::{State, TicketId, Timestamp};
 use yoi_store::db::{DbIndex, OutboxEvent};
 use yoi_store::Workspace;
 
@@ -160,6 +160,23 @@ impl Orchestrator {
                 merge(&mut targets, t);
             }
         }
+        // A person's retry of a ticket in progress hands its stalled step out again (the
+        // assignment circuit); a queued ticket's retry is routed below.
+        for e in events.iter().filter(|e| e.kind == "ticket_retried") {
+            let Ok(id) = TicketId::parse(&e.ticket) else {
+                continue;
+            };
+            if env
+                .ws
+                .read_item(&id)
+                .is_ok_and(|i| i.state == State::Inprogress)
+            {
+                match crate::assignments::resume_after_retry(db, &id, now) {
+                    Ok(made) => out.wrote |= !made.is_empty(),
+                    Err(e) => self.error(format!("{id}: resuming after a retry: {e}")),
+                }
+            }
+        }
         let due: Vec<TicketId> = self
             .hold
             .iter()
@@ -180,7 +197,7 @@ impl Orchestrator {
                 Ok(results) => {
                     self.catch_up = false;
                     out.routed = results.len();
-                    out.wrote = self.count(&results, (env.hooks.clock)().unix_millis());
+                    out.wrote |= self.count(&results, (env.hooks.clock)().unix_millis());
                 }
                 Err(e) => {
                     handled = false;

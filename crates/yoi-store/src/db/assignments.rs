@@ -1,5 +1,14 @@
-//! Assignments: one step of a ticket's flow handed to a role (DESIGN §7). The orchestrator
-//! writes the first one when it accepts a ticket; claims, leases and results come with pods.
+//! Assignments: one attempt of one step of a ticket's flow, handed to a role (DESIGN §7). The
+//! orchestrator writes the first one when it accepts a ticket; pods claim them; the engine
+//! (`yoi_engine::assignments`) decides what a result, a failure or an expired lease means.
+//!
+//! Every statement that changes a claimed row names the fence it read and requires the row to
+//! be still `claimed` (and, for results, by the same pod): a late or duplicate call changes
+//! nothing and the caller learns it from the empty answer. A claim is one statement — on
+//! PostgreSQL the candidate row is locked with `FOR UPDATE SKIP LOCKED`, on SQLite the
+//! statement runs in a `BEGIN IMMEDIATE` transaction, so concurrent claimers never get one row
+//! twice. At most one live (`pending`, `claimed`) row per (ticket, step) is enforced by a
+//! partial unique index.
 //!
 //! Only an in-progress ticket has open (`pending`, `claimed`) assignments — and a queued one,
 //! while an acceptance is making its first. Whenever the index records a ticket in any other
@@ -13,13 +22,16 @@ use sqlx::Row;
 use super::{db_err, Db};
 use crate::error::StoreError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AssignmentStatus {
+    #[default]
     Pending,
     Claimed,
-    Done,
+    Completed,
     Failed,
+    /// The lease ran out before a result came; the step was handed out again.
+    Expired,
     Cancelled,
 }
 
@@ -28,18 +40,25 @@ impl AssignmentStatus {
         match self {
             AssignmentStatus::Pending => "pending",
             AssignmentStatus::Claimed => "claimed",
-            AssignmentStatus::Done => "done",
+            AssignmentStatus::Completed => "completed",
             AssignmentStatus::Failed => "failed",
+            AssignmentStatus::Expired => "expired",
             AssignmentStatus::Cancelled => "cancelled",
         }
+    }
+
+    /// Still to be worked: `pending` or `claimed`.
+    pub fn is_live(self) -> bool {
+        matches!(self, AssignmentStatus::Pending | AssignmentStatus::Claimed)
     }
 
     fn parse(s: &str) -> Result<AssignmentStatus, StoreError> {
         Ok(match s {
             "pending" => AssignmentStatus::Pending,
             "claimed" => AssignmentStatus::Claimed,
-            "done" => AssignmentStatus::Done,
+            "completed" | "done" => AssignmentStatus::Completed,
             "failed" => AssignmentStatus::Failed,
+            "expired" => AssignmentStatus::Expired,
             "cancelled" => AssignmentStatus::Cancelled,
             other => {
                 return Err(StoreError::Database {
@@ -50,7 +69,7 @@ impl AssignmentStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Assignment {
     pub id: String,
     pub ticket: String,
@@ -62,30 +81,236 @@ pub struct Assignment {
     pub lease_until_ms: Option<i64>,
     pub created_ms: i64,
     pub updated_ms: i64,
+    /// The pod incarnation holding (or that held) the claim.
+    pub claimed_by: Option<String>,
+    pub heartbeat_ms: Option<i64>,
+    /// The working directory handed out with the claim (absolute).
+    pub workdir: Option<String>,
+    /// The ticket branch's head when the working directory was prepared.
+    pub head_commit: Option<String>,
+    /// The attempt's result as JSON (the engine's report), once it ended.
+    pub result: Option<String>,
+    /// Tokens, cost, wall time as JSON, once it ended.
+    pub usage: Option<String>,
+    /// Why it failed or expired.
+    pub error: Option<String>,
+    pub log_path: Option<String>,
+    pub finished_ms: Option<i64>,
 }
 
 const COLUMNS: &str =
-    "id, ticket_id, step, role, attempt, fence, status, lease_until_ms, created_ms, updated_ms";
+    "id, ticket_id, step, role, attempt, fence, status, lease_until_ms, created_ms, updated_ms, \
+     claimed_by, heartbeat_ms, workdir, head_commit, result, usage, error, log_path, finished_ms";
+
+/// How an attempt ended, for [`Db::finish_assignment`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    pub status: AssignmentStatus,
+    pub result: Option<String>,
+    pub usage: Option<String>,
+    pub error: Option<String>,
+    pub log_path: Option<String>,
+}
 
 impl Db {
     pub async fn create_assignment(&self, a: &Assignment) -> Result<(), StoreError> {
-        sqlx::query(&format!(
-            "INSERT INTO assignments ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-        ))
-        .bind(a.id.clone())
-        .bind(a.ticket.clone())
-        .bind(a.step.clone())
-        .bind(a.role.clone())
-        .bind(a.attempt)
-        .bind(a.fence)
-        .bind(a.status.as_str())
-        .bind(a.lease_until_ms)
-        .bind(a.created_ms)
-        .bind(a.updated_ms)
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        insert(&mut conn, a).await
+    }
+
+    /// One assignment by id.
+    pub async fn assignment(&self, id: &str) -> Result<Option<Assignment>, StoreError> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM assignments WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+        row.as_ref().map(assignment).transpose()
+    }
+
+    /// Claim the oldest pending assignment of `role` for pod `pod`, with a lease until
+    /// `lease_until_ms`; `None` when there is none. One statement (see the module doc).
+    pub async fn claim_assignment(
+        &self,
+        role: &str,
+        pod: &str,
+        lease_until_ms: i64,
+        now_ms: i64,
+    ) -> Result<Option<Assignment>, StoreError> {
+        let pick = match self.dialect() {
+            super::Dialect::Postgres => {
+                "SELECT id FROM assignments WHERE role = $1 AND status = 'pending' \
+                 ORDER BY created_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED"
+            }
+            super::Dialect::Sqlite => {
+                "SELECT id FROM assignments WHERE role = $1 AND status = 'pending' \
+                 ORDER BY created_ms, id LIMIT 1"
+            }
+        };
+        let sql = format!(
+            "UPDATE assignments SET status = 'claimed', claimed_by = $2, lease_until_ms = $3, \
+                    heartbeat_ms = $4, updated_ms = $4 \
+              WHERE id = ({pick}) AND status = 'pending' RETURNING {COLUMNS}"
+        );
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        self.begin_write(&mut conn).await?;
+        let result = sqlx::query(&sql)
+            .bind(role)
+            .bind(pod)
+            .bind(lease_until_ms)
+            .bind(now_ms)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_err)
+            .and_then(|r| r.as_ref().map(assignment).transpose());
+        self.end_write(&mut conn, result).await
+    }
+
+    /// Record the working directory and branch head handed out with a claim (fence-guarded).
+    pub async fn set_assignment_workdir(
+        &self,
+        id: &str,
+        fence: i64,
+        workdir: &str,
+        head_commit: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE assignments SET workdir = $3, head_commit = $4 \
+              WHERE id = $1 AND fence = $2 AND status = 'claimed'",
+        )
+        .bind(id)
+        .bind(fence)
+        .bind(workdir)
+        .bind(head_commit)
         .execute(self.pool())
         .await
         .map_err(db_err)?;
-        Ok(())
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Extend the lease of a claim held by `pod` at `fence` whose lease has not run out; the
+    /// updated row, or `None` when the claim is not (or no longer) that.
+    pub async fn heartbeat_assignment(
+        &self,
+        id: &str,
+        fence: i64,
+        pod: &str,
+        lease_until_ms: i64,
+        now_ms: i64,
+    ) -> Result<Option<Assignment>, StoreError> {
+        let row = sqlx::query(&format!(
+            "UPDATE assignments SET lease_until_ms = $4, heartbeat_ms = $5, updated_ms = $5 \
+              WHERE id = $1 AND fence = $2 AND claimed_by = $3 AND status = 'claimed' \
+                AND lease_until_ms >= $5 RETURNING {COLUMNS}"
+        ))
+        .bind(id)
+        .bind(fence)
+        .bind(pod)
+        .bind(lease_until_ms)
+        .bind(now_ms)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_err)?;
+        row.as_ref().map(assignment).transpose()
+    }
+
+    /// End a live claim: the row as `how` says, guarded by id, fence, pod (when given; the
+    /// lease sweep passes `None`), status `claimed` and — for a pod's result — an unexpired
+    /// lease. `next`, when given, is the next attempt, inserted in the same transaction. The
+    /// finished row, or `None` (and nothing written) when the guard does not hold.
+    pub async fn finish_assignment(
+        &self,
+        id: &str,
+        fence: i64,
+        pod: Option<&str>,
+        how: &Finish,
+        next: Option<&Assignment>,
+        now_ms: i64,
+    ) -> Result<Option<Assignment>, StoreError> {
+        // A pod's result needs an unexpired lease; the sweep needs an expired one.
+        let lease = match pod {
+            Some(_) => "AND lease_until_ms >= $8 AND claimed_by = $9",
+            None => "AND lease_until_ms < $8 AND $9 IS NULL",
+        };
+        let sql = format!(
+            "UPDATE assignments SET status = $3, result = $4, usage = $5, error = $6, log_path = $7, \
+                    finished_ms = $8, updated_ms = $8 \
+              WHERE id = $1 AND fence = $2 AND status = 'claimed' {lease} RETURNING {COLUMNS}"
+        );
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        self.begin_write(&mut conn).await?;
+        let result = async {
+            let row = sqlx::query(&sql)
+                .bind(id)
+                .bind(fence)
+                .bind(how.status.as_str())
+                .bind(how.result.clone())
+                .bind(how.usage.clone())
+                .bind(how.error.clone())
+                .bind(how.log_path.clone())
+                .bind(now_ms)
+                .bind(pod)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db_err)?;
+            let Some(row) = row.as_ref().map(assignment).transpose()? else {
+                return Ok(None);
+            };
+            if let Some(next) = next {
+                insert(&mut conn, next).await?;
+            }
+            Ok(Some(row))
+        }
+        .await;
+        self.end_write(&mut conn, result).await
+    }
+
+    /// Claims whose lease ran out before `now_ms`, oldest first.
+    pub async fn expired_claims(&self, now_ms: i64) -> Result<Vec<Assignment>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM assignments WHERE status = 'claimed' AND lease_until_ms < $1 \
+              ORDER BY lease_until_ms, id"
+        ))
+        .bind(now_ms)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(assignment).collect()
+    }
+
+    /// The attempts of one step of a ticket, in attempt order.
+    pub async fn attempts_of(
+        &self,
+        ticket: &str,
+        step: &str,
+    ) -> Result<Vec<Assignment>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM assignments WHERE ticket_id = $1 AND step = $2 ORDER BY attempt, id"
+        ))
+        .bind(ticket)
+        .bind(step)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(assignment).collect()
+    }
+
+    /// Every assignment, or a ticket's, newest first, at most `limit`.
+    pub async fn list_assignments(
+        &self,
+        ticket: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<Assignment>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM assignments WHERE ($1 IS NULL OR ticket_id = $1) \
+              ORDER BY created_ms DESC, id DESC LIMIT $2"
+        ))
+        .bind(ticket)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(assignment).collect()
     }
 
     /// Remove one assignment (an acceptance undoing what it made); whether it existed.
@@ -153,6 +378,36 @@ pub(crate) async fn cancel_open(
     Ok(())
 }
 
+async fn insert(conn: &mut sqlx::AnyConnection, a: &Assignment) -> Result<(), StoreError> {
+    sqlx::query(&format!(
+        "INSERT INTO assignments ({COLUMNS}) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+    ))
+    .bind(a.id.clone())
+    .bind(a.ticket.clone())
+    .bind(a.step.clone())
+    .bind(a.role.clone())
+    .bind(a.attempt)
+    .bind(a.fence)
+    .bind(a.status.as_str())
+    .bind(a.lease_until_ms)
+    .bind(a.created_ms)
+    .bind(a.updated_ms)
+    .bind(a.claimed_by.clone())
+    .bind(a.heartbeat_ms)
+    .bind(a.workdir.clone())
+    .bind(a.head_commit.clone())
+    .bind(a.result.clone())
+    .bind(a.usage.clone())
+    .bind(a.error.clone())
+    .bind(a.log_path.clone())
+    .bind(a.finished_ms)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
 fn assignment(r: &sqlx::any::AnyRow) -> Result<Assignment, StoreError> {
     let status: String = r.try_get(6).map_err(db_err)?;
     Ok(Assignment {
@@ -166,5 +421,14 @@ fn assignment(r: &sqlx::any::AnyRow) -> Result<Assignment, StoreError> {
         lease_until_ms: r.try_get(7).map_err(db_err)?,
         created_ms: r.try_get(8).map_err(db_err)?,
         updated_ms: r.try_get(9).map_err(db_err)?,
+        claimed_by: r.try_get(10).map_err(db_err)?,
+        heartbeat_ms: r.try_get(11).map_err(db_err)?,
+        workdir: r.try_get(12).map_err(db_err)?,
+        head_commit: r.try_get(13).map_err(db_err)?,
+        result: r.try_get(14).map_err(db_err)?,
+        usage: r.try_get(15).map_err(db_err)?,
+        error: r.try_get(16).map_err(db_err)?,
+        log_path: r.try_get(17).map_err(db_err)?,
+        finished_ms: r.try_get(18).map_err(db_err)?,
     })
 }

@@ -13,6 +13,7 @@ mod facade;
 mod index;
 mod inspect;
 mod outbox;
+mod pods;
 mod query;
 mod tokens;
 
@@ -26,13 +27,14 @@ use sqlx::AnyConnection;
 use sqlx::{AnyPool, Row};
 
 pub use activations::ActivationRow;
-pub use assignments::{Assignment, AssignmentStatus};
+pub use assignments::{Assignment, AssignmentStatus, Finish};
 pub(crate) use facade::now_ms;
 pub use facade::DbIndex;
 pub use index::{event_key, plan_key, IndexStats, ReindexMode};
 pub(crate) use index::{snapshot, Snapshot};
 pub use inspect::{DeadDelivery, OutboxKey, TicketRow, Undelivered};
 pub use outbox::{Delivery, OutboxEvent, MAX_ATTEMPTS};
+pub use pods::{PodRow, PodState};
 pub use query::{IndexedTicket, Page};
 pub use tokens::{hash_secret, new_secret, write_secret_file, Scope, TokenInfo, ADMIN_TOKEN_FILE};
 
@@ -59,6 +61,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         4,
         "assignments",
         include_str!("../../../../migrations/0004_assignments.sql"),
+    ),
+    (
+        5,
+        "pods",
+        include_str!("../../../../migrations/0005_pods.sql"),
     ),
 ];
 

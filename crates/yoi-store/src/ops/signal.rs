@@ -1,6 +1,8 @@
-//! Events that change no state but change what routing does: `attention` (the orchestrator
-//! opened a ticket's circuit and stops dispatching it) and `retry` (a person closes that circuit).
-//! The router reads them back from the thread; see `yoi-server`'s router.
+//! Events that change no state but change what the engine does: `attention` (the orchestrator
+//! opened a ticket's circuit and stops dispatching it), `retry` (a person closes that circuit),
+//! and `assignment` (an attempt of a step ended: who ran it, with which fence, and how it
+//! went). The engine reads them back from the thread (`yoi_engine::routing::circuit`,
+//! `yoi_engine::assignments`).
 
 use serde_json::json;
 use yoi_core::principal::PrincipalKind;
@@ -17,8 +19,9 @@ pub const ATTENTION_REASON: &str = "reason";
 /// [`ATTENTION_REASON`] of the event that opens a circuit.
 pub const CIRCUIT_OPEN: &str = "circuit_open";
 
-/// Ask routing to try a queued ticket again (humans only): closes an open circuit and resets
-/// the run of consecutive failures. Refused unless the ticket is `queued`.
+/// Ask the engine to try a ticket again (humans only): closes an open circuit and resets the run
+/// of consecutive failures — of acceptance for a queued ticket, of a step's attempts for one in
+/// progress. Refused unless the ticket is `queued` or `inprogress`.
 pub fn retry(
     ws: &Workspace,
     ctx: &Ctx,
@@ -38,7 +41,15 @@ pub fn retry(
         Some(r) if !r.trim().is_empty() => format!("Retry requested: {}", r.trim()),
         _ => "Retry requested: routing tries this ticket again.".to_string(),
     };
-    append_to_queued(ws, ctx, query, "retry", Event::new(EventKind::Retry, &body))
+    let event = Event::new(EventKind::Retry, &body);
+    append_in(
+        ws,
+        ctx,
+        query,
+        "retry",
+        event,
+        &[State::Queued, State::Inprogress],
+    )
 }
 
 /// Raise an `attention` event (the orchestrator only), with `reason` as its
@@ -59,23 +70,64 @@ pub fn attention(
         });
     }
     let event = Event::new(EventKind::Attention, body).with_attr(ATTENTION_REASON, reason);
-    append_to_queued(ws, ctx, query, "attention", event)
+    append_in(
+        ws,
+        ctx,
+        query,
+        "attention",
+        event,
+        &[State::Queued, State::Inprogress],
+    )
 }
 
-/// Append `event` to a ticket that must be `queued`, with replay by operation id.
-fn append_to_queued(
+/// Record that an attempt of a step ended (the orchestrator only, for an in-progress ticket):
+/// one `assignment` event whose attributes name the role, pod, attempt, fence, outcome, commit,
+/// usage and log, and whose body says it in a sentence. Claims and heartbeats never write the
+/// thread; this is the one event per attempt.
+pub fn record_attempt(
+    ws: &Workspace,
+    ctx: &Ctx,
+    query: &str,
+    attrs: &[(&str, String)],
+    body: &str,
+) -> Result<Outcome, StoreError> {
+    if ctx.principal.kind != PrincipalKind::Orchestrator {
+        return Err(StoreError::NotPermitted {
+            reason: format!(
+                "only the orchestrator records attempts; {} asked",
+                ctx.principal.kind
+            ),
+        });
+    }
+    let mut event = Event::new(EventKind::Assignment, body);
+    for (k, v) in attrs {
+        event = event.with_attr(k, v.clone());
+    }
+    append_in(
+        ws,
+        ctx,
+        query,
+        "record_attempt",
+        event,
+        &[State::Inprogress],
+    )
+}
+
+/// Append `event` to a ticket in one of `states`, with replay by operation id.
+fn append_in(
     ws: &Workspace,
     ctx: &Ctx,
     query: &str,
     operation: &str,
     event: Event,
+    states: &[State],
 ) -> Result<Outcome, StoreError> {
     let payload = json!({ "body": event.body, "attrs": event.attrs });
     append_one(ws, ctx, query, operation, &payload, |id, item| {
-        if item.state != State::Queued {
+        if !states.contains(&item.state) {
             return Err(StoreError::StaleState {
                 ticket: id.clone(),
-                expected: State::Queued,
+                expected: states[0],
                 found: item.state,
             });
         }

@@ -1,0 +1,41 @@
+//! Agent profiles: how to run one command-line coding agent headless (docs/pods.md). A profile
+//! is data — an argv template, how the prompt is delivered, which environment passes through,
+//! how its output is read. yoi ships built-in profiles (`yoi-pod`); `[agents.NAME]` in
+//! `.yoi/workspace.toml` replaces the built-in of the same name or adds one.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// How to run one command-line agent (docs/pods.md). Every field has a default so a profile
+/// may override only what it changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentProfile {
+    /// The program (looked up on PATH unless absolute).
+    pub program: String,
+    /// The argv of a coder run, element by element; `{placeholders}` are filled in per
+    /// element and never split.
+    pub argv: Vec<String>,
+    /// The argv of a read-only (reviewer) run; the coder argv when empty.
+    pub reviewer_argv: Vec<String>,
+    /// `prompt_file` (the prompt on stdin) or `null` (`/dev/null`).
+    pub stdin: String,
+    /// Environment variable names passed through from the pod's environment (`NAME` or a
+    /// `PREFIX_*` pattern); nothing else is inherited but PATH, HOME, LANG, TMPDIR.
+    pub env_passthrough: Vec<String>,
+    /// Variables set for every run (updaters, telemetry and prompts silenced).
+    pub env: BTreeMap<String, String>,
+    /// Wall-clock limit of one run.
+    pub timeout_secs: u64,
+    /// How stdout is read: `text` (trailers in the output), `claude_json`,
+    /// `claude_stream_json`, `codex_jsonl`, `gemini_json`, `opencode_jsonl`, `goose_json`.
+    pub output: String,
+    /// A file the agent writes its final message to (`{run_dir}/last-message.txt`), read
+    /// instead of stdout for the output contract.
+    pub result_file: Option<String>,
+    /// The model, for `{model}`.
+    pub model: Option<String>,
+    /// How to print the agent's version (`yoi agent check`).
+    pub version_argv: Vec<String>,
+}

@@ -1,0 +1,357 @@
+//! Registering pods, claiming work with its working directory, and heartbeats.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use yoi_core::packet::FrozenPacket;
+use yoi_core::{TicketId, Timestamp};
+use yoi_store::db::{Assignment, AssignmentStatus, DbIndex, Finish, PodRow, PodState};
+use yoi_store::Workspace;
+
+use super::{
+    next_attempt, packet, results_lock, work_place, AssignmentError, LeaseConfig, OPEN_AFTER,
+};
+
+/// Who is asking: the token's id and the role its scope names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodCaller {
+    pub token_id: String,
+    pub role: String,
+}
+
+/// Register a pod incarnation for `caller`'s role: `name` plus a nonce drawn now, so a
+/// restarted pod is a new row.
+pub fn register_pod(
+    index: &DbIndex,
+    caller: &PodCaller,
+    name: &str,
+    host: &str,
+    pid: Option<i64>,
+    profile: Option<&str>,
+    now: Timestamp,
+) -> Result<PodRow, AssignmentError> {
+    if name.is_empty()
+        || name.len() > 64
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(AssignmentError::BadResult {
+            id: "register".into(),
+            reason: format!("pod name {name:?} must be 1-64 letters, digits, `-`, `_` or `.`"),
+        });
+    }
+    let role = caller.role.as_str();
+    let nonce = yoi_store::ops::new_ulid(now).to_string();
+    let row = PodRow {
+        id: format!("{name}@{}", &nonce[nonce.len() - 10..]),
+        name: name.to_string(),
+        role: role.to_string(),
+        host: host.to_string(),
+        pid,
+        profile: profile.map(str::to_string),
+        state: PodState::Idle,
+        registered_ms: now.unix_millis(),
+        heartbeat_ms: now.unix_millis(),
+        assignment: None,
+        token_id: caller.token_id.clone(),
+    };
+    index.block_on(index.db.register_pod(&row))?;
+    Ok(row)
+}
+
+/// The pod `pod` if `caller` speaks for it: registered with the caller's token, for its role.
+pub fn pod_of(index: &DbIndex, caller: &PodCaller, pod: &str) -> Result<PodRow, AssignmentError> {
+    let row = index
+        .block_on(index.db.pod(pod))?
+        .ok_or_else(|| AssignmentError::UnknownPod {
+            pod: pod.to_string(),
+        })?;
+    if row.token_id != caller.token_id || row.role != caller.role {
+        return Err(AssignmentError::NotYours {
+            id: format!("pod {pod}"),
+            pod: pod.to_string(),
+        });
+    }
+    Ok(row)
+}
+
+/// Whether `caller` may act on assignment `a`: its role's work only.
+pub(crate) fn check_role(
+    caller: &PodCaller,
+    a: &Assignment,
+    action: &'static str,
+) -> Result<(), AssignmentError> {
+    if a.role != caller.role {
+        return Err(AssignmentError::WrongRole {
+            token_role: caller.role.clone(),
+            role: a.role.clone(),
+            action,
+        });
+    }
+    Ok(())
+}
+
+/// What a claim hands a pod: the assignment, where to work, and the brief.
+#[derive(Debug, Clone, Serialize)]
+pub struct Work {
+    pub assignment: Assignment,
+    pub ticket: TicketId,
+    pub title: String,
+    /// The folder to run the agent in (absolute).
+    pub workdir: PathBuf,
+    /// The ticket branch the result will move, and its head when the folder was prepared.
+    pub branch: String,
+    pub head_commit: String,
+    /// The IntentPacket frozen at acceptance.
+    pub packet: Option<FrozenPacket>,
+    pub lease_ms: i64,
+    pub heartbeat_ms: i64,
+}
+
+/// Claim the oldest pending assignment of the pod's role, prepare its working directory and
+/// return it; `None` when there is no work. A working directory that cannot be prepared fails
+/// the attempt (and hands the step out again while the circuit allows).
+pub fn claim(
+    ws: &Workspace,
+    index: &DbIndex,
+    caller: &PodCaller,
+    pod: &str,
+    cfg: LeaseConfig,
+    now: Timestamp,
+) -> Result<Option<Work>, AssignmentError> {
+    let row = pod_of(index, caller, pod)?;
+    if row.state == PodState::Draining || row.state == PodState::Stopped {
+        return Ok(None);
+    }
+    let now_ms = now.unix_millis();
+    let Some(a) = index.block_on(index.db.claim_assignment(
+        &row.role,
+        pod,
+        now_ms + cfg.lease_ms,
+        now_ms,
+    ))?
+    else {
+        index.block_on(index.db.touch_pod(pod, PodState::Idle, None, now_ms))?;
+        return Ok(None);
+    };
+    index.block_on(
+        index
+            .db
+            .touch_pod(pod, PodState::Working, Some(&a.id), now_ms),
+    )?;
+    match prepare(ws, index, &a) {
+        Ok(work) => Ok(Some(Work {
+            lease_ms: cfg.lease_ms,
+            heartbeat_ms: cfg.heartbeat_ms,
+            ..work
+        })),
+        Err(reason) => {
+            let _guard = results_lock();
+            let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
+            let failed_in_a_row = 1 + trailing_failures(&attempts, &a.id);
+            let next = (failed_in_a_row < OPEN_AFTER).then(|| next_attempt(&a, now));
+            let how = Finish {
+                status: AssignmentStatus::Failed,
+                result: None,
+                usage: None,
+                error: Some(reason.clone()),
+                log_path: None,
+            };
+            index.block_on(index.db.finish_assignment(
+                &a.id,
+                a.fence,
+                Some(pod),
+                &how,
+                next.as_ref(),
+                now_ms,
+            ))?;
+            Err(AssignmentError::Prepare { id: a.id, reason })
+        }
+    }
+}
+
+/// Failed or expired attempts directly before `id` in `attempts` (attempt order).
+pub(crate) fn trailing_failures(attempts: &[Assignment], id: &str) -> usize {
+    attempts
+        .iter()
+        .take_while(|a| a.id != id)
+        .collect::<Vec<_>>()
+        .iter()
+        .rev()
+        .take_while(|a| {
+            matches!(
+                a.status,
+                AssignmentStatus::Failed | AssignmentStatus::Expired
+            )
+        })
+        .count()
+}
+
+/// The working directory of a claimed attempt: attempt 1 of a coder step works in the ticket
+/// worktree made at acceptance (detached at the base commit, which no earlier process used);
+/// every later attempt gets a fresh worktree detached at the branch head, so it never shares a
+/// folder with an earlier attempt's process that may still be running.
+fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, String> {
+    let ticket = TicketId::parse(&a.ticket).map_err(|e| e.to_string())?;
+    let item = ws.read_item(&ticket).map_err(|e| e.to_string())?;
+    let place = work_place(ws, &ticket).map_err(|e| e.to_string())?;
+    let repo = ws.root();
+    let head = yoi_git::resolve_commit(repo, &place.branch).map_err(|e| e.to_string())?;
+    let workdir = if a.attempt <= 1 {
+        ready_ticket_worktree(repo, &place.worktree, &head)?;
+        place.worktree.clone()
+    } else {
+        let dir = attempt_dir(&place.worktree, a.attempt);
+        if dir.exists() {
+            return Err(format!(
+                "{} already exists; an earlier run left it (look at it, then remove it with `yoi worktree remove`)",
+                dir.display()
+            ));
+        }
+        yoi_git::add_worktree_detached(repo, &dir, &head).map_err(|e| e.to_string())?;
+        dir
+    };
+    let recorded = index
+        .block_on(index.db.set_assignment_workdir(
+            &a.id,
+            a.fence,
+            &workdir.display().to_string(),
+            Some(&head),
+        ))
+        .map_err(|e| e.to_string())?;
+    if !recorded {
+        return Err("the claim was lost while its working directory was prepared".into());
+    }
+    Ok(Work {
+        assignment: Assignment {
+            workdir: Some(workdir.display().to_string()),
+            head_commit: Some(head.clone()),
+            ..a.clone()
+        },
+        ticket: ticket.clone(),
+        title: item.title,
+        workdir,
+        branch: place.branch,
+        head_commit: head,
+        packet: packet(ws, &ticket).map_err(|e| e.to_string())?,
+        lease_ms: 0,
+        heartbeat_ms: 0,
+    })
+}
+
+/// The ticket worktree must exist, be clean and be detached at the branch head.
+fn ready_ticket_worktree(repo: &Path, worktree: &Path, head: &str) -> Result<(), String> {
+    let listed = yoi_git::list_worktrees(repo).map_err(|e| e.to_string())?;
+    let same = |p: &Path| p == worktree || p.canonicalize().ok() == worktree.canonicalize().ok();
+    let Some(found) = listed.iter().find(|w| same(&w.path)) else {
+        return Err(format!(
+            "the ticket worktree {} is missing (`yoi ticket doctor` says how to restore it)",
+            worktree.display()
+        ));
+    };
+    if found.branch.is_some() || found.head.as_deref() != Some(head) || found.dirty != Some(false) {
+        return Err(format!(
+            "the ticket worktree {} is not clean and detached at the branch head {head} (branch {:?}, head {:?}, dirty {:?}); only the server moves the ticket branch",
+            worktree.display(),
+            found.branch,
+            found.head,
+            found.dirty
+        ));
+    }
+    Ok(())
+}
+
+/// The folder of attempt `n` (≥ 2) of a ticket: next to its worktree.
+pub fn attempt_dir(ticket_worktree: &Path, n: i64) -> PathBuf {
+    let name = ticket_worktree
+        .file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    ticket_worktree.with_file_name(format!("{name}.attempt-{n}"))
+}
+
+/// What a heartbeat answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HeartbeatReply {
+    pub lease_until_ms: i64,
+}
+
+/// Extend the lease of pod `pod`'s claim on `id` at `fence`. A claim that is not that — another
+/// pod's, an older fence, expired, cancelled or finished — is refused and nothing changes.
+pub fn heartbeat(
+    index: &DbIndex,
+    caller: &PodCaller,
+    pod: &str,
+    id: &str,
+    fence: i64,
+    cfg: LeaseConfig,
+    now: Timestamp,
+) -> Result<HeartbeatReply, AssignmentError> {
+    pod_of(index, caller, pod)?;
+    let now_ms = now.unix_millis();
+    let lease_until_ms = now_ms + cfg.lease_ms;
+    match index.block_on(
+        index
+            .db
+            .heartbeat_assignment(id, fence, pod, lease_until_ms, now_ms),
+    )? {
+        Some(_) => {
+            index.block_on(index.db.touch_pod(pod, PodState::Working, Some(id), now_ms))?;
+            Ok(HeartbeatReply { lease_until_ms })
+        }
+        None => Err(refusal(index, pod, id, fence)?),
+    }
+}
+
+/// Why a fence-guarded call on `id` by `pod` at `fence` was refused.
+pub(crate) fn refusal(
+    index: &DbIndex,
+    pod: &str,
+    id: &str,
+    fence: i64,
+) -> Result<AssignmentError, AssignmentError> {
+    let Some(row) = index.block_on(index.db.assignment(id))? else {
+        return Ok(AssignmentError::NotFound { id: id.to_string() });
+    };
+    if row.fence == fence
+        && row.status == AssignmentStatus::Claimed
+        && row.claimed_by.as_deref() != Some(pod)
+    {
+        return Ok(AssignmentError::NotYours {
+            id: id.to_string(),
+            pod: pod.to_string(),
+        });
+    }
+    Ok(AssignmentError::StaleFence {
+        id: id.to_string(),
+        fence,
+        current: row.fence,
+        status: row.status,
+    })
+}
+
+/// Append a chunk of the agent's output to the attempt's log (the live claim of `pod` at
+/// `fence` only); returns the log file, relative to the repository root.
+#[allow(clippy::too_many_arguments)]
+pub fn append_log(
+    ws: &Workspace,
+    index: &DbIndex,
+    caller: &PodCaller,
+    pod: &str,
+    id: &str,
+    fence: i64,
+    chunk: &[u8],
+) -> Result<String, AssignmentError> {
+    pod_of(index, caller, pod)?;
+    match index.block_on(index.db.assignment(id))? {
+        Some(a)
+            if a.fence == fence
+                && a.status == AssignmentStatus::Claimed
+                && a.claimed_by.as_deref() == Some(pod) =>
+        {
+            Ok(ws.append_attempt_log(&a.ticket, &a.id, chunk)?)
+        }
+        _ => Err(refusal(index, pod, id, fence)?),
+    }
+}

@@ -1,0 +1,371 @@
+//! The end of an attempt: a pod's result ([`complete`]) or failure ([`fail`]), the one
+//! `assignment` thread event it leaves, the next attempt or the circuit, and a person's retry of
+//! a step whose circuit is open ([`resume_after_retry`]).
+
+use serde::Serialize;
+use yoi_core::{Principal, TicketId, Timestamp};
+use yoi_store::db::{Assignment, AssignmentStatus, DbIndex, Finish, PodState};
+use yoi_store::ops;
+use yoi_store::{Ctx, Workspace};
+
+use super::claim::{check_role, pod_of, refusal, trailing_failures, PodCaller};
+use super::{
+    next_attempt, results_lock, work_place, AssignmentError, Report, ReportOutcome, OPEN_AFTER,
+    STEP_CIRCUIT_OPEN,
+};
+
+/// What a completed attempt changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Completed {
+    pub assignment: String,
+    /// The ticket branch and where it points now.
+    pub branch: String,
+    pub branch_head: String,
+    /// Whether the branch moved (false when the attempt reported no new commit).
+    pub moved: bool,
+}
+
+/// Record pod `pod`'s result for `id` at `fence`. A `done` coder result with a commit moves the
+/// ticket branch to it by compare-and-swap; the commit must exist, descend from the head the
+/// claim was prepared at and leave the tickets folder alone. A `failed` or `blocked` outcome is
+/// recorded as a failure (see [`fail`]). Nothing changes when the claim is not live.
+#[allow(clippy::too_many_arguments)]
+pub fn complete(
+    ws: &Workspace,
+    index: &DbIndex,
+    caller: &PodCaller,
+    pod: &str,
+    id: &str,
+    fence: i64,
+    report: &Report,
+    now: Timestamp,
+) -> Result<Completed, AssignmentError> {
+    if report.outcome != ReportOutcome::Done {
+        let reason = format!(
+            "the agent reported {}: {}",
+            report.outcome.as_str(),
+            report.summary.as_deref().unwrap_or("no summary")
+        );
+        let retryable = report.outcome == ReportOutcome::Failed;
+        fail(
+            ws,
+            index,
+            caller,
+            pod,
+            id,
+            fence,
+            &reason,
+            retryable,
+            Some(report),
+            now,
+        )?;
+        let a = index
+            .block_on(index.db.assignment(id))?
+            .ok_or_else(|| AssignmentError::NotFound { id: id.to_string() })?;
+        let place = work_place(ws, &ticket_of(&a)?)?;
+        let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
+        return Ok(Completed {
+            assignment: id.to_string(),
+            branch: place.branch,
+            branch_head: head,
+            moved: false,
+        });
+    }
+    pod_of(index, caller, pod)?;
+    let _guard = results_lock();
+    let now_ms = now.unix_millis();
+    let a = live_claim(index, pod, id, fence, now_ms)?;
+    check_role(caller, &a, "complete")?;
+    let ticket = ticket_of(&a)?;
+    let place = work_place(ws, &ticket)?;
+    let repo = ws.root();
+    let head = a
+        .head_commit
+        .clone()
+        .ok_or_else(|| AssignmentError::BadResult {
+            id: id.to_string(),
+            reason: "the claim recorded no branch head; it cannot take a commit".into(),
+        })?;
+    let commit = match &report.commit {
+        None => None,
+        Some(c) => {
+            let full =
+                yoi_git::resolve_commit(repo, c).map_err(|e| AssignmentError::BadResult {
+                    id: id.to_string(),
+                    reason: format!("commit `{c}` is not in the repository: {e}"),
+                })?;
+            if full != *c {
+                return Err(AssignmentError::BadResult {
+                    id: id.to_string(),
+                    reason: format!("`{c}` is not a full commit id"),
+                });
+            }
+            Some(full)
+        }
+    };
+    let moved_to = match commit.as_deref() {
+        Some(c) if c != head => {
+            if !yoi_git::is_ancestor(repo, &head, c)? {
+                return Err(AssignmentError::BadResult {
+                    id: id.to_string(),
+                    reason: format!(
+                        "commit {c} does not descend from {head}, where the attempt started"
+                    ),
+                });
+            }
+            let tickets_dir = ws
+                .config
+                .workspace
+                .tickets_dir
+                .trim_end_matches('/')
+                .to_string();
+            let touched = yoi_git::changed_under(repo, &head, c, &tickets_dir)?;
+            if !touched.is_empty() {
+                return Err(AssignmentError::TouchesTickets {
+                    id: id.to_string(),
+                    paths: touched,
+                });
+            }
+            // The branch first, while the claim is still live and nothing else can end it (the
+            // lock); the row after. Should the row fail to record, the branch is put back.
+            yoi_git::move_branch(repo, &place.branch, &head, c)?;
+            Some(c.to_string())
+        }
+        _ => None,
+    };
+    let how = Finish {
+        status: AssignmentStatus::Completed,
+        result: serde_json::to_string(report).ok(),
+        usage: report
+            .usage
+            .as_ref()
+            .and_then(|u| serde_json::to_string(u).ok()),
+        error: None,
+        log_path: report.log.clone(),
+    };
+    let finished =
+        index.block_on(
+            index
+                .db
+                .finish_assignment(id, fence, Some(pod), &how, None, now_ms),
+        );
+    let finished = match finished {
+        Ok(Some(row)) => row,
+        other => {
+            if let Some(c) = &moved_to {
+                if let Err(e) = yoi_git::move_branch_back(repo, &place.branch, c, &head) {
+                    tracing::error!(branch = %place.branch, error = %e, "could not put the branch back after a result failed to record");
+                }
+            }
+            return match other {
+                Err(e) => Err(e.into()),
+                _ => Err(refusal(index, pod, id, fence)?),
+            };
+        }
+    };
+    index.block_on(index.db.touch_pod(pod, PodState::Idle, None, now_ms))?;
+    let branch_head = moved_to.clone().unwrap_or(head);
+    record(
+        ws,
+        &finished,
+        "completed",
+        Some(&branch_head),
+        Some(report),
+        None,
+        now,
+    )?;
+    Ok(Completed {
+        assignment: id.to_string(),
+        branch: place.branch,
+        branch_head,
+        moved: moved_to.is_some(),
+    })
+}
+
+/// Record pod `pod`'s failure of `id` at `fence`: the row is failed and, when `retryable` and the
+/// circuit allows, the step is handed out again in the same transaction; the third failure in a
+/// row opens the ticket's circuit instead. Nothing changes when the claim is not live.
+#[allow(clippy::too_many_arguments)]
+pub fn fail(
+    ws: &Workspace,
+    index: &DbIndex,
+    caller: &PodCaller,
+    pod: &str,
+    id: &str,
+    fence: i64,
+    reason: &str,
+    retryable: bool,
+    report: Option<&Report>,
+    now: Timestamp,
+) -> Result<Option<Assignment>, AssignmentError> {
+    pod_of(index, caller, pod)?;
+    let _guard = results_lock();
+    let now_ms = now.unix_millis();
+    let a = live_claim(index, pod, id, fence, now_ms)?;
+    check_role(caller, &a, "fail")?;
+    let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
+    let in_a_row = 1 + trailing_failures(&attempts, &a.id);
+    let next = (retryable && in_a_row < OPEN_AFTER).then(|| next_attempt(&a, now));
+    let how = Finish {
+        status: AssignmentStatus::Failed,
+        result: report.and_then(|r| serde_json::to_string(r).ok()),
+        usage: report
+            .and_then(|r| r.usage.as_ref())
+            .and_then(|u| serde_json::to_string(u).ok()),
+        error: Some(reason.to_string()),
+        log_path: report.and_then(|r| r.log.clone()),
+    };
+    let Some(row) = index.block_on(index.db.finish_assignment(
+        id,
+        fence,
+        Some(pod),
+        &how,
+        next.as_ref(),
+        now_ms,
+    ))?
+    else {
+        return Err(refusal(index, pod, id, fence)?);
+    };
+    index.block_on(index.db.touch_pod(pod, PodState::Idle, None, now_ms))?;
+    record(ws, &row, "failed", None, report, Some(reason), now)?;
+    if next.is_none() && retryable {
+        open_circuit(ws, &row, in_a_row, now)?;
+    }
+    Ok(next)
+}
+
+/// After a person's `retry` of an in-progress ticket: every step of it whose last attempt
+/// failed or expired and that has no live attempt is handed out again (attempt + 1). Returns
+/// the new attempts.
+pub fn resume_after_retry(
+    index: &DbIndex,
+    ticket: &TicketId,
+    now: Timestamp,
+) -> Result<Vec<Assignment>, AssignmentError> {
+    let _guard = results_lock();
+    let all = index.block_on(index.db.assignments_of(ticket.as_str()))?;
+    let mut steps: Vec<&str> = all.iter().map(|a| a.step.as_str()).collect();
+    steps.sort();
+    steps.dedup();
+    let mut made = Vec::new();
+    for step in steps {
+        let attempts: Vec<&Assignment> = all.iter().filter(|a| a.step == step).collect();
+        if attempts.iter().any(|a| a.status.is_live()) {
+            continue;
+        }
+        let Some(last) = attempts.iter().max_by_key(|a| a.attempt) else {
+            continue;
+        };
+        if matches!(
+            last.status,
+            AssignmentStatus::Failed | AssignmentStatus::Expired
+        ) {
+            let next = next_attempt(last, now);
+            index.block_on(index.db.create_assignment(&next))?;
+            made.push(next);
+        }
+    }
+    Ok(made)
+}
+
+/// The row of a live claim by `pod` at `fence` with an unexpired lease, or why not.
+fn live_claim(
+    index: &DbIndex,
+    pod: &str,
+    id: &str,
+    fence: i64,
+    now_ms: i64,
+) -> Result<Assignment, AssignmentError> {
+    match index.block_on(index.db.assignment(id))? {
+        Some(a)
+            if a.fence == fence
+                && a.status == AssignmentStatus::Claimed
+                && a.claimed_by.as_deref() == Some(pod)
+                && a.lease_until_ms.is_some_and(|l| l >= now_ms) =>
+        {
+            Ok(a)
+        }
+        _ => Err(refusal(index, pod, id, fence)?),
+    }
+}
+
+pub(crate) fn ticket_of(a: &Assignment) -> Result<TicketId, AssignmentError> {
+    TicketId::parse(&a.ticket).map_err(|e| AssignmentError::Store(e.into()))
+}
+
+/// Append the one `assignment` event of an ended attempt. A ticket that is no longer in
+/// progress takes no event (its assignments were cancelled with it); that is not an error.
+pub(crate) fn record(
+    ws: &Workspace,
+    a: &Assignment,
+    outcome: &str,
+    commit: Option<&str>,
+    report: Option<&Report>,
+    error: Option<&str>,
+    now: Timestamp,
+) -> Result<(), AssignmentError> {
+    let mut attrs: Vec<(&str, String)> = vec![
+        ("assignment", a.id.clone()),
+        ("step", a.step.clone()),
+        ("role", a.role.clone()),
+        ("pod", a.claimed_by.clone().unwrap_or_else(|| "none".into())),
+        ("attempt", a.attempt.to_string()),
+        ("fence", a.fence.to_string()),
+        ("outcome", outcome.to_string()),
+    ];
+    if let Some(c) = commit {
+        attrs.push(("commit", c.to_string()));
+    }
+    if let Some(r) = report {
+        attrs.push(("agent_commits", r.agent_commits.to_string()));
+        if let Some(u) = &r.usage {
+            attrs.push(("wall_ms", u.wall_ms.to_string()));
+            attrs.push(("tokens_in", u.tokens_in.to_string()));
+            attrs.push(("tokens_out", u.tokens_out.to_string()));
+            if let Some(c) = u.cost_usd {
+                attrs.push(("cost_usd", format!("{c:.6}")));
+            }
+        }
+        if let Some(l) = &r.log {
+            attrs.push(("log", l.clone()));
+        }
+    }
+    let mut body = format!(
+        "Attempt {} of `{}` ({}) {outcome}.",
+        a.attempt, a.step, a.role
+    );
+    if let Some(c) = commit {
+        body.push_str(&format!(" The branch is at {c}."));
+    }
+    if let Some(s) = report.and_then(|r| r.summary.as_deref()) {
+        body.push_str(&format!("\n\nSummary: {s}"));
+    }
+    if let Some(e) = error {
+        body.push_str(&format!("\n\nReason: {e}"));
+    }
+    let ctx = Ctx::new(Principal::orchestrator(), now);
+    match ops::record_attempt(ws, &ctx, &a.ticket, &attrs, &body) {
+        Ok(_) => Ok(()),
+        Err(yoi_store::StoreError::StaleState { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Open the ticket's circuit after `failures` failed or expired attempts of a step in a row.
+pub(crate) fn open_circuit(
+    ws: &Workspace,
+    a: &Assignment,
+    failures: usize,
+    now: Timestamp,
+) -> Result<(), AssignmentError> {
+    let ctx = Ctx::new(Principal::orchestrator(), now);
+    let body = format!(
+        "Step `{}` failed or timed out {failures} times in a row (last: attempt {}); it is not handed out again. \
+         Look at the attempts (`yoi assignment list --ticket {}`), fix the cause, then run `yoi ticket retry {}`.",
+        a.step, a.attempt, a.ticket, a.ticket
+    );
+    match ops::attention(ws, &ctx, &a.ticket, STEP_CIRCUIT_OPEN, &body) {
+        Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

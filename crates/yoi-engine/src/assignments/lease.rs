@@ -1,0 +1,69 @@
+//! [`expire_due`]: the lease sweep as a step function over `now`.
+
+use yoi_core::Timestamp;
+use yoi_store::db::{AssignmentStatus, DbIndex, Finish};
+use yoi_store::Workspace;
+
+use super::claim::trailing_failures;
+use super::finish::{open_circuit, record};
+use super::{next_attempt, results_lock, AssignmentError, OPEN_AFTER};
+
+/// What one sweep did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpireOutcome {
+    /// `(expired assignment, its next attempt if one was handed out)`.
+    pub expired: Vec<(String, Option<String>)>,
+    /// Tickets whose circuit this sweep opened.
+    pub circuits_opened: Vec<String>,
+}
+
+/// Expire every claim whose lease ran out before `now`: the row becomes `expired` and — in the
+/// same transaction — the step is handed out again with attempt + 1 and a new fence, unless
+/// this was the third failed or expired attempt in a row, which opens the ticket's circuit. The
+/// expiry is guarded by the fence and the lease it read, so a result that arrived in between
+/// wins and the sweep skips that row.
+pub fn expire_due(
+    ws: &Workspace,
+    index: &DbIndex,
+    now: Timestamp,
+) -> Result<ExpireOutcome, AssignmentError> {
+    let _guard = results_lock();
+    let now_ms = now.unix_millis();
+    let mut out = ExpireOutcome::default();
+    for a in index.block_on(index.db.expired_claims(now_ms))? {
+        let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
+        let in_a_row = 1 + trailing_failures(&attempts, &a.id);
+        let next = (in_a_row < OPEN_AFTER).then(|| next_attempt(&a, now));
+        let reason = format!(
+            "the lease ran out at {} with no heartbeat from pod {}",
+            Timestamp::from_unix_millis(a.lease_until_ms.unwrap_or(now_ms)),
+            a.claimed_by.as_deref().unwrap_or("none")
+        );
+        let how = Finish {
+            status: AssignmentStatus::Expired,
+            result: None,
+            usage: None,
+            error: Some(reason.clone()),
+            log_path: None,
+        };
+        let Some(row) = index.block_on(index.db.finish_assignment(
+            &a.id,
+            a.fence,
+            None,
+            &how,
+            next.as_ref(),
+            now_ms,
+        ))?
+        else {
+            continue;
+        };
+        tracing::warn!(assignment = %row.id, ticket = %row.ticket, attempt = row.attempt, "lease expired");
+        record(ws, &row, "expired", None, None, Some(&reason), now)?;
+        if next.is_none() {
+            open_circuit(ws, &row, in_a_row, now)?;
+            out.circuits_opened.push(row.ticket.clone());
+        }
+        out.expired.push((row.id, next.map(|n| n.id)));
+    }
+    Ok(out)
+}

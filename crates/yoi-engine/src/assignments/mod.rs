@@ -1,0 +1,259 @@
+//! Assignments, leases and fences (DESIGN §7, docs/pods.md): what pods claim, how long a claim
+//! lives, and what a result, a failure or a silence means.
+//!
+//! - **One row, one attempt.** A step handed out again is a new row with attempt + 1 and
+//!   fence + 1; at most one row per (ticket, step) is live, which the schema enforces.
+//! - **The fence guards everything after a claim.** Heartbeat, complete and fail name the fence
+//!   they were given; anything but the live claim of the same pod with an unexpired lease is
+//!   refused ([`AssignmentError::StaleFence`], 409) and changes nothing — row, thread, branch.
+//! - **The fence protects the branch too.** Only [`complete`] moves a ticket branch, by
+//!   compare-and-swap from the head the claim was prepared at, to a commit that descends from it
+//!   and leaves `.yoi/tickets/` alone, and only while the claim is live. A coder works in a
+//!   detached worktree, so its own commits move nothing; an attempt after the first gets a fresh
+//!   worktree, so it never shares a folder with an earlier attempt's process that may still run.
+//! - **Silence is a failure.** [`expire_due`] is a step function: a claim whose lease ran out is
+//!   recorded as expired and the step handed out again.
+//! - **Bounded.** Three failed or expired attempts of one step in a row open the ticket's circuit
+//!   (an `attention` event; no new attempt) until a person runs `yoi ticket retry`.
+//! - **Claims and heartbeats never write the thread**; one `assignment` event is appended when
+//!   an attempt ends.
+//!
+//! Completion, failure and expiry of one workspace are serialised by one lock in this module,
+//! so a lease cannot run out between the check and the branch move of a result.
+
+mod claim;
+mod finish;
+mod lease;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use yoi_core::packet::FrozenPacket;
+use yoi_core::{ErrorClass, TicketId};
+use yoi_store::db::{Assignment, AssignmentStatus};
+use yoi_store::{StoreError, Workspace};
+
+pub use claim::{
+    append_log, attempt_dir, claim, heartbeat, pod_of, register_pod, HeartbeatReply, PodCaller,
+    Work,
+};
+pub use finish::{complete, fail, resume_after_retry, Completed};
+pub use lease::{expire_due, ExpireOutcome};
+
+/// Consecutive failed or expired attempts of one step that open the ticket's circuit.
+pub const OPEN_AFTER: usize = 3;
+
+/// The `attention` reason of an assignment circuit.
+pub const STEP_CIRCUIT_OPEN: &str = "step_circuit_open";
+
+/// Serialises the result paths (complete, fail, expire) within this process.
+static RESULTS: Mutex<()> = Mutex::new(());
+
+fn results_lock() -> std::sync::MutexGuard<'static, ()> {
+    RESULTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Lease timing, from `[pods]` in the workspace configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseConfig {
+    /// How long a claim lives without a heartbeat.
+    pub lease_ms: i64,
+    /// How often pods are told to heartbeat (a third of the lease by default).
+    pub heartbeat_ms: i64,
+}
+
+impl LeaseConfig {
+    pub fn of(ws: &Workspace) -> LeaseConfig {
+        let p = &ws.config.pods;
+        LeaseConfig {
+            lease_ms: (p.lease_secs as i64).saturating_mul(1000),
+            heartbeat_ms: (p.heartbeat_secs as i64).saturating_mul(1000),
+        }
+    }
+}
+
+/// What a pod reports when its agent finished.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// The output contract's `YOI-RESULT`.
+    pub outcome: ReportOutcome,
+    /// The output contract's `YOI-SUMMARY`.
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// The head of the working directory after the run (a coder's result), full hex.
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// Commits the agent made itself (the pod commits what it left uncommitted).
+    #[serde(default)]
+    pub agent_commits: u32,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// Where the run's log is, relative to the repository root.
+    #[serde(default)]
+    pub log: Option<String>,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportOutcome {
+    #[default]
+    Done,
+    /// The agent could not go on without a decision (the brief's escalate-if).
+    Blocked,
+    Failed,
+}
+
+impl ReportOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportOutcome::Done => "done",
+            ReportOutcome::Blocked => "blocked",
+            ReportOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// What one attempt cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    #[serde(default)]
+    pub wall_ms: u64,
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
+    #[serde(default)]
+    pub tokens_cached: u64,
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// `reported` (the agent said), `estimated` (from the price table) or `none`.
+    #[serde(default)]
+    pub cost_source: CostSource,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+impl Eq for Usage {}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostSource {
+    Reported,
+    Estimated,
+    #[default]
+    None,
+}
+
+#[derive(Debug, Error)]
+pub enum AssignmentError {
+    #[error("no assignment {id}")]
+    NotFound { id: String },
+    #[error("assignment {id} is not held with fence {fence} (it is {status:?} at fence {current}): the lease was lost or the result is late; nothing was changed")]
+    StaleFence {
+        id: String,
+        fence: i64,
+        current: i64,
+        status: AssignmentStatus,
+    },
+    #[error("assignment {id} is held by another pod, not {pod}")]
+    NotYours { id: String, pod: String },
+    #[error("a {token_role} pod cannot {action} {role} work")]
+    WrongRole {
+        token_role: String,
+        role: String,
+        action: &'static str,
+    },
+    #[error("pod {pod} is not registered; register it first")]
+    UnknownPod { pod: String },
+    #[error("assignment {id}: {reason}")]
+    BadResult { id: String, reason: String },
+    #[error("assignment {id}: the commit changes {}; work branches must not modify ticket files", paths.join(", "))]
+    TouchesTickets { id: String, paths: Vec<String> },
+    #[error("assignment {id}: preparing the working directory failed: {reason}")]
+    Prepare { id: String, reason: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Git(#[from] yoi_git::GitError),
+}
+
+impl AssignmentError {
+    /// The class an entry point maps to an exit code and HTTP status.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            AssignmentError::NotFound { .. } | AssignmentError::UnknownPod { .. } => {
+                ErrorClass::NotFound
+            }
+            AssignmentError::StaleFence { .. } => ErrorClass::Conflict,
+            AssignmentError::NotYours { .. } | AssignmentError::WrongRole { .. } => {
+                ErrorClass::NotPermitted
+            }
+            AssignmentError::BadResult { .. } => ErrorClass::Invalid,
+            AssignmentError::TouchesTickets { .. } => ErrorClass::Refused,
+            AssignmentError::Prepare { .. } => ErrorClass::Internal,
+            AssignmentError::Store(e) => e.class(),
+            AssignmentError::Git(e) => e.class(),
+        }
+    }
+}
+
+/// Where a ticket is being worked: its branch and worktree from the latest accepted plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WorkPlace {
+    pub branch: String,
+    pub worktree: PathBuf,
+}
+
+pub(crate) fn work_place(ws: &Workspace, ticket: &TicketId) -> Result<WorkPlace, StoreError> {
+    let plan = ws.read_plan(ticket)?;
+    let accepted = yoi_store::latest_accepted(plan.iter()).ok_or_else(|| StoreError::Refused {
+        reason: format!("ticket {ticket} has no accepted plan; it was never accepted"),
+    })?;
+    let (Some(branch), Some(worktree)) = (&accepted.branch, &accepted.worktree) else {
+        return Err(StoreError::Refused {
+            reason: format!("ticket {ticket}'s accepted plan names no branch or worktree"),
+        });
+    };
+    Ok(WorkPlace {
+        branch: branch.clone(),
+        worktree: ws.root().join(worktree),
+    })
+}
+
+/// The frozen packet of a ticket, if it was frozen.
+pub(crate) fn packet(
+    ws: &Workspace,
+    ticket: &TicketId,
+) -> Result<Option<FrozenPacket>, StoreError> {
+    ws.read_frozen_packet(ticket)
+}
+
+/// The id of a new assignment.
+pub(crate) fn new_id(now: yoi_core::Timestamp) -> String {
+    format!("asg-{}", yoi_store::ops::new_ulid(now))
+}
+
+/// The next attempt of `a`'s step: attempt + 1, fence + 1, pending.
+pub(crate) fn next_attempt(a: &Assignment, now: yoi_core::Timestamp) -> Assignment {
+    let now_ms = now.unix_millis();
+    Assignment {
+        id: new_id(now),
+        ticket: a.ticket.clone(),
+        step: a.step.clone(),
+        role: a.role.clone(),
+        attempt: a.attempt + 1,
+        fence: a.fence + 1,
+        status: AssignmentStatus::Pending,
+        created_ms: now_ms,
+        updated_ms: now_ms,
+        ..Assignment::default()
+    }
+}

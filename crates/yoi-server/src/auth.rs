@@ -63,6 +63,7 @@ actions! {
     DecideSkill = "approve or reject skill proposals": [Human];
     Retry = "retry routing": [Human];
     SubmitPacket = "submit an IntentPacket": [Human, Intake, Orchestrator];
+    RunPod = "register a pod or claim and report its role's work": [Pod];
 }
 
 /// The authenticated caller.
@@ -80,6 +81,18 @@ impl Caller {
             Scope::Pod(role) if role == "intake" => ScopeClass::Intake,
             Scope::Pod(role) if role == "orchestrator" => ScopeClass::Orchestrator,
             Scope::Pod(_) => ScopeClass::Pod,
+        }
+    }
+
+    /// The pod this caller speaks as: its token and the role its scope names (`None` for
+    /// tokens that are not pod tokens).
+    pub fn pod(&self) -> Option<yoi_engine::assignments::PodCaller> {
+        match &self.token.scope {
+            Scope::Pod(role) => Some(yoi_engine::assignments::PodCaller {
+                token_id: self.token.id.clone(),
+                role: role.clone(),
+            }),
+            Scope::Human | Scope::Read => None,
         }
     }
 

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use yoi_core::state::TransitionError;
 use yoi_core::ErrorClass;
+use yoi_engine::assignments::AssignmentError;
 use yoi_engine::skills::SkillError;
 use yoi_skills::{ActivateError, ProposalError, ResourceError};
 use yoi_store::StoreError;
@@ -157,6 +158,34 @@ fn store_error(e: &StoreError) -> ApiError {
         | StoreError::NotGit { .. } => (class_code(e.class()), Value::Null),
     };
     ApiError::classified(e.class(), code, e, details)
+}
+
+impl From<AssignmentError> for ApiError {
+    fn from(e: AssignmentError) -> Self {
+        let (code, details) = match &e {
+            AssignmentError::Store(inner) => return store_error(inner),
+            AssignmentError::StaleFence {
+                id,
+                fence,
+                current,
+                status,
+            } => (
+                "stale_fence",
+                json!({ "assignment": id, "fence": fence, "current_fence": current, "status": status }),
+            ),
+            AssignmentError::TouchesTickets { paths, .. } => {
+                ("touches_tickets", json!({ "paths": paths }))
+            }
+            AssignmentError::NotFound { .. }
+            | AssignmentError::NotYours { .. }
+            | AssignmentError::WrongRole { .. }
+            | AssignmentError::UnknownPod { .. }
+            | AssignmentError::BadResult { .. }
+            | AssignmentError::Prepare { .. }
+            | AssignmentError::Git(_) => (class_code(e.class()), Value::Null),
+        };
+        ApiError::classified(e.class(), code, &e, details)
+    }
 }
 
 impl From<SkillError> for ApiError {

@@ -9,11 +9,13 @@
 pub mod auth;
 pub mod error;
 pub mod extract;
+pub mod leases;
 pub mod openapi;
 pub mod orchestrator;
 pub mod routes;
 pub mod show;
 pub mod state;
+pub mod supervisor;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -82,6 +84,16 @@ pub fn router(state: AppState) -> Router {
             get(routes::packet::show_packet).put(routes::packet::submit_packet),
         )
         .route("/router", get(routes::routing::router_status))
+        .route(
+            "/pods",
+            get(routes::pods::list).post(routes::pods::register),
+        )
+        .route("/assignments", get(routes::pods::list_assignments))
+        .route("/assignments/claim", post(routes::pods::claim))
+        .route("/assignments/{id}/heartbeat", post(routes::pods::heartbeat))
+        .route("/assignments/{id}/complete", post(routes::pods::complete))
+        .route("/assignments/{id}/fail", post(routes::pods::fail))
+        .route("/assignments/{id}/log", post(routes::pods::log))
         .route("/doctor", get(t::doctor))
         .route("/events", get(routes::events::stream))
         .route("/skills", get(routes::skills::list))
@@ -133,6 +145,8 @@ pub struct ServeOptions {
     /// Run the orchestrator loop (routing queued tickets). `yoi serve` follows
     /// `[router] enabled`; tests of other parts leave it off so their tickets stay put.
     pub orchestrate: bool,
+    /// How to start pods; `None` runs no supervisor (pods may still join over the API).
+    pub pods: Option<supervisor::PodLauncher>,
 }
 
 /// Open the database, bind, write server.json, serve until `shutdown` completes, clean up.
@@ -188,6 +202,10 @@ pub async fn serve(
     on_ready(addr);
     let state = AppState::new(ws, index);
     let orchestrator = opts.orchestrate.then(|| orchestrator::spawn(state.clone()));
+    let sweep = leases::spawn(state.clone());
+    let pods = opts
+        .pods
+        .map(|l| supervisor::spawn(state.clone(), l, format!("http://{addr}")));
     let closing = state.closing.clone();
     let shutdown = async move {
         shutdown.await;
@@ -203,6 +221,14 @@ pub async fn serve(
         if let Err(e) = task.await {
             tracing::error!(error = %e, "the orchestrator task ended abnormally");
         }
+    }
+    if let Some(task) = pods {
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "the pod supervisor ended abnormally");
+        }
+    }
+    if let Err(e) = sweep.await {
+        tracing::error!(error = %e, "the lease sweep task ended abnormally");
     }
     server_file::remove_if_ours(&local);
     tracing::info!("yoi server stopped");

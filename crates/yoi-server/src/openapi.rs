@@ -22,13 +22,17 @@ use crate::routes::tickets as t;
         crate::routes::skills::list, crate::routes::skills::show, crate::routes::skills::activate,
         crate::routes::skills::resource, crate::routes::skills::proposals, crate::routes::skills::propose,
         crate::routes::skills::approve, crate::routes::skills::reject,
+        crate::routes::pods::register, crate::routes::pods::list, crate::routes::pods::claim,
+        crate::routes::pods::heartbeat, crate::routes::pods::complete, crate::routes::pods::fail,
+        crate::routes::pods::log, crate::routes::pods::list_assignments,
         crate::routes::health::healthz, crate::routes::health::readyz, serve
     ),
-    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody, crate::routes::routing::RetryBody)),
+    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody, crate::routes::routing::RetryBody, crate::routes::pods::RegisterBody, crate::routes::pods::ClaimBody, crate::routes::pods::FencedBody, crate::routes::pods::CompleteBody, crate::routes::pods::FailBody, crate::routes::pods::LogBody)),
     tags(
         (name = "tickets", description = "Tickets: create, edit, comment, state operations, relations and plan records."),
         (name = "routing", description = "Routing: decisions, retry after an open circuit, the orchestrator's status."),
         (name = "skills", description = "Agent Skills: catalog, activation, resources and proposals."),
+        (name = "pods", description = "Pods: registration, claims with leases and fences, heartbeats, results and logs."),
         (name = "events", description = "Live events (server-sent events) from the outbox."),
         (name = "service", description = "Health, readiness, doctor and this document."),
     ),

@@ -67,6 +67,7 @@ impl Server {
                 ServeOptions {
                     orchestrate: false,
                     listen: "127.0.0.1:0".parse().unwrap(),
+                    pods: None,
                 },
                 async {
                     let _ = stopped.await;

@@ -3,6 +3,7 @@
 pub mod events;
 pub mod health;
 pub mod packet;
+pub mod pods;
 pub mod routing;
 pub mod skills;
 pub mod tickets;

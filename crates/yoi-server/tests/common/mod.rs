@@ -208,6 +208,7 @@ impl Server {
                 yoi_server::ServeOptions {
                     orchestrate,
                     listen: "127.0.0.1:0".parse().unwrap(),
+                    pods: None,
                 },
                 async move {
                     let _ = stop_rx.await;

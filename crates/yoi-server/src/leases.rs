@@ -1,0 +1,42 @@
+//! The lease sweep's driver inside `yoi serve`: a tokio task that calls the engine's
+//! [`expire_due`] step function on a blocking thread once a second, and wakes waiting claims
+//! when it handed a step out again. A claim that outlived a server restart is simply still in
+//! the database: its pod's next heartbeat re-attaches it with the same fence, or its lease runs
+//! out and this sweep expires it.
+
+use std::time::Duration;
+
+use yoi_engine::assignments::expire_due;
+
+use crate::auth::now;
+use crate::state::AppState;
+
+/// How often the sweep runs: expiry is noticed at most this long after a lease ends.
+const EVERY: Duration = Duration::from_secs(1);
+
+pub fn spawn(state: AppState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(state))
+}
+
+async fn run(state: AppState) {
+    let mut closing = state.closing.subscribe();
+    loop {
+        if *closing.borrow() {
+            break;
+        }
+        let st = state.clone();
+        let swept = tokio::task::spawn_blocking(move || expire_due(&st.ws, &st.index, now())).await;
+        match swept {
+            Ok(Ok(out)) if !out.expired.is_empty() => {
+                state.changed.send_modify(|n| *n += 1);
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "the lease sweep failed; it runs again"),
+            Err(e) => tracing::error!(error = %e, "the lease sweep panicked; it runs again"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(EVERY) => {}
+            _ = closing.changed() => {}
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! `/api/v1/pods` and `/api/v1/assignments…`: the pod protocol (docs/pods.md). A pod token
+//! registers a pod of its role, long-polls for that role's work, heartbeats, streams its log and
+//! reports; every call after the claim names the pod and the fence, and the engine refuses
+//! anything but the live claim (409 `stale_fence`). People and the dashboard read pods and
+//! assignments.
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use yoi_engine::assignments::{self as asg, LeaseConfig, PodCaller, Report};
+use yoi_store::db::{Assignment, PodRow};
+
+use crate::auth::*;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Body, Params};
+use crate::state::AppState;
+
+/// Longest a claim waits for work.
+pub const MAX_WAIT_MS: u64 = 30_000;
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterBody {
+    /// The pod's name (1–64 letters, digits, `-`, `_`, `.`); a nonce is added to make its id.
+    pub name: String,
+    #[serde(default)]
+    pub host: String,
+    pub pid: Option<i64>,
+    /// The agent profile it runs.
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Registered {
+    pub pod: PodRow,
+    pub lease_ms: i64,
+    pub heartbeat_ms: i64,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimBody {
+    pub pod: String,
+    /// How long to wait for work, in milliseconds (at most 30,000; 0 answers at once).
+    #[serde(default)]
+    pub wait_ms: u64,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FencedBody {
+    pub pod: String,
+    pub fence: i64,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteBody {
+    pub pod: String,
+    pub fence: i64,
+    #[schema(value_type = Object)]
+    pub report: Report,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailBody {
+    pub pod: String,
+    pub fence: i64,
+    pub reason: String,
+    /// Hand the step out again (while the circuit allows).
+    #[serde(default = "yes")]
+    pub retryable: bool,
+    #[schema(value_type = Option<Object>)]
+    pub report: Option<Report>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogBody {
+    pub pod: String,
+    pub fence: i64,
+    /// Output text to append.
+    pub text: String,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct AssignmentQuery {
+    /// Only this ticket's assignments (id or unique suffix).
+    pub ticket: Option<String>,
+    /// At most this many, newest first (default 100).
+    pub limit: Option<i64>,
+}
+
+fn pod_caller(c: &Caller) -> Result<PodCaller, ApiError> {
+    c.pod()
+        .ok_or_else(|| ApiError::forbidden("only a pod token speaks for a pod"))
+}
+
+#[utoipa::path(operation_id = "register_pod", post, tag = "pods", path = "/api/v1/pods", request_body = RegisterBody, responses((status = 201, body = Object)), security(("bearer" = [])))]
+/// Register a pod of the token's role.
+pub async fn register(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<RunPod>,
+    Body(b): Body<RegisterBody>,
+) -> Result<(StatusCode, Json<Registered>), ApiError> {
+    let caller = pod_caller(&c)?;
+    let st = s.clone();
+    let pod = tokio::task::spawn_blocking(move || {
+        asg::register_pod(
+            &st.index,
+            &caller,
+            &b.name,
+            &b.host,
+            b.pid,
+            b.profile.as_deref(),
+            now(),
+        )
+    })
+    .await
+    .map_err(|e| ApiError::internal("register", e))??;
+    let cfg = LeaseConfig::of(&s.ws);
+    Ok((
+        StatusCode::CREATED,
+        Json(Registered {
+            pod,
+            lease_ms: cfg.lease_ms,
+            heartbeat_ms: cfg.heartbeat_ms,
+        }),
+    ))
+}
+
+#[utoipa::path(operation_id = "list_pods", get, tag = "pods", path = "/api/v1/pods", responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// Pods that are running or stopped within the last hour.
+pub async fn list(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+) -> ApiResult<serde_json::Value> {
+    let now_ms = now().unix_millis();
+    let pods = s.db().pods(now_ms, 3_600_000).await?;
+    Ok(Json(
+        serde_json::json!({ "count": pods.len(), "pods": pods, "now_ms": now_ms }),
+    ))
+}
+
+#[utoipa::path(operation_id = "claim_assignment", post, tag = "pods", path = "/api/v1/assignments/claim", request_body = ClaimBody, responses((status = 200, body = Object), (status = 204, description = "no work within the wait")), security(("bearer" = [])))]
+/// Claim the oldest pending assignment of the pod's role, waiting up to `wait_ms` for one.
+pub async fn claim(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<RunPod>,
+    Body(b): Body<ClaimBody>,
+) -> Result<Response, ApiError> {
+    let caller = pod_caller(&c)?;
+    let wait = Duration::from_millis(b.wait_ms.min(MAX_WAIT_MS));
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut changed = s.changed.subscribe();
+    let mut closing = s.closing.subscribe();
+    loop {
+        changed.borrow_and_update();
+        let st = s.clone();
+        let (caller2, pod) = (caller.clone(), b.pod.clone());
+        let work = tokio::task::spawn_blocking(move || {
+            asg::claim(
+                &st.ws,
+                &st.index,
+                &caller2,
+                &pod,
+                LeaseConfig::of(&st.ws),
+                now(),
+            )
+        })
+        .await
+        .map_err(|e| ApiError::internal("claim", e))??;
+        if let Some(work) = work {
+            return Ok(Json(work).into_response());
+        }
+        if *closing.borrow() {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        tokio::select! {
+            _ = changed.changed() => {}
+            _ = tokio::time::sleep_until(deadline) => return Ok(StatusCode::NO_CONTENT.into_response()),
+            _ = closing.changed() => return Ok(StatusCode::NO_CONTENT.into_response()),
+        }
+    }
+}
+
+#[utoipa::path(operation_id = "heartbeat_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/heartbeat", params(("id" = String, Path)), request_body = FencedBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// Extend the claim's lease; 409 when the claim is not live (the pod must stop its agent).
+pub async fn heartbeat(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<RunPod>,
+    Path(id): Path<String>,
+    Body(b): Body<FencedBody>,
+) -> ApiResult<asg::HeartbeatReply> {
+    let caller = pod_caller(&c)?;
+    let st = s.clone();
+    let reply = tokio::task::spawn_blocking(move || {
+        asg::heartbeat(
+            &st.index,
+            &caller,
+            &b.pod,
+            &id,
+            b.fence,
+            LeaseConfig::of(&st.ws),
+            now(),
+        )
+    })
+    .await
+    .map_err(|e| ApiError::internal("heartbeat", e))??;
+    Ok(Json(reply))
+}
+
+#[utoipa::path(operation_id = "complete_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/complete", params(("id" = String, Path)), request_body = CompleteBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// Report the attempt's result; a coder's commit moves the ticket branch by compare-and-swap.
+pub async fn complete(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<RunPod>,
+    Path(id): Path<String>,
+    Body(b): Body<CompleteBody>,
+) -> ApiResult<asg::Completed> {
+    let caller = pod_caller(&c)?;
+    let st = s.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        asg::complete(
+            &st.ws,
+            &st.index,
+            &caller,
+            &b.pod,
+            &id,
+            b.fence,
+            &b.report,
+            now(),
+        )
+    })
+    .await
+    .map_err(|e| ApiError::internal("complete", e))??;
+    s.changed.send_modify(|n| *n += 1);
+    Ok(Json(done))
+}
+
+#[utoipa::path(operation_id = "fail_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/fail", params(("id" = String, Path)), request_body = FailBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// Report that the attempt failed; the step is handed out again while the circuit allows.
+pub async fn fail(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<RunPod>,
+    Path(id): Path<String>,
+    Body(b): Body<FailBody>,
+) -> ApiResult<serde_json::Value> {
+    let caller = pod_caller(&c)?;
+    let st = s.clone();
+    let next = tokio::task::spawn_blocking(move || {
+        asg::fail(
+            &st.ws,
+            &st.index,
+            &caller,
+            &b.pod,
+            &id,
+            b.fence,
+            &b.reason,
+            b.retryable,
+            b.report.as_ref(),
+            now(),
+        )
+    })
+    .await
+    .map_err(|e| ApiError::internal("fail", e))??;
+    s.changed.send_modify(|n| *n += 1);
+    Ok(Json(serde_json::json!({ "next": next })))
+}
+
+#[utoipa::path(operation_id = "append_assignment_log", post, tag = "pods", path = "/api/v1/assignments/{id}/log", params(("id" = String, Path)), request_body = LogBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// Append output to the attempt's log (`.yoi/local/logs/<ticket>/<assignment>.log`).
+pub async fn log(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<RunPod>,
+    Path(id): Path<String>,
+    Body(b): Body<LogBody>,
+) -> ApiResult<serde_json::Value> {
+    let caller = pod_caller(&c)?;
+    let st = s.clone();
+    let path = tokio::task::spawn_blocking(move || {
+        asg::append_log(
+            &st.ws,
+            &st.index,
+            &caller,
+            &b.pod,
+            &id,
+            b.fence,
+            b.text.as_bytes(),
+        )
+    })
+    .await
+    .map_err(|e| ApiError::internal("log", e))??;
+    Ok(Json(serde_json::json!({ "log": path })))
+}
+
+#[utoipa::path(operation_id = "list_assignments", get, tag = "pods", path = "/api/v1/assignments", params(AssignmentQuery), responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// Assignments, newest first: every attempt of every step, with its status, fence and result.
+pub async fn list_assignments(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Params(q): Params<AssignmentQuery>,
+) -> ApiResult<serde_json::Value> {
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let rows: Vec<Assignment> = s
+        .read(move |ws| {
+            let ticket = q.ticket.as_deref().map(|t| ws.resolve(t)).transpose()?;
+            let index = ws
+                .index
+                .as_ref()
+                .and_then(|i| i.0.db_index())
+                .ok_or_else(|| yoi_store::StoreError::Database {
+                    reason: "the server has no database attached".into(),
+                })?;
+            index.block_on(
+                index
+                    .db
+                    .list_assignments(ticket.as_ref().map(|t| t.as_str()), limit),
+            )
+        })
+        .await?;
+    Ok(Json(
+        serde_json::json!({ "count": rows.len(), "assignments": rows }),
+    ))
+}

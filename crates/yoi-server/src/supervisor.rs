@@ -1,0 +1,199 @@
+//! The pod supervisor inside `yoi serve` (DESIGN §7): keeps `[roles] ROLE = N` pods running
+//! for every role that has an agent in `[pods.agent]`, as child processes of the server.
+//!
+//! - Each pod is `<launcher> --role R --agent A --name R-<i> --server <this server>` with a pod
+//!   token for its role in `YOI_TOKEN`, created when the server starts (named
+//!   `supervisor-R`; the previous start's token of that name is revoked first). The token never
+//!   appears on a command line.
+//! - Each pod runs in its own process group with stdin from `/dev/null` and its output in
+//!   `.yoi/local/logs/pods/R-<i>.log`.
+//! - A pod that exits is restarted after a backoff: 1 s, doubling to 60 s, back to 1 s once a
+//!   pod ran for a minute.
+//! - At shutdown every pod gets SIGTERM (it stops claiming, lets its agent finish within its
+//!   grace, reports, exits); a pod still there after the grace plus five seconds is killed with
+//!   its group. A pod's agent dies with its pod (the pod asks the kernel for that), so nothing
+//!   the supervisor started outlives the server.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::process::Command;
+use yoi_store::db::Scope;
+
+use crate::auth::now;
+use crate::state::AppState;
+
+/// How to start a pod: the program and the arguments before `--role`.
+#[derive(Debug, Clone)]
+pub struct PodLauncher {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// Start the supervisor; it ends when the server starts closing and its pods are gone.
+pub fn spawn(
+    state: AppState,
+    launcher: PodLauncher,
+    server_url: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(state, launcher, server_url))
+}
+
+async fn run(state: AppState, launcher: PodLauncher, server_url: String) {
+    let cfg = state.ws.config.clone();
+    let mut slots = Vec::new();
+    for (role, count) in [
+        ("coder", cfg.roles.coder),
+        ("verifier", cfg.roles.verifier),
+        ("reviewer", cfg.roles.reviewer),
+    ] {
+        let Some(agent) = cfg.pods.agent.get(role).cloned() else {
+            continue;
+        };
+        if count == 0 {
+            continue;
+        }
+        let token = match role_token(&state, role).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(%role, error = %e, "could not make a token for the role's pods; none are started");
+                continue;
+            }
+        };
+        for i in 0..count {
+            let slot = Slot {
+                state: state.clone(),
+                launcher: launcher.clone(),
+                server: server_url.clone(),
+                role: role.to_string(),
+                agent: agent.clone(),
+                name: format!("{role}-{i}"),
+                token: token.clone(),
+                grace: Duration::from_secs(cfg.pods.kill_grace_secs),
+            };
+            slots.push(tokio::spawn(slot.keep_alive()));
+        }
+    }
+    if !slots.is_empty() {
+        tracing::info!(pods = slots.len(), "pod supervisor started");
+    }
+    for s in slots {
+        let _ = s.await;
+    }
+}
+
+/// A fresh pod token for `role`, revoking the one the previous start made.
+async fn role_token(state: &AppState, role: &str) -> Result<String, yoi_store::StoreError> {
+    let name = format!("supervisor-{role}");
+    let db = state.db();
+    let now_ms = now().unix_millis();
+    while db.revoke_token(&name, now_ms).await? {}
+    let (_, secret) = db
+        .create_token(&name, &Scope::Pod(role.to_string()), &name, now_ms)
+        .await?;
+    Ok(secret)
+}
+
+struct Slot {
+    state: AppState,
+    launcher: PodLauncher,
+    server: String,
+    role: String,
+    agent: String,
+    name: String,
+    token: String,
+    grace: Duration,
+}
+
+impl Slot {
+    async fn keep_alive(self) {
+        let mut closing = self.state.closing.subscribe();
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            if *closing.borrow() {
+                return;
+            }
+            let started = tokio::time::Instant::now();
+            let mut child = match self.start() {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(pod = %self.name, error = %e, "could not start a pod");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = closing.changed() => return,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                    continue;
+                }
+            };
+            let pgid = child.id().map(|p| p as i32);
+            tokio::select! {
+                status = child.wait() => {
+                    tracing::warn!(pod = %self.name, status = ?status.ok(), "a pod exited; it is restarted");
+                    if let Some(g) = pgid {
+                        kill_group(g, libc::SIGKILL);
+                    }
+                }
+                _ = closing.changed() => {
+                    if let Some(g) = pgid {
+                        kill_group(g, libc::SIGTERM);
+                    }
+                    let patience = self.grace + Duration::from_secs(5);
+                    if tokio::time::timeout(patience, child.wait()).await.is_err() {
+                        tracing::warn!(pod = %self.name, "a pod did not stop in time; killing it");
+                    }
+                    if let Some(g) = pgid {
+                        kill_group(g, libc::SIGKILL);
+                    }
+                    let _ = child.wait().await;
+                    return;
+                }
+            }
+            if started.elapsed() >= Duration::from_secs(60) {
+                backoff = Duration::from_secs(1);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = closing.changed() => return,
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(60));
+        }
+    }
+
+    fn start(&self) -> std::io::Result<tokio::process::Child> {
+        let logs = self.state.ws.local_dir().join("logs").join("pods");
+        std::fs::create_dir_all(&logs)?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(logs.join(format!("{}.log", self.name)))?;
+        let mut cmd = Command::new(&self.launcher.program);
+        cmd.args(&self.launcher.args)
+            .args([
+                "--role",
+                &self.role,
+                "--agent",
+                &self.agent,
+                "--name",
+                &self.name,
+                "--server",
+                &self.server,
+            ])
+            .env("YOI_TOKEN", &self.token)
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(0)
+            .kill_on_drop(true);
+        let child = cmd.spawn()?;
+        tracing::info!(pod = %self.name, role = %self.role, agent = %self.agent, pid = ?child.id(), "pod started");
+        Ok(child)
+    }
+}
+
+fn kill_group(pgid: i32, sig: i32) {
+    // SAFETY: killpg only sends a signal; a gone group answers ESRCH, which is ignored.
+    unsafe {
+        libc::killpg(pgid, sig);
+    }
+}

@@ -47,6 +47,80 @@ pub enum Command {
     /// The ticket worktrees yoi made: list them, remove one, prune records of gone ones.
     #[command(subcommand)]
     Worktree(WorktreeCommand),
+    /// Role pods: run one, list them.
+    #[command(subcommand)]
+    Pod(PodCommand),
+    /// Assignments: every attempt of every step pods were given.
+    #[command(subcommand)]
+    Assignment(AssignmentCommand),
+    /// Agent profiles: which command-line agents a pod can run.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PodCommand {
+    /// Run a pod: register, claim the role's work, run the agent, report; until SIGTERM.
+    Run(PodRunArgs),
+    /// Pods that are running or stopped within the last hour.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct PodRunArgs {
+    /// The role whose work the pod claims; the token's scope must be `pod:ROLE`.
+    #[arg(long)]
+    pub role: String,
+    /// The server (`http://127.0.0.1:7311`); default: the workspace's running server.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// The pod token; default: the YOI_TOKEN environment variable.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// The agent profile to run; default: `[pods.agent] ROLE` of the workspace.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The pod's name (a nonce is added); default: `ROLE-<host>-<pid>`.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Run one assignment (or wait once for one) and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// How long each claim waits for work, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub wait_ms: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AssignmentCommand {
+    /// Assignments, newest first.
+    List {
+        /// Only this ticket's (id or unique suffix).
+        #[arg(long)]
+        ticket: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// The profiles: built in, and the workspace's `[agents.NAME]`.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a profile: valid, its program found, its version printed.
+    Check {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// For people only: the service never runs these, and never forces a removal.

@@ -446,7 +446,7 @@ fn worktree_error() {
 
 // ---- yoi_git --------------------------------------------------------------------------------
 
-const N_GIT: usize = 13;
+const N_GIT: usize = 14;
 fn tag_git(e: &GitError) -> usize {
     match e {
         GitError::NotARepository { .. } => 0,
@@ -462,6 +462,7 @@ fn tag_git(e: &GitError) -> usize {
         GitError::NotAWorktree { .. } => 10,
         GitError::Dirty { .. } => 11,
         GitError::Git { .. } => 12,
+        GitError::NotDescendant { .. } => 13,
     }
 }
 
@@ -493,6 +494,8 @@ fn git_error() {
             GitError::NotAWorktree { repo: path(), path: path() } => NotFound 1 404,
             GitError::Dirty { path: path(), changes: vec![s("a.txt")] } => Conflict 1 409,
             GitError::Git { path: path(), action: "read HEAD", reason: s("io") } => Internal 1 500,
+            GitError::NotDescendant { branch: s("yoi/x"), head: s("a1"), commit: s("b2") }
+                => Conflict 1 409,
         ],
         git,
     );

@@ -61,6 +61,7 @@ fn the_cli_and_the_api_report_the_same_findings() {
             lease_until_ms: None,
             created_ms: 1,
             updated_ms: 1,
+            ..Default::default()
         })
         .await
         .unwrap();

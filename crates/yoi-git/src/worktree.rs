@@ -67,10 +67,10 @@ fn attached_head(repo: &gix::Repository, repo_root: &Path, branch: &str) -> Resu
             branch: branch.to_string(),
         });
     }
-    let worktrees = checked_out_in(&repo, &full_name)?;
+    let worktrees = checked_out_in(repo, &full_name)?;
     if !worktrees.is_empty() {
         let points_at =
-            repo::peel_to_commit(&repo, repo_root, full_name.as_bstr().to_string().as_str())?;
+            repo::peel_to_commit(repo, repo_root, full_name.as_bstr().to_string().as_str())?;
         return Err(GitError::BranchCheckedOut {
             branch: branch.to_string(),
             points_at: points_at.to_string(),

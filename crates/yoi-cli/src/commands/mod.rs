@@ -1,7 +1,10 @@
 //! One module per command group; each command is a small function that calls one store
 //! operation and prints its result.
 
+mod agent;
+mod assignment;
 mod init;
+mod pod;
 mod reindex;
 mod serve;
 mod skill;
@@ -25,5 +28,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Token(cmd) => token::run(&env, cmd),
         Command::Skill(cmd) => skill::run(&env, cmd),
         Command::Worktree(cmd) => worktree::run(&env, cmd),
+        Command::Pod(cmd) => pod::run(&env, cmd),
+        Command::Assignment(cmd) => assignment::run(&env, cmd),
+        Command::Agent(cmd) => agent::run(&env, cmd),
     }
 }

@@ -34,6 +34,18 @@ pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Refused(format!("cannot start the async runtime: {e}")))?;
     let orchestrate = ws.config.router.enabled;
+    // Pods are this very binary: `yoi -C ROOT pod run …`.
+    let pods = std::env::current_exe()
+        .ok()
+        .map(|program| yoi_server::supervisor::PodLauncher {
+            program,
+            args: vec![
+                "-C".into(),
+                ws.root().display().to_string(),
+                "pod".into(),
+                "run".into(),
+            ],
+        });
     // Install the signal handlers now, before the server says it is listening.
     let shutdown = {
         let _runtime = rt.enter();
@@ -44,6 +56,7 @@ pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
         ServeOptions {
             listen,
             orchestrate,
+            pods,
         },
         shutdown,
         |addr| {

@@ -1,0 +1,114 @@
+//! `yoi agent list | check NAME`: the agent profiles a pod can run (built in, and the
+//! workspace's `[agents.NAME]`), and whether one is usable here.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use crate::cli::AgentCommand;
+use crate::context::Env;
+use crate::error::CliError;
+use crate::output;
+
+fn profiles(env: &Env) -> BTreeMap<String, (String, yoi_core::agent::AgentProfile)> {
+    let ws = env.files_only("yoi agent").ok();
+    let mut all: BTreeMap<String, (String, yoi_core::agent::AgentProfile)> =
+        yoi_pod::profiles::builtins()
+            .into_iter()
+            .map(|(k, v)| (k, ("builtin".to_string(), v)))
+            .collect();
+    if let Some(ws) = ws {
+        for (k, v) in ws.config.agents {
+            all.insert(k, ("workspace".to_string(), v));
+        }
+    }
+    all
+}
+
+pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
+    match cmd {
+        AgentCommand::List { json } => {
+            let all = profiles(env);
+            if json {
+                let list: Vec<serde_json::Value> = all
+                    .iter()
+                    .map(|(name, (source, p))| serde_json::json!({ "name": name, "source": source, "profile": p }))
+                    .collect();
+                output::json(&serde_json::json!({ "count": list.len(), "agents": list }));
+                return Ok(());
+            }
+            let rows: Vec<Vec<String>> = all
+                .iter()
+                .map(|(name, (source, p))| {
+                    vec![
+                        name.clone(),
+                        source.clone(),
+                        if p.program.is_empty() {
+                            "(set program)".into()
+                        } else {
+                            p.program.clone()
+                        },
+                        p.output.clone(),
+                    ]
+                })
+                .collect();
+            output::table(&["AGENT", "SOURCE", "PROGRAM", "OUTPUT"], &rows);
+            Ok(())
+        }
+        AgentCommand::Check { name, json } => {
+            let all = profiles(env);
+            let workspace: BTreeMap<_, _> = all
+                .iter()
+                .filter(|(_, (s, _))| s == "workspace")
+                .map(|(k, (_, p))| (k.clone(), p.clone()))
+                .collect();
+            let profile =
+                yoi_pod::profiles::resolve(&name, &workspace).map_err(CliError::Refused)?;
+            let found = which(&profile.program);
+            let version = match (&found, profile.version_argv.split_first()) {
+                (Some(_), Some((prog, args))) => Command::new(prog)
+                    .args(args)
+                    .stdin(Stdio::null())
+                    .output()
+                    .ok()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()),
+                _ => None,
+            };
+            if json {
+                output::json(
+                    &serde_json::json!({ "name": name, "valid": true, "program": found, "version": version }),
+                );
+            } else {
+                println!("profile: valid");
+                match &found {
+                    Some(p) => println!("program: {p}"),
+                    None => println!("program: `{}` not found on PATH", profile.program),
+                }
+                if let Some(v) = &version {
+                    println!("version: {v}");
+                }
+            }
+            if found.is_none() {
+                return Err(CliError::Refused(format!(
+                    "`{}` is not installed here",
+                    profile.program
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The program's path: itself when it names a file, else the first match on PATH.
+fn which(program: &str) -> Option<String> {
+    if program.contains('/') {
+        return std::path::Path::new(program)
+            .is_file()
+            .then(|| program.to_string());
+    }
+    std::env::var("PATH")
+        .ok()?
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(program))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+}

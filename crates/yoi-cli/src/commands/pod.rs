@@ -1,0 +1,138 @@
+//! `yoi pod run | list`. `run` reads what the pod runtime must not (the environment, the
+//! workspace's server and configuration), hands it over as settings, and turns SIGTERM and
+//! SIGINT into the runtime's stop request.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::cli::{PodCommand, PodRunArgs};
+use crate::context::{now, Env};
+use crate::error::CliError;
+use crate::output;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+pub fn run(env: &Env, cmd: PodCommand) -> Result<(), CliError> {
+    match cmd {
+        PodCommand::Run(a) => run_pod(env, &a),
+        PodCommand::List { json } => list(env, json),
+    }
+}
+
+fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
+    let ws = env.files_only("yoi pod run").ok();
+    let server = match (&a.server, &ws) {
+        (Some(s), _) => s.clone(),
+        (None, Some(ws)) => match yoi_engine::store::server_file::live(&ws.local_dir()) {
+            Some(info) => format!("http://{}", info.address),
+            None => {
+                return Err(CliError::Refused(
+                    "no yoi server is running for this workspace; start `yoi serve` or pass --server URL".into(),
+                ))
+            }
+        },
+        (None, None) => {
+            return Err(CliError::Usage(
+                "outside a workspace, pass --server URL (and --token or YOI_TOKEN)".into(),
+            ))
+        }
+    };
+    let token = a
+        .token
+        .clone()
+        .or_else(|| std::env::var("YOI_TOKEN").ok())
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "a pod needs a pod token: pass --token or set YOI_TOKEN (create one with `yoi token create --name {r} --scope pod:{r}`)",
+                r = a.role
+            ))
+        })?;
+    let agents = ws
+        .as_ref()
+        .map(|w| w.config.agents.clone())
+        .unwrap_or_default();
+    let agent = a
+        .agent
+        .clone()
+        .or_else(|| ws.as_ref().and_then(|w| w.config.pods.agent.get(&a.role).cloned()))
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "no agent for role {}: pass --agent NAME or set `[pods.agent] {} = \"NAME\"` (`yoi agent list`)",
+                a.role, a.role
+            ))
+        })?;
+    let profile = yoi_pod::profiles::resolve(&agent, &agents).map_err(CliError::Usage)?;
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into());
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}-{}", a.role, host, std::process::id()));
+    let state_dir = match &ws {
+        Some(w) => w.local_dir().join("pods").join(&name),
+        None => std::env::temp_dir().join(format!("yoi-pod-{name}")),
+    };
+    let kill_grace = ws.as_ref().map_or(10, |w| w.config.pods.kill_grace_secs);
+    let settings = yoi_pod::PodSettings {
+        server,
+        token: token.trim().to_string(),
+        name,
+        host,
+        profile_name: agent,
+        profile,
+        state_dir,
+        env: std::env::vars().collect(),
+        kill_grace: Duration::from_secs(kill_grace),
+        once: a.once,
+        wait_ms: a.wait_ms,
+    };
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+    let summary = yoi_pod::run(&settings, &STOP).map_err(|e| CliError::Refused(e.to_string()))?;
+    eprintln!(
+        "pod {} stopped: {} completed, {} failed, {} lost",
+        summary.pod, summary.completed, summary.failed, summary.lost
+    );
+    Ok(())
+}
+
+fn list(env: &Env, json: bool) -> Result<(), CliError> {
+    let (_ws, index) = env.workspace_with_index("yoi pod list")?;
+    let now_ms = now().unix_millis();
+    let pods = index.block_on(index.db.pods(now_ms, 3_600_000))?;
+    if json {
+        output::json(&serde_json::json!({ "count": pods.len(), "pods": pods }));
+        return Ok(());
+    }
+    if pods.is_empty() {
+        println!("no pods");
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = pods
+        .iter()
+        .map(|p| {
+            vec![
+                p.id.clone(),
+                p.role.clone(),
+                p.state.as_str().to_string(),
+                p.assignment.clone().unwrap_or_else(|| "-".into()),
+                format!("{}s", (now_ms - p.heartbeat_ms).max(0) / 1000),
+                p.profile.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    output::table(
+        &["POD", "ROLE", "STATE", "ASSIGNMENT", "HEARD", "AGENT"],
+        &rows,
+    );
+    Ok(())
+}

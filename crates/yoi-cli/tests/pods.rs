@@ -1,0 +1,394 @@
+//! Pods end to end, with real processes: `yoi serve` supervises a coder pod (`yoi pod run`)
+//! that runs a scripted agent (`yoi-fake-agent`) in the ticket's detached worktree; the server
+//! moves the ticket branch to the commit the pod reports and records the attempt. Also: a pod
+//! killed mid-run loses its lease, the step is handed out again with a new fence, and the dead
+//! attempt's late results are refused without changing row, thread or branch.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::server::Server;
+use common::Repo;
+
+const BRIEF: &str = "## Intent\nAdd a greeting.\n\n## Acceptance criteria\n- hello.txt says hello\n\n## Validation\n`test -f hello.txt`\n";
+
+/// The scripted agent, built by `cargo test --workspace` next to `yoi`.
+fn fake_agent() -> PathBuf {
+    let yoi = PathBuf::from(env!("CARGO_BIN_EXE_yoi"));
+    let path = yoi.with_file_name("yoi-fake-agent");
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `cargo build -p yoi-tests --bin yoi-fake-agent` (the README's `cargo test --workspace` does)",
+        path.display()
+    );
+    path
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A workspace whose coder pods run the fake agent with `script`, with a committed base.
+fn workspace(script: &str, lease_secs: u64) -> (Repo, PathBuf) {
+    let repo = Repo::init();
+    let script_path = repo.path().join(".yoi/local/agent-script.txt");
+    std::fs::write(&script_path, script).unwrap();
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text
+        .replace("lease_secs = 60", &format!("lease_secs = {lease_secs}"))
+        .replace("heartbeat_secs = 20", "heartbeat_secs = 1")
+        .replace("kill_grace_secs = 10", "kill_grace_secs = 2")
+        .replace("[pods.agent]\n", "[pods.agent]\ncoder = \"fake\"\n");
+    let text = format!(
+        "{text}\n[agents.fake]\nprogram = \"{}\"\nargv = [\"{{program}}\", \"{}\"]\nstdin = \"prompt_file\"\noutput = \"text\"\ntimeout_secs = 60\n",
+        fake_agent().display(),
+        script_path.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    std::fs::write(repo.path().join("README.md"), "base\n").unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(
+        repo.path(),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "base",
+        ],
+    );
+    (repo, script_path)
+}
+
+fn queued_ticket(repo: &Repo) -> String {
+    let id = repo.create("Say hello", BRIEF);
+    repo.yoi(&["ticket", "mark-ready", &id]).ok();
+    repo.yoi(&["ticket", "queue", &id]).ok();
+    id
+}
+
+/// Poll the API until `done` says yes (the server reports every state we wait for; the
+/// deadline only turns a hang into a failure).
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn assignments(server: &Server, repo: &Repo, id: &str) -> Vec<serde_json::Value> {
+    let (status, body) = server.get(repo, &format!("/assignments?ticket={id}"));
+    assert_eq!(status, 200, "{body}");
+    body["assignments"].as_array().unwrap().clone()
+}
+
+/// The pids of processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_queued_ticket_is_implemented_by_a_supervised_coder_pod_and_its_branch_moves() {
+    let (repo, _) = workspace(
+        "write hello.txt hello\\n\nsay I wrote hello.txt.\ndone added hello.txt\n",
+        30,
+    );
+    let id = queued_ticket(&repo);
+    let mut server = Server::spawn(&repo);
+    until("the implement attempt to complete", || {
+        assignments(&server, &repo, &id)
+            .iter()
+            .any(|a| a["status"] == "completed")
+    });
+    let rows = assignments(&server, &repo, &id);
+    let done = rows.iter().find(|a| a["status"] == "completed").unwrap();
+    assert_eq!(
+        (
+            done["step"].as_str(),
+            done["attempt"].as_i64(),
+            done["fence"].as_i64()
+        ),
+        (Some("implement"), Some(1), Some(1))
+    );
+
+    // The branch moved to the pod's commit, which holds the agent's file and names the ticket.
+    let branch = format!("yoi/{id}-say-hello");
+    let head = git(repo.path(), &["rev-parse", &branch]);
+    assert_eq!(
+        git(repo.path(), &["show", &format!("{head}:hello.txt")]),
+        "hello"
+    );
+    let message = git(repo.path(), &["log", "-1", "--format=%B", &head]);
+    assert!(
+        message.starts_with(&format!("{id}: Say hello (attempt 1)")),
+        "{message}"
+    );
+    // The ticket worktree holds the work, detached and clean; main did not move.
+    let wt = repo.path().join(format!(".worktree/{id}-say-hello"));
+    assert_eq!(git(&wt, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(
+        git(repo.path(), &["log", "--oneline", "main"])
+            .lines()
+            .count(),
+        1
+    );
+
+    // One assignment event, with the attempt's facts; the ticket is still in progress.
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    let events: Vec<&str> = thread
+        .lines()
+        .filter(|l| l.contains("event: assignment "))
+        .collect();
+    assert_eq!(events.len(), 1, "{thread}");
+    for part in [
+        "outcome: completed",
+        "attempt: 1",
+        "fence: 1",
+        "role: coder",
+        &format!("commit: {head}"),
+    ] {
+        assert!(events[0].contains(part), "{part} in {}", events[0]);
+    }
+    assert!(thread.contains("Summary: added hello.txt"), "{thread}");
+    let show = repo.yoi(&["ticket", "show", &id, "--json"]).ok();
+    let show: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(show["state"], "inprogress");
+    // The agent got the frozen brief on stdin.
+    let seen = std::fs::read_to_string(
+        repo.path()
+            .join(".yoi/local/pods/coder-0/runs")
+            .join(done["id"].as_str().unwrap())
+            .join("prompt.seen"),
+    )
+    .unwrap();
+    assert!(
+        seen.contains("hello.txt says hello") && seen.contains("YOI-RESULT"),
+        "{seen}"
+    );
+
+    // Stopping the server stops its pods: nothing it started is left.
+    server.terminate();
+    assert!(server.wait().success());
+    let root = repo.path().display().to_string();
+    until("the pods to be gone", || {
+        processes_mentioning(&root).is_empty()
+    });
+}
+
+#[test]
+fn a_killed_pod_loses_its_lease_and_its_late_results_change_nothing() {
+    // The agent writes a file, then hangs; its pod is SIGKILLed mid-run.
+    let (repo, script) = workspace(
+        "pidfile agent.pid\nwrite work.txt first\\n\nsleep 600000\n",
+        3,
+    );
+    // No supervisor pods: this test runs its own pod so it can kill it.
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("coder = 1", "coder = 0");
+    std::fs::write(&config, text).unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let token = repo
+        .yoi(&[
+            "token",
+            "create",
+            "--name",
+            "test-coder",
+            "--scope",
+            "pod:coder",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    let mut pod = Command::new(env!("CARGO_BIN_EXE_yoi"))
+        .args([
+            "pod",
+            "run",
+            "--role",
+            "coder",
+            "--name",
+            "victim",
+            "--agent",
+            "fake",
+            "--wait-ms",
+            "2000",
+        ])
+        .current_dir(repo.path())
+        .env("YOI_TOKEN", &token)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let wt = repo.path().join(format!(".worktree/{id}-say-hello"));
+    until("the agent to start", || {
+        wt.join("agent.pid").exists() && wt.join("work.txt").exists()
+    });
+    let first = assignments(&server, &repo, &id)[0].clone();
+    assert_eq!(first["status"], "claimed");
+    let agent_pid: u32 = std::fs::read_to_string(wt.join("agent.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    pod.kill().unwrap();
+    pod.wait().unwrap();
+    // The agent dies with its pod.
+    until("the agent to die with its pod", || {
+        let stat = std::fs::read_to_string(format!("/proc/{agent_pid}/stat")).unwrap_or_default();
+        stat.is_empty()
+            || stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+    });
+
+    // The lease runs out; attempt 2 is handed out with a new fence.
+    until("the lease to expire", || {
+        assignments(&server, &repo, &id)
+            .iter()
+            .any(|a| a["status"] == "expired")
+    });
+    let rows = assignments(&server, &repo, &id);
+    let next = rows
+        .iter()
+        .find(|a| a["status"] == "pending")
+        .expect("attempt 2 is pending");
+    assert_eq!(
+        (next["attempt"].as_i64(), next["fence"].as_i64()),
+        (Some(2), Some(2))
+    );
+
+    // The dead attempt's late heartbeat and result: 409, and nothing changes.
+    let branch = format!("yoi/{id}-say-hello");
+    let branch_before = git(repo.path(), &["rev-parse", &branch]);
+    let thread_before = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    let pod_id = first["claimed_by"].as_str().unwrap().to_string();
+    let a = first["id"].as_str().unwrap();
+    git(&wt, &["add", "-A"]);
+    git(
+        &wt,
+        &[
+            "-c",
+            "user.name=z",
+            "-c",
+            "user.email=z@z.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "zombie work",
+        ],
+    );
+    let zombie = git(&wt, &["rev-parse", "HEAD"]);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let post = |path: &str, body: serde_json::Value| -> (u16, serde_json::Value) {
+        let mut resp = agent
+            .post(&format!("http://{}/api/v1{path}", server.addr))
+            .header("Authorization", &format!("Bearer {token}"))
+            .send_json(body)
+            .unwrap();
+        (resp.status().as_u16(), resp.body_mut().read_json().unwrap())
+    };
+    let (status, body) = post(
+        &format!("/assignments/{a}/heartbeat"),
+        serde_json::json!({ "pod": pod_id, "fence": 1 }),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "stale_fence");
+    let (status, body) = post(
+        &format!("/assignments/{a}/complete"),
+        serde_json::json!({ "pod": pod_id, "fence": 1, "report": { "outcome": "done", "commit": zombie } }),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(
+        git(repo.path(), &["rev-parse", &branch]),
+        branch_before,
+        "the zombie's commit never reaches the branch"
+    );
+    let thread_after = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert_eq!(thread_after, thread_before);
+    let row = assignments(&server, &repo, &id)
+        .into_iter()
+        .find(|r| r["id"] == first["id"])
+        .unwrap();
+    assert_eq!(row["status"], "expired");
+    // Attempt 2 gets a worktree of its own, never the one the old attempt used.
+    std::fs::write(&script, "write second.txt two\\n\ndone second try\n").unwrap();
+    let out = repo.yoi_in(
+        repo.path(),
+        &[
+            "pod",
+            "run",
+            "--role",
+            "coder",
+            "--name",
+            "second",
+            "--agent",
+            "fake",
+            "--once",
+            "--wait-ms",
+            "5000",
+            "--token",
+            &token,
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rows = assignments(&server, &repo, &id);
+    let second = rows.iter().find(|a| a["attempt"] == 2).unwrap();
+    assert_eq!(second["status"], "completed", "{second}");
+    assert!(
+        second["workdir"].as_str().unwrap().ends_with(".attempt-2"),
+        "{second}"
+    );
+    let head = git(repo.path(), &["rev-parse", &branch]);
+    assert_eq!(
+        git(repo.path(), &["show", &format!("{head}:second.txt")]),
+        "two"
+    );
+    let files = git(repo.path(), &["ls-tree", "-r", "--name-only", &head]);
+    assert!(
+        !files.contains("work.txt"),
+        "nothing of the dead attempt is on the branch: {files}"
+    );
+    drop(server);
+}

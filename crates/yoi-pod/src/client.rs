@@ -1,0 +1,227 @@
+//! The pod's side of the protocol (docs/pods.md): one blocking HTTP call per operation, with the
+//! pod token. A 409 on a fenced call is [`ClientError::Lost`]: the claim is gone and the agent
+//! must be stopped at once.
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ClientError {
+    #[error("the server answered {status}: {message}")]
+    Refused { status: u16, message: String },
+    /// The claim is no longer this pod's (409): lease lost, late, or cancelled.
+    #[error("the claim is lost: {message}")]
+    Lost { message: String },
+    #[error("the server at {url} did not answer: {reason}")]
+    Unreachable { url: String, reason: String },
+}
+
+/// What registration answers.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Registration {
+    pub pod: PodInfo,
+    pub lease_ms: i64,
+    pub heartbeat_ms: i64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PodInfo {
+    pub id: String,
+    pub role: String,
+}
+
+/// A claimed assignment with where to work and the brief.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Work {
+    pub assignment: AssignmentInfo,
+    pub ticket: String,
+    pub title: String,
+    pub workdir: String,
+    pub branch: String,
+    pub head_commit: String,
+    pub packet: Option<Value>,
+    pub lease_ms: i64,
+    pub heartbeat_ms: i64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AssignmentInfo {
+    pub id: String,
+    pub step: String,
+    pub role: String,
+    pub attempt: i64,
+    pub fence: i64,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    agent: ureq::Agent,
+    base: String,
+    token: String,
+}
+
+impl Client {
+    /// A client for the server at `base` (`http://127.0.0.1:7311`).
+    pub fn new(base: &str, token: &str) -> Client {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(5)))
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into();
+        Client {
+            agent,
+            base: base.trim_end_matches('/').to_string(),
+            token: token.to_string(),
+        }
+    }
+
+    fn call<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Option<T>, ClientError> {
+        let url = format!("{}/api/v1{path}", self.base);
+        let auth = format!("Bearer {}", self.token);
+        let unreachable = |e: ureq::Error| ClientError::Unreachable {
+            url: url.clone(),
+            reason: e.to_string(),
+        };
+        let mut resp = match (method, body) {
+            ("GET", _) => self.agent.get(&url).header("Authorization", &auth).call(),
+            (_, Some(b)) => self
+                .agent
+                .post(&url)
+                .header("Authorization", &auth)
+                .send_json(b),
+            (_, None) => self
+                .agent
+                .post(&url)
+                .header("Authorization", &auth)
+                .send_empty(),
+        }
+        .map_err(unreachable)?;
+        let status = resp.status().as_u16();
+        if status == 204 {
+            return Ok(None);
+        }
+        let text = resp.body_mut().read_to_string().map_err(unreachable)?;
+        if (200..300).contains(&status) {
+            return serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| ClientError::Unreachable {
+                    url: url.clone(),
+                    reason: format!("unreadable answer: {e}"),
+                });
+        }
+        let message = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+            .unwrap_or(text);
+        if status == 409 {
+            return Err(ClientError::Lost { message });
+        }
+        Err(ClientError::Refused { status, message })
+    }
+
+    pub fn register(
+        &self,
+        name: &str,
+        host: &str,
+        pid: u32,
+        profile: &str,
+    ) -> Result<Registration, ClientError> {
+        let body = json!({ "name": name, "host": host, "pid": pid, "profile": profile });
+        self.call("POST", "/pods", Some(body))?
+            .ok_or_else(|| ClientError::Refused {
+                status: 204,
+                message: "registration answered nothing".into(),
+            })
+    }
+
+    /// Wait up to `wait_ms` for work; `None` when there was none.
+    pub fn claim(&self, pod: &str, wait_ms: u64) -> Result<Option<Work>, ClientError> {
+        self.call(
+            "POST",
+            "/assignments/claim",
+            Some(json!({ "pod": pod, "wait_ms": wait_ms })),
+        )
+    }
+
+    pub fn heartbeat(&self, pod: &str, id: &str, fence: i64) -> Result<(), ClientError> {
+        self.call::<Value>(
+            "POST",
+            &format!("/assignments/{id}/heartbeat"),
+            Some(json!({ "pod": pod, "fence": fence })),
+        )
+        .map(|_| ())
+    }
+
+    pub fn log(
+        &self,
+        pod: &str,
+        id: &str,
+        fence: i64,
+        text: &str,
+    ) -> Result<Option<String>, ClientError> {
+        let v: Option<Value> = self.call(
+            "POST",
+            &format!("/assignments/{id}/log"),
+            Some(json!({ "pod": pod, "fence": fence, "text": text })),
+        )?;
+        Ok(v.and_then(|v| v["log"].as_str().map(str::to_string)))
+    }
+
+    pub fn complete(
+        &self,
+        pod: &str,
+        id: &str,
+        fence: i64,
+        report: &Value,
+    ) -> Result<Value, ClientError> {
+        let v: Option<Value> = self.call(
+            "POST",
+            &format!("/assignments/{id}/complete"),
+            Some(json!({ "pod": pod, "fence": fence, "report": report })),
+        )?;
+        Ok(v.unwrap_or(Value::Null))
+    }
+
+    pub fn fail(
+        &self,
+        pod: &str,
+        id: &str,
+        fence: i64,
+        reason: &str,
+        retryable: bool,
+        report: Option<&Value>,
+    ) -> Result<(), ClientError> {
+        self.call::<Value>(
+            "POST",
+            &format!("/assignments/{id}/fail"),
+            Some(json!({ "pod": pod, "fence": fence, "reason": reason, "retryable": retryable, "report": report })),
+        )
+        .map(|_| ())
+    }
+
+    /// The skill catalog: name and description of each skill (bodies are activated on demand).
+    pub fn skills(&self) -> Result<Vec<(String, String)>, ClientError> {
+        let v: Option<Value> = self.call("GET", "/skills", None)?;
+        Ok(v.and_then(|v| v["skills"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter(|s| s["valid"].as_bool().unwrap_or(true))
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap_or_default().to_string(),
+                    s["description"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect())
+    }
+}

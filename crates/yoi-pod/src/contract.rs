@@ -1,0 +1,327 @@
+//! Reading what an agent said: its final message by output kind (the structured result first,
+//! the exit code only as a fallback), its usage, and the output contract — trailer lines
+//! `YOI-RESULT: done|blocked|failed`, `YOI-SUMMARY: …` (and for reviewers `YOI-VERDICT: …`)
+//! taken from the final message only, never from tool output in the stream.
+
+use serde_json::Value;
+
+/// What the agent's output says, before the contract is applied.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Said {
+    /// The final message the trailers are read from.
+    pub final_message: String,
+    /// The agent itself reported an error (e.g. Claude's `is_error`).
+    pub agent_error: Option<String>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub tokens_cached: u64,
+    /// A cost the agent reported.
+    pub cost_usd: Option<f64>,
+}
+
+/// The output contract, read from a final message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contract {
+    pub result: String,
+    pub summary: Option<String>,
+    pub verdict: Option<String>,
+}
+
+/// Read `stdout` (and the result file's text, when the profile names one) as `kind`.
+pub fn read_output(kind: &str, stdout: &str, result_file: Option<&str>) -> Said {
+    let mut said = match kind {
+        "claude_json" => serde_json::from_str::<Value>(stdout.trim())
+            .map(|v| claude_result(&v))
+            .unwrap_or_else(|_| text(stdout)),
+        "claude_stream_json" => stdout
+            .lines()
+            .rev()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["type"] == "result")
+            .map(|v| claude_result(&v))
+            .unwrap_or_else(|| text(stdout)),
+        "codex_jsonl" => codex(stdout),
+        "gemini_json" => serde_json::from_str::<Value>(stdout.trim())
+            .map(|v| gemini(&v))
+            .unwrap_or_else(|_| text(stdout)),
+        "opencode_jsonl" => opencode(stdout),
+        "goose_json" => serde_json::from_str::<Value>(stdout.trim())
+            .map(|v| goose(&v))
+            .unwrap_or_else(|_| text(stdout)),
+        _ => text(stdout),
+    };
+    if let Some(file) = result_file {
+        said.final_message = file.to_string();
+    }
+    said
+}
+
+fn text(stdout: &str) -> Said {
+    let mut said = Said {
+        final_message: stdout.to_string(),
+        ..Said::default()
+    };
+    aider_usage(stdout, &mut said);
+    said
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+fn claude_result(v: &Value) -> Said {
+    let u = &v["usage"];
+    Said {
+        final_message: v["result"].as_str().unwrap_or_default().to_string(),
+        agent_error: (v["is_error"].as_bool() == Some(true)).then(|| {
+            format!(
+                "the agent reported an error ({})",
+                v["subtype"].as_str().unwrap_or("is_error")
+            )
+        }),
+        tokens_in: n(&u["input_tokens"]) + n(&u["cache_creation_input_tokens"]),
+        tokens_out: n(&u["output_tokens"]),
+        tokens_cached: n(&u["cache_read_input_tokens"]),
+        cost_usd: v["total_cost_usd"].as_f64(),
+    }
+}
+
+fn codex(stdout: &str) -> Said {
+    let mut said = Said::default();
+    for v in stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        match v["type"].as_str() {
+            Some("turn.completed") => {
+                let u = &v["usage"];
+                let cached = n(&u["cached_input_tokens"]);
+                said.tokens_in += n(&u["input_tokens"]).saturating_sub(cached);
+                said.tokens_cached += cached;
+                said.tokens_out += n(&u["output_tokens"]);
+            }
+            Some("item.completed") if v["item"]["type"] == "agent_message" => {
+                said.final_message = v["item"]["text"].as_str().unwrap_or_default().to_string();
+            }
+            Some("turn.failed") | Some("error") => {
+                said.agent_error = Some(format!(
+                    "the agent reported an error: {}",
+                    v["error"]["message"]
+                        .as_str()
+                        .or(v["message"].as_str())
+                        .unwrap_or("turn failed")
+                ));
+            }
+            _ => {}
+        }
+    }
+    said
+}
+
+fn gemini(v: &Value) -> Said {
+    let mut said = Said {
+        final_message: v["response"].as_str().unwrap_or_default().to_string(),
+        agent_error: v["error"]["message"]
+            .as_str()
+            .map(|m| format!("the agent reported an error: {m}")),
+        ..Said::default()
+    };
+    if let Some(models) = v["stats"]["models"].as_object() {
+        for m in models.values() {
+            let t = &m["tokens"];
+            let cached = n(&t["cached"]);
+            said.tokens_in += n(&t["prompt"]).saturating_sub(cached);
+            said.tokens_cached += cached;
+            said.tokens_out += n(&t["candidates"]);
+        }
+    }
+    said
+}
+
+fn opencode(stdout: &str) -> Said {
+    let mut said = Said::default();
+    let mut cost = 0.0;
+    let mut costed = false;
+    for v in stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        match v["type"].as_str() {
+            Some("text") => {
+                said.final_message = v["part"]["text"].as_str().unwrap_or_default().to_string()
+            }
+            Some("step_finish") => {
+                let t = &v["part"]["tokens"];
+                said.tokens_in += n(&t["input"]);
+                said.tokens_out += n(&t["output"]);
+                said.tokens_cached += n(&t["cache"]["read"]);
+                if let Some(c) = v["part"]["cost"].as_f64() {
+                    cost += c;
+                    costed = true;
+                }
+            }
+            Some("error") => said.agent_error = Some("the agent reported an error event".into()),
+            _ => {}
+        }
+    }
+    said.cost_usd = costed.then_some(cost);
+    said
+}
+
+fn goose(v: &Value) -> Said {
+    let last = v["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"))
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        })
+        .unwrap_or_default();
+    Said {
+        final_message: last,
+        tokens_in: n(&v["metadata"]["input_tokens"]),
+        tokens_out: n(&v["metadata"]["output_tokens"]),
+        ..Said::default()
+    }
+}
+
+/// Aider prints `Tokens: 1.2k sent, 345 received. Cost: $0.01 message, $0.03 session.`
+fn aider_usage(stdout: &str, said: &mut Said) {
+    for line in stdout.lines() {
+        let Some(rest) = line.trim().strip_prefix("Tokens: ") else {
+            continue;
+        };
+        let num = |s: &str| -> u64 {
+            let s = s.split_whitespace().next().unwrap_or("0");
+            let (digits, mult) = match s.strip_suffix('k') {
+                Some(d) => (d, 1000.0),
+                None => (s, 1.0),
+            };
+            (digits.parse::<f64>().unwrap_or(0.0) * mult) as u64
+        };
+        if let Some(sent) = rest.split(" sent").next() {
+            said.tokens_in += num(sent);
+        }
+        if let Some(recv) = rest
+            .split(", ")
+            .nth(1)
+            .and_then(|r| r.split(" received").next())
+        {
+            said.tokens_out += num(recv);
+        }
+        if let Some(cost) = line
+            .split("Cost: $")
+            .nth(1)
+            .and_then(|c| c.split_whitespace().next())
+        {
+            if let Ok(c) = cost.parse::<f64>() {
+                said.cost_usd = Some(said.cost_usd.unwrap_or(0.0) + c);
+            }
+        }
+    }
+}
+
+/// The contract in a final message: the last `YOI-RESULT:` line with a known value, the last
+/// `YOI-SUMMARY:` and `YOI-VERDICT:`. A missing or malformed result line is an error that says
+/// what was missing.
+pub fn read_contract(final_message: &str) -> Result<Contract, String> {
+    let mut result = None;
+    let mut bad = None;
+    let mut summary = None;
+    let mut verdict = None;
+    for line in final_message.lines() {
+        let line = line
+            .trim()
+            .trim_start_matches(['*', '`', '-', ' '])
+            .trim_end_matches(['*', '`']);
+        if let Some(v) = line.strip_prefix("YOI-RESULT:") {
+            let v = v.trim().to_ascii_lowercase();
+            if matches!(v.as_str(), "done" | "blocked" | "failed") {
+                result = Some(v);
+            } else {
+                bad = Some(v);
+            }
+        } else if let Some(v) = line.strip_prefix("YOI-SUMMARY:") {
+            summary = Some(v.trim().to_string()).filter(|s| !s.is_empty());
+        } else if let Some(v) = line.strip_prefix("YOI-VERDICT:") {
+            verdict = Some(v.trim().to_ascii_lowercase()).filter(|s| !s.is_empty());
+        }
+    }
+    match (result, bad) {
+        (Some(result), _) => Ok(Contract {
+            result,
+            summary,
+            verdict,
+        }),
+        (None, Some(v)) => Err(format!(
+            "the output contract is malformed: `YOI-RESULT: {v}` must be done, blocked or failed"
+        )),
+        (None, None) => Err(
+            "the output contract is missing: the final message has no `YOI-RESULT: done|blocked|failed` line".into(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailers_come_from_the_final_message_and_the_last_one_wins() {
+        let c = read_contract(
+            "Did it.\nYOI-RESULT: failed\n**YOI-RESULT: done**\nYOI-SUMMARY: added the thing\n",
+        )
+        .unwrap();
+        assert_eq!(c.result, "done");
+        assert_eq!(c.summary.as_deref(), Some("added the thing"));
+        assert!(read_contract("no trailers")
+            .unwrap_err()
+            .contains("missing"));
+        assert!(read_contract("YOI-RESULT: maybe")
+            .unwrap_err()
+            .contains("malformed"));
+    }
+
+    #[test]
+    fn claude_json_reads_the_result_and_the_reported_cost() {
+        let out = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok\nYOI-RESULT: done","usage":{"input_tokens":10,"cache_read_input_tokens":5,"output_tokens":7},"total_cost_usd":0.012}"#;
+        let s = read_output("claude_json", out, None);
+        assert_eq!(s.final_message, "ok\nYOI-RESULT: done");
+        assert_eq!((s.tokens_in, s.tokens_cached, s.tokens_out), (10, 5, 7));
+        assert_eq!(s.cost_usd, Some(0.012));
+        assert_eq!(s.agent_error, None);
+        let err = read_output(
+            "claude_json",
+            r#"{"is_error":true,"subtype":"success","result":""}"#,
+            None,
+        );
+        assert!(
+            err.agent_error.is_some(),
+            "exit code 0 with is_error is still an error"
+        );
+    }
+
+    #[test]
+    fn aider_text_reads_tokens_and_cost() {
+        let s = read_output("text", "Applied edit\nTokens: 1.2k sent, 345 received. Cost: $0.01 message, $0.03 session.\nYOI-RESULT: done\n", None);
+        assert_eq!((s.tokens_in, s.tokens_out), (1200, 345));
+        assert_eq!(s.cost_usd, Some(0.01));
+    }
+
+    #[test]
+    fn codex_sums_turns_and_takes_the_last_message() {
+        let out = "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":100,\"cached_input_tokens\":40,\"output_tokens\":9}}\n{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"YOI-RESULT: done\"}}\n";
+        let s = read_output("codex_jsonl", out, None);
+        assert_eq!((s.tokens_in, s.tokens_cached, s.tokens_out), (60, 40, 9));
+        assert_eq!(s.final_message, "YOI-RESULT: done");
+        assert_eq!(
+            read_output("codex_jsonl", out, Some("from file")).final_message,
+            "from file"
+        );
+    }
+}

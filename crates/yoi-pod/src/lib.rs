@@ -1,0 +1,472 @@
+//! The pod runtime behind `yoi pod run` (DESIGN §7, docs/pods.md). A pod registers with the
+//! server under its token's role, long-polls for that role's work, and for each assignment:
+//! writes the prompt file (the frozen IntentPacket, the step's instructions, the skill catalog
+//! as names and descriptions with how to activate one, how to report), heartbeats once before
+//! starting the agent and every heartbeat interval after, runs the agent ([`process`]) in the
+//! working directory the server handed out, streams its output to the server's log, parses the
+//! output contract ([`contract`]), commits what a coder left uncommitted and counts the commits
+//! it made itself, and reports. A lost lease (409) kills the agent's group at once and reports
+//! nothing. A stop request ends the claiming; the agent in flight gets its grace, then the kill
+//! ladder, and its attempt is reported failed so the step is handed out again.
+//!
+//! The runtime speaks only HTTP to the server and git to its working directory, so a pod on
+//! another host works the same; it reads no environment itself (the CLI passes the pod's
+//! environment in [`PodSettings::env`]) and prints nothing (it logs with `tracing`).
+
+pub mod client;
+pub mod contract;
+pub mod process;
+pub mod profiles;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use thiserror::Error;
+use yoi_core::agent::AgentProfile;
+
+use client::{Client, ClientError, Work};
+use process::{Ended, Spec, Watch};
+
+/// Everything a pod needs, decided by its caller.
+#[derive(Debug, Clone)]
+pub struct PodSettings {
+    pub server: String,
+    pub token: String,
+    /// The pod's name (a nonce is added by the server).
+    pub name: String,
+    pub host: String,
+    pub profile_name: String,
+    pub profile: AgentProfile,
+    /// Where run folders (prompt, output, scratch) go.
+    pub state_dir: PathBuf,
+    /// The pod's own environment; the agent gets only what its profile lets through.
+    pub env: Vec<(String, String)>,
+    pub kill_grace: Duration,
+    /// Run one assignment (or wait once for one) and exit.
+    pub once: bool,
+    /// How long one claim waits for work.
+    pub wait_ms: u64,
+}
+
+#[derive(Debug, Error)]
+pub enum PodError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// What a pod did before it stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodSummary {
+    pub pod: String,
+    pub completed: u32,
+    pub failed: u32,
+    pub lost: u32,
+}
+
+/// Run the pod until `stop` is set (or after one assignment with `once`).
+pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodError> {
+    let client = Client::new(&settings.server, &settings.token);
+    let reg = client.register(
+        &settings.name,
+        &settings.host,
+        std::process::id(),
+        &settings.profile_name,
+    )?;
+    let pod = reg.pod.id.clone();
+    tracing::info!(pod = %pod, role = %reg.pod.role, agent = %settings.profile_name, "pod registered");
+    let mut summary = PodSummary {
+        pod: pod.clone(),
+        ..PodSummary::default()
+    };
+    while !stop.load(Ordering::SeqCst) {
+        let work = match client.claim(&pod, settings.wait_ms) {
+            Ok(w) => w,
+            Err(ClientError::Unreachable { reason, .. }) => {
+                tracing::warn!(%reason, "the server did not answer a claim; trying again");
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(work) = work else {
+            if settings.once {
+                break;
+            }
+            continue;
+        };
+        match run_one(settings, &client, &pod, &work, stop) {
+            Ok(Reported::Completed) => summary.completed += 1,
+            Ok(Reported::Failed) => summary.failed += 1,
+            Ok(Reported::Lost) => summary.lost += 1,
+            Err(e) => {
+                tracing::error!(assignment = %work.assignment.id, error = %e, "the attempt could not be run");
+                let _ = client.fail(
+                    &pod,
+                    &work.assignment.id,
+                    work.assignment.fence,
+                    &e,
+                    true,
+                    None,
+                );
+                summary.failed += 1;
+            }
+        }
+        if settings.once {
+            break;
+        }
+    }
+    tracing::info!(pod = %pod, completed = summary.completed, failed = summary.failed, lost = summary.lost, "pod stopped");
+    Ok(summary)
+}
+
+enum Reported {
+    Completed,
+    Failed,
+    Lost,
+}
+
+/// Heartbeats and stop requests while an agent runs.
+struct Lease<'a> {
+    client: &'a Client,
+    pod: &'a str,
+    id: &'a str,
+    fence: i64,
+    every: Duration,
+    last: Instant,
+    lost: bool,
+    stop: &'a AtomicBool,
+}
+
+impl Watch for Lease<'_> {
+    fn keep(&mut self) -> bool {
+        if self.last.elapsed() < self.every {
+            return true;
+        }
+        self.last = Instant::now();
+        match self.client.heartbeat(self.pod, self.id, self.fence) {
+            Ok(()) => true,
+            Err(ClientError::Lost { message }) => {
+                tracing::warn!(assignment = %self.id, %message, "lease lost; killing the agent");
+                self.lost = true;
+                false
+            }
+            // The server may be restarting: keep going, the lease covers the gap.
+            Err(e) => {
+                tracing::warn!(assignment = %self.id, error = %e, "heartbeat failed; retrying");
+                true
+            }
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+fn run_one(
+    settings: &PodSettings,
+    client: &Client,
+    pod: &str,
+    work: &Work,
+    stop: &AtomicBool,
+) -> Result<Reported, String> {
+    let a = &work.assignment;
+    let run_dir = settings.state_dir.join("runs").join(&a.id);
+    std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    let skills = client.skills().unwrap_or_default();
+    let prompt_file = run_dir.join("prompt.md");
+    std::fs::write(&prompt_file, render_prompt(work, &skills)).map_err(|e| e.to_string())?;
+
+    // Do not start the agent until the server confirms the claim.
+    match client.heartbeat(pod, &a.id, a.fence) {
+        Ok(()) => {}
+        Err(ClientError::Lost { .. }) => return Ok(Reported::Lost),
+        Err(e) => return Err(e.to_string()),
+    }
+    let p = &settings.profile;
+    let vars = profiles::Vars {
+        program: p.program.clone(),
+        prompt_file: prompt_file.display().to_string(),
+        worktree: work.workdir.clone(),
+        run_dir: run_dir.display().to_string(),
+        ticket: work.ticket.clone(),
+        step: a.step.clone(),
+        attempt: a.attempt.to_string(),
+        assignment: a.id.clone(),
+        model: p.model.clone(),
+    };
+    let template = if a.role == "reviewer" && !p.reviewer_argv.is_empty() {
+        &p.reviewer_argv
+    } else {
+        &p.argv
+    };
+    let argv = template
+        .iter()
+        .map(|e| profiles::fill(e, &vars))
+        .collect::<Result<Vec<_>, _>>()?;
+    let env = agent_env(settings, work, &run_dir, &prompt_file);
+    let spec = Spec {
+        argv,
+        cwd: PathBuf::from(&work.workdir),
+        stdin: (p.stdin != "null").then(|| prompt_file.clone()),
+        env,
+        stdout: run_dir.join("stdout.log"),
+        stderr: run_dir.join("stderr.log"),
+        timeout: Duration::from_secs(p.timeout_secs.max(1)),
+        grace: settings.kill_grace,
+    };
+    let mut lease = Lease {
+        client,
+        pod,
+        id: &a.id,
+        fence: a.fence,
+        every: Duration::from_millis(work.heartbeat_ms.max(100) as u64),
+        last: Instant::now(),
+        lost: false,
+        stop,
+    };
+    let started = Instant::now();
+    tracing::info!(assignment = %a.id, ticket = %work.ticket, attempt = a.attempt, "running the agent");
+    let ended = process::run(&spec, &mut lease)
+        .map_err(|e| format!("starting {:?}: {e}", spec.argv.first()))?;
+    let wall_ms = started.elapsed().as_millis() as u64;
+    let stdout = std::fs::read_to_string(&spec.stdout).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&spec.stderr).unwrap_or_default();
+    if ended == Ended::LeaseLost || lease.lost {
+        return Ok(Reported::Lost);
+    }
+    let log = stream_log(client, pod, a, &stdout, &stderr);
+    let result_file = p
+        .result_file
+        .as_deref()
+        .and_then(|f| profiles::fill(f, &vars).ok())
+        .and_then(|f| std::fs::read_to_string(f).ok());
+    let said = contract::read_output(&p.output, &stdout, result_file.as_deref());
+    let usage = json!({
+        "wall_ms": wall_ms,
+        "tokens_in": said.tokens_in,
+        "tokens_out": said.tokens_out,
+        "tokens_cached": said.tokens_cached,
+        "cost_usd": said.cost_usd,
+        "cost_source": if said.cost_usd.is_some() { "reported" } else { "none" },
+        "agent": settings.profile_name,
+        "model": p.model,
+    });
+    let exit_code = match ended {
+        Ended::Exited(c) => Some(c),
+        _ => None,
+    };
+    let failure = match ended {
+        Ended::TimedOut => Some(format!(
+            "the agent ran past its timeout of {}s and was killed",
+            p.timeout_secs
+        )),
+        Ended::Stopped => Some("the pod was stopped before the agent finished".to_string()),
+        _ => said.agent_error.clone(),
+    };
+    let contract = contract::read_contract(&said.final_message);
+    let (commit, agent_commits) = if a.role == "coder" {
+        settle_commits(work, &settings.profile_name)?
+    } else {
+        (None, 0)
+    };
+    let mut report = json!({
+        "outcome": "failed",
+        "summary": Value::Null,
+        "commit": commit,
+        "agent_commits": agent_commits,
+        "usage": usage,
+        "log": log,
+        "exit_code": exit_code,
+    });
+    let reason = match (&failure, &contract) {
+        (Some(f), _) => Some(f.clone()),
+        (None, Err(e)) => Some(match exit_code {
+            Some(c) if c != 0 => format!("the agent exited with {c} and {e}"),
+            _ => e.clone(),
+        }),
+        (None, Ok(c)) => {
+            report["outcome"] = json!(c.result);
+            report["summary"] = json!(c.summary);
+            None
+        }
+    };
+    let sent = match reason {
+        None => client
+            .complete(pod, &a.id, a.fence, &report)
+            .map(|_| Reported::Completed),
+        Some(reason) => client
+            .fail(pod, &a.id, a.fence, &reason, true, Some(&report))
+            .map(|_| Reported::Failed),
+    };
+    match sent {
+        Ok(r) => Ok(r),
+        Err(ClientError::Lost { .. }) => Ok(Reported::Lost),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Count the commits the agent made and commit what it left; the working directory's head.
+fn settle_commits(work: &Work, agent: &str) -> Result<(Option<String>, u32), String> {
+    let dir = Path::new(&work.workdir);
+    let head_now = yoi_git::head_of(dir).map_err(|e| e.to_string())?;
+    let agent_commits = if head_now == work.head_commit {
+        0
+    } else {
+        yoi_git::commits_between(dir, &work.head_commit, &head_now).map_err(|e| e.to_string())?
+    };
+    let who = yoi_git::Identity {
+        name: format!("yoi pod ({agent})"),
+        email: "pod@yoi.invalid".into(),
+        time_secs: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+    };
+    let message = format!(
+        "{}: {} (attempt {})\n\nYOI-Ticket: {}\nYOI-Assignment: {}\n",
+        work.ticket, work.title, work.assignment.attempt, work.ticket, work.assignment.id
+    );
+    yoi_git::commit_all(dir, &message, &who).map_err(|e| e.to_string())?;
+    let head = yoi_git::head_of(dir).map_err(|e| e.to_string())?;
+    Ok(((head != work.head_commit).then_some(head), agent_commits))
+}
+
+/// Send the run's output to the server's log, in bounded chunks; the log's path.
+fn stream_log(
+    client: &Client,
+    pod: &str,
+    a: &client::AssignmentInfo,
+    stdout: &str,
+    stderr: &str,
+) -> Option<String> {
+    let mut path = None;
+    let text = format!("--- stdout\n{stdout}\n--- stderr\n{stderr}\n");
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let mut end = (at + 200_000).min(bytes.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        match client.log(pod, &a.id, a.fence, &text[at..end]) {
+            Ok(p) => path = p.or(path),
+            Err(e) => {
+                tracing::warn!(assignment = %a.id, error = %e, "could not send the log");
+                break;
+            }
+        }
+        at = end;
+    }
+    path
+}
+
+/// The agent's whole environment: PATH, HOME, LANG, TMPDIR and the profile's passthrough names
+/// from the pod's environment, the profile's fixed values, `TERM=dumb`, and the `YOI_*`
+/// variables of the assignment.
+fn agent_env(
+    settings: &PodSettings,
+    work: &Work,
+    run_dir: &Path,
+    prompt: &Path,
+) -> Vec<(String, String)> {
+    let p = &settings.profile;
+    let base = ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER"];
+    let passes = |name: &str| {
+        base.contains(&name)
+            || p.env_passthrough
+                .iter()
+                .any(|pat| match pat.strip_suffix('*') {
+                    Some(prefix) => name.starts_with(prefix),
+                    None => name == pat,
+                })
+    };
+    let mut env: Vec<(String, String)> = settings
+        .env
+        .iter()
+        .filter(|(k, _)| passes(k) && !k.starts_with("YOI_"))
+        .cloned()
+        .collect();
+    env.push(("TERM".into(), "dumb".into()));
+    for (k, v) in &p.env {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.clone(), v.clone()));
+    }
+    let a = &work.assignment;
+    for (k, v) in [
+        ("YOI_SERVER", settings.server.clone()),
+        ("YOI_TICKET", work.ticket.clone()),
+        ("YOI_ASSIGNMENT", a.id.clone()),
+        ("YOI_STEP", a.step.clone()),
+        ("YOI_ATTEMPT", a.attempt.to_string()),
+        ("YOI_FENCE", a.fence.to_string()),
+        ("YOI_WORKTREE", work.workdir.clone()),
+        ("YOI_BRANCH", work.branch.clone()),
+        ("YOI_RUN_DIR", run_dir.display().to_string()),
+        ("YOI_PROMPT_FILE", prompt.display().to_string()),
+    ] {
+        env.push((k.to_string(), v));
+    }
+    env
+}
+
+/// The prompt file: the step, the frozen brief, the skills, and how to report.
+pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
+    let a = &work.assignment;
+    let mut out = format!(
+        "# yoi assignment: {} of ticket {} — {}\n\n\
+         You are the **{}** for step `{}` (attempt {}). Work only inside this folder: {}\n\
+         It is a git worktree detached at {}. Do not push and do not switch branches; yoi commits what you leave \
+         and moves the ticket branch itself. Do not change anything under `.yoi/tickets/`.\n\n",
+        a.step, work.ticket, work.title, a.role, a.step, a.attempt, work.workdir, work.head_commit
+    );
+    out.push_str("## The brief (IntentPacket, frozen at acceptance)\n\n");
+    match work.packet.as_ref().and_then(|p| p.get("packet")) {
+        Some(p) => {
+            for (key, title) in [
+                ("intent", "Intent"),
+                ("binding_decisions", "Binding decisions"),
+                ("acceptance_criteria", "Acceptance criteria"),
+                ("implementation_latitude", "Implementation latitude"),
+                ("escalate_if", "Escalate if"),
+                ("validation", "Validation"),
+                ("code_map", "Code map"),
+                ("critical_risks", "Critical risks"),
+                ("write_scope", "Write scope"),
+            ] {
+                let text = match &p[key] {
+                    Value::String(s) if !s.trim().is_empty() => s.trim().to_string(),
+                    Value::Array(items) if !items.is_empty() => items
+                        .iter()
+                        .filter_map(|i| i.as_str())
+                        .map(|i| format!("- {i}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    _ => continue,
+                };
+                out.push_str(&format!("### {title}\n\n{text}\n\n"));
+            }
+        }
+        None => out.push_str(
+            "(no frozen brief was found; ask for one by reporting `YOI-RESULT: blocked`)\n\n",
+        ),
+    }
+    if !skills.is_empty() {
+        out.push_str("## Skills you may activate\n\nEach is a folder of instructions; activate one with \
+                      `POST $YOI_SERVER/api/v1/skills/NAME/activate` (body `{\"ticket\": \"$YOI_TICKET\", \"assignment\": \"$YOI_ASSIGNMENT\"}`) \
+                      when its description fits the task.\n\n");
+        for (name, desc) in skills {
+            out.push_str(&format!("- `{name}`: {desc}\n"));
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "## How to finish\n\nEnd your final message with these lines:\n\n\
+         ```\nYOI-RESULT: done | blocked | failed\nYOI-SUMMARY: one sentence on what you did or why you stopped\n```\n",
+    );
+    out
+}

@@ -1,0 +1,513 @@
+//! The built-in agent profiles, written from the facts in `../shared/reference/agent-clis.md`
+//! (print mode, the prompt on stdin or from a file, structured output parsed before the exit
+//! code, updaters, telemetry and first-run prompts silenced, `git push` denied, the provider
+//! variables each CLI reads passed through), and how a profile becomes an argv.
+//!
+//! A workspace's `[agents.NAME]` replaces the built-in of the same name ([`resolve`]).
+//! Placeholders fill one argv element each and never split it; an unknown placeholder is an
+//! error naming it, never left in the argv.
+
+use std::collections::BTreeMap;
+
+use yoi_core::agent::AgentProfile;
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+fn env(v: &[(&str, &str)]) -> BTreeMap<String, String> {
+    v.iter()
+        .map(|(k, x)| (k.to_string(), x.to_string()))
+        .collect()
+}
+
+/// Every built-in profile by name.
+pub fn builtins() -> BTreeMap<String, AgentProfile> {
+    let mut m = BTreeMap::new();
+    m.insert(
+        "claude".into(),
+        AgentProfile {
+            program: "claude".into(),
+            argv: s(&[
+                "{program}", "-p", "--output-format=json",
+                "--permission-mode=bypassPermissions",
+                "--disallowedTools=Bash(git push:*),AskUserQuestion",
+                "--max-turns=200",
+            ]),
+            reviewer_argv: s(&[
+                "{program}", "-p", "--output-format=json", "--permission-mode=dontAsk",
+                "--tools=Read,Grep,Glob,Bash",
+                "--allowedTools=Read,Grep,Glob,Bash(git diff:*),Bash(git log:*),Bash(git show:*),Bash(git status)",
+                "--max-turns=100",
+            ]),
+            stdin: "prompt_file".into(),
+            env_passthrough: s(&[
+                "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_*", "CLAUDE_CODE_OAUTH_TOKEN",
+                "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "AWS_*", "CLOUDSDK_*",
+            ]),
+            env: env(&[
+                ("DISABLE_AUTOUPDATER", "1"),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+                ("NO_COLOR", "1"),
+            ]),
+            timeout_secs: 3600,
+            output: "claude_json".into(),
+            result_file: None,
+            model: None,
+            version_argv: s(&["claude", "--version"]),
+        },
+    );
+    m.insert(
+        "codex".into(),
+        AgentProfile {
+            program: "codex".into(),
+            argv: s(&[
+                "{program}",
+                "exec",
+                "--json",
+                "--sandbox",
+                "workspace-write",
+                "--ephemeral",
+                "-C",
+                "{worktree}",
+                "-o",
+                "{run_dir}/last-message.txt",
+                "-",
+            ]),
+            reviewer_argv: s(&[
+                "{program}",
+                "exec",
+                "--json",
+                "--sandbox",
+                "read-only",
+                "--ephemeral",
+                "-C",
+                "{worktree}",
+                "-o",
+                "{run_dir}/last-message.txt",
+                "-",
+            ]),
+            stdin: "prompt_file".into(),
+            env_passthrough: s(&[
+                "CODEX_API_KEY",
+                "OPENAI_API_KEY",
+                "OPENAI_BASE_URL",
+                "CODEX_HOME",
+            ]),
+            env: env(&[("RUST_LOG", "error"), ("NO_COLOR", "1")]),
+            timeout_secs: 3600,
+            output: "codex_jsonl".into(),
+            result_file: Some("{run_dir}/last-message.txt".into()),
+            model: None,
+            version_argv: s(&["codex", "--version"]),
+        },
+    );
+    m.insert(
+        "gemini".into(),
+        AgentProfile {
+            program: "gemini".into(),
+            argv: s(&[
+                "{program}", "--approval-mode=yolo", "--skip-trust", "--output-format=json", "-p",
+                "Carry out the task given above (from standard input). End with the required YOI- trailer lines.",
+            ]),
+            reviewer_argv: s(&[
+                "{program}", "--approval-mode=plan", "--skip-trust", "--output-format=json", "-p",
+                "Review the change described above. End with the required YOI- trailer lines.",
+            ]),
+            stdin: "prompt_file".into(),
+            env_passthrough: s(&[
+                "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+                "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_APPLICATION_CREDENTIALS",
+            ]),
+            env: env(&[("GEMINI_CLI_TRUST_WORKSPACE", "true"), ("NO_COLOR", "1")]),
+            timeout_secs: 3600,
+            output: "gemini_json".into(),
+            result_file: None,
+            model: None,
+            version_argv: s(&["gemini", "--version"]),
+        },
+    );
+    m.insert(
+        "aider".into(),
+        AgentProfile {
+            program: "aider".into(),
+            argv: s(&[
+                "{program}",
+                "--message-file",
+                "{prompt_file}",
+                "--yes-always",
+                "--no-auto-commits",
+                "--no-dirty-commits",
+                "--no-gitignore",
+                "--no-analytics",
+                "--analytics-log",
+                "{run_dir}/aider-analytics.jsonl",
+                "--no-check-update",
+                "--no-show-model-warnings",
+                "--no-pretty",
+                "--no-stream",
+                "--no-fancy-input",
+                "--chat-history-file",
+                "{run_dir}/aider-chat.md",
+                "--input-history-file",
+                "{run_dir}/aider-input.history",
+                "--no-show-release-notes",
+                "--no-detect-urls",
+            ]),
+            reviewer_argv: s(&[
+                "{program}",
+                "--chat-mode",
+                "ask",
+                "--dry-run",
+                "--message-file",
+                "{prompt_file}",
+                "--yes-always",
+                "--no-auto-commits",
+                "--no-dirty-commits",
+                "--no-gitignore",
+                "--no-analytics",
+                "--no-check-update",
+                "--no-pretty",
+                "--no-stream",
+                "--no-fancy-input",
+                "--chat-history-file",
+                "{run_dir}/aider-chat.md",
+            ]),
+            stdin: "null".into(),
+            env_passthrough: s(&[
+                "OPENAI_API_KEY",
+                "OPENAI_API_BASE",
+                "OPENAI_BASE_URL",
+                "ANTHROPIC_API_KEY",
+                "GEMINI_API_KEY",
+                "OPENROUTER_API_KEY",
+                "DEEPSEEK_API_KEY",
+                "AIDER_*",
+            ]),
+            env: env(&[("NO_COLOR", "1")]),
+            timeout_secs: 3600,
+            output: "text".into(),
+            result_file: None,
+            model: None,
+            version_argv: s(&["aider", "--version"]),
+        },
+    );
+    m.insert(
+        "opencode".into(),
+        AgentProfile {
+            program: "opencode".into(),
+            argv: s(&[
+                "{program}",
+                "run",
+                "--format",
+                "json",
+                "--auto",
+                "--title",
+                "yoi {ticket} {step}",
+            ]),
+            reviewer_argv: s(&[
+                "{program}",
+                "run",
+                "--format",
+                "json",
+                "--agent",
+                "plan",
+                "--title",
+                "yoi review {ticket}",
+            ]),
+            stdin: "prompt_file".into(),
+            env_passthrough: s(&[
+                "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY",
+                "OPENROUTER_API_KEY",
+                "OPENCODE_*",
+            ]),
+            env: env(&[
+                ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+                (
+                    "OPENCODE_CONFIG_CONTENT",
+                    r#"{"share":"disabled","autoupdate":false}"#,
+                ),
+                (
+                    "OPENCODE_PERMISSION",
+                    r#"{"bash":{"*":"allow","git push*":"deny"},"external_directory":"deny"}"#,
+                ),
+                ("OPENCODE_DISABLE_PROJECT_CONFIG", "true"),
+            ]),
+            timeout_secs: 3600,
+            output: "opencode_jsonl".into(),
+            result_file: None,
+            model: None,
+            version_argv: s(&["opencode", "--version"]),
+        },
+    );
+    m.insert(
+        "goose".into(),
+        AgentProfile {
+            program: "goose".into(),
+            argv: s(&[
+                "{program}",
+                "run",
+                "--no-session",
+                "-i",
+                "{prompt_file}",
+                "--output-format",
+                "json",
+                "--max-turns",
+                "200",
+                "--no-profile",
+                "--with-builtin",
+                "developer",
+            ]),
+            reviewer_argv: s(&[
+                "{program}",
+                "run",
+                "--no-session",
+                "-i",
+                "{prompt_file}",
+                "--output-format",
+                "json",
+                "--no-profile",
+            ]),
+            stdin: "null".into(),
+            env_passthrough: s(&[
+                "GOOSE_PROVIDER",
+                "GOOSE_MODEL",
+                "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
+                "GOOSE_*",
+            ]),
+            env: env(&[
+                ("GOOSE_MODE", "auto"),
+                ("GOOSE_DISABLE_KEYRING", "1"),
+                ("GOOSE_DISABLE_SESSION_NAMING", "true"),
+                ("GOOSE_TELEMETRY_ENABLED", "false"),
+            ]),
+            timeout_secs: 3600,
+            output: "goose_json".into(),
+            result_file: None,
+            model: None,
+            version_argv: s(&["goose", "--version"]),
+        },
+    );
+    m.insert(
+        "script".into(),
+        AgentProfile {
+            // Any program: set `program` (and `argv`) in `[agents.script]` or your own profile.
+            program: String::new(),
+            argv: s(&["{program}"]),
+            reviewer_argv: Vec::new(),
+            stdin: "prompt_file".into(),
+            env_passthrough: Vec::new(),
+            env: BTreeMap::new(),
+            timeout_secs: 3600,
+            output: "text".into(),
+            result_file: None,
+            model: None,
+            version_argv: Vec::new(),
+        },
+    );
+    m
+}
+
+/// The profile named `name`: the workspace's `[agents.NAME]` if any, else the built-in.
+pub fn resolve(
+    name: &str,
+    workspace: &BTreeMap<String, AgentProfile>,
+) -> Result<AgentProfile, String> {
+    let profile = workspace
+        .get(name)
+        .cloned()
+        .or_else(|| builtins().remove(name))
+        .ok_or_else(|| {
+            let mut known: Vec<String> = builtins().into_keys().collect();
+            known.extend(workspace.keys().cloned());
+            known.sort();
+            known.dedup();
+            format!("no agent profile `{name}`; known: {}", known.join(", "))
+        })?;
+    check(name, &profile)?;
+    Ok(profile)
+}
+
+/// A profile's own rules: a program, an argv that starts with it, a known stdin mode and
+/// output kind.
+pub fn check(name: &str, p: &AgentProfile) -> Result<(), String> {
+    if p.program.trim().is_empty() {
+        return Err(format!(
+            "agent profile `{name}` names no program; set `program` in [agents.{name}]"
+        ));
+    }
+    if p.argv.is_empty() {
+        return Err(format!("agent profile `{name}` has an empty argv"));
+    }
+    if !matches!(p.stdin.as_str(), "prompt_file" | "null" | "") {
+        return Err(format!(
+            "agent profile `{name}`: stdin must be `prompt_file` or `null`, not `{}`",
+            p.stdin
+        ));
+    }
+    const OUTPUTS: [&str; 7] = [
+        "text",
+        "claude_json",
+        "claude_stream_json",
+        "codex_jsonl",
+        "gemini_json",
+        "opencode_jsonl",
+        "goose_json",
+    ];
+    if !p.output.is_empty() && !OUTPUTS.contains(&p.output.as_str()) {
+        return Err(format!(
+            "agent profile `{name}`: output `{}` is not one of {}",
+            p.output,
+            OUTPUTS.join(", ")
+        ));
+    }
+    for a in p.argv.iter().chain(&p.reviewer_argv) {
+        fill(a, &Vars::default()).map(|_| ()).or_else(|e| {
+            if e.starts_with("unknown") {
+                Err(format!("agent profile `{name}`: {e}"))
+            } else {
+                Ok(())
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// The values placeholders take.
+#[derive(Debug, Clone, Default)]
+pub struct Vars {
+    pub program: String,
+    pub prompt_file: String,
+    pub worktree: String,
+    pub run_dir: String,
+    pub ticket: String,
+    pub step: String,
+    pub attempt: String,
+    pub assignment: String,
+    pub model: Option<String>,
+}
+
+const PLACEHOLDERS: [&str; 9] = [
+    "program",
+    "prompt_file",
+    "worktree",
+    "run_dir",
+    "ticket",
+    "step",
+    "attempt",
+    "assignment",
+    "model",
+];
+
+/// Fill the placeholders of one argv element.
+pub fn fill(element: &str, v: &Vars) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = element;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = &after[..end];
+        if !PLACEHOLDERS.contains(&name) {
+            // JSON in an argv element (`{"a":1}`) is not a placeholder.
+            if name.contains(['"', ':', ' ']) || name.is_empty() {
+                out.push('{');
+                rest = after;
+                continue;
+            }
+            return Err(format!(
+                "unknown placeholder `{{{name}}}` (known: {})",
+                PLACEHOLDERS.join(", ")
+            ));
+        }
+        let value = match name {
+            "program" => v.program.clone(),
+            "prompt_file" => v.prompt_file.clone(),
+            "worktree" => v.worktree.clone(),
+            "run_dir" => v.run_dir.clone(),
+            "ticket" => v.ticket.clone(),
+            "step" => v.step.clone(),
+            "attempt" => v.attempt.clone(),
+            "assignment" => v.assignment.clone(),
+            _ => v
+                .model
+                .clone()
+                .ok_or_else(|| "`{model}` is used but the profile sets no model".to_string())?,
+        };
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_but_script_is_complete_and_script_needs_a_program() {
+        for (name, p) in builtins() {
+            if name == "script" {
+                assert!(check(&name, &p).unwrap_err().contains("program"));
+            } else {
+                check(&name, &p).unwrap();
+                assert!(!p.version_argv.is_empty(), "{name}");
+                assert!(
+                    p.argv.iter().all(|a| !a.contains("push"))
+                        || name == "claude"
+                        || name == "opencode",
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn placeholders_fill_one_element_and_unknown_ones_are_errors() {
+        let v = Vars {
+            program: "/bin/agent".into(),
+            run_dir: "/tmp/run dir".into(),
+            ticket: "T1".into(),
+            ..Vars::default()
+        };
+        assert_eq!(
+            fill("{run_dir}/last.txt", &v).unwrap(),
+            "/tmp/run dir/last.txt"
+        );
+        assert_eq!(fill("yoi {ticket} {step}", &v).unwrap(), "yoi T1 ");
+        assert_eq!(
+            fill(r#"{"share":"disabled"}"#, &v).unwrap(),
+            r#"{"share":"disabled"}"#
+        );
+        assert!(fill("{nope}", &v)
+            .unwrap_err()
+            .contains("unknown placeholder `{nope}`"));
+        assert!(fill("--model={model}", &v)
+            .unwrap_err()
+            .contains("no model"));
+    }
+
+    #[test]
+    fn a_workspace_profile_replaces_the_builtin_of_its_name() {
+        let mut ws = BTreeMap::new();
+        ws.insert(
+            "script".to_string(),
+            AgentProfile {
+                program: "/usr/bin/true".into(),
+                argv: vec!["{program}".into()],
+                ..AgentProfile::default()
+            },
+        );
+        assert_eq!(resolve("script", &ws).unwrap().program, "/usr/bin/true");
+        assert_eq!(resolve("aider", &ws).unwrap().program, "aider");
+        assert!(resolve("nobody", &ws)
+            .unwrap_err()
+            .contains("known: aider, claude"));
+    }
+}

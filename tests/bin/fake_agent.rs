@@ -1,0 +1,78 @@
+//! `yoi-fake-agent SCRIPT`: a scripted stand-in for a coding agent CLI, for the pod tests. It
+//! reads its prompt from stdin (like most agent CLIs) into `prompt.seen` in its run folder, then
+//! follows SCRIPT line by line, deterministically:
+//!
+//! - `write PATH TEXT…` — write TEXT (with `\n` for line breaks) to PATH, relative to the cwd;
+//! - `commit MESSAGE…` — `git add -A && git commit -m MESSAGE` (the agent committing itself);
+//! - `say TEXT…` — print TEXT on stdout (the final message the contract is read from);
+//! - `done SUMMARY…` / `blocked SUMMARY…` / `failed SUMMARY…` — print the YOI- trailers;
+//! - `sleep MS` — sleep;
+//! - `ignore-sigterm` — from now on SIGTERM does nothing (only SIGKILL ends it);
+//! - `grandchild SECS` — start `sleep SECS` in the background and leave it running;
+//! - `pidfile PATH` — write this process's pid to PATH;
+//! - `exit CODE` — exit with CODE.
+
+use std::io::{Read, Write};
+use std::process::Command;
+
+fn main() {
+    let script = std::env::args()
+        .nth(1)
+        .expect("usage: yoi-fake-agent SCRIPT");
+    let mut prompt = String::new();
+    let _ = std::io::stdin().read_to_string(&mut prompt);
+    if let Ok(dir) = std::env::var("YOI_RUN_DIR") {
+        let _ = std::fs::write(std::path::Path::new(&dir).join("prompt.seen"), &prompt);
+    }
+    let text = std::fs::read_to_string(&script).expect("the script is readable");
+    let mut out = std::io::stdout();
+    for line in text.lines() {
+        let (cmd, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+        let rest = rest.replace("\\n", "\n");
+        match cmd {
+            "" => {}
+            "write" => {
+                let (path, body) = rest.split_once(' ').unwrap_or((&rest, ""));
+                if let Some(parent) = std::path::Path::new(path).parent() {
+                    std::fs::create_dir_all(parent).unwrap();
+                }
+                std::fs::write(path, body).unwrap();
+            }
+            "commit" => {
+                let git = |args: &[&str]| {
+                    let ok = Command::new("git")
+                        .args([
+                            "-c",
+                            "user.name=fake agent",
+                            "-c",
+                            "user.email=agent@fake.invalid",
+                        ])
+                        .args(args)
+                        .status()
+                        .unwrap()
+                        .success();
+                    assert!(ok, "git {args:?}");
+                };
+                git(&["add", "-A"]);
+                git(&["commit", "-q", "-m", &rest]);
+            }
+            "say" => writeln!(out, "{rest}").unwrap(),
+            "done" | "blocked" | "failed" => {
+                writeln!(out, "YOI-RESULT: {cmd}\nYOI-SUMMARY: {rest}").unwrap();
+            }
+            "sleep" => std::thread::sleep(std::time::Duration::from_millis(rest.parse().unwrap())),
+            "ignore-sigterm" => unsafe {
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+            },
+            "grandchild" => {
+                // Deliberately left running: the pod must reap it with the agent's group.
+                #[allow(clippy::zombie_processes)]
+                let _child = Command::new("sleep").arg(&rest).spawn().unwrap();
+            }
+            "pidfile" => std::fs::write(&rest, std::process::id().to_string()).unwrap(),
+            "exit" => std::process::exit(rest.parse().unwrap()),
+            other => panic!("unknown script command {other:?}"),
+        }
+        out.flush().unwrap();
+    }
+}

@@ -392,3 +392,298 @@ fn a_killed_pod_loses_its_lease_and_its_late_results_change_nothing() {
     );
     drop(server);
 }
+
+/// A pod of the test's own (not supervised), with a fresh coder token.
+fn own_pod(repo: &Repo, name: &str, extra: &[&str]) -> std::process::Child {
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.contains("coder = 0"),
+        "the supervisor must not start pods here"
+    );
+    let token = repo
+        .yoi(&["token", "create", "--name", name, "--scope", "pod:coder"])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    Command::new(env!("CARGO_BIN_EXE_yoi"))
+        .args([
+            "pod",
+            "run",
+            "--role",
+            "coder",
+            "--name",
+            name,
+            "--agent",
+            "fake",
+            "--wait-ms",
+            "2000",
+        ])
+        .args(extra)
+        .current_dir(repo.path())
+        .env("YOI_TOKEN", &token)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn no_supervised_pods(repo: &Repo) {
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("coder = 1", "coder = 0");
+    std::fs::write(&config, text).unwrap();
+}
+
+fn signal(pid: u32, sig: &str) {
+    assert!(Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// Processes running `sleep SECS` (the fake agent's grandchildren carry a unique number).
+fn sleepers(secs: &str) -> Vec<u32> {
+    processes_mentioning(&format!("sleep\0{secs}"))
+}
+
+#[test]
+fn a_timed_out_agent_is_killed_with_its_whole_group_even_when_it_ignores_sigterm() {
+    let (repo, _) = workspace("ignore-sigterm\ngrandchild 317\nsleep 600000\n", 30);
+    no_supervised_pods(&repo);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("timeout_secs = 60", "timeout_secs = 2");
+    std::fs::write(&config, text).unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let mut pod = own_pod(&repo, "timeout", &["--once"]);
+    until("the grandchild to start", || !sleepers("317").is_empty());
+    assert!(pod.wait().unwrap().success());
+    assert!(
+        sleepers("317").is_empty(),
+        "the agent's grandchild outlived the timeout"
+    );
+    let rows = assignments(&server, &repo, &id);
+    let first = rows.iter().find(|a| a["attempt"] == 1).unwrap();
+    assert_eq!(first["status"], "failed");
+    assert!(
+        first["error"].as_str().unwrap().contains("timeout"),
+        "{first}"
+    );
+    // The step is handed out again.
+    assert!(
+        rows.iter()
+            .any(|a| a["attempt"] == 2 && a["status"] == "pending"),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn cancelling_the_ticket_stops_its_agent_at_the_next_heartbeat_and_leaves_nothing_running() {
+    let (repo, _) = workspace("grandchild 318\nsleep 600000\n", 30);
+    no_supervised_pods(&repo);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let mut pod = own_pod(&repo, "cancelled", &["--once"]);
+    until("the agent to start", || !sleepers("318").is_empty());
+    let out = repo.yoi(&["ticket", "cancel", &id, "--resolution", "Not needed."]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(pod.wait().unwrap().success());
+    assert!(
+        sleepers("318").is_empty(),
+        "the cancelled agent's group is gone"
+    );
+    let rows = assignments(&server, &repo, &id);
+    assert_eq!(rows[0]["status"], "cancelled", "{rows:?}");
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert!(
+        !thread.contains("event: assignment "),
+        "a cancelled attempt reports nothing: {thread}"
+    );
+}
+
+#[test]
+fn a_coder_stopped_past_its_lease_and_resumed_gets_nothing_onto_the_branch() {
+    // The agent works for four seconds, then commits and reports done.
+    let (repo, _) = workspace(
+        "pidfile agent.pid\nsleep 4000\nwrite late.txt late\\n\ncommit zombie commit\nwrite finished.flag x\ndone late work\n",
+        2,
+    );
+    no_supervised_pods(&repo);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let branch = format!("yoi/{id}-say-hello");
+    let mut pod = own_pod(&repo, "sleeper", &["--once"]);
+    let wt = repo.path().join(format!(".worktree/{id}-say-hello"));
+    until("the agent to start", || wt.join("agent.pid").exists());
+    let base = git(repo.path(), &["rev-parse", &branch]);
+    signal(pod.id(), "-STOP");
+    until("the lease to expire", || {
+        assignments(&server, &repo, &id)
+            .iter()
+            .any(|a| a["status"] == "expired")
+    });
+    until("the agent to finish its work", || {
+        wt.join("finished.flag").exists()
+    });
+    signal(pod.id(), "-CONT");
+    assert!(pod.wait().unwrap().success());
+    assert_eq!(
+        git(repo.path(), &["rev-parse", &branch]),
+        base,
+        "no commit of the expired attempt reached the branch"
+    );
+    let rows = assignments(&server, &repo, &id);
+    let first = rows.iter().find(|a| a["attempt"] == 1).unwrap();
+    assert_eq!(first["status"], "expired", "{first}");
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    let events: Vec<&str> = thread
+        .lines()
+        .filter(|l| l.contains("event: assignment "))
+        .collect();
+    assert_eq!(events.len(), 1, "{thread}");
+    assert!(events[0].contains("outcome: expired"), "{}", events[0]);
+}
+
+#[test]
+fn pod_tokens_are_limited_to_their_role_and_bad_results_are_refused() {
+    let (repo, _) = workspace("sleep 600000\n", 30);
+    no_supervised_pods(&repo);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let token = |name: &str, scope: &str| {
+        repo.yoi(&["token", "create", "--name", name, "--scope", scope])
+            .ok()
+            .stdout
+            .trim()
+            .to_string()
+    };
+    let coder = token("c1", "pod:coder");
+    let other_coder = token("c2", "pod:coder");
+    let reviewer = token("r1", "pod:reviewer");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let post = |tok: &str, path: &str, body: serde_json::Value| -> (u16, serde_json::Value) {
+        let mut resp = agent
+            .post(&format!("http://{}/api/v1{path}", server.addr))
+            .header("Authorization", &format!("Bearer {tok}"))
+            .send_json(body)
+            .unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
+        )
+    };
+    let human = std::fs::read_to_string(repo.path().join(".yoi/local/admin.token"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let (status, _) = post(&human, "/pods", serde_json::json!({ "name": "h" }));
+    assert_eq!(status, 403, "a human token is not a pod");
+    let (status, body) = post(&coder, "/pods", serde_json::json!({ "name": "c" }));
+    assert_eq!(status, 201, "{body}");
+    let pod = body["pod"]["id"].as_str().unwrap().to_string();
+    let (status, body) = post(&reviewer, "/pods", serde_json::json!({ "name": "r" }));
+    assert_eq!(status, 201, "{body}");
+    let rpod = body["pod"]["id"].as_str().unwrap().to_string();
+    // A reviewer pod finds no coder work; a token cannot speak for another token's pod.
+    let (status, _) = post(
+        &reviewer,
+        "/assignments/claim",
+        serde_json::json!({ "pod": rpod }),
+    );
+    assert_eq!(status, 204);
+    let (status, _) = post(
+        &other_coder,
+        "/assignments/claim",
+        serde_json::json!({ "pod": pod }),
+    );
+    assert_eq!(status, 403);
+    let (status, work) = post(
+        &coder,
+        "/assignments/claim",
+        serde_json::json!({ "pod": pod, "wait_ms": 5000 }),
+    );
+    assert_eq!(status, 200, "{work}");
+    let a = work["assignment"]["id"].as_str().unwrap().to_string();
+    // Pod tokens may not do human operations.
+    let (status, _) = post(
+        &coder,
+        &format!("/tickets/{id}/queue"),
+        serde_json::json!({}),
+    );
+    assert_eq!(status, 403);
+    let branch = format!("yoi/{id}-say-hello");
+    let before = git(repo.path(), &["rev-parse", &branch]);
+    let complete = |tok: &str, report: serde_json::Value| {
+        post(
+            tok,
+            &format!("/assignments/{a}/complete"),
+            serde_json::json!({ "pod": pod, "fence": 1, "report": report }),
+        )
+    };
+    let (status, body) = complete(
+        &coder,
+        serde_json::json!({ "outcome": "done", "surprise": 1 }),
+    );
+    assert_eq!(status, 400, "unknown fields: {body}");
+    let (status, body) = complete(
+        &coder,
+        serde_json::json!({ "outcome": "done", "commit": "0".repeat(40) }),
+    );
+    assert_eq!(status, 400, "a commit that does not exist: {body}");
+    // A commit that touches the ticket files.
+    let wt = PathBuf::from(work["workdir"].as_str().unwrap());
+    std::fs::create_dir_all(wt.join(format!(".yoi/tickets/{id}"))).unwrap();
+    std::fs::write(wt.join(format!(".yoi/tickets/{id}/item.md")), "tampered\n").unwrap();
+    git(&wt, &["add", "-A"]);
+    git(
+        &wt,
+        &[
+            "-c",
+            "user.name=z",
+            "-c",
+            "user.email=z@z.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "tamper",
+        ],
+    );
+    let tampered = git(&wt, &["rev-parse", "HEAD"]);
+    let (status, body) = complete(
+        &coder,
+        serde_json::json!({ "outcome": "done", "commit": tampered }),
+    );
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "touches_tickets");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!(".yoi/tickets/{id}")),
+        "{body}"
+    );
+    // Another coder token cannot report for this pod.
+    let (status, _) = complete(&other_coder, serde_json::json!({ "outcome": "done" }));
+    assert_eq!(status, 403);
+    assert_eq!(
+        git(repo.path(), &["rev-parse", &branch]),
+        before,
+        "nothing moved the branch"
+    );
+    let rows = assignments(&server, &repo, &id);
+    assert_eq!(
+        rows[0]["status"], "claimed",
+        "the claim is untouched: {rows:?}"
+    );
+}

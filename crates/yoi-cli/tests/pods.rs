@@ -687,3 +687,36 @@ fn pod_tokens_are_limited_to_their_role_and_bad_results_are_refused() {
         "the claim is untouched: {rows:?}"
     );
 }
+
+#[test]
+fn a_claim_survives_a_server_restart_and_its_pod_finishes_it_with_the_same_fence() {
+    let (repo, _) = workspace("pidfile agent.pid\nsleep 5000\nwrite after.txt restart-proof\\n\ndone finished across a restart\n", 4);
+    no_supervised_pods(&repo);
+    let id = queued_ticket(&repo);
+    let mut server = Server::spawn(&repo);
+    let addr = server.addr.clone();
+    let mut pod = own_pod(
+        &repo,
+        "steady",
+        &["--once", "--server", &format!("http://{addr}")],
+    );
+    let wt = repo.path().join(format!(".worktree/{id}-say-hello"));
+    until("the agent to start", || wt.join("agent.pid").exists());
+    server.terminate();
+    assert!(server.wait().success());
+    // The same address again; the claim is a row, the pod keeps heartbeating.
+    let server = Server::spawn_at(&repo, &addr);
+    assert!(pod.wait().unwrap().success());
+    let rows = assignments(&server, &repo, &id);
+    assert_eq!(rows.len(), 1, "no second attempt: {rows:?}");
+    assert_eq!(
+        (rows[0]["status"].as_str(), rows[0]["fence"].as_i64()),
+        (Some("completed"), Some(1)),
+        "{rows:?}"
+    );
+    let head = git(repo.path(), &["rev-parse", &format!("yoi/{id}-say-hello")]);
+    assert_eq!(
+        git(repo.path(), &["show", &format!("{head}:after.txt")]),
+        "restart-proof"
+    );
+}

@@ -32,8 +32,13 @@ impl Server {
     }
 
     pub fn spawn(repo: &Repo) -> Server {
+        Server::spawn_at(repo, "127.0.0.1:0")
+    }
+
+    /// A server listening on `listen` (a restart keeps its address this way).
+    pub fn spawn_at(repo: &Repo, listen: &str) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_yoi"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", listen])
             .current_dir(repo.path())
             .env("USER", "tester")
             .env("YOI_LOG", "info")

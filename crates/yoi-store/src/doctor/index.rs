@@ -123,7 +123,10 @@ pub async fn index_findings_with(
         }
         out.push(f);
     }
-    check_assignments(&snaps, &db.open_assignments().await?, &mut out);
+    let open = db.open_assignments().await?;
+    check_assignments(&snaps, &open, &mut out);
+    check_leases(&open, &db.pods(now_ms, 0).await?, now_ms, &mut out);
+    check_attempt_worktrees(ws, &open, &mut out);
     Ok(out)
 }
 
@@ -280,6 +283,112 @@ fn check_events(
             )
             .with_ticket(ticket)
             .with_fix(FIX_REINDEX),
+        );
+    }
+}
+
+/// How long past its lease a claim may stay `claimed` before doctor says the sweep is not
+/// running (the sweep of `yoi serve` runs every second).
+const LEASE_SLACK_MS: i64 = 5_000;
+
+/// Claims past their lease (no server is sweeping), and claims whose pod stopped heartbeating.
+fn check_leases(
+    open: &[crate::db::Assignment],
+    pods: &[crate::db::PodRow],
+    now_ms: i64,
+    out: &mut Vec<Finding>,
+) {
+    for a in open
+        .iter()
+        .filter(|a| a.status == crate::db::AssignmentStatus::Claimed)
+    {
+        let pod = a.claimed_by.as_deref().unwrap_or("none");
+        if let Some(until) = a.lease_until_ms.filter(|u| *u + LEASE_SLACK_MS < now_ms) {
+            out.push(
+                Finding::warning(
+                    "assignment.lease_past_due",
+                    format!(
+                        "assignment {} (attempt {} of {}) is still claimed by {pod}, {}s past its lease",
+                        a.id,
+                        a.attempt,
+                        a.step,
+                        (now_ms - until) / 1000
+                    ),
+                    "claims past their lease are expired within a second by `yoi serve`",
+                )
+                .with_ticket(a.ticket.as_str())
+                .with_fix("start `yoi serve`: its lease sweep expires the claim and hands the step out again"),
+            );
+        }
+        let heard = pods.iter().find(|p| p.id == pod).map(|p| p.heartbeat_ms);
+        let silent = match (heard, a.lease_until_ms, a.heartbeat_ms) {
+            (Some(h), Some(until), Some(beat)) => h.max(beat) + (until - beat) < now_ms,
+            (None, _, _) => true,
+            _ => false,
+        };
+        if silent {
+            out.push(
+                Finding::warning(
+                    "pod.silent",
+                    format!(
+                        "assignment {} is held by pod {pod}, which has not been heard from within a lease",
+                        a.id
+                    ),
+                    "the pod holding a claim heartbeats within every lease",
+                )
+                .with_ticket(a.ticket.as_str())
+                .with_fix("`yoi pod list` shows the pod; restart it, or let its lease run out (the step is handed out again)"),
+            );
+        }
+    }
+}
+
+/// Attempt worktrees (`<ticket worktree>.attempt-N`) no live attempt works in.
+fn check_attempt_worktrees(ws: &Workspace, open: &[crate::db::Assignment], out: &mut Vec<Finding>) {
+    let Some(root) = crate::git::repo_root(ws.root()) else {
+        return;
+    };
+    let Ok(listed) = yoi_git::list_worktrees(&root) else {
+        return;
+    };
+    for w in listed {
+        let name = w
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let Some((_, n)) = name.rsplit_once(".attempt-") else {
+            continue;
+        };
+        if n.parse::<u32>().is_err() {
+            continue;
+        }
+        let path = w.path.display().to_string();
+        if open
+            .iter()
+            .any(|a| a.workdir.as_deref() == Some(path.as_str()))
+        {
+            continue;
+        }
+        let dirty = w.dirty == Some(true);
+        out.push(
+            Finding::warning(
+                "worktree.attempt_leftover",
+                format!(
+                    "attempt worktree {path} belongs to no live attempt{}",
+                    if dirty {
+                        " and has uncommitted changes"
+                    } else {
+                        ""
+                    }
+                ),
+                "attempt worktrees only while their attempt runs",
+            )
+            .with_fix(if dirty {
+                format!("look at it, then `yoi worktree remove --force {path}`")
+            } else {
+                format!("yoi worktree remove {path}")
+            }),
         );
     }
 }

@@ -1,0 +1,168 @@
+//! The engine's assignment rules on a real repository and database, with a fake clock: a claim
+//! hands out the ticket worktree, the lease sweep expires a silent claim and hands the step out
+//! again in a fresh worktree, three silent attempts open the circuit, a person's retry resumes
+//! the step, and doctor names leases past due, silent pods and attempt worktrees left behind.
+
+mod common;
+
+use common::{now, Fixture, BRIEF};
+use yoi_core::thread::EventKind;
+use yoi_core::{Principal, Timestamp};
+use yoi_engine::assignments::{self as asg, LeaseConfig, PodCaller};
+use yoi_store::db::AssignmentStatus;
+use yoi_store::Ctx;
+use yoi_testkit::git;
+
+const LEASE: LeaseConfig = LeaseConfig {
+    lease_ms: 10_000,
+    heartbeat_ms: 3_000,
+};
+
+fn at(ms: i64) -> Timestamp {
+    Timestamp::from_unix_millis(now().unix_millis() + ms)
+}
+
+fn coder() -> PodCaller {
+    PodCaller {
+        token_id: "tok-coder".into(),
+        role: "coder".into(),
+    }
+}
+
+#[test]
+fn silent_claims_expire_into_fresh_worktrees_and_three_open_the_circuit_until_a_retry() {
+    let f = Fixture::new();
+    let id = f.queued("Lease me", BRIEF, &[]);
+    f.accept(&id);
+    let pod = asg::register_pod(&f.db, &coder(), "p", "host", None, Some("script"), at(0)).unwrap();
+
+    // Attempt 1 works in the ticket worktree, detached at the branch head.
+    let work = asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(0))
+        .unwrap()
+        .unwrap();
+    let ticket_wt = f.worktree_root().join(format!("{id}-lease-me"));
+    assert_eq!(work.workdir, ticket_wt);
+    assert_eq!(work.assignment.attempt, 1);
+    assert_eq!(git(&ticket_wt, &["rev-parse", "HEAD"]).trim(), f.base);
+    // Nothing more to claim while it runs.
+    assert!(asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(1))
+        .unwrap()
+        .is_none());
+
+    // Not yet due: nothing expires. Past the lease: attempt 2, fence 2.
+    assert!(asg::expire_due(&f.ws, &f.db, at(9_999))
+        .unwrap()
+        .expired
+        .is_empty());
+    let out = asg::expire_due(&f.ws, &f.db, at(10_001)).unwrap();
+    assert_eq!(out.expired.len(), 1);
+    let w2 = asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(10_002))
+        .unwrap()
+        .unwrap();
+    assert_eq!((w2.assignment.attempt, w2.assignment.fence), (2, 2));
+    assert_eq!(w2.workdir, asg::attempt_dir(&ticket_wt, 2));
+    assert_ne!(
+        w2.workdir, work.workdir,
+        "a re-attempt never shares the earlier attempt's folder"
+    );
+
+    // The late heartbeat of attempt 1 is refused.
+    let err = asg::heartbeat(
+        &f.db,
+        &coder(),
+        &pod.id,
+        &work.assignment.id,
+        1,
+        LEASE,
+        at(10_003),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, asg::AssignmentError::StaleFence { .. }),
+        "{err}"
+    );
+
+    // Attempts 2 and 3 go silent too: the third opens the circuit and nothing is handed out.
+    asg::expire_due(&f.ws, &f.db, at(20_003)).unwrap();
+    asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(20_004))
+        .unwrap()
+        .unwrap();
+    let out = asg::expire_due(&f.ws, &f.db, at(30_005)).unwrap();
+    assert_eq!(out.circuits_opened, [id.to_string()]);
+    assert!(
+        asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(30_006))
+            .unwrap()
+            .is_none()
+    );
+    let thread = f.ws.read_thread(&id).unwrap();
+    let attempts = thread
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Assignment)
+        .count();
+    let attention = thread
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Attention)
+        .count();
+    assert_eq!((attempts, attention), (3, 1));
+
+    // Doctor (no server sweeping, pod silent): the leftover attempt worktrees are named.
+    let findings =
+        f.db.block_on(yoi_store::doctor::index_findings(
+            &f.db.db,
+            &f.ws,
+            at(40_000).unix_millis(),
+        ))
+        .unwrap();
+    let checks: Vec<&str> = findings.iter().map(|x| x.check).collect();
+    assert_eq!(
+        checks
+            .iter()
+            .filter(|c| **c == "worktree.attempt_leftover")
+            .count(),
+        2,
+        "{checks:?}"
+    );
+
+    // A person retries: the step is handed out again.
+    let ctx = Ctx::new(Principal::human("alice"), at(40_001));
+    yoi_store::ops::retry(&f.ws, &ctx, id.as_str(), Some("fixed the agent")).unwrap();
+    let made = asg::resume_after_retry(&f.db, &id, at(40_002)).unwrap();
+    assert_eq!(made.len(), 1);
+    assert_eq!(
+        (made[0].attempt, made[0].fence, made[0].status),
+        (4, 4, AssignmentStatus::Pending)
+    );
+}
+
+#[test]
+fn doctor_names_a_lease_past_due_and_a_silent_pod() {
+    let f = Fixture::new();
+    let id = f.queued("Doctor me", BRIEF, &[]);
+    f.accept(&id);
+    let pod = asg::register_pod(&f.db, &coder(), "p", "host", None, None, at(0)).unwrap();
+    asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(0))
+        .unwrap()
+        .unwrap();
+    let findings = |ms: i64| -> Vec<&'static str> {
+        f.db.block_on(yoi_store::doctor::index_findings(
+            &f.db.db,
+            &f.ws,
+            at(ms).unix_millis(),
+        ))
+        .unwrap()
+        .into_iter()
+        .map(|x| x.check)
+        .filter(|c| c.starts_with("assignment.lease") || c.starts_with("pod."))
+        .collect()
+    };
+    assert!(
+        findings(5_000).is_empty(),
+        "within its lease nothing is wrong"
+    );
+    assert_eq!(
+        findings(16_000),
+        ["assignment.lease_past_due", "pod.silent"]
+    );
+}

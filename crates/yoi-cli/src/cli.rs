@@ -289,8 +289,11 @@ pub enum TicketCommand {
     Doctor(DoctorArgs),
     /// What the router would decide for a ticket now, and why (writes nothing).
     Route(RouteArgs),
-    /// Close a queued ticket's open circuit so routing tries it again (humans only).
+    /// Close a ticket's open circuit so it is tried again: routing for a queued ticket, its
+    /// stalled step for one in progress (humans only).
     Retry(RetryArgs),
+    /// What a ticket's attempts cost: wall time, tokens and money, per attempt and in total.
+    Cost(IdArgs),
 }
 
 #[derive(Debug, Args)]

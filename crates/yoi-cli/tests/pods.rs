@@ -125,7 +125,7 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
 #[test]
 fn a_queued_ticket_is_implemented_by_a_supervised_coder_pod_and_its_branch_moves() {
     let (repo, _) = workspace(
-        "write hello.txt hello\\n\nsay I wrote hello.txt.\ndone added hello.txt\n",
+        "write hello.txt hello\\n\nsay I wrote hello.txt.\nsay Tokens: 1.2k sent, 345 received. Cost: $0.01 message, $0.02 session.\ndone added hello.txt\n",
         30,
     );
     let id = queued_ticket(&repo);
@@ -201,6 +201,23 @@ fn a_queued_ticket_is_implemented_by_a_supervised_coder_pod_and_its_branch_moves
         seen.contains("hello.txt says hello") && seen.contains("YOI-RESULT"),
         "{seen}"
     );
+
+    // The cost ledger has the attempt, with the cost the agent reported.
+    let cost = repo.yoi(&["ticket", "cost", &id, "--json"]).ok();
+    let cost: serde_json::Value = serde_json::from_str(&cost.stdout).unwrap();
+    assert_eq!(cost["attempts"].as_array().unwrap().len(), 1, "{cost}");
+    assert_eq!(
+        (cost["tokens_in"].as_u64(), cost["tokens_out"].as_u64()),
+        (Some(1200), Some(345)),
+        "{cost}"
+    );
+    assert_eq!(cost["reported_usd"].as_f64(), Some(0.01), "{cost}");
+    assert!(cost["wall_ms"].as_u64().unwrap() > 0);
+    let (status, api_cost) = server.get(&repo, &format!("/tickets/{id}/cost"));
+    assert_eq!(status, 200);
+    assert_eq!(api_cost["attempts"], cost["attempts"]);
+    // `show` lists the attempt.
+    assert_eq!(show["attempts"][0]["status"], "completed", "{show}");
 
     // Stopping the server stops its pods: nothing it started is left.
     server.terminate();

@@ -39,3 +39,15 @@ pub struct AgentProfile {
     /// How to print the agent's version (`yoi agent check`).
     pub version_argv: Vec<String>,
 }
+
+/// The price of a model in USD per million tokens (`[prices."MODEL"]`), to estimate the cost of
+/// attempts whose agent reported tokens but no cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    pub cached: f64,
+}
+
+impl Eq for Price {}

@@ -15,6 +15,7 @@
 //! task in `yoi serve` only sleeps and calls them (docs/engine.md).
 
 pub mod assignments;
+pub mod cost;
 pub mod doctor;
 pub mod edge;
 pub mod routing;

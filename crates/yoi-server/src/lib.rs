@@ -79,6 +79,7 @@ pub fn router(state: AppState) -> Router {
             get(routes::routing::ticket_routing),
         )
         .route("/tickets/{id}/retry", post(routes::routing::retry))
+        .route("/tickets/{id}/cost", get(routes::pods::ticket_cost))
         .route(
             "/tickets/{id}/packet",
             get(routes::packet::show_packet).put(routes::packet::submit_packet),

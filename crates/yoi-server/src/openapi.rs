@@ -24,7 +24,7 @@ use crate::routes::tickets as t;
         crate::routes::skills::approve, crate::routes::skills::reject,
         crate::routes::pods::register, crate::routes::pods::list, crate::routes::pods::claim,
         crate::routes::pods::heartbeat, crate::routes::pods::complete, crate::routes::pods::fail,
-        crate::routes::pods::log, crate::routes::pods::list_assignments,
+        crate::routes::pods::log, crate::routes::pods::list_assignments, crate::routes::pods::ticket_cost,
         crate::routes::health::healthz, crate::routes::health::readyz, serve
     ),
     components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody, crate::routes::routing::RetryBody, crate::routes::pods::RegisterBody, crate::routes::pods::ClaimBody, crate::routes::pods::FencedBody, crate::routes::pods::CompleteBody, crate::routes::pods::FailBody, crate::routes::pods::LogBody)),

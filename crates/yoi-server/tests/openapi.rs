@@ -34,6 +34,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/tickets/{id}/routing"),
     ("post", "/api/v1/tickets/{id}/retry"),
     ("get", "/api/v1/router"),
+    ("get", "/api/v1/tickets/{id}/cost"),
     ("get", "/api/v1/pods"),
     ("post", "/api/v1/pods"),
     ("get", "/api/v1/assignments"),

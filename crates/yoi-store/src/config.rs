@@ -24,6 +24,8 @@ pub struct Config {
     /// Agent profiles by name (`[agents.NAME]`); they replace the built-in profile of the same
     /// name (docs/pods.md).
     pub agents: std::collections::BTreeMap<String, yoi_core::agent::AgentProfile>,
+    /// Model prices for cost estimates (`[prices."gpt-4o"] input = 2.5, output = 10.0`).
+    pub prices: std::collections::BTreeMap<String, yoi_core::agent::Price>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

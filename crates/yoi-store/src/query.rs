@@ -257,6 +257,73 @@ pub struct TicketDetail {
     pub resolution: Option<String>,
     pub events: Vec<EventDetail>,
     pub thread_issues: Vec<yoi_core::thread::ThreadIssue>,
+    /// Every attempt of every step pods were given, oldest first, with the skills activated for
+    /// it (from the database; absent without one, or when there were none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AttemptDetail>,
+}
+
+/// One attempt of a step, as `show` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptDetail {
+    pub assignment: String,
+    pub step: String,
+    pub role: String,
+    pub attempt: i64,
+    pub fence: i64,
+    pub status: crate::db::AssignmentStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The attempt's usage as the pod reported it (JSON), if it ended with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    pub activations: Vec<ActivationDetail>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ActivationDetail {
+    pub skill: String,
+    pub digest: String,
+    pub who: String,
+    pub at_ms: i64,
+}
+
+/// A ticket's attempts with their activations (empty without a database).
+pub fn attempts_of(ws: &Workspace, id: &TicketId) -> Result<Vec<AttemptDetail>, StoreError> {
+    let Some(index) = ws.index.as_ref().and_then(|i| i.0.db_index()) else {
+        return Ok(Vec::new());
+    };
+    let rows = index.block_on(index.db.assignments_of(id.as_str()))?;
+    let acts = index.block_on(index.db.activations_of_ticket(id.as_str()))?;
+    Ok(rows
+        .into_iter()
+        .map(|a| AttemptDetail {
+            activations: acts
+                .iter()
+                .filter(|x| x.assignment.as_deref() == Some(a.id.as_str()))
+                .map(|x| ActivationDetail {
+                    skill: x.skill.clone(),
+                    digest: x.digest.clone(),
+                    who: x.who.clone(),
+                    at_ms: x.at_ms,
+                })
+                .collect(),
+            assignment: a.id,
+            step: a.step,
+            role: a.role,
+            attempt: a.attempt,
+            fence: a.fence,
+            status: a.status,
+            pod: a.claimed_by,
+            error: a.error,
+            usage: a.usage.and_then(|u| serde_json::from_str(&u).ok()),
+            log: a.log_path,
+        })
+        .collect())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -291,6 +358,7 @@ pub fn ticket_detail(ws: &Workspace, query: &str) -> Result<TicketDetail, StoreE
     let id = ws.resolve(query)?;
     let t = ws.read_ticket(&id)?;
     let relations = relation_view_indexed(ws, &id)?;
+    let attempts = attempts_of(ws, &id)?;
     let item = t.item;
     let events = t
         .thread
@@ -335,5 +403,6 @@ pub fn ticket_detail(ws: &Workspace, query: &str) -> Result<TicketDetail, StoreE
         resolution: t.resolution,
         events,
         thread_issues: t.thread.issues,
+        attempts,
     })
 }

@@ -335,3 +335,15 @@ pub async fn list_assignments(
         serde_json::json!({ "count": rows.len(), "assignments": rows }),
     ))
 }
+
+#[utoipa::path(operation_id = "ticket_cost", get, tag = "tickets", path = "/api/v1/tickets/{id}/cost", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+/// What a ticket's attempts cost, per attempt and in total (reported, estimated, unpriced).
+pub async fn ticket_cost(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Path(id): Path<String>,
+) -> ApiResult<yoi_engine::cost::CostReport> {
+    s.read(move |ws| yoi_engine::cost::ticket_cost(ws, &id))
+        .await
+        .map(Json)
+}

@@ -36,6 +36,19 @@ impl Db {
         Ok(())
     }
 
+    /// The activations recorded for a ticket's assignments or the ticket, oldest first.
+    pub async fn activations_of_ticket(
+        &self,
+        ticket: &str,
+    ) -> Result<Vec<ActivationRow>, StoreError> {
+        let rows = sqlx::query("SELECT id, skill, digest, source, who, ticket_id, assignment_id, at_ms FROM skill_activations WHERE ticket_id = $1 OR assignment_id IN (SELECT id FROM assignments WHERE ticket_id = $1) ORDER BY at_ms, id")
+            .bind(ticket)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(activation).collect()
+    }
+
     /// Activations, newest first, optionally of one skill.
     pub async fn activations(
         &self,
@@ -48,19 +61,19 @@ impl Db {
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(ActivationRow {
-                    id: r.try_get(0).map_err(db_err)?,
-                    skill: r.try_get(1).map_err(db_err)?,
-                    digest: r.try_get(2).map_err(db_err)?,
-                    source: r.try_get(3).map_err(db_err)?,
-                    who: r.try_get(4).map_err(db_err)?,
-                    ticket: r.try_get(5).map_err(db_err)?,
-                    assignment: r.try_get(6).map_err(db_err)?,
-                    at_ms: r.try_get(7).map_err(db_err)?,
-                })
-            })
-            .collect()
+        rows.iter().map(activation).collect()
     }
+}
+
+fn activation(r: &sqlx::any::AnyRow) -> Result<ActivationRow, StoreError> {
+    Ok(ActivationRow {
+        id: r.try_get(0).map_err(db_err)?,
+        skill: r.try_get(1).map_err(db_err)?,
+        digest: r.try_get(2).map_err(db_err)?,
+        source: r.try_get(3).map_err(db_err)?,
+        who: r.try_get(4).map_err(db_err)?,
+        ticket: r.try_get(5).map_err(db_err)?,
+        assignment: r.try_get(6).map_err(db_err)?,
+        at_ms: r.try_get(7).map_err(db_err)?,
+    })
 }

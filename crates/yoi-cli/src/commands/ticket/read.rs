@@ -123,6 +123,31 @@ pub fn show(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
     if let Some(r) = &t.resolution {
         println!("\nresolution:\n{r}");
     }
+    if !t.attempts.is_empty() {
+        println!("\nattempts:");
+        for a in &t.attempts {
+            println!(
+                "  {} {} #{} ({}, fence {}): {}{}",
+                a.assignment,
+                a.step,
+                a.attempt,
+                a.role,
+                a.fence,
+                a.status.as_str(),
+                a.pod
+                    .as_deref()
+                    .map(|p| format!(" by {p}"))
+                    .unwrap_or_default()
+            );
+            for x in &a.activations {
+                println!(
+                    "    skill {} ({})",
+                    x.skill,
+                    &x.digest[..x.digest.len().min(12)]
+                );
+            }
+        }
+    }
     let n = t.events.len();
     println!("\nthread ({n} event{}):", if n == 1 { "" } else { "s" });
     for e in &t.events {
@@ -208,5 +233,72 @@ pub fn blockers(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
     for n in &view.notices {
         println!("notice: {n}");
     }
+    Ok(())
+}
+
+/// `yoi ticket cost ID`: the ledger from the database (reported costs, estimates from
+/// `[prices]`, and attempts that could be priced by neither).
+pub fn cost(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
+    let ws = env.workspace("yoi ticket cost")?;
+    let r = yoi_engine::cost::ticket_cost(&ws, id)?;
+    if as_json {
+        output::json(&r);
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = r
+        .attempts
+        .iter()
+        .map(|a| {
+            vec![
+                format!("{} #{}", a.step, a.attempt),
+                a.role.clone(),
+                a.status.clone(),
+                a.agent.clone().unwrap_or_else(|| "-".into()),
+                format!("{:.1}s", a.wall_ms as f64 / 1000.0),
+                format!("{}/{}/{}", a.tokens_in, a.tokens_out, a.tokens_cached),
+                match a.cost_usd {
+                    Some(c) => format!(
+                        "${c:.4} ({})",
+                        serde_json::to_value(a.cost_source)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default()
+                    ),
+                    None => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        println!("{}: no attempts with usage yet", r.ticket);
+        return Ok(());
+    }
+    output::table(
+        &[
+            "ATTEMPT",
+            "ROLE",
+            "STATUS",
+            "AGENT",
+            "WALL",
+            "TOKENS IN/OUT/CACHED",
+            "COST",
+        ],
+        &rows,
+    );
+    println!(
+        "total: {:.1}s, {} tokens in, {} out, {} cached, ${:.4} (${:.4} reported, ${:.4} estimated{})",
+        r.wall_ms as f64 / 1000.0,
+        r.tokens_in,
+        r.tokens_out,
+        r.tokens_cached,
+        r.cost_usd,
+        r.reported_usd,
+        r.estimated_usd,
+        if r.unpriced_attempts > 0 {
+            format!("; {} attempt(s) unpriced: add [prices.\"MODEL\"] to .yoi/workspace.toml", r.unpriced_attempts)
+        } else {
+            String::new()
+        }
+    );
     Ok(())
 }

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// How to run one command-line agent (docs/pods.md). Every field has a default so a profile
-/// may override only what it changes.
+/// How to run one command-line agent (docs/pods.md). Every field has a default, so a
+/// workspace profile may set only what it changes: [`AgentProfile::over`] lays it over the
+/// built-in of the same name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentProfile {
@@ -36,8 +37,67 @@ pub struct AgentProfile {
     pub result_file: Option<String>,
     /// The model, for `{model}`.
     pub model: Option<String>,
+    /// Arguments appended when a model is set (`["--model", "{model}"]`).
+    pub model_argv: Vec<String>,
+    /// Arguments appended to every run (after the argv and the model arguments).
+    pub extra_args: Vec<String>,
     /// How to print the agent's version (`yoi agent check`).
     pub version_argv: Vec<String>,
+}
+
+impl AgentProfile {
+    /// `self` with every field `top` sets (a non-empty string or list, `Some`, a non-zero
+    /// timeout) taken from `top`; maps are merged, `top` winning.
+    pub fn over(mut self, top: &AgentProfile) -> AgentProfile {
+        fn pick<T: Clone>(base: &mut T, top: &T, set: bool) {
+            if set {
+                *base = top.clone();
+            }
+        }
+        pick(&mut self.program, &top.program, !top.program.is_empty());
+        pick(&mut self.argv, &top.argv, !top.argv.is_empty());
+        pick(
+            &mut self.reviewer_argv,
+            &top.reviewer_argv,
+            !top.reviewer_argv.is_empty(),
+        );
+        pick(&mut self.stdin, &top.stdin, !top.stdin.is_empty());
+        pick(
+            &mut self.env_passthrough,
+            &top.env_passthrough,
+            !top.env_passthrough.is_empty(),
+        );
+        self.env
+            .extend(top.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        pick(
+            &mut self.timeout_secs,
+            &top.timeout_secs,
+            top.timeout_secs != 0,
+        );
+        pick(&mut self.output, &top.output, !top.output.is_empty());
+        pick(
+            &mut self.result_file,
+            &top.result_file,
+            top.result_file.is_some(),
+        );
+        pick(&mut self.model, &top.model, top.model.is_some());
+        pick(
+            &mut self.model_argv,
+            &top.model_argv,
+            !top.model_argv.is_empty(),
+        );
+        pick(
+            &mut self.extra_args,
+            &top.extra_args,
+            !top.extra_args.is_empty(),
+        );
+        pick(
+            &mut self.version_argv,
+            &top.version_argv,
+            !top.version_argv.is_empty(),
+        );
+        self
+    }
 }
 
 /// The price of a model in USD per million tokens (`[prices."MODEL"]`), to estimate the cost of

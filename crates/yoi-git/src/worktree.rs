@@ -135,6 +135,23 @@ pub fn list_worktrees(repo_root: &Path) -> Result<Vec<WorktreeInfo>, GitError> {
     Ok(out)
 }
 
+/// The worktree at `path` alone (its branch, head and dirtiness), without listing the others;
+/// `GitError::NotAWorktree` when `path` is not a linked worktree of the repository at
+/// `repo_root`.
+pub fn worktree_info(repo_root: &Path, path: &Path) -> Result<WorktreeInfo, GitError> {
+    let main = repo::open(repo_root)?;
+    let not = || GitError::NotAWorktree {
+        repo: repo_root.to_path_buf(),
+        path: path.to_path_buf(),
+    };
+    let wt = gix::open(path).map_err(|_| not())?;
+    let same_repo = wt.common_dir().canonicalize().ok() == main.common_dir().canonicalize().ok();
+    if !same_repo || wt.workdir().is_none() || wt.git_dir() == main.git_dir() {
+        return Err(not());
+    }
+    Ok(info(path.to_path_buf(), Some(&wt), false))
+}
+
 fn info(path: PathBuf, repo: Option<&gix::Repository>, prunable: bool) -> WorktreeInfo {
     let branch = repo
         .and_then(|r| r.head_name().ok().flatten())

@@ -204,8 +204,15 @@ fn run_one(
     } else {
         &p.argv
     };
+    let model_args: &[String] = if p.model.is_some() {
+        &p.model_argv
+    } else {
+        &[]
+    };
     let argv = template
         .iter()
+        .chain(model_args)
+        .chain(&p.extra_args)
         .map(|e| profiles::fill(e, &vars))
         .collect::<Result<Vec<_>, _>>()?;
     let env = agent_env(settings, work, &run_dir, &prompt_file);

@@ -54,6 +54,8 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             output: "claude_json".into(),
             result_file: None,
             model: None,
+            model_argv: s(&["--model={model}"]),
+            extra_args: Vec::new(),
             version_argv: s(&["claude", "--version"]),
         },
     );
@@ -99,6 +101,8 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             output: "codex_jsonl".into(),
             result_file: Some("{run_dir}/last-message.txt".into()),
             model: None,
+            model_argv: s(&["-m", "{model}"]),
+            extra_args: Vec::new(),
             version_argv: s(&["codex", "--version"]),
         },
     );
@@ -124,6 +128,8 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             output: "gemini_json".into(),
             result_file: None,
             model: None,
+            model_argv: s(&["-m", "{model}"]),
+            extra_args: Vec::new(),
             version_argv: s(&["gemini", "--version"]),
         },
     );
@@ -189,6 +195,8 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             output: "text".into(),
             result_file: None,
             model: None,
+            model_argv: s(&["--model", "{model}"]),
+            extra_args: Vec::new(),
             version_argv: s(&["aider", "--version"]),
         },
     );
@@ -238,6 +246,8 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             output: "opencode_jsonl".into(),
             result_file: None,
             model: None,
+            model_argv: s(&["--model", "{model}"]),
+            extra_args: Vec::new(),
             version_argv: s(&["opencode", "--version"]),
         },
     );
@@ -287,6 +297,8 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             output: "goose_json".into(),
             result_file: None,
             model: None,
+            model_argv: s(&["--model", "{model}"]),
+            extra_args: Vec::new(),
             version_argv: s(&["goose", "--version"]),
         },
     );
@@ -304,28 +316,33 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             output: "text".into(),
             result_file: None,
             model: None,
+            model_argv: Vec::new(),
+            extra_args: Vec::new(),
             version_argv: Vec::new(),
         },
     );
     m
 }
 
-/// The profile named `name`: the workspace's `[agents.NAME]` if any, else the built-in.
+/// The profile named `name`: the workspace's `[agents.NAME]` laid over the built-in of that
+/// name ([`AgentProfile::over`]), or either alone.
 pub fn resolve(
     name: &str,
     workspace: &BTreeMap<String, AgentProfile>,
 ) -> Result<AgentProfile, String> {
-    let profile = workspace
-        .get(name)
-        .cloned()
-        .or_else(|| builtins().remove(name))
-        .ok_or_else(|| {
-            let mut known: Vec<String> = builtins().into_keys().collect();
-            known.extend(workspace.keys().cloned());
-            known.sort();
-            known.dedup();
-            format!("no agent profile `{name}`; known: {}", known.join(", "))
-        })?;
+    let profile = match (builtins().remove(name), workspace.get(name)) {
+        (Some(b), Some(w)) => Some(b.over(w)),
+        (Some(b), None) => Some(b),
+        (None, Some(w)) => Some(w.clone()),
+        (None, None) => None,
+    }
+    .ok_or_else(|| {
+        let mut known: Vec<String> = builtins().into_keys().collect();
+        known.extend(workspace.keys().cloned());
+        known.sort();
+        known.dedup();
+        format!("no agent profile `{name}`; known: {}", known.join(", "))
+    })?;
     check(name, &profile)?;
     Ok(profile)
 }
@@ -363,7 +380,13 @@ pub fn check(name: &str, p: &AgentProfile) -> Result<(), String> {
             OUTPUTS.join(", ")
         ));
     }
-    for a in p.argv.iter().chain(&p.reviewer_argv) {
+    for a in p
+        .argv
+        .iter()
+        .chain(&p.reviewer_argv)
+        .chain(&p.model_argv)
+        .chain(&p.extra_args)
+    {
         fill(a, &Vars::default()).map(|_| ()).or_else(|e| {
             if e.starts_with("unknown") {
                 Err(format!("agent profile `{name}`: {e}"))
@@ -505,6 +528,22 @@ mod tests {
             },
         );
         assert_eq!(resolve("script", &ws).unwrap().program, "/usr/bin/true");
+        // Only what a workspace profile sets replaces the built-in's fields.
+        ws.insert(
+            "aider".to_string(),
+            AgentProfile {
+                program: "/opt/aider".into(),
+                model: Some("m".into()),
+                ..AgentProfile::default()
+            },
+        );
+        let aider = resolve("aider", &ws).unwrap();
+        assert_eq!(
+            (aider.program.as_str(), aider.model.as_deref()),
+            ("/opt/aider", Some("m"))
+        );
+        assert!(aider.argv.contains(&"--no-auto-commits".to_string()));
+        ws.remove("aider");
         assert_eq!(resolve("aider", &ws).unwrap().program, "aider");
         assert!(resolve("nobody", &ws)
             .unwrap_err()

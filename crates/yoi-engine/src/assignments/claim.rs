@@ -242,9 +242,8 @@ fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, Stri
 
 /// The ticket worktree must exist, be clean and be detached at the branch head.
 fn ready_ticket_worktree(repo: &Path, worktree: &Path, head: &str) -> Result<(), String> {
-    let listed = yoi_git::list_worktrees(repo).map_err(|e| e.to_string())?;
-    let same = |p: &Path| p == worktree || p.canonicalize().ok() == worktree.canonicalize().ok();
-    let Some(found) = listed.iter().find(|w| same(&w.path)) else {
+    // This worktree alone: listing every worktree would cost a status of each per claim.
+    let Ok(found) = yoi_git::worktree_info(repo, worktree) else {
         return Err(format!(
             "the ticket worktree {} is missing (`yoi ticket doctor` says how to restore it)",
             worktree.display()

@@ -1,0 +1,299 @@
+//! `yoi-bench-pods YOI_BINARY [TICKETS] [PODS] [DATABASE_URL]`: the pod protocol under load,
+//! against a real `yoi serve` (release build recommended).
+//!
+//! 1. **Claims.** TICKETS (default 1,000) tickets are accepted in this process with the real
+//!    engine (branch, detached worktree, frozen packet, first assignment) on a one-file
+//!    repository; then PODS (default 200) simulated pods — threads with their own HTTP client,
+//!    registered with a coder token — claim back to back until the queue is empty (a no-op
+//!    agent reports nothing). Prints claims per second and claim latency p50/p95/p99.
+//! 2. **Cycle.** The same pods then complete each claim (no commit) before the next, on a fresh
+//!    batch: claim→complete cycles per second.
+//! 3. **Wake-up.** One pod long-polls on an empty queue; a ticket is queued through the API and
+//!    the orchestrator accepts it; the time from the assignment's creation (its `created_ms`) to
+//!    the pod holding it, over 20 tickets: p50/p95.
+//!
+//! DATABASE_URL (`postgres://…`) runs it on PostgreSQL; default the embedded SQLite.
+
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use yoi_store::db::{DbIndex, Scope};
+use yoi_store::ops::{self, CreateRequest, TransitionRequest};
+use yoi_store::Workspace;
+use yoi_testkit::git;
+use yoi_tests::{ctx, yoi_init};
+
+const BRIEF: &str =
+    "## Intent\nBench.\n\n## Acceptance criteria\n- fast\n\n## Validation\n`true`\n";
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+fn post(agent: &ureq::Agent, addr: &str, token: &str, path: &str, body: Value) -> (u16, Value) {
+    let mut resp = agent
+        .post(&format!("http://{addr}/api/v1{path}"))
+        .header("Authorization", &format!("Bearer {token}"))
+        .send_json(body)
+        .unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Accept `n` new tickets in this process with the real engine.
+fn accept(ws: &Workspace, db: &DbIndex, n: usize, tag: &str) {
+    let c = ctx("bench");
+    let root = ws.config.worktree_dir(ws.root());
+    for i in 0..n {
+        let id = ops::create(
+            ws,
+            &c,
+            &CreateRequest {
+                title: format!("{tag} {i}"),
+                body: BRIEF.into(),
+                depends_on: vec![],
+            },
+        )
+        .unwrap()
+        .ticket;
+        let req = TransitionRequest::default();
+        ops::mark_ready(ws, &c, id.as_str(), &req).unwrap();
+        ops::queue(ws, &c, id.as_str(), &req).unwrap();
+        let d = yoi_engine::routing::decide(ws, &id, usize::MAX)
+            .unwrap()
+            .unwrap();
+        yoi_engine::routing::accept_ticket(ws, db, &id, &d, &root, c.now).unwrap();
+    }
+}
+
+/// PODS threads claim until the queue is empty; with `complete`, each claim is completed first.
+fn storm(addr: &str, token: &str, pods: usize, complete: bool) -> (usize, f64, Vec<f64>) {
+    let lat = Arc::new(Mutex::new(Vec::new()));
+    let start = Arc::new(Barrier::new(pods + 1));
+    let threads: Vec<_> = (0..pods)
+        .map(|i| {
+            let (addr, token, lat, start) = (addr.to_string(), token.to_string(), lat.clone(), start.clone());
+            std::thread::spawn(move || {
+                let agent = client();
+                let (s, reg) = post(&agent, &addr, &token, "/pods", json!({ "name": format!("bench-{i}") }));
+                assert_eq!(s, 201, "{reg}");
+                let pod = reg["pod"]["id"].as_str().unwrap().to_string();
+                start.wait();
+                let mut mine = Vec::new();
+                loop {
+                    let t = Instant::now();
+                    let (s, work) = post(&agent, &addr, &token, "/assignments/claim", json!({ "pod": pod, "wait_ms": 0 }));
+                    let ms = t.elapsed().as_secs_f64() * 1000.0;
+                    if s == 204 {
+                        break;
+                    }
+                    assert_eq!(s, 200, "{work}");
+                    mine.push(ms);
+                    if complete {
+                        let a = work["assignment"]["id"].as_str().unwrap();
+                        let (s, body) = post(
+                            &agent,
+                            &addr,
+                            &token,
+                            &format!("/assignments/{a}/complete"),
+                            json!({ "pod": pod, "fence": work["assignment"]["fence"], "report": { "outcome": "done" } }),
+                        );
+                        assert_eq!(s, 200, "{body}");
+                    }
+                }
+                lat.lock().unwrap().extend(mine);
+            })
+        })
+        .collect();
+    start.wait();
+    let t = Instant::now();
+    for th in threads {
+        th.join().unwrap();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let mut v = lat.lock().unwrap().clone();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (v.len(), secs, v)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: yoi-bench-pods YOI_BINARY [TICKETS] [PODS] [DATABASE_URL]";
+    let yoi = std::fs::canonicalize(args.get(1).expect(usage)).expect("YOI_BINARY exists");
+    let tickets: usize = args.get(2).map(|s| s.parse().expect(usage)).unwrap_or(1000);
+    let pods: usize = args.get(3).map(|s| s.parse().expect(usage)).unwrap_or(200);
+    let url = args.get(4).cloned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README.md"), "bench\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(
+        root,
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "base",
+        ],
+    );
+    yoi_init(&yoi, root);
+    let config = root.join(".yoi/workspace.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    if let Some(u) = &url {
+        text = text.replace(
+            "# url = \"postgres://user:password@127.0.0.1:5432/yoi\"",
+            &format!("url = \"{u}\""),
+        );
+    }
+    // Claims are held for the whole run (the no-op agent reports nothing in the claim phase).
+    let text = text.replace("lease_secs = 60", "lease_secs = 3600");
+    std::fs::write(
+        &config,
+        text.replace("\nenabled = true\n", "\nenabled = false\n"),
+    )
+    .unwrap();
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut ws = Workspace::open(root).unwrap();
+    let (db, _) = DbIndex::attach(&mut ws, rt.handle().clone()).unwrap();
+    let t = Instant::now();
+    accept(&ws, &db, tickets, "claim");
+    println!(
+        "database {}; {tickets} tickets accepted in {:.1} s",
+        if url.is_some() { "postgres" } else { "sqlite" },
+        t.elapsed().as_secs_f64()
+    );
+    let (_, token) = db
+        .block_on(
+            db.db
+                .create_token("bench", &Scope::Pod("coder".into()), "bench", 0),
+        )
+        .unwrap();
+    let (mut server, addr) = yoi_tests::yoi_serve(&yoi, root);
+
+    let (n, secs, lat) = storm(&addr, &token, pods, false);
+    println!(
+        "claims: {n} by {pods} pods in {secs:.2} s = {:.0} claims/s; latency p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms",
+        n as f64 / secs,
+        pct(&lat, 0.5),
+        pct(&lat, 0.95),
+        pct(&lat, 0.99)
+    );
+    assert_eq!(n, tickets, "every assignment claimed exactly once");
+
+    accept(&ws, &db, tickets, "cycle");
+    let (n, secs, lat) = storm(&addr, &token, pods, true);
+    println!(
+        "claim→complete cycles: {n} in {secs:.2} s = {:.0}/s; claim p50 {:.1} ms, p99 {:.1} ms",
+        n as f64 / secs,
+        pct(&lat, 0.5),
+        pct(&lat, 0.99)
+    );
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    // Wake-up: routing on, one long-polling pod, tickets queued through the API one by one.
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("\nenabled = false\n", "\nenabled = true\n")
+            .replace("max_inprogress = 4", "max_inprogress = 100000"),
+    )
+    .unwrap();
+    let (mut server, addr) = yoi_tests::yoi_serve(&yoi, root);
+    let admin = std::fs::read_to_string(root.join(".yoi/local/admin.token"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let agent = client();
+    let (_, reg) = post(&agent, &addr, &token, "/pods", json!({ "name": "waiter" }));
+    let pod = reg["pod"]["id"].as_str().unwrap().to_string();
+    let mut wake = Vec::new();
+    for i in 0..20 {
+        let (s, made) = post(
+            &agent,
+            &addr,
+            &admin,
+            "/tickets",
+            json!({ "title": format!("wake {i}"), "body": BRIEF }),
+        );
+        assert_eq!(s, 201, "{made}");
+        let id = made["ticket"].as_str().unwrap().to_string();
+        post(
+            &agent,
+            &addr,
+            &admin,
+            &format!("/tickets/{id}/mark-ready"),
+            json!({}),
+        );
+        let (addr2, token2, pod2) = (addr.clone(), token.clone(), pod.clone());
+        let waiter = std::thread::spawn(move || {
+            let agent = client();
+            let (s, work) = post(
+                &agent,
+                &addr2,
+                &token2,
+                "/assignments/claim",
+                json!({ "pod": pod2, "wait_ms": 30000 }),
+            );
+            let got = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64;
+            assert_eq!(s, 200, "{work}");
+            (
+                got - work["assignment"]["created_ms"].as_i64().unwrap(),
+                work,
+            )
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        post(
+            &agent,
+            &addr,
+            &admin,
+            &format!("/tickets/{id}/queue"),
+            json!({}),
+        );
+        let (ms, work) = waiter.join().unwrap();
+        wake.push(ms as f64);
+        let a = work["assignment"]["id"].as_str().unwrap();
+        post(
+            &agent,
+            &addr,
+            &token,
+            &format!("/assignments/{a}/complete"),
+            json!({ "pod": pod, "fence": work["assignment"]["fence"], "report": { "outcome": "done" } }),
+        );
+    }
+    wake.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "wake-up (assignment created → long-polling pod has it), 20 tickets: p50 {:.0} ms, p95 {:.0} ms, max {:.0} ms",
+        pct(&wake, 0.5),
+        pct(&wake, 0.95),
+        wake.last().unwrap()
+    );
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

@@ -10,9 +10,10 @@ ALTER TABLE assignments ADD COLUMN usage TEXT;
 ALTER TABLE assignments ADD COLUMN error TEXT;
 ALTER TABLE assignments ADD COLUMN log_path TEXT;
 ALTER TABLE assignments ADD COLUMN finished_ms BIGINT;
--- At most one live attempt per (ticket, step), whoever races to create one.
+-- At most one live attempt per (ticket, step), whoever races to create one. `held` is an
+-- acceptance's first assignment before the ticket is in progress; pods never claim it.
 CREATE UNIQUE INDEX assignments_live ON assignments (ticket_id, step)
-    WHERE status IN ('pending', 'claimed');
+    WHERE status IN ('held', 'pending', 'claimed');
 CREATE INDEX assignments_claimable ON assignments (role, status, created_ms);
 
 -- A pod incarnation: `id` is its name plus a nonce drawn at each start, so a restarted pod is

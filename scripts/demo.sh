@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Build yoi and walk a throwaway demo workspace: a git repository, `yoi init`, three tickets
 # with a dependency, one queued, one refused, then the list, the blockers and doctor; then
-# `yoi serve` routes the queued tickets (one accepted onto its own worktree, one waiting on it).
+# `yoi serve` routes the queued tickets (one accepted onto its own worktree, one waiting on it)
+# and its supervised coder pod runs a scripted agent (`yoi-fake-agent`, standing in for a real
+# agent CLI) that implements the accepted ticket; the server moves its branch to the pod's commit.
 # Nothing outside a temporary folder is touched; the folder is printed so you can look around.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --quiet -p yoi-cli
+cargo build --quiet -p yoi-cli -p yoi-tests --bin yoi --bin yoi-fake-agent
 YOI="$PWD/target/debug/yoi"
+AGENT="$PWD/target/debug/yoi-fake-agent"
 DEMO="$(mktemp -d -t yoi-demo-XXXXXX)"
 export USER="${USER:-demo}"
 
@@ -49,20 +52,43 @@ run ticket blockers "$CLI"
 run ticket show "$CLI"
 run ticket doctor
 
+echo "# a coder pod runs a scripted agent (any CLI agent fits: \`yoi agent list\`):"
+cat >"$DEMO/.yoi/local/demo-agent.txt" <<'SCRIPT'
+write src/atomic.rs // write to a temp file, fsync, rename\n
+say I added src/atomic.rs.
+say Tokens: 1.2k sent, 310 received. Cost: $0.01 message, $0.01 session.
+done added the atomic write helper
+SCRIPT
+sed -i 's/^\[pods.agent\]$/[pods.agent]\ncoder = "demo"/' "$DEMO/.yoi/workspace.toml"
+cat >>"$DEMO/.yoi/workspace.toml" <<TOML
+
+[agents.demo]
+program = "$AGENT"
+argv = ["{program}", "$DEMO/.yoi/local/demo-agent.txt"]
+output = "text"
+TOML
+run agent check demo
+
 echo "# what routing would do with the queued store ticket (nothing is written):"
 run ticket route "$CORE" --dry-run
 echo "# start the server: its orchestrator routes the queued tickets by itself"
 "$YOI" -C "$DEMO" serve --listen 127.0.0.1:0 >"$DEMO/.yoi/local/demo-serve.out" 2>"$DEMO/.yoi/local/demo-serve.log" &
 SERVE=$!
 trap 'kill -TERM "$SERVE" 2>/dev/null || true' EXIT
-for _ in $(seq 1 200); do
-  if "$YOI" -C "$DEMO" ticket list --state inprogress | grep -q "$CORE"; then break; fi
+for _ in $(seq 1 600); do
+  if "$YOI" -C "$DEMO" assignment list --ticket "$CORE" | grep -q completed; then break; fi
   sleep 0.05
 done
 run ticket show "$CORE"
+run assignment list --ticket "$CORE"
+run ticket cost "$CORE"
+BRANCH=$(git -C "$DEMO" branch --list 'yoi/*' --format '%(refname:short)' | head -1)
+printf '\n$ git log --stat -1 %s\n' "$BRANCH"
+git -C "$DEMO" log --stat -1 "$BRANCH"
 echo "# the CLI ticket now waits on work in progress:"
 run ticket route "$CLI" --dry-run
 run worktree list
+run pod list
 kill -TERM "$SERVE"
 wait "$SERVE" || true
 trap - EXIT

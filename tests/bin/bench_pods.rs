@@ -12,7 +12,14 @@
 //!    the orchestrator accepts it; the time from the assignment's creation (its `created_ms`) to
 //!    the pod holding it, over 20 tickets: p50/p95.
 //!
-//! DATABASE_URL (`postgres://…`) runs it on PostgreSQL; default the embedded SQLite.
+//! 4. **Idle pod memory.** Three real `yoi pod run` processes long-poll an empty queue; their
+//!    resident set size (VmRSS) after two seconds.
+//! 5. **Lease expiry after SIGKILL.** With the default lease (60 s) and heartbeat (20 s), those
+//!    pods claim three tickets and run `yoi-fake-agent` (it sleeps); all three are SIGKILLed and
+//!    the time until each claim is expired and its step handed out again is measured.
+//!
+//! DATABASE_URL (`postgres://…`) runs it on PostgreSQL; default the embedded SQLite. Phases 4
+//! and 5 need `yoi-fake-agent` next to YOI_BINARY (`cargo build --release -p yoi-tests --bins`).
 
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -170,6 +177,8 @@ fn main() {
         text.replace("\nenabled = true\n", "\nenabled = false\n"),
     )
     .unwrap();
+    // The admin token lives in the database: make it again in the one now configured.
+    yoi_init(&yoi, root);
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -293,6 +302,153 @@ fn main() {
         pct(&wake, 0.5),
         pct(&wake, 0.95),
         wake.last().unwrap()
+    );
+    server.kill().unwrap();
+    server.wait().unwrap();
+    lease_phase(&yoi, root, &config, &token, &admin);
+}
+
+/// Phases 4 and 5: idle RSS of real pods, then lease expiry after SIGKILL with the defaults.
+fn lease_phase(
+    yoi: &std::path::Path,
+    root: &std::path::Path,
+    config: &std::path::Path,
+    token: &str,
+    admin: &str,
+) {
+    let agent_bin = yoi.with_file_name("yoi-fake-agent");
+    assert!(agent_bin.is_file(), "{} is missing", agent_bin.display());
+    let script = root.join(".yoi/local/sleep-script.txt");
+    std::fs::write(&script, "sleep 600000\n").unwrap();
+    let text = std::fs::read_to_string(config)
+        .unwrap()
+        .replace("lease_secs = 3600", "lease_secs = 60");
+    let text = format!(
+        "{text}\n[agents.sleeper]\nprogram = \"{}\"\nargv = [\"{{program}}\", \"{}\"]\noutput = \"text\"\n",
+        agent_bin.display(),
+        script.display()
+    );
+    std::fs::write(config, text).unwrap();
+    let (mut server, addr) = yoi_tests::yoi_serve(yoi, root);
+    let mut pods: Vec<std::process::Child> = (0..3)
+        .map(|i| {
+            std::process::Command::new(yoi)
+                .args([
+                    "pod",
+                    "run",
+                    "--role",
+                    "coder",
+                    "--agent",
+                    "sleeper",
+                    "--name",
+                    &format!("rss-{i}"),
+                    "--wait-ms",
+                    "30000",
+                ])
+                .current_dir(root)
+                .env("YOI_TOKEN", token)
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let rss: Vec<u64> = pods
+        .iter()
+        .map(|p| {
+            let status = std::fs::read_to_string(format!("/proc/{}/status", p.id())).unwrap();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap()
+        })
+        .collect();
+    println!(
+        "idle pod RSS: {} KiB (3 pods long-polling)",
+        rss.iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+
+    let agent = client();
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let (_, made) = post(
+            &agent,
+            &addr,
+            admin,
+            "/tickets",
+            json!({ "title": format!("lease {i}"), "body": BRIEF }),
+        );
+        let id = made["ticket"].as_str().unwrap().to_string();
+        post(
+            &agent,
+            &addr,
+            admin,
+            &format!("/tickets/{id}/mark-ready"),
+            json!({}),
+        );
+        post(
+            &agent,
+            &addr,
+            admin,
+            &format!("/tickets/{id}/queue"),
+            json!({}),
+        );
+        ids.push(id);
+    }
+    let get = |path: &str| -> Value {
+        let mut r = agent
+            .get(&format!("http://{addr}/api/v1{path}"))
+            .header("Authorization", &format!("Bearer {admin}"))
+            .call()
+            .unwrap();
+        r.body_mut().read_json().unwrap()
+    };
+    let status_of = |id: &str| -> Vec<String> {
+        get(&format!("/assignments?ticket={id}"))["assignments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["status"].as_str().unwrap().to_string())
+            .collect()
+    };
+    while !ids
+        .iter()
+        .all(|id| status_of(id).iter().any(|s| s == "claimed"))
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Let a heartbeat or two pass so the kill lands at a random point of the heartbeat cycle.
+    std::thread::sleep(Duration::from_secs(25));
+    for p in &mut pods {
+        p.kill().unwrap();
+        p.wait().unwrap();
+    }
+    let killed = Instant::now();
+    let mut detected = vec![None; ids.len()];
+    while detected.iter().any(Option::is_none) {
+        for (i, id) in ids.iter().enumerate() {
+            if detected[i].is_none() && status_of(id).iter().any(|s| s == "expired") {
+                detected[i] = Some(killed.elapsed().as_secs_f64());
+            }
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(180),
+            "no expiry within 180 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!(
+        "lease expiry after SIGKILL (lease 60 s, heartbeat 20 s): {} s after the kill",
+        detected
+            .iter()
+            .map(|d| format!("{:.1}", d.unwrap()))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     server.kill().unwrap();
     server.wait().unwrap();

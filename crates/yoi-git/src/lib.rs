@@ -27,5 +27,5 @@ pub use history::{changed_under, is_ancestor, move_branch, move_branch_back};
 pub use repo::{discover, resolve_commit, RepoInfo};
 pub use worktree::{
     add_worktree, add_worktree_detached, is_dirty, list_worktrees, prune_worktrees,
-    remove_worktree, uncommitted_changes, worktree_info, WorktreeInfo,
+    remove_worktree, uncommitted_changes, worktree_head, worktree_info, WorktreeInfo,
 };

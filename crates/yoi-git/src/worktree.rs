@@ -152,6 +152,23 @@ pub fn worktree_info(repo_root: &Path, path: &Path) -> Result<WorktreeInfo, GitE
     Ok(info(path.to_path_buf(), Some(&wt), false))
 }
 
+/// The HEAD of the worktree at `path` as `(branch, commit)`, read without a status (cheap):
+/// `branch` is `None` when HEAD is detached. `GitError::NotAWorktree` when `path` is no
+/// working tree of a repository.
+pub fn worktree_head(path: &Path) -> Result<(Option<String>, Option<String>), GitError> {
+    let wt = gix::open(path).map_err(|_| GitError::NotAWorktree {
+        repo: path.to_path_buf(),
+        path: path.to_path_buf(),
+    })?;
+    let branch = wt
+        .head_name()
+        .ok()
+        .flatten()
+        .map(|n| n.shorten().to_string());
+    let head = wt.head_id().ok().map(|id| id.to_string());
+    Ok((branch, head))
+}
+
 fn info(path: PathBuf, repo: Option<&gix::Repository>, prunable: bool) -> WorktreeInfo {
     let branch = repo
         .and_then(|r| r.head_name().ok().flatten())

@@ -333,7 +333,8 @@ pub fn resolve(
     let profile = match (builtins().remove(name), workspace.get(name)) {
         (Some(b), Some(w)) => Some(b.over(w)),
         (Some(b), None) => Some(b),
-        (None, Some(w)) => Some(w.clone()),
+        // A profile of its own is laid over `script`: its defaults (stdin, output, timeout).
+        (None, Some(w)) => builtins().remove("script").map(|s| s.over(w)),
         (None, None) => None,
     }
     .ok_or_else(|| {

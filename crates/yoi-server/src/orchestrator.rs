@@ -39,7 +39,14 @@ async fn run(state: AppState) {
         publish(&state, Some(&orch), true);
         let st = state.clone();
         let stepped = tokio::task::spawn_blocking(move || {
-            let turn = || -> Box<dyn std::any::Any> { Box::new(st.write_turn_blocking()) };
+            // Each ticket's work holds this server's writer turn; when it ends, claims waiting
+            // for work look again at once (an acceptance just released an assignment).
+            let turn = || -> Box<dyn std::any::Any> {
+                Box::new(WakeOnDrop {
+                    _turn: st.write_turn_blocking(),
+                    changed: st.changed.clone(),
+                })
+            };
             let stop = || *st.closing.borrow();
             let env = StepEnv {
                 ws: &st.ws,
@@ -96,6 +103,17 @@ async fn run(state: AppState) {
         }
     }
     tracing::info!("orchestrator stopped");
+}
+
+struct WakeOnDrop {
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+    changed: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Drop for WakeOnDrop {
+    fn drop(&mut self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
 }
 
 /// Copy the orchestrator's status into the shared one `GET /api/v1/router` reads.

@@ -89,7 +89,33 @@ on_both_backends!(
     the_schema_allows_one_live_attempt_per_step,
     fenced_statements_change_nothing_unless_they_hold_the_live_claim,
     the_sweep_expires_only_claims_past_their_lease,
+    a_held_assignment_is_claimable_only_once_released,
 );
+
+fn a_held_assignment_is_claimable_only_once_released(b: Backend) {
+    let fx = Fx::new(b);
+    let held = Assignment {
+        status: AssignmentStatus::Held,
+        ..pending("asg-held", "T1", 1)
+    };
+    fx.run(fx.db.create_assignment(&held)).unwrap();
+    assert_eq!(
+        fx.run(fx.db.claim_assignment("coder", "pod", 10_000, 1_000))
+            .unwrap(),
+        None
+    );
+    // It is live: no second attempt of the step fits beside it.
+    assert!(fx
+        .run(fx.db.create_assignment(&pending("asg-2", "T1", 2)))
+        .is_err());
+    assert_eq!(fx.run(fx.db.tickets_with_held()).unwrap(), ["T1"]);
+    assert_eq!(fx.run(fx.db.release_held("T1", 2_000)).unwrap(), 1);
+    let claimed = fx
+        .run(fx.db.claim_assignment("coder", "pod", 10_000, 3_000))
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.id, "asg-held");
+}
 
 fn fifty_claimers_race_for_one_assignment_and_exactly_one_wins(b: Backend) {
     let fx = Arc::new(Fx::new(b));

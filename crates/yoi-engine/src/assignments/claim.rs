@@ -125,6 +125,8 @@ pub fn claim(
         return Ok(None);
     }
     let now_ms = now.unix_millis();
+    // An idle pod polling an empty queue writes its row only every few seconds.
+    let stale = row.state != PodState::Idle || now_ms - row.heartbeat_ms >= 5_000;
     let Some(a) = index.block_on(index.db.claim_assignment(
         &row.role,
         pod,
@@ -132,7 +134,9 @@ pub fn claim(
         now_ms,
     ))?
     else {
-        index.block_on(index.db.touch_pod(pod, PodState::Idle, None, now_ms))?;
+        if stale {
+            index.block_on(index.db.touch_pod(pod, PodState::Idle, None, now_ms))?;
+        }
         return Ok(None);
     };
     index.block_on(
@@ -240,22 +244,20 @@ fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, Stri
     })
 }
 
-/// The ticket worktree must exist, be clean and be detached at the branch head.
-fn ready_ticket_worktree(repo: &Path, worktree: &Path, head: &str) -> Result<(), String> {
-    // This worktree alone: listing every worktree would cost a status of each per claim.
-    let Ok(found) = yoi_git::worktree_info(repo, worktree) else {
+/// The ticket worktree must exist and be detached at the branch head. Its HEAD is read
+/// without a status: attempt 1 is the first process in it since acceptance, and whatever a
+/// person left there is committed with the agent's work, never lost.
+fn ready_ticket_worktree(_repo: &Path, worktree: &Path, head: &str) -> Result<(), String> {
+    let Ok((branch, found)) = yoi_git::worktree_head(worktree) else {
         return Err(format!(
             "the ticket worktree {} is missing (`yoi ticket doctor` says how to restore it)",
             worktree.display()
         ));
     };
-    if found.branch.is_some() || found.head.as_deref() != Some(head) || found.dirty != Some(false) {
+    if branch.is_some() || found.as_deref() != Some(head) {
         return Err(format!(
-            "the ticket worktree {} is not clean and detached at the branch head {head} (branch {:?}, head {:?}, dirty {:?}); only the server moves the ticket branch",
-            worktree.display(),
-            found.branch,
-            found.head,
-            found.dirty
+            "the ticket worktree {} is not detached at the branch head {head} (branch {branch:?}, head {found:?}); only the server moves the ticket branch",
+            worktree.display()
         ));
     }
     Ok(())

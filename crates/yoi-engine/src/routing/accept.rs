@@ -311,7 +311,8 @@ impl Job<'_> {
             role: "coder".into(),
             attempt: 1,
             fence: 1,
-            status: AssignmentStatus::Pending,
+            // Not claimable until the ticket is in progress (released below).
+            status: AssignmentStatus::Held,
             lease_until_ms: None,
             created_ms: now_ms,
             updated_ms: now_ms,
@@ -335,6 +336,11 @@ impl Job<'_> {
             ..TransitionRequest::default()
         };
         ops::accept(ws, &ctx, id.as_str(), &req, &evidence).map_err(|e| (step, e.to_string()))?;
+        // Accepted: pods may claim the assignment now. Should this fail (or the process die
+        // here), the orchestrator's catch-up releases the held rows of in-progress tickets.
+        if let Err(e) = db.block_on(db.db.release_held(id.as_str(), now.unix_millis())) {
+            tracing::warn!(ticket = %id, error = %e, "the first assignment stays held until the next catch-up");
+        }
         Ok(Accepted {
             branch: branch.to_string(),
             branch_created: outcome == BranchOutcome::Created,

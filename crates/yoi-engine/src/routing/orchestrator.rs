@@ -150,6 +150,9 @@ impl Orchestrator {
             more: events.len() as i64 == BATCH,
             ..StepOutcome::default()
         };
+        if self.catch_up {
+            self.release_held(env, now_ms);
+        }
         let mut targets = if self.catch_up {
             Targets::All
         } else {
@@ -282,6 +285,30 @@ impl Orchestrator {
             }
         }
         wrote
+    }
+
+    /// Release the held first assignments of tickets that are in progress: an acceptance that
+    /// died between moving its ticket and releasing the row left them.
+    fn release_held(&mut self, env: &StepEnv<'_>, now_ms: i64) {
+        let db = env.db;
+        let tickets = match db.block_on(db.db.tickets_with_held()) {
+            Ok(t) => t,
+            Err(e) => return self.error(format!("reading held assignments: {e}")),
+        };
+        for t in tickets {
+            let Ok(id) = TicketId::parse(&t) else {
+                continue;
+            };
+            if env
+                .ws
+                .read_item(&id)
+                .is_ok_and(|i| i.state == State::Inprogress)
+            {
+                if let Err(e) = db.block_on(db.db.release_held(&t, now_ms)) {
+                    self.error(format!("{t}: releasing its held assignment: {e}"));
+                }
+            }
+        }
     }
 
     fn error(&mut self, e: String) {

@@ -168,9 +168,16 @@ pub async fn claim(
     let mut closing = s.closing.subscribe();
     loop {
         changed.borrow_and_update();
+        let permit = s
+            .claims
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| ApiError::internal("claim", e))?;
         let st = s.clone();
         let (caller2, pod) = (caller.clone(), b.pod.clone());
         let work = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             asg::claim(
                 &st.ws,
                 &st.index,

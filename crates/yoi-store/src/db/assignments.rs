@@ -25,6 +25,9 @@ use crate::error::StoreError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AssignmentStatus {
+    /// Made by an acceptance that has not finished: live, but no pod may claim it until the
+    /// ticket is in progress and the row is released to `pending`.
+    Held,
     #[default]
     Pending,
     Claimed,
@@ -38,6 +41,7 @@ pub enum AssignmentStatus {
 impl AssignmentStatus {
     pub fn as_str(self) -> &'static str {
         match self {
+            AssignmentStatus::Held => "held",
             AssignmentStatus::Pending => "pending",
             AssignmentStatus::Claimed => "claimed",
             AssignmentStatus::Completed => "completed",
@@ -47,13 +51,17 @@ impl AssignmentStatus {
         }
     }
 
-    /// Still to be worked: `pending` or `claimed`.
+    /// Still to be worked: `held`, `pending` or `claimed`.
     pub fn is_live(self) -> bool {
-        matches!(self, AssignmentStatus::Pending | AssignmentStatus::Claimed)
+        matches!(
+            self,
+            AssignmentStatus::Held | AssignmentStatus::Pending | AssignmentStatus::Claimed
+        )
     }
 
     fn parse(s: &str) -> Result<AssignmentStatus, StoreError> {
         Ok(match s {
+            "held" => AssignmentStatus::Held,
             "pending" => AssignmentStatus::Pending,
             "claimed" => AssignmentStatus::Claimed,
             "completed" | "done" => AssignmentStatus::Completed,
@@ -164,6 +172,31 @@ impl Db {
             .map_err(db_err)
             .and_then(|r| r.as_ref().map(assignment).transpose());
         self.end_write(&mut conn, result).await
+    }
+
+    /// Release the `held` assignments of a ticket to `pending` (its acceptance finished);
+    /// how many.
+    pub async fn release_held(&self, ticket: &str, now_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE assignments SET status = 'pending', updated_ms = $2 WHERE ticket_id = $1 AND status = 'held'",
+        )
+        .bind(ticket)
+        .bind(now_ms)
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(done.rows_affected())
+    }
+
+    /// Tickets with `held` assignments.
+    pub async fn tickets_with_held(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query("SELECT DISTINCT ticket_id FROM assignments WHERE status = 'held'")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| r.try_get::<String, _>(0).map_err(db_err))
+            .collect()
     }
 
     /// Record the working directory and branch head handed out with a claim (fence-guarded).
@@ -326,19 +359,20 @@ impl Db {
     /// Remove the `pending` assignments of a ticket: what an acceptance that died before moving
     /// the ticket to `inprogress` left behind. Returns how many.
     pub async fn discard_pending_assignments(&self, ticket: &str) -> Result<u64, StoreError> {
-        let done =
-            sqlx::query("DELETE FROM assignments WHERE ticket_id = $1 AND status = 'pending'")
-                .bind(ticket)
-                .execute(self.pool())
-                .await
-                .map_err(db_err)?;
+        let done = sqlx::query(
+            "DELETE FROM assignments WHERE ticket_id = $1 AND status IN ('held', 'pending')",
+        )
+        .bind(ticket)
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
         Ok(done.rows_affected())
     }
 
     /// Every open (`pending`, `claimed`) assignment, oldest first.
     pub async fn open_assignments(&self) -> Result<Vec<Assignment>, StoreError> {
         let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM assignments WHERE status IN ('pending', 'claimed') ORDER BY created_ms, id"
+            "SELECT {COLUMNS} FROM assignments WHERE status IN ('held', 'pending', 'claimed') ORDER BY created_ms, id"
         ))
         .fetch_all(self.pool())
         .await
@@ -368,7 +402,7 @@ pub(crate) async fn cancel_open(
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE assignments SET status = 'cancelled', updated_ms = $2 \
-          WHERE ticket_id = $1 AND status IN ('pending', 'claimed')",
+          WHERE ticket_id = $1 AND status IN ('held', 'pending', 'claimed')",
     )
     .bind(ticket)
     .bind(now_ms)

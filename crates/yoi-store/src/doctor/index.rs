@@ -412,7 +412,12 @@ fn check_assignments(snaps: &[Snapshot], open: &[crate::db::Assignment], out: &m
         );
         let f = match states.get(a.ticket.as_str()) {
             Some(Some(State::Inprogress)) => continue,
-            Some(Some(State::Queued)) if a.status == crate::db::AssignmentStatus::Pending => {
+            Some(Some(State::Queued))
+                if matches!(
+                    a.status,
+                    crate::db::AssignmentStatus::Pending | crate::db::AssignmentStatus::Held
+                ) =>
+            {
                 continue
             }
             // item.md unreadable: other checks report it; the assignment is left alone.

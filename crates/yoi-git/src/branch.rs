@@ -73,26 +73,8 @@ pub fn delete_branch(repo_root: &Path, name: &str, expected: &str) -> Result<(),
     let repo = repo::open(repo_root)?;
     let wanted = repo::peel_to_commit(&repo, repo_root, expected)?;
     let full_name = branch_ref_name(name)?;
-    let Some(mut existing) = repo
-        .try_find_reference(full_name.as_ref())
-        .map_err(|e| GitError::git(repo_root, "read branches", e))?
-    else {
-        return Err(GitError::UnknownBranch {
-            repo: repo_root.to_path_buf(),
-            branch: name.to_string(),
-        });
-    };
-    let points_at = existing
-        .peel_to_id()
-        .map_err(|e| GitError::git(repo_root, "read branches", e))?
-        .detach();
-    if points_at != wanted {
-        return Err(GitError::BranchMoved {
-            branch: name.to_string(),
-            points_at: points_at.to_string(),
-            expected: wanted.to_string(),
-        });
-    }
+    let existing = branch_at(&repo, repo_root, name, &full_name, wanted)?;
+    let points_at = wanted;
     let worktrees = checked_out_in(&repo, &full_name)?;
     if !worktrees.is_empty() {
         return Err(GitError::BranchCheckedOut {
@@ -160,6 +142,38 @@ pub(crate) fn branch_ref_name(name: &str) -> Result<gix::refs::FullName, GitErro
         return Err(invalid("not allowed as a branch name".into()));
     }
     gix::refs::FullName::try_from(format!("refs/heads/{name}")).map_err(|e| invalid(e.to_string()))
+}
+
+/// The branch `name` (`full_name`), which must exist and point at `expected`: else
+/// [`GitError::UnknownBranch`] or [`GitError::BranchMoved`] naming where it points.
+pub(crate) fn branch_at<'r>(
+    repo: &'r gix::Repository,
+    repo_root: &Path,
+    name: &str,
+    full_name: &gix::refs::FullName,
+    expected: gix::ObjectId,
+) -> Result<gix::Reference<'r>, GitError> {
+    let Some(mut existing) = repo
+        .try_find_reference(full_name.as_ref())
+        .map_err(|e| GitError::git(repo_root, "read branches", e))?
+    else {
+        return Err(GitError::UnknownBranch {
+            repo: repo_root.to_path_buf(),
+            branch: name.to_string(),
+        });
+    };
+    let points_at = existing
+        .peel_to_id()
+        .map_err(|e| GitError::git(repo_root, "read branches", e))?
+        .detach();
+    if points_at != expected {
+        return Err(GitError::BranchMoved {
+            branch: name.to_string(),
+            points_at: points_at.to_string(),
+            expected: expected.to_string(),
+        });
+    }
+    Ok(existing)
 }
 
 /// The working trees (main and linked) whose HEAD is the branch `full_name`.

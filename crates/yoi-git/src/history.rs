@@ -11,7 +11,7 @@ use std::path::Path;
 use gix::refs::transaction::PreviousValue;
 use gix::refs::Target;
 
-use crate::branch::{branch_ref_name, checked_out_in};
+use crate::branch::{branch_at, branch_ref_name, checked_out_in};
 use crate::{repo, GitError};
 
 /// Whether `ancestor` is `descendant` or one of its ancestors (both commit ids or revisions).
@@ -90,26 +90,8 @@ pub fn move_branch(
     let full_name = branch_ref_name(name)?;
     let old = repo::peel_to_commit(&repo, repo_root, expected)?;
     let new_id = repo::peel_to_commit(&repo, repo_root, new)?;
-    let Some(mut existing) = repo
-        .try_find_reference(full_name.as_ref())
-        .map_err(|e| GitError::git(repo_root, "read branches", e))?
-    else {
-        return Err(GitError::UnknownBranch {
-            repo: repo_root.to_path_buf(),
-            branch: name.to_string(),
-        });
-    };
-    let points_at = existing
-        .peel_to_id()
-        .map_err(|e| GitError::git(repo_root, "read branches", e))?
-        .detach();
-    if points_at != old {
-        return Err(GitError::BranchMoved {
-            branch: name.to_string(),
-            points_at: points_at.to_string(),
-            expected: old.to_string(),
-        });
-    }
+    let points_at = old;
+    branch_at(&repo, repo_root, name, &full_name, old)?;
     if new_id == old {
         return Ok(());
     }

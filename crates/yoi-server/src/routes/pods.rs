@@ -103,6 +103,19 @@ pub struct AssignmentQuery {
     pub limit: Option<i64>,
 }
 
+/// Run one engine call of the pod protocol on a blocking thread.
+async fn pod_work<T, F>(s: &AppState, what: &'static str, f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&AppState) -> Result<T, asg::AssignmentError> + Send + 'static,
+{
+    let st = s.clone();
+    tokio::task::spawn_blocking(move || f(&st))
+        .await
+        .map_err(|e| ApiError::internal(what, e))?
+        .map_err(ApiError::from)
+}
+
 fn pod_caller(c: &Caller) -> Result<PodCaller, ApiError> {
     c.pod()
         .ok_or_else(|| ApiError::forbidden("only a pod token speaks for a pod"))
@@ -116,8 +129,7 @@ pub async fn register(
     Body(b): Body<RegisterBody>,
 ) -> Result<(StatusCode, Json<Registered>), ApiError> {
     let caller = pod_caller(&c)?;
-    let st = s.clone();
-    let pod = tokio::task::spawn_blocking(move || {
+    let pod = pod_work(&s, "register", move |st| {
         asg::register_pod(
             &st.index,
             &caller,
@@ -128,8 +140,7 @@ pub async fn register(
             now(),
         )
     })
-    .await
-    .map_err(|e| ApiError::internal("register", e))??;
+    .await?;
     let cfg = LeaseConfig::of(&s.ws);
     Ok((
         StatusCode::CREATED,
@@ -212,8 +223,7 @@ pub async fn heartbeat(
     Body(b): Body<FencedBody>,
 ) -> ApiResult<asg::HeartbeatReply> {
     let caller = pod_caller(&c)?;
-    let st = s.clone();
-    let reply = tokio::task::spawn_blocking(move || {
+    let reply = pod_work(&s, "heartbeat", move |st| {
         asg::heartbeat(
             &st.index,
             &caller,
@@ -224,8 +234,7 @@ pub async fn heartbeat(
             now(),
         )
     })
-    .await
-    .map_err(|e| ApiError::internal("heartbeat", e))??;
+    .await?;
     Ok(Json(reply))
 }
 
@@ -238,8 +247,7 @@ pub async fn complete(
     Body(b): Body<CompleteBody>,
 ) -> ApiResult<asg::Completed> {
     let caller = pod_caller(&c)?;
-    let st = s.clone();
-    let done = tokio::task::spawn_blocking(move || {
+    let done = pod_work(&s, "complete", move |st| {
         asg::complete(
             &st.ws,
             &st.index,
@@ -251,8 +259,7 @@ pub async fn complete(
             now(),
         )
     })
-    .await
-    .map_err(|e| ApiError::internal("complete", e))??;
+    .await?;
     s.changed.send_modify(|n| *n += 1);
     Ok(Json(done))
 }
@@ -266,8 +273,7 @@ pub async fn fail(
     Body(b): Body<FailBody>,
 ) -> ApiResult<serde_json::Value> {
     let caller = pod_caller(&c)?;
-    let st = s.clone();
-    let next = tokio::task::spawn_blocking(move || {
+    let next = pod_work(&s, "fail", move |st| {
         asg::fail(
             &st.ws,
             &st.index,
@@ -281,8 +287,7 @@ pub async fn fail(
             now(),
         )
     })
-    .await
-    .map_err(|e| ApiError::internal("fail", e))??;
+    .await?;
     s.changed.send_modify(|n| *n += 1);
     Ok(Json(serde_json::json!({ "next": next })))
 }
@@ -296,8 +301,7 @@ pub async fn log(
     Body(b): Body<LogBody>,
 ) -> ApiResult<serde_json::Value> {
     let caller = pod_caller(&c)?;
-    let st = s.clone();
-    let path = tokio::task::spawn_blocking(move || {
+    let path = pod_work(&s, "log", move |st| {
         asg::append_log(
             &st.ws,
             &st.index,
@@ -308,8 +312,7 @@ pub async fn log(
             b.text.as_bytes(),
         )
     })
-    .await
-    .map_err(|e| ApiError::internal("log", e))??;
+    .await?;
     Ok(Json(serde_json::json!({ "log": path })))
 }
 

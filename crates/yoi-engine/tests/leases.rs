@@ -166,3 +166,44 @@ fn doctor_names_a_lease_past_due_and_a_silent_pod() {
         ["assignment.lease_past_due", "pod.silent"]
     );
 }
+
+#[test]
+fn a_failure_the_pod_calls_final_hands_nothing_out_and_tells_a_person() {
+    let f = Fixture::new();
+    let id = f.queued("Give up", BRIEF, &[]);
+    f.accept(&id);
+    let pod = asg::register_pod(&f.db, &coder(), "p", "host", None, None, at(0)).unwrap();
+    let w = asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(0))
+        .unwrap()
+        .unwrap();
+    let next = asg::fail(
+        &f.ws,
+        &f.db,
+        &coder(),
+        &pod.id,
+        &w.assignment.id,
+        w.assignment.fence,
+        "the agent is not installed",
+        false,
+        None,
+        at(1),
+    )
+    .unwrap();
+    assert_eq!(next, None);
+    assert!(asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(2))
+        .unwrap()
+        .is_none());
+    let thread = f.ws.read_thread(&id).unwrap();
+    let attention: Vec<&str> = thread
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Attention)
+        .map(|e| e.body.as_str())
+        .collect();
+    assert_eq!(attention.len(), 1);
+    assert!(
+        attention[0].contains("retrying will not help (the agent is not installed)"),
+        "{}",
+        attention[0]
+    );
+}

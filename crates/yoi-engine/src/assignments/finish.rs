@@ -228,8 +228,14 @@ pub fn fail(
     };
     index.block_on(index.db.touch_pod(pod, PodState::Idle, None, now_ms))?;
     record(ws, &row, "failed", None, report, Some(reason), now)?;
-    if next.is_none() && retryable {
-        open_circuit(ws, &row, in_a_row, now)?;
+    if next.is_none() {
+        // Either the circuit opened or the pod said retrying is pointless: a person decides.
+        let why = if retryable {
+            format!("failed or timed out {in_a_row} times in a row")
+        } else {
+            format!("failed and its pod said retrying will not help ({reason})")
+        };
+        open_circuit(ws, &row, &why, now)?;
     }
     Ok(next)
 }
@@ -351,16 +357,16 @@ pub(crate) fn record(
     }
 }
 
-/// Open the ticket's circuit after `failures` failed or expired attempts of a step in a row.
+/// Stop handing a step out (the ticket's circuit for it) and say why in an `attention` event.
 pub(crate) fn open_circuit(
     ws: &Workspace,
     a: &Assignment,
-    failures: usize,
+    why: &str,
     now: Timestamp,
 ) -> Result<(), AssignmentError> {
     let ctx = Ctx::new(Principal::orchestrator(), now);
     let body = format!(
-        "Step `{}` failed or timed out {failures} times in a row (last: attempt {}); it is not handed out again. \
+        "Step `{}` {why} (last: attempt {}); it is not handed out again. \
          Look at the attempts (`yoi assignment list --ticket {}`), fix the cause, then run `yoi ticket retry {}`.",
         a.step, a.attempt, a.ticket, a.ticket
     );

@@ -60,7 +60,12 @@ pub fn expire_due(
         tracing::warn!(assignment = %row.id, ticket = %row.ticket, attempt = row.attempt, "lease expired");
         record(ws, &row, "expired", None, None, Some(&reason), now)?;
         if next.is_none() {
-            open_circuit(ws, &row, in_a_row, now)?;
+            open_circuit(
+                ws,
+                &row,
+                &format!("failed or timed out {in_a_row} times in a row"),
+                now,
+            )?;
             out.circuits_opened.push(row.ticket.clone());
         }
         out.expired.push((row.id, next.map(|n| n.id)));

@@ -46,14 +46,7 @@ pub fn create_branch(
                 wanted: wanted.to_string(),
             });
         }
-        let worktrees = checked_out_in(&repo, &full_name)?;
-        if !worktrees.is_empty() {
-            return Err(GitError::BranchCheckedOut {
-                branch: name.to_string(),
-                points_at: points_at.to_string(),
-                worktrees,
-            });
-        }
+        ensure_free(&repo, &full_name, name, points_at)?;
         return Ok(BranchOutcome::Reused);
     }
 
@@ -74,15 +67,7 @@ pub fn delete_branch(repo_root: &Path, name: &str, expected: &str) -> Result<(),
     let wanted = repo::peel_to_commit(&repo, repo_root, expected)?;
     let full_name = branch_ref_name(name)?;
     let existing = branch_at(&repo, repo_root, name, &full_name, wanted)?;
-    let points_at = wanted;
-    let worktrees = checked_out_in(&repo, &full_name)?;
-    if !worktrees.is_empty() {
-        return Err(GitError::BranchCheckedOut {
-            branch: name.to_string(),
-            points_at: points_at.to_string(),
-            worktrees,
-        });
-    }
+    ensure_free(&repo, &full_name, name, wanted)?;
     existing
         .delete()
         .map_err(|e| GitError::git(repo_root, "delete the branch", e))
@@ -174,6 +159,26 @@ pub(crate) fn branch_at<'r>(
         });
     }
     Ok(existing)
+}
+
+/// Refuse with [`GitError::BranchCheckedOut`] (naming where the branch points) when a working
+/// tree has the branch `full_name` checked out: yoi never moves, deletes or re-checks-out such a
+/// branch under it.
+pub(crate) fn ensure_free(
+    repo: &gix::Repository,
+    full_name: &gix::refs::FullName,
+    name: &str,
+    points_at: gix::ObjectId,
+) -> Result<(), GitError> {
+    let worktrees = checked_out_in(repo, full_name)?;
+    if worktrees.is_empty() {
+        return Ok(());
+    }
+    Err(GitError::BranchCheckedOut {
+        branch: name.to_string(),
+        points_at: points_at.to_string(),
+        worktrees,
+    })
 }
 
 /// The working trees (main and linked) whose HEAD is the branch `full_name`.

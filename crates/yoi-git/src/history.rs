@@ -11,7 +11,7 @@ use std::path::Path;
 use gix::refs::transaction::PreviousValue;
 use gix::refs::Target;
 
-use crate::branch::{branch_at, branch_ref_name, checked_out_in};
+use crate::branch::{branch_at, branch_ref_name, ensure_free};
 use crate::{repo, GitError};
 
 /// Whether `ancestor` is `descendant` or one of its ancestors (both commit ids or revisions).
@@ -90,7 +90,6 @@ pub fn move_branch(
     let full_name = branch_ref_name(name)?;
     let old = repo::peel_to_commit(&repo, repo_root, expected)?;
     let new_id = repo::peel_to_commit(&repo, repo_root, new)?;
-    let points_at = old;
     branch_at(&repo, repo_root, name, &full_name, old)?;
     if new_id == old {
         return Ok(());
@@ -102,14 +101,7 @@ pub fn move_branch(
             commit: new_id.to_string(),
         });
     }
-    let worktrees = checked_out_in(&repo, &full_name)?;
-    if !worktrees.is_empty() {
-        return Err(GitError::BranchCheckedOut {
-            branch: name.to_string(),
-            points_at: points_at.to_string(),
-            worktrees,
-        });
-    }
+    ensure_free(&repo, &full_name, name, old)?;
     repo.reference(
         full_name,
         new_id,

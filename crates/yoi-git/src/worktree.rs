@@ -12,7 +12,7 @@ use gix::progress::Discard;
 use gix::worktree::add::Head;
 use gix::worktree::remove::Force;
 
-use crate::branch::{branch_ref_name, checked_out_in};
+use crate::branch::{branch_ref_name, ensure_free};
 use crate::{repo, GitError};
 
 /// One working tree of a repository, main or linked.
@@ -67,16 +67,9 @@ fn attached_head(repo: &gix::Repository, repo_root: &Path, branch: &str) -> Resu
             branch: branch.to_string(),
         });
     }
-    let worktrees = checked_out_in(repo, &full_name)?;
-    if !worktrees.is_empty() {
-        let points_at =
-            repo::peel_to_commit(repo, repo_root, full_name.as_bstr().to_string().as_str())?;
-        return Err(GitError::BranchCheckedOut {
-            branch: branch.to_string(),
-            points_at: points_at.to_string(),
-            worktrees,
-        });
-    }
+    let points_at =
+        repo::peel_to_commit(repo, repo_root, full_name.as_bstr().to_string().as_str())?;
+    ensure_free(repo, &full_name, branch, points_at)?;
     Ok(Head::Attached(full_name))
 }
 

@@ -343,15 +343,29 @@ pub fn append_log(
     id: &str,
     fence: i64,
     chunk: &[u8],
+    now: Timestamp,
 ) -> Result<String, AssignmentError> {
     pod_of(index, caller, pod)?;
+    let a = live_claim(index, pod, id, fence, now.unix_millis())?;
+    Ok(ws.append_attempt_log(&a.ticket, &a.id, chunk)?)
+}
+
+/// The row of a live claim by `pod` at `fence` with an unexpired lease, or why not.
+pub(crate) fn live_claim(
+    index: &DbIndex,
+    pod: &str,
+    id: &str,
+    fence: i64,
+    now_ms: i64,
+) -> Result<Assignment, AssignmentError> {
     match index.block_on(index.db.assignment(id))? {
         Some(a)
             if a.fence == fence
                 && a.status == AssignmentStatus::Claimed
-                && a.claimed_by.as_deref() == Some(pod) =>
+                && a.claimed_by.as_deref() == Some(pod)
+                && a.lease_until_ms.is_some_and(|l| l >= now_ms) =>
         {
-            Ok(ws.append_attempt_log(&a.ticket, &a.id, chunk)?)
+            Ok(a)
         }
         _ => Err(refusal(index, pod, id, fence)?),
     }

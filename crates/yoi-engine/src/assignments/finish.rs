@@ -8,7 +8,7 @@ use yoi_store::db::{Assignment, AssignmentStatus, DbIndex, Finish, PodState};
 use yoi_store::ops;
 use yoi_store::{Ctx, Workspace};
 
-use super::claim::{check_role, pod_of, refusal, trailing_failures, PodCaller};
+use super::claim::{check_role, live_claim, pod_of, refusal, trailing_failures, PodCaller};
 use super::{
     next_attempt, results_lock, work_place, AssignmentError, Report, ReportOutcome, OPEN_AFTER,
     STEP_CIRCUIT_OPEN,
@@ -272,27 +272,6 @@ pub fn resume_after_retry(
         }
     }
     Ok(made)
-}
-
-/// The row of a live claim by `pod` at `fence` with an unexpired lease, or why not.
-fn live_claim(
-    index: &DbIndex,
-    pod: &str,
-    id: &str,
-    fence: i64,
-    now_ms: i64,
-) -> Result<Assignment, AssignmentError> {
-    match index.block_on(index.db.assignment(id))? {
-        Some(a)
-            if a.fence == fence
-                && a.status == AssignmentStatus::Claimed
-                && a.claimed_by.as_deref() == Some(pod)
-                && a.lease_until_ms.is_some_and(|l| l >= now_ms) =>
-        {
-            Ok(a)
-        }
-        _ => Err(refusal(index, pod, id, fence)?),
-    }
 }
 
 pub(crate) fn ticket_of(a: &Assignment) -> Result<TicketId, AssignmentError> {

@@ -310,6 +310,7 @@ pub async fn log(
             &id,
             b.fence,
             b.text.as_bytes(),
+            now(),
         )
     })
     .await?;

@@ -15,6 +15,7 @@ pub mod packet;
 pub mod plan;
 pub mod principal;
 pub mod relation;
+pub mod report;
 pub mod resolution;
 pub mod scope;
 pub mod state;

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use thiserror::Error;
+use yoi_core::report::Report;
 
 #[derive(Debug, Error)]
 pub enum ClientError {
@@ -182,7 +183,7 @@ impl Client {
         pod: &str,
         id: &str,
         fence: i64,
-        report: &Value,
+        report: &Report,
     ) -> Result<Value, ClientError> {
         let v: Option<Value> = self.call(
             "POST",
@@ -199,7 +200,7 @@ impl Client {
         fence: i64,
         reason: &str,
         retryable: bool,
-        report: Option<&Value>,
+        report: Option<&Report>,
     ) -> Result<(), ClientError> {
         self.call::<Value>(
             "POST",

@@ -22,7 +22,7 @@ pub struct Said {
 /// The output contract, read from a final message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Contract {
-    pub result: String,
+    pub result: yoi_core::report::ReportOutcome,
     pub summary: Option<String>,
     pub verdict: Option<String>,
 }
@@ -240,11 +240,13 @@ pub fn read_contract(final_message: &str) -> Result<Contract, String> {
             .trim_start_matches(['*', '`', '-', ' '])
             .trim_end_matches(['*', '`']);
         if let Some(v) = line.strip_prefix("YOI-RESULT:") {
+            use yoi_core::report::ReportOutcome as O;
             let v = v.trim().to_ascii_lowercase();
-            if matches!(v.as_str(), "done" | "blocked" | "failed") {
-                result = Some(v);
-            } else {
-                bad = Some(v);
+            match v.as_str() {
+                "done" => result = Some(O::Done),
+                "blocked" => result = Some(O::Blocked),
+                "failed" => result = Some(O::Failed),
+                _ => bad = Some(v),
             }
         } else if let Some(v) = line.strip_prefix("YOI-SUMMARY:") {
             summary = Some(v.trim().to_string()).filter(|s| !s.is_empty());
@@ -277,7 +279,7 @@ mod tests {
             "Did it.\nYOI-RESULT: failed\n**YOI-RESULT: done**\nYOI-SUMMARY: added the thing\n",
         )
         .unwrap();
-        assert_eq!(c.result, "done");
+        assert_eq!(c.result, yoi_core::report::ReportOutcome::Done);
         assert_eq!(c.summary.as_deref(), Some("added the thing"));
         assert!(read_contract("no trailers")
             .unwrap_err()

@@ -22,9 +22,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use thiserror::Error;
 use yoi_core::agent::AgentProfile;
+use yoi_core::report::{CostSource, Report, ReportOutcome, Usage};
 
 use client::{Client, ClientError, Work};
 use process::{Ended, Spec, Watch};
@@ -253,16 +254,20 @@ fn run_one(
         .and_then(|f| profiles::fill(f, &vars).ok())
         .and_then(|f| std::fs::read_to_string(f).ok());
     let said = contract::read_output(&p.output, &stdout, result_file.as_deref());
-    let usage = json!({
-        "wall_ms": wall_ms,
-        "tokens_in": said.tokens_in,
-        "tokens_out": said.tokens_out,
-        "tokens_cached": said.tokens_cached,
-        "cost_usd": said.cost_usd,
-        "cost_source": if said.cost_usd.is_some() { "reported" } else { "none" },
-        "agent": settings.profile_name,
-        "model": p.model,
-    });
+    let usage = Usage {
+        wall_ms,
+        tokens_in: said.tokens_in,
+        tokens_out: said.tokens_out,
+        tokens_cached: said.tokens_cached,
+        cost_usd: said.cost_usd,
+        cost_source: if said.cost_usd.is_some() {
+            CostSource::Reported
+        } else {
+            CostSource::None
+        },
+        agent: Some(settings.profile_name.clone()),
+        model: p.model.clone(),
+    };
     let exit_code = match ended {
         Ended::Exited(c) => Some(c),
         _ => None,
@@ -281,15 +286,15 @@ fn run_one(
     } else {
         (None, 0)
     };
-    let mut report = json!({
-        "outcome": "failed",
-        "summary": Value::Null,
-        "commit": commit,
-        "agent_commits": agent_commits,
-        "usage": usage,
-        "log": log,
-        "exit_code": exit_code,
-    });
+    let mut report = Report {
+        outcome: ReportOutcome::Failed,
+        summary: None,
+        commit,
+        agent_commits,
+        usage: Some(usage),
+        log,
+        exit_code,
+    };
     let reason = match (&failure, &contract) {
         (Some(f), _) => Some(f.clone()),
         (None, Err(e)) => Some(match exit_code {
@@ -297,8 +302,8 @@ fn run_one(
             _ => e.clone(),
         }),
         (None, Ok(c)) => {
-            report["outcome"] = json!(c.result);
-            report["summary"] = json!(c.summary);
+            report.outcome = c.result;
+            report.summary = c.summary.clone();
             None
         }
     };

@@ -1,0 +1,83 @@
+//! What a pod reports when an attempt ends: the wire form of `POST
+//! /api/v1/assignments/{id}/complete` and `…/fail`, shared by the pod runtime that writes it and
+//! the engine that reads it, so the two cannot drift. Unknown fields are refused.
+
+use serde::{Deserialize, Serialize};
+
+/// What a pod reports when its agent finished.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// The output contract's `YOI-RESULT`.
+    pub outcome: ReportOutcome,
+    /// The output contract's `YOI-SUMMARY`.
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// The head of the working directory after the run (a coder's result), full hex.
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// Commits the agent made itself (the pod commits what it left uncommitted).
+    #[serde(default)]
+    pub agent_commits: u32,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// Where the run's log is, relative to the repository root.
+    #[serde(default)]
+    pub log: Option<String>,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportOutcome {
+    #[default]
+    Done,
+    /// The agent could not go on without a decision (the brief's escalate-if).
+    Blocked,
+    Failed,
+}
+
+impl ReportOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportOutcome::Done => "done",
+            ReportOutcome::Blocked => "blocked",
+            ReportOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// What one attempt cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    #[serde(default)]
+    pub wall_ms: u64,
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
+    #[serde(default)]
+    pub tokens_cached: u64,
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// `reported` (the agent said), `estimated` (from the price table) or `none`.
+    #[serde(default)]
+    pub cost_source: CostSource,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+impl Eq for Usage {}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostSource {
+    Reported,
+    Estimated,
+    #[default]
+    None,
+}

@@ -168,6 +168,28 @@ impl Watch for Lease<'_> {
     }
 }
 
+/// The folder the server handed out must be a worktree detached at the head the attempt
+/// starts from: an agent never runs on a branch (only the server moves the ticket branch) nor
+/// on top of someone else's commits. A folder that is not that fails the attempt, and the step
+/// is handed out again in a fresh worktree.
+fn check_workdir(work: &Work) -> Result<(), String> {
+    let dir = Path::new(&work.workdir);
+    let (branch, head) = yoi_git::worktree_head(dir).map_err(|_| {
+        format!(
+            "the working directory {} is missing or not a git worktree (`yoi ticket doctor` says how to restore it)",
+            dir.display()
+        )
+    })?;
+    if branch.is_some() || head.as_deref() != Some(work.head_commit.as_str()) {
+        return Err(format!(
+            "the working directory {} is not detached at {} (branch {branch:?}, head {head:?}); only the server moves the ticket branch",
+            dir.display(),
+            work.head_commit
+        ));
+    }
+    Ok(())
+}
+
 fn run_one(
     settings: &PodSettings,
     client: &Client,
@@ -176,6 +198,7 @@ fn run_one(
     stop: &AtomicBool,
 ) -> Result<Reported, String> {
     let a = &work.assignment;
+    check_workdir(work)?;
     let run_dir = settings.state_dir.join("runs").join(&a.id);
     std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
     let skills = client.skills().unwrap_or_default();

@@ -7,6 +7,7 @@
 //! gracefully — in-flight requests finish — on SIGINT/SIGTERM or the given shutdown future.
 
 pub mod auth;
+pub mod claims;
 pub mod error;
 pub mod extract;
 pub mod leases;

@@ -25,9 +25,8 @@ pub struct AppState {
     /// processes), so without this queue concurrent requests would sleep past each other's
     /// release and the slowest could wait seconds.
     writers: Arc<Mutex<()>>,
-    /// Claims being worked at once: more queue here instead of crowding the database and the
-    /// blocking pool (a claim is a few milliseconds of database and git work).
-    pub claims: Arc<tokio::sync::Semaphore>,
+    /// Claims wait here and go to the database in groups (`claims.rs`).
+    pub claims: Arc<crate::claims::ClaimQueue>,
     /// What the orchestrator loop is doing (disabled unless the server routes).
     pub router: Arc<std::sync::Mutex<yoi_engine::routing::RouterStatus>>,
 }
@@ -40,7 +39,7 @@ impl AppState {
             changed: Arc::new(watch::channel(0).0),
             closing: Arc::new(watch::channel(false).0),
             writers: Arc::new(Mutex::new(())),
-            claims: Arc::new(tokio::sync::Semaphore::new(4)),
+            claims: Arc::default(),
             router: Arc::default(),
         }
     }

@@ -7,7 +7,7 @@ mod pg;
 
 use std::sync::{Arc, Barrier};
 
-use yoi_store::db::{Assignment, AssignmentStatus, Db, Finish};
+use yoi_store::db::{Assignment, AssignmentStatus, Db, Finish, PodRow, PodState};
 
 #[derive(Clone, Copy, Debug)]
 enum Backend {
@@ -90,7 +90,130 @@ on_both_backends!(
     fenced_statements_change_nothing_unless_they_hold_the_live_claim,
     the_sweep_expires_only_claims_past_their_lease,
     a_held_assignment_is_claimable_only_once_released,
+    a_group_of_claims_pairs_each_pod_with_its_own_row_in_ask_order,
+    groups_racing_for_the_same_rows_never_share_one,
 );
+
+fn pod_row(id: &str, role: &str) -> PodRow {
+    PodRow {
+        id: id.into(),
+        name: id.into(),
+        role: role.into(),
+        host: "h".into(),
+        pid: None,
+        profile: None,
+        state: PodState::Idle,
+        registered_ms: 1,
+        heartbeat_ms: 1,
+        assignment: None,
+        token_id: "tok".into(),
+    }
+}
+
+fn a_group_of_claims_pairs_each_pod_with_its_own_row_in_ask_order(b: Backend) {
+    let fx = Fx::new(b);
+    for (i, t) in ["T1", "T2", "T3"].iter().enumerate() {
+        let mut a = pending(&format!("asg-c{i}"), t, 1);
+        a.created_ms = 10 + i as i64;
+        fx.run(fx.db.create_assignment(&a)).unwrap();
+    }
+    let mut r = pending("asg-r", "T9", 1);
+    r.role = "reviewer".into();
+    fx.run(fx.db.create_assignment(&r)).unwrap();
+    for (p, role) in [
+        ("c1@x", "coder"),
+        ("c2@x", "coder"),
+        ("r1@x", "reviewer"),
+        ("c3@x", "coder"),
+        ("c4@x", "coder"),
+        ("r2@x", "reviewer"),
+    ] {
+        fx.run(fx.db.register_pod(&pod_row(p, role))).unwrap();
+    }
+    let asks = [
+        ("coder", "c1@x"),
+        ("coder", "c2@x"),
+        ("reviewer", "r1@x"),
+        ("coder", "c3@x"),
+        ("coder", "c4@x"),
+        ("reviewer", "r2@x"),
+    ];
+    let got = fx
+        .run(fx.db.claim_assignments(&asks, 50_000, 2_000))
+        .unwrap();
+    let ids: Vec<Option<&str>> = got
+        .iter()
+        .map(|a| a.as_ref().map(|a| a.id.as_str()))
+        .collect();
+    // Oldest first, each pod its own row, the role's work only; the rest get nothing.
+    assert_eq!(
+        ids,
+        [
+            Some("asg-c0"),
+            Some("asg-c1"),
+            Some("asg-r"),
+            Some("asg-c2"),
+            None,
+            None
+        ]
+    );
+    for (a, (_, pod)) in got.iter().zip(asks) {
+        if let Some(a) = a {
+            assert_eq!(a.claimed_by.as_deref(), Some(pod));
+            assert_eq!(a.status, AssignmentStatus::Claimed);
+            assert_eq!(a.lease_until_ms, Some(50_000));
+            let row = fx.run(fx.db.pod(pod)).unwrap().unwrap();
+            assert_eq!(row.state, PodState::Working);
+            assert_eq!(row.assignment.as_deref(), Some(a.id.as_str()));
+        }
+    }
+    // The pods that got nothing are left as they were.
+    assert_eq!(
+        fx.run(fx.db.pod("c4@x")).unwrap().unwrap().state,
+        PodState::Idle
+    );
+}
+
+fn groups_racing_for_the_same_rows_never_share_one(b: Backend) {
+    let fx = Arc::new(Fx::new(b));
+    for i in 0..30 {
+        fx.run(
+            fx.db
+                .create_assignment(&pending(&format!("asg-{i:02}"), &format!("T{i}"), 1)),
+        )
+        .unwrap();
+    }
+    let start = Arc::new(Barrier::new(8));
+    let threads: Vec<_> = (0..8)
+        .map(|g| {
+            let (fx, start) = (fx.clone(), start.clone());
+            std::thread::spawn(move || {
+                let pods: Vec<String> = (0..6).map(|i| format!("g{g}-p{i}")).collect();
+                let asks: Vec<(&str, &str)> = pods.iter().map(|p| ("coder", p.as_str())).collect();
+                start.wait();
+                fx.run(fx.db.claim_assignments(&asks, 50_000, 2_000))
+                    .unwrap()
+                    .into_iter()
+                    .flatten()
+                    .map(|a| (a.id, a.claimed_by.unwrap()))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut won: Vec<(String, String)> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    won.sort();
+    // 48 asks for 30 rows: every row claimed once, by the pod the database says holds it.
+    assert_eq!(won.len(), 30, "{won:?}");
+    won.dedup_by(|a, b| a.0 == b.0);
+    assert_eq!(won.len(), 30, "a row was handed out twice");
+    for (id, pod) in &won {
+        let row = fx.run(fx.db.assignment(id)).unwrap().unwrap();
+        assert_eq!(row.claimed_by.as_deref(), Some(pod.as_str()));
+    }
+}
 
 fn a_held_assignment_is_claimable_only_once_released(b: Backend) {
     let fx = Fx::new(b);

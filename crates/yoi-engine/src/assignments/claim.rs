@@ -62,11 +62,18 @@ pub fn register_pod(
 
 /// The pod `pod` if `caller` speaks for it: registered with the caller's token, for its role.
 pub fn pod_of(index: &DbIndex, caller: &PodCaller, pod: &str) -> Result<PodRow, AssignmentError> {
-    let row = index
-        .block_on(index.db.pod(pod))?
-        .ok_or_else(|| AssignmentError::UnknownPod {
-            pod: pod.to_string(),
-        })?;
+    speaks_for(caller, pod, index.block_on(index.db.pod(pod))?)
+}
+
+/// `row` (the pod `pod` as read) if `caller` speaks for it.
+fn speaks_for(
+    caller: &PodCaller,
+    pod: &str,
+    row: Option<PodRow>,
+) -> Result<PodRow, AssignmentError> {
+    let row = row.ok_or_else(|| AssignmentError::UnknownPod {
+        pod: pod.to_string(),
+    })?;
     if row.token_id != caller.token_id || row.role != caller.role {
         return Err(AssignmentError::NotYours {
             id: format!("pod {pod}"),
@@ -109,9 +116,8 @@ pub struct Work {
     pub heartbeat_ms: i64,
 }
 
-/// Claim the oldest pending assignment of the pod's role, prepare its working directory and
-/// return it; `None` when there is no work. A working directory that cannot be prepared fails
-/// the attempt (and hands the step out again while the circuit allows).
+/// Claim the oldest pending assignment of the pod's role and hand it out with its working
+/// directory; `None` when there is no work. [`claim_rows`] and [`hand_out`] in one call.
 pub fn claim(
     ws: &Workspace,
     index: &DbIndex,
@@ -120,36 +126,122 @@ pub fn claim(
     cfg: LeaseConfig,
     now: Timestamp,
 ) -> Result<Option<Work>, AssignmentError> {
-    let row = pod_of(index, caller, pod)?;
-    if row.state == PodState::Draining || row.state == PodState::Stopped {
-        return Ok(None);
+    let asks = [(caller.clone(), pod.to_string())];
+    match claim_many(ws, index, &asks, cfg, now)?.pop() {
+        Some(Ok(Some(Claimed::Ready(work)))) => Ok(Some(*work)),
+        Some(Ok(Some(Claimed::Prepare(a)))) => hand_out(ws, index, pod, *a, cfg, now).map(Some),
+        Some(Err(e)) => Err(e),
+        Some(Ok(None)) | None => Ok(None),
     }
+}
+
+/// A claimed row: handed out already, or still needing its working directory made
+/// ([`hand_out`], which may touch git and so is kept out of a group's transaction).
+#[derive(Debug)]
+pub enum Claimed {
+    Ready(Box<Work>),
+    Prepare(Box<Assignment>),
+}
+
+/// Claims for several pods at once, in one write transaction: for each `(caller, pod)`, the
+/// claim (see [`Claimed`]), `None` when the role has no pending work (or the pod is draining),
+/// or why the caller may not claim for that pod. A server groups the claims that arrive
+/// together so a crowd of polling pods costs one read and one transaction per wave, not a few
+/// each. Fails as a whole only when the database does.
+#[allow(clippy::type_complexity)]
+pub fn claim_many(
+    ws: &Workspace,
+    index: &DbIndex,
+    asks: &[(PodCaller, String)],
+    cfg: LeaseConfig,
+    now: Timestamp,
+) -> Result<Vec<Result<Option<Claimed>, AssignmentError>>, AssignmentError> {
     let now_ms = now.unix_millis();
-    // An idle pod polling an empty queue writes its row only every few seconds.
-    let stale = row.state != PodState::Idle || now_ms - row.heartbeat_ms >= 5_000;
-    let Some(a) = index.block_on(index.db.claim_assignment(
-        &row.role,
-        pod,
-        now_ms + cfg.lease_ms,
-        now_ms,
-    ))?
-    else {
-        if stale {
-            index.block_on(index.db.touch_pod(pod, PodState::Idle, None, now_ms))?;
+    let ids: Vec<&str> = asks.iter().map(|(_, p)| p.as_str()).collect();
+    let mut known: std::collections::HashMap<String, PodRow> = index
+        .block_on(index.db.pods_by_id(&ids))?
+        .into_iter()
+        .map(|r| (r.id.clone(), r))
+        .collect();
+    let mut out: Vec<Option<Result<Option<Claimed>, AssignmentError>>> =
+        (0..asks.len()).map(|_| None).collect();
+    let mut rows = Vec::new();
+    for (i, (caller, pod)) in asks.iter().enumerate() {
+        // The same pod twice in one group: the second ask sees the first's row.
+        let row = known.get(pod).cloned();
+        match speaks_for(caller, pod, row) {
+            Err(e) => out[i] = Some(Err(e)),
+            Ok(row) if matches!(row.state, PodState::Draining | PodState::Stopped) => {
+                out[i] = Some(Ok(None))
+            }
+            Ok(row) => rows.push((i, row)),
         }
-        return Ok(None);
+    }
+    let wanted: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|(_, r)| (r.role.as_str(), r.id.as_str()))
+        .collect();
+    let got = if wanted.is_empty() {
+        Vec::new()
+    } else {
+        index.block_on(
+            index
+                .db
+                .claim_assignments(&wanted, now_ms + cfg.lease_ms, now_ms),
+        )?
     };
-    index.block_on(
-        index
-            .db
-            .touch_pod(pod, PodState::Working, Some(&a.id), now_ms),
-    )?;
-    match prepare(ws, index, &a) {
-        Ok(work) => Ok(Some(Work {
+    for ((i, row), a) in rows.iter().zip(got) {
+        let Some(a) = a else {
+            // An idle pod polling an empty queue writes its row only every few seconds.
+            if row.state != PodState::Idle || now_ms - row.heartbeat_ms >= 5_000 {
+                index.block_on(index.db.touch_pod(&row.id, PodState::Idle, None, now_ms))?;
+                if let Some(r) = known.get_mut(&row.id) {
+                    r.state = PodState::Idle;
+                    r.heartbeat_ms = now_ms;
+                }
+            }
+            out[*i] = Some(Ok(None));
+            continue;
+        };
+        let ready = match (&a.workdir, &a.head_commit) {
+            (Some(dir), Some(head)) => ready(ws, &a, PathBuf::from(dir), head.clone()).ok(),
+            _ => None,
+        };
+        out[*i] = Some(Ok(Some(match ready {
+            Some(work) => Claimed::Ready(Box::new(Work {
+                lease_ms: cfg.lease_ms,
+                heartbeat_ms: cfg.heartbeat_ms,
+                ..work
+            })),
+            None => Claimed::Prepare(Box::new(a)),
+        })));
+    }
+    Ok(out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect())
+}
+
+/// Hand a claimed row to its pod: the working directory, the brief and the lease terms. An
+/// attempt whose folder was made with it (attempt 1: the ticket worktree from acceptance)
+/// needs only two small file reads; a later attempt gets its own worktree made now. A folder
+/// that cannot be prepared fails the attempt (and hands the step out again while the circuit
+/// allows).
+pub fn hand_out(
+    ws: &Workspace,
+    index: &DbIndex,
+    pod: &str,
+    a: Assignment,
+    cfg: LeaseConfig,
+    now: Timestamp,
+) -> Result<Work, AssignmentError> {
+    let prepared = match (&a.workdir, &a.head_commit) {
+        (Some(dir), Some(head)) => ready(ws, &a, PathBuf::from(dir), head.clone()),
+        _ => prepare(ws, index, &a),
+    };
+    match prepared {
+        Ok(work) => Ok(Work {
             lease_ms: cfg.lease_ms,
             heartbeat_ms: cfg.heartbeat_ms,
             ..work
-        })),
+        }),
         Err(reason) => {
             let _guard = results_lock();
             let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
@@ -168,7 +260,7 @@ pub fn claim(
                 Some(pod),
                 &how,
                 next.as_ref(),
-                now_ms,
+                now.unix_millis(),
             ))?;
             Err(AssignmentError::Prepare { id: a.id, reason })
         }
@@ -198,12 +290,11 @@ pub(crate) fn trailing_failures(attempts: &[Assignment], id: &str) -> usize {
 /// folder with an earlier attempt's process that may still be running.
 fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, String> {
     let ticket = TicketId::parse(&a.ticket).map_err(|e| e.to_string())?;
-    let item = ws.read_item(&ticket).map_err(|e| e.to_string())?;
     let place = work_place(ws, &ticket).map_err(|e| e.to_string())?;
     let repo = ws.root();
     let head = yoi_git::resolve_commit(repo, &place.branch).map_err(|e| e.to_string())?;
     let workdir = if a.attempt <= 1 {
-        ready_ticket_worktree(repo, &place.worktree, &head)?;
+        ready_ticket_worktree(&place.worktree, &head)?;
         place.worktree.clone()
     } else {
         let dir = attempt_dir(&place.worktree, a.attempt);
@@ -227,6 +318,16 @@ fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, Stri
     if !recorded {
         return Err("the claim was lost while its working directory was prepared".into());
     }
+    ready(ws, a, workdir, head)
+}
+
+/// What a pod gets for a claim whose folder `workdir` (detached at `head`) exists. The pod
+/// checks the folder's HEAD itself before its agent starts (it is the one on the folder's
+/// host), so no repository is opened here.
+fn ready(ws: &Workspace, a: &Assignment, workdir: PathBuf, head: String) -> Result<Work, String> {
+    let ticket = TicketId::parse(&a.ticket).map_err(|e| e.to_string())?;
+    let item = ws.read_item(&ticket).map_err(|e| e.to_string())?;
+    let place = work_place(ws, &ticket).map_err(|e| e.to_string())?;
     Ok(Work {
         assignment: Assignment {
             workdir: Some(workdir.display().to_string()),
@@ -247,7 +348,7 @@ fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, Stri
 /// The ticket worktree must exist and be detached at the branch head. Its HEAD is read
 /// without a status: attempt 1 is the first process in it since acceptance, and whatever a
 /// person left there is committed with the agent's work, never lost.
-fn ready_ticket_worktree(_repo: &Path, worktree: &Path, head: &str) -> Result<(), String> {
+fn ready_ticket_worktree(worktree: &Path, head: &str) -> Result<(), String> {
     let Ok((branch, found)) = yoi_git::worktree_head(worktree) else {
         return Err(format!(
             "the ticket worktree {} is missing (`yoi ticket doctor` says how to restore it)",

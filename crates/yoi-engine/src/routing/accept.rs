@@ -316,6 +316,9 @@ impl Job<'_> {
             lease_until_ms: None,
             created_ms: now_ms,
             updated_ms: now_ms,
+            // Its folder exists from now on, so a claim hands it out without touching git.
+            workdir: Some(worktree.display().to_string()),
+            head_commit: Some(base_commit.to_string()),
             ..Default::default()
         }))
         .map_err(|e| (step, e.to_string()))?;

@@ -179,27 +179,23 @@ pub async fn claim(
     let mut closing = s.closing.subscribe();
     loop {
         changed.borrow_and_update();
-        let permit = s
+        let row = s
             .claims
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|e| ApiError::internal("claim", e))?;
-        let st = s.clone();
-        let (caller2, pod) = (caller.clone(), b.pod.clone());
-        let work = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            asg::claim(
-                &st.ws,
-                &st.index,
-                &caller2,
-                &pod,
-                LeaseConfig::of(&st.ws),
-                now(),
-            )
-        })
-        .await
-        .map_err(|e| ApiError::internal("claim", e))??;
+            .claim(&s.ws, &s.index, caller.clone(), b.pod.clone())
+            .await?;
+        let work = match row {
+            Some(asg::Claimed::Ready(work)) => Some(*work),
+            Some(asg::Claimed::Prepare(a)) => {
+                let pod = b.pod.clone();
+                Some(
+                    pod_work(&s, "claim", move |st| {
+                        asg::hand_out(&st.ws, &st.index, &pod, *a, LeaseConfig::of(&st.ws), now())
+                    })
+                    .await?,
+                )
+            }
+            None => None,
+        };
         if let Some(work) = work {
             return Ok(Json(work).into_response());
         }

@@ -145,6 +145,23 @@ impl Db {
         lease_until_ms: i64,
         now_ms: i64,
     ) -> Result<Option<Assignment>, StoreError> {
+        let mut got = self
+            .claim_assignments(&[(role, pod)], lease_until_ms, now_ms)
+            .await?;
+        Ok(got.pop().flatten())
+    }
+
+    /// Claims for several pods in one write transaction (the server groups the claims that
+    /// arrive together, as a database groups commits): for each `(role, pod)` in order, the
+    /// oldest pending assignment of that role not yet taken, or `None`. The pods that get work
+    /// are marked `working` on it in the same transaction. Each claim is the one guarded
+    /// statement of [`Db::claim_assignment`], so no row is ever handed out twice.
+    pub async fn claim_assignments(
+        &self,
+        claims: &[(&str, &str)],
+        lease_until_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<Option<Assignment>>, StoreError> {
         let pick = match self.dialect() {
             super::Dialect::Postgres => {
                 "SELECT id FROM assignments WHERE role = $1 AND status = 'pending' \
@@ -162,15 +179,64 @@ impl Db {
         );
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
         self.begin_write(&mut conn).await?;
-        let result = sqlx::query(&sql)
-            .bind(role)
-            .bind(pod)
-            .bind(lease_until_ms)
-            .bind(now_ms)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db_err)
-            .and_then(|r| r.as_ref().map(assignment).transpose());
+        let result = async {
+            let mut out = match self.dialect() {
+                super::Dialect::Postgres => {
+                    claim_by_role(&mut conn, claims, lease_until_ms, now_ms).await?
+                }
+                super::Dialect::Sqlite => Vec::with_capacity(claims.len()),
+            };
+            // Roles known to have nothing left in this transaction are not asked again.
+            let mut empty: Vec<&str> = Vec::new();
+            for &(role, pod) in claims.iter().skip(out.len()) {
+                if empty.contains(&role) {
+                    out.push(None);
+                    continue;
+                }
+                let row = sqlx::query(&sql)
+                    .bind(role)
+                    .bind(pod)
+                    .bind(lease_until_ms)
+                    .bind(now_ms)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .map_err(db_err)?;
+                let Some(a) = row.as_ref().map(assignment).transpose()? else {
+                    empty.push(role);
+                    out.push(None);
+                    continue;
+                };
+                out.push(Some(a));
+            }
+            // The pods that got work, in one statement.
+            let working: Vec<(&str, &str)> = claims
+                .iter()
+                .zip(&out)
+                .filter_map(|(&(_, pod), a)| a.as_ref().map(|a| (pod, a.id.as_str())))
+                .collect();
+            if !working.is_empty() {
+                let mut cases = String::new();
+                let mut ids = Vec::new();
+                for i in 0..working.len() {
+                    let (p, a) = (2 + 2 * i, 3 + 2 * i);
+                    cases.push_str(&format!(" WHEN ${p} THEN ${a}"));
+                    ids.push(format!("${p}"));
+                }
+                let sql = format!(
+                    "UPDATE pods SET state = 'working', heartbeat_ms = $1, \
+                            assignment_id = CASE id{cases} END \
+                      WHERE id IN ({})",
+                    ids.join(", ")
+                );
+                let mut q = sqlx::query(&sql).bind(now_ms);
+                for (pod, a) in &working {
+                    q = q.bind(pod.to_string()).bind(a.to_string());
+                }
+                q.execute(&mut *conn).await.map_err(db_err)?;
+            }
+            Ok(out)
+        }
+        .await;
         self.end_write(&mut conn, result).await
     }
 
@@ -391,6 +457,68 @@ impl Db {
         .map_err(db_err)?;
         rows.iter().map(assignment).collect()
     }
+}
+
+/// PostgreSQL: the claims of a group in one statement per role, instead of a round trip per
+/// claim. The candidate rows are locked with `FOR UPDATE SKIP LOCKED` in claim order and paired
+/// with the asking pods by position; the answer is in the order of `claims`.
+async fn claim_by_role(
+    conn: &mut sqlx::AnyConnection,
+    claims: &[(&str, &str)],
+    lease_until_ms: i64,
+    now_ms: i64,
+) -> Result<Vec<Option<Assignment>>, StoreError> {
+    let returning: Vec<String> = COLUMNS
+        .split(',')
+        .map(|c| format!("a.{}", c.trim()))
+        .collect();
+    let sql = format!(
+        "WITH asks AS ( \
+             SELECT pod, n FROM unnest(string_to_array($2, ',')) WITH ORDINALITY AS t(pod, n) \
+         ), picked AS ( \
+             SELECT id, row_number() OVER (ORDER BY created_ms, id) AS n FROM ( \
+                 SELECT id, created_ms FROM assignments WHERE role = $1 AND status = 'pending' \
+                  ORDER BY created_ms, id LIMIT $3 FOR UPDATE SKIP LOCKED) s \
+         ) \
+         UPDATE assignments AS a SET status = 'claimed', claimed_by = asks.pod, \
+                lease_until_ms = $4, heartbeat_ms = $5, updated_ms = $5 \
+           FROM picked JOIN asks ON asks.n = picked.n \
+          WHERE a.id = picked.id AND a.status = 'pending' RETURNING {}",
+        returning.join(", ")
+    );
+    let mut out: Vec<Option<Assignment>> = vec![None; claims.len()];
+    let mut roles: Vec<&str> = claims.iter().map(|c| c.0).collect();
+    roles.sort_unstable();
+    roles.dedup();
+    for role in roles {
+        let asking: Vec<usize> = (0..claims.len()).filter(|&i| claims[i].0 == role).collect();
+        let pods: Vec<&str> = asking.iter().map(|&i| claims[i].1).collect();
+        if pods.iter().any(|p| p.contains(',')) {
+            return Err(StoreError::Database {
+                reason: "a pod id holds a comma".into(),
+            });
+        }
+        let rows = sqlx::query(&sql)
+            .bind(role)
+            .bind(pods.join(","))
+            .bind(pods.len() as i64)
+            .bind(lease_until_ms)
+            .bind(now_ms)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        let mut got: Vec<Assignment> = rows.iter().map(assignment).collect::<Result<_, _>>()?;
+        // Back to the asking order; a pod that asked twice gets one row per ask.
+        for &i in &asking {
+            if let Some(k) = got
+                .iter()
+                .position(|a| a.claimed_by.as_deref() == Some(claims[i].1))
+            {
+                out[i] = Some(got.swap_remove(k));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Cancel the open (`pending`, `claimed`) assignments of a ticket, inside the caller's

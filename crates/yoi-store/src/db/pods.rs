@@ -118,6 +118,24 @@ impl Db {
         row.as_ref().map(pod).transpose()
     }
 
+    /// The pods among `ids` that exist, in one query.
+    pub async fn pods_by_id(&self, ids: &[&str]) -> Result<Vec<PodRow>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM pods WHERE id IN ({})",
+            marks.join(", ")
+        );
+        let mut q = sqlx::query(&sql);
+        for id in ids {
+            q = q.bind(id.to_string());
+        }
+        let rows = q.fetch_all(self.pool()).await.map_err(db_err)?;
+        rows.iter().map(pod).collect()
+    }
+
     /// Every pod that has not said goodbye, and those that did within `keep_ms` of `now_ms`.
     pub async fn pods(&self, now_ms: i64, keep_ms: i64) -> Result<Vec<PodRow>, StoreError> {
         let rows = sqlx::query(&format!(

@@ -10,7 +10,10 @@
 //! - `ignore-sigterm` — from now on SIGTERM does nothing (only SIGKILL ends it);
 //! - `grandchild SECS` — start `sleep SECS` in the background and leave it running;
 //! - `pidfile PATH` — write this process's pid to PATH;
-//! - `exit CODE` — exit with CODE.
+//! - `exit CODE` — exit with CODE;
+//! - `api METHOD PATH [BODY]` — call `$YOI_SERVER/api/v1PATH` with `$YOI_TOKEN` and append
+//!   `STATUS PATH` to `api.seen` in the run folder (what the agent's own token may do);
+//! - `keep-token` — save `$YOI_TOKEN` to `token.seen` in the run folder.
 
 use std::io::{Read, Write};
 use std::process::Command;
@@ -71,6 +74,40 @@ fn main() {
             }
             "pidfile" => std::fs::write(&rest, std::process::id().to_string()).unwrap(),
             "exit" => std::process::exit(rest.parse().unwrap()),
+            "api" => {
+                let mut parts = rest.splitn(3, ' ');
+                let (method, path) = (parts.next().unwrap(), parts.next().unwrap());
+                let body = parts.next().unwrap_or("{}");
+                let url = format!("{}/api/v1{path}", std::env::var("YOI_SERVER").unwrap());
+                let auth = format!("Bearer {}", std::env::var("YOI_TOKEN").unwrap_or_default());
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                let status = match method {
+                    "GET" => agent.get(&url).header("Authorization", &auth).call(),
+                    _ => agent
+                        .post(&url)
+                        .header("Authorization", &auth)
+                        .header("Content-Type", "application/json")
+                        .send(body),
+                }
+                .map(|r| r.status().as_u16())
+                .unwrap_or(0);
+                let seen =
+                    std::path::Path::new(&std::env::var("YOI_RUN_DIR").unwrap()).join("api.seen");
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(seen)
+                    .unwrap();
+                writeln!(f, "{status} {path}").unwrap();
+            }
+            "keep-token" => {
+                let seen =
+                    std::path::Path::new(&std::env::var("YOI_RUN_DIR").unwrap()).join("token.seen");
+                std::fs::write(seen, std::env::var("YOI_TOKEN").unwrap_or_default()).unwrap();
+            }
             other => panic!("unknown script command {other:?}"),
         }
         out.flush().unwrap();

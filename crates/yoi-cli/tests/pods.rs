@@ -881,3 +881,87 @@ fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
         "aider's droppings stay out of the worktree"
     );
 }
+
+#[test]
+fn the_agent_gets_a_token_of_its_own_that_uses_skills_for_its_attempt_and_dies_with_it() {
+    let (repo, _) = workspace(
+        "write used.txt yes\nkeep-token\napi GET /skills\napi POST /skills/deploy-notes/activate {}\napi POST /assignments/claim {\"pod\": \"x\"}\napi GET /pods\napi POST /skills/deploy-notes/activate {\"assignment\": \"asg-someone-else\"}\ndone used the skill\n",
+        30,
+    );
+    let skill = repo.path().join(".yoi/skills/deploy-notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: deploy-notes\ndescription: How we deploy.\n---\nDo the steps.\n",
+    )
+    .unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the implement attempt to complete", || {
+        assignments(&server, &repo, &id)
+            .iter()
+            .any(|a| a["status"] == "completed")
+    });
+    let done = assignments(&server, &repo, &id)
+        .into_iter()
+        .find(|a| a["status"] == "completed")
+        .unwrap();
+    let run = repo
+        .path()
+        .join(".yoi/local/pods/coder-0/runs")
+        .join(done["id"].as_str().unwrap());
+    // Reads and skills for its own attempt; no pod calls, no one else's assignment.
+    let seen = std::fs::read_to_string(run.join("api.seen")).unwrap();
+    assert_eq!(
+        seen.lines().collect::<Vec<_>>(),
+        [
+            "200 /skills",
+            "200 /skills/deploy-notes/activate",
+            "403 /assignments/claim",
+            "200 /pods",
+            "403 /skills/deploy-notes/activate",
+        ],
+        "{seen}"
+    );
+    // The activation is recorded against the attempt, with the pod as who.
+    let show = repo.yoi(&["ticket", "show", &id, "--json"]).ok();
+    let show: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    let acts = show["attempts"][0]["activations"].as_array().unwrap();
+    assert_eq!(acts.len(), 1, "{show}");
+    assert_eq!(acts[0]["skill"], "deploy-notes");
+    // The token was the agent's own (not the pod's), and it stopped working with the attempt.
+    let token = std::fs::read_to_string(run.join("token.seen")).unwrap();
+    assert!(token.starts_with("yoia_"), "{token}");
+    let pod_log =
+        std::fs::read_to_string(repo.path().join(".yoi/local/logs/pods/coder-0.log")).unwrap();
+    assert!(
+        !pod_log.contains(&token),
+        "the token is never logged: {pod_log}"
+    );
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert!(thread.contains("event: assignment ") && !thread.contains(&token));
+    let status = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent()
+        .get(&format!("http://{}/api/v1/skills", server.addr))
+        .header("Authorization", &format!("Bearer {token}"))
+        .call()
+        .unwrap()
+        .status()
+        .as_u16();
+    assert_eq!(status, 401, "a finished attempt's token is refused");
+    // A forged one (another fence) is refused too.
+    let forged = token.replacen(".1.", ".2.", 1);
+    let status = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent()
+        .get(&format!("http://{}/api/v1/skills", server.addr))
+        .header("Authorization", &format!("Bearer {forged}"))
+        .call()
+        .unwrap()
+        .status()
+        .as_u16();
+    assert_eq!(status, 401);
+}

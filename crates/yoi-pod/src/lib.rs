@@ -434,6 +434,7 @@ fn agent_env(
     let a = &work.assignment;
     for (k, v) in [
         ("YOI_SERVER", settings.server.clone()),
+        ("YOI_TOKEN", work.agent_token.clone().unwrap_or_default()),
         ("YOI_TICKET", work.ticket.clone()),
         ("YOI_ASSIGNMENT", a.id.clone()),
         ("YOI_STEP", a.step.clone()),
@@ -492,8 +493,9 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
     }
     if !skills.is_empty() {
         out.push_str("## Skills you may activate\n\nEach is a folder of instructions; activate one with \
-                      `POST $YOI_SERVER/api/v1/skills/NAME/activate` (body `{\"ticket\": \"$YOI_TICKET\", \"assignment\": \"$YOI_ASSIGNMENT\"}`) \
-                      when its description fits the task.\n\n");
+                      `POST $YOI_SERVER/api/v1/skills/NAME/activate` with the header `Authorization: Bearer $YOI_TOKEN` \
+                      and the body `{}` when its description fits the task (the token is this attempt's own; \
+                      the activation is recorded against it).\n\n");
         for (name, desc) in skills {
             out.push_str(&format!("- `{name}`: {desc}\n"));
         }

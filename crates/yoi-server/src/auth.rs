@@ -25,6 +25,8 @@ pub enum ScopeClass {
     Orchestrator,
     /// Any pod role.
     Pod,
+    /// A pod's agent, for its one live claim.
+    Agent,
 }
 
 pub trait Action: Send + Sync + 'static {
@@ -45,7 +47,7 @@ macro_rules! actions {
 // The scope table. Reading is open to every live token; each mutation names who may ask (the
 // store's own guards still decide on the principal, e.g. only humans queue).
 actions! {
-    ReadTickets = "read": [Human, Read, Intake, Orchestrator, Pod];
+    ReadTickets = "read": [Human, Read, Intake, Orchestrator, Pod, Agent];
     CreateTicket = "create": [Human, Intake];
     EditTicket = "edit": [Human, Intake];
     CommentTicket = "comment": [Human, Intake, Orchestrator];
@@ -58,7 +60,7 @@ actions! {
     EditRelations = "relations": [Human, Intake];
     AddPlanRecord = "plan": [Human, Orchestrator];
     RunDoctor = "doctor": [Human, Read];
-    UseSkills = "use skills": [Human, Read, Intake, Orchestrator, Pod];
+    UseSkills = "use skills": [Human, Read, Intake, Orchestrator, Pod, Agent];
     ProposeSkill = "propose skills": [Human, Intake, Orchestrator, Pod];
     DecideSkill = "approve or reject skill proposals": [Human];
     Retry = "retry routing": [Human];
@@ -81,6 +83,7 @@ impl Caller {
             Scope::Pod(role) if role == "intake" => ScopeClass::Intake,
             Scope::Pod(role) if role == "orchestrator" => ScopeClass::Orchestrator,
             Scope::Pod(_) => ScopeClass::Pod,
+            Scope::Agent(_) => ScopeClass::Agent,
         }
     }
 
@@ -92,7 +95,7 @@ impl Caller {
                 token_id: self.token.id.clone(),
                 role: role.clone(),
             }),
-            Scope::Human | Scope::Read => None,
+            Scope::Human | Scope::Read | Scope::Agent(_) => None,
         }
     }
 
@@ -114,6 +117,7 @@ fn principal_for(token: &TokenInfo) -> Principal {
         Scope::Pod(role) if role == "intake" => Principal::intake(token.principal.clone()),
         Scope::Pod(role) if role == "orchestrator" => Principal::orchestrator(),
         Scope::Pod(role) => Principal::pod(role, &token.principal),
+        Scope::Agent(_) => Principal::pod("agent", &token.principal),
     }
 }
 
@@ -144,6 +148,16 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
             .ok_or_else(|| {
                 ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
             })?;
+        if yoi_engine::assignments::agent_token::is_agent_token(secret) {
+            let caller = agent_caller(state, secret).await?;
+            if !A::ALLOWED.contains(&ScopeClass::Agent) {
+                return Err(ApiError::forbidden(format!(
+                    "an agent's token may not {}; it may read and use skills for its own assignment",
+                    A::NAME
+                )));
+            }
+            return Ok(Authed(caller, PhantomData));
+        }
         let token = state
             .db()
             .token_by_hash(&hash_secret(secret))
@@ -163,4 +177,39 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
         }
         Ok(Authed(caller, PhantomData))
     }
+}
+
+/// The caller an agent token speaks for: its live claim's pod, as that pod's role.
+async fn agent_caller(state: &AppState, secret: &str) -> Result<Caller, ApiError> {
+    use yoi_engine::assignments::agent_token::{live_claim_of, AgentRefusal};
+    let (st, secret) = (state.clone(), secret.to_string());
+    let found = tokio::task::spawn_blocking(move || {
+        live_claim_of(&st.index, &st.agent_key, &secret, now().unix_millis())
+    })
+    .await
+    .map_err(|e| ApiError::internal("agent token", e))?
+    .map_err(ApiError::from)?;
+    let a = match found {
+        Ok(a) => a,
+        Err(AgentRefusal::Invalid) => {
+            return Err(ApiError::unauthorized("unknown or revoked token"))
+        }
+        Err(AgentRefusal::Ended { id }) => {
+            return Err(ApiError::unauthorized(format!(
+                "this agent token was for assignment {id}, whose claim has ended"
+            )))
+        }
+    };
+    let pod = a.claimed_by.clone().unwrap_or_default();
+    Ok(Caller {
+        principal: Principal::pod(&a.role, &pod),
+        token: TokenInfo {
+            id: format!("agent-{}", a.id),
+            name: format!("agent of {pod}"),
+            scope: Scope::Agent(a.id.clone()),
+            principal: pod,
+            created_ms: a.updated_ms,
+            revoked_ms: None,
+        },
+    })
 }

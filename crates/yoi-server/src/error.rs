@@ -32,7 +32,7 @@ impl ApiError {
         }
     }
 
-    pub fn unauthorized(message: &str) -> Self {
+    pub fn unauthorized(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
     }
 

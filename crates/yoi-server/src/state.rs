@@ -27,13 +27,30 @@ pub struct AppState {
     writers: Arc<Mutex<()>>,
     /// Claims wait here and go to the database in groups (`claims.rs`).
     pub claims: Arc<crate::claims::ClaimQueue>,
+    /// The key agent tokens are signed with (`.yoi/local/agent.key`).
+    pub agent_key: Arc<Vec<u8>>,
     /// What the orchestrator loop is doing (disabled unless the server routes).
     pub router: Arc<std::sync::Mutex<yoi_engine::routing::RouterStatus>>,
 }
 
 impl AppState {
     pub fn new(ws: Workspace, index: DbIndex) -> Self {
+        let agent_key = ws.agent_key().unwrap_or_else(|e| {
+            // Agents still get tokens; they stop working when this server stops.
+            tracing::warn!(error = %e, "no agent-token key on disk; using one for this run only");
+            yoi_store::db::new_secret()
+                .map(String::into_bytes)
+                .unwrap_or_else(|_| {
+                    let nanos = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_nanos())
+                        .unwrap_or_default();
+                    yoi_core::sha256_hex(format!("{nanos}.{}", std::process::id()).as_bytes())
+                        .into_bytes()
+                })
+        });
         AppState {
+            agent_key: Arc::new(agent_key),
             ws: Arc::new(ws),
             index,
             changed: Arc::new(watch::channel(0).0),

@@ -13,6 +13,7 @@ pub mod error;
 pub mod fsutil;
 mod git;
 pub mod index;
+mod keys;
 pub mod lock;
 pub mod logs;
 pub mod ops;

@@ -114,10 +114,13 @@ pub struct Work {
     pub packet: Option<FrozenPacket>,
     pub lease_ms: i64,
     pub heartbeat_ms: i64,
+    /// The token for the agent (`agent_token`), filled in by the server that holds the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_token: Option<String>,
 }
 
 /// Claim the oldest pending assignment of the pod's role and hand it out with its working
-/// directory; `None` when there is no work. [`claim_rows`] and [`hand_out`] in one call.
+/// directory; `None` when there is no work. [`claim_many`] and [`hand_out`] in one call.
 pub fn claim(
     ws: &Workspace,
     index: &DbIndex,
@@ -342,6 +345,7 @@ fn ready(ws: &Workspace, a: &Assignment, workdir: PathBuf, head: String) -> Resu
         packet: packet(ws, &ticket).map_err(|e| e.to_string())?,
         lease_ms: 0,
         heartbeat_ms: 0,
+        agent_token: None,
     })
 }
 

@@ -21,6 +21,7 @@
 //! Completion, failure and expiry of one workspace are serialised by one lock in this module,
 //! so a lease cannot run out between the check and the branch move of a result.
 
+pub mod agent_token;
 mod claim;
 mod finish;
 mod lease;

@@ -196,7 +196,8 @@ pub async fn claim(
             }
             None => None,
         };
-        if let Some(work) = work {
+        if let Some(mut work) = work {
+            work.agent_token = Some(asg::agent_token::mint(&s.agent_key, &work.assignment));
             return Ok(Json(work).into_response());
         }
         if *closing.borrow() {

@@ -18,6 +18,9 @@ pub enum Scope {
     Human,
     Pod(String),
     Read,
+    /// A pod's agent, for one live claim (the assignment id). Never stored: the server derives
+    /// it from its key, and it dies with the claim (`yoi_engine::assignments::agent_token`).
+    Agent(String),
 }
 
 impl fmt::Display for Scope {
@@ -26,6 +29,7 @@ impl fmt::Display for Scope {
             Scope::Human => f.write_str("human"),
             Scope::Pod(role) => write!(f, "pod:{role}"),
             Scope::Read => f.write_str("read"),
+            Scope::Agent(id) => write!(f, "agent:{id}"),
         }
     }
 }

@@ -1,0 +1,290 @@
+//! Landing approved work on a target branch: [`plan_merge`] says whether the ticket's commit
+//! fast-forwards the target, is already in it, or has diverged; [`land`] moves the target by
+//! compare-and-swap and brings a worktree that has the target checked out (often the user's
+//! main worktree) along — but only when every path the merge changes is clean there. Otherwise
+//! nothing is written and the dirty paths are returned, so a person's uncommitted work is never
+//! overwritten.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use gix::bstr::ByteSlice;
+use gix::objs::tree::EntryKind;
+use gix::refs::transaction::PreviousValue;
+use gix::refs::Target;
+
+use crate::branch::{branch_at, branch_ref_name, checked_out_in};
+use crate::{repo, GitError};
+
+/// How `commit` relates to the target branch's head `before`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergePlan {
+    /// `commit` is `before` or already in its history: nothing to merge.
+    AlreadyMerged { before: String },
+    /// `before` is an ancestor of `commit`: the target can move to it, changing `changed`.
+    FastForward {
+        before: String,
+        after: String,
+        changed: Vec<String>,
+    },
+    /// Both sides have commits the other lacks; the ticket branch must integrate the target.
+    Diverged { before: String },
+}
+
+/// What [`plan_merge`] finds for merging `commit` into branch `target`.
+pub fn plan_merge(repo_root: &Path, target: &str, commit: &str) -> Result<MergePlan, GitError> {
+    let before = repo::resolve_commit(repo_root, target)?;
+    let commit = repo::resolve_commit(repo_root, commit)?;
+    if crate::is_ancestor(repo_root, &commit, &before)? {
+        return Ok(MergePlan::AlreadyMerged { before });
+    }
+    if crate::is_ancestor(repo_root, &before, &commit)? {
+        let changed = changed_paths(repo_root, &before, &commit)?;
+        return Ok(MergePlan::FastForward {
+            before,
+            after: commit,
+            changed,
+        });
+    }
+    Ok(MergePlan::Diverged { before })
+}
+
+/// Every file path whose entry differs between commits `from` and `to` (added, removed,
+/// changed content, mode or kind), sorted.
+pub fn changed_paths(repo_root: &Path, from: &str, to: &str) -> Result<Vec<String>, GitError> {
+    let repo = repo::open(repo_root)?;
+    let tree_of = |rev: &str| -> Result<gix::ObjectId, GitError> {
+        let id = repo::peel_to_commit(&repo, repo_root, rev)?;
+        let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "read a tree", e);
+        let commit = repo.find_commit(id).map_err(|e| fail(&e))?;
+        Ok(commit.tree_id().map_err(|e| fail(&e))?.detach())
+    };
+    let mut out = Vec::new();
+    diff_trees(
+        &repo,
+        repo_root,
+        "",
+        Some(tree_of(from)?),
+        Some(tree_of(to)?),
+        &mut out,
+    )?;
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+type Entries = Vec<(String, gix::objs::tree::EntryMode, gix::ObjectId)>;
+
+fn entries(
+    repo: &gix::Repository,
+    root: &Path,
+    tree: Option<gix::ObjectId>,
+) -> Result<Entries, GitError> {
+    let Some(tree) = tree else {
+        return Ok(Vec::new());
+    };
+    let fail = |e: &dyn std::fmt::Display| GitError::git(root, "read a tree", e);
+    let t = repo.find_tree(tree).map_err(|e| fail(&e))?;
+    let decoded = t.decode().map_err(|e| fail(&e))?;
+    Ok(decoded
+        .entries
+        .iter()
+        .map(|e| {
+            (
+                e.filename.to_str_lossy().into_owned(),
+                e.mode,
+                e.oid.to_owned(),
+            )
+        })
+        .collect())
+}
+
+fn diff_trees(
+    repo: &gix::Repository,
+    root: &Path,
+    prefix: &str,
+    a: Option<gix::ObjectId>,
+    b: Option<gix::ObjectId>,
+    out: &mut Vec<String>,
+) -> Result<(), GitError> {
+    if a == b {
+        return Ok(());
+    }
+    let (left, right) = (entries(repo, root, a)?, entries(repo, root, b)?);
+    let mut names: Vec<&str> = left
+        .iter()
+        .chain(right.iter())
+        .map(|(n, _, _)| n.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let l = left.iter().find(|(n, _, _)| n == name);
+        let r = right.iter().find(|(n, _, _)| n == name);
+        if l.map(|e| (e.1, e.2)) == r.map(|e| (e.1, e.2)) {
+            continue;
+        }
+        let path = format!("{prefix}{name}");
+        let sub = |e: Option<&(String, gix::objs::tree::EntryMode, gix::ObjectId)>| {
+            e.filter(|e| e.1.is_tree()).map(|e| e.2)
+        };
+        let (lt, rt) = (sub(l), sub(r));
+        if lt.is_some() || rt.is_some() {
+            diff_trees(repo, root, &format!("{path}/"), lt, rt, out)?;
+        }
+        // A file on either side (a tree replaced by a file counts both ways).
+        if l.is_some_and(|e| !e.1.is_tree()) || r.is_some_and(|e| !e.1.is_tree()) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// What [`land`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landed {
+    /// The target moved; these worktrees had it checked out and were brought along.
+    Moved { worktrees: Vec<PathBuf> },
+    /// Nothing was written: a worktree with the target checked out has uncommitted changes in
+    /// paths the merge changes.
+    Deferred {
+        worktree: PathBuf,
+        dirty: Vec<String>,
+    },
+}
+
+/// Move branch `target` from `before` to `after` (a fast-forward whose changed paths are
+/// `changed`), by compare-and-swap on `before`. A worktree with the target checked out is
+/// updated in exactly those paths (files and index) when all of them are clean there; paths
+/// under any of `untouched` (yoi's own folder) are never written in a worktree.
+pub fn land(
+    repo_root: &Path,
+    target: &str,
+    before: &str,
+    after: &str,
+    changed: &[String],
+    untouched: &[&str],
+) -> Result<Landed, GitError> {
+    let repo = repo::open(repo_root)?;
+    let full_name = branch_ref_name(target)?;
+    let old = repo::peel_to_commit(&repo, repo_root, before)?;
+    let new = repo::peel_to_commit(&repo, repo_root, after)?;
+    branch_at(&repo, repo_root, target, &full_name, old)?;
+    let worktrees = checked_out_in(&repo, &full_name)?;
+    for wt in &worktrees {
+        let dirty: Vec<String> = crate::uncommitted_changes(wt)?
+            .into_iter()
+            .filter(|d| changed.iter().any(|c| overlaps(c, d)))
+            .collect();
+        if !dirty.is_empty() {
+            return Ok(Landed::Deferred {
+                worktree: wt.clone(),
+                dirty,
+            });
+        }
+    }
+    repo.reference(
+        full_name,
+        new,
+        PreviousValue::MustExistAndMatch(Target::Object(old)),
+        format!("yoi: merge {new} into {target}"),
+    )
+    .map_err(|e| GitError::git(repo_root, "move the target branch", e))?;
+    let writable: Vec<&String> = changed
+        .iter()
+        .filter(|c| !untouched.iter().any(|u| c.starts_with(u)))
+        .collect();
+    for wt in &worktrees {
+        update_worktree(wt, new, &writable)?;
+    }
+    Ok(Landed::Moved { worktrees })
+}
+
+/// Whether a changed path and a status path (a file, or an untracked folder) meet.
+fn overlaps(changed: &str, status: &str) -> bool {
+    changed == status
+        || changed.starts_with(&format!("{status}/"))
+        || status.starts_with(&format!("{changed}/"))
+}
+
+/// Write `paths` of commit `commit` into the worktree `wt` — the files and their index entries —
+/// removing those the commit does not have.
+fn update_worktree(wt: &Path, commit: gix::ObjectId, paths: &[&String]) -> Result<(), GitError> {
+    let repo = repo::open(wt)?;
+    let fail = |what: &'static str| move |e: &dyn std::fmt::Display| GitError::git(wt, what, e);
+    let tree = repo
+        .find_commit(commit)
+        .map_err(|e| fail("read the commit")(&e))?
+        .tree()
+        .map_err(|e| fail("read the tree")(&e))?;
+    let mut index = repo.open_index().map_err(|e| fail("read the index")(&e))?;
+    index.remove_entries(|_, path, _| paths.iter().any(|p| p.as_bytes() == path.as_bytes()));
+    for rel in paths {
+        let full = wt.join(rel.as_str());
+        let entry = tree
+            .lookup_entry_by_path(rel.as_str())
+            .map_err(|e| fail("read the tree")(&e))?;
+        match std::fs::symlink_metadata(&full) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => std::fs::remove_file(&full).map_err(|e| fail("remove a file")(&e))?,
+            Err(_) => {}
+        }
+        let Some(entry) = entry.filter(|e| !e.mode().is_tree()) else {
+            // Gone in the commit: remove the file and any folders it leaves empty.
+            let mut dir = full.parent();
+            while let Some(d) = dir.filter(|d| *d != wt) {
+                if std::fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+            continue;
+        };
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| fail("make a folder")(&e))?;
+        }
+        let data = entry
+            .object()
+            .map_err(|e| fail("read a blob")(&e))?
+            .detach()
+            .data;
+        let mode = match entry.mode().kind() {
+            EntryKind::Link => {
+                let target = std::path::PathBuf::from(data.to_str_lossy().into_owned());
+                std::os::unix::fs::symlink(target, &full).map_err(|e| fail("write a link")(&e))?;
+                gix::index::entry::Mode::SYMLINK
+            }
+            EntryKind::BlobExecutable => {
+                std::fs::write(&full, &data).map_err(|e| fail("write a file")(&e))?;
+                let mut p = std::fs::metadata(&full)
+                    .map_err(|e| fail("write a file")(&e))?
+                    .permissions();
+                p.set_mode(p.mode() | 0o111);
+                std::fs::set_permissions(&full, p).map_err(|e| fail("write a file")(&e))?;
+                gix::index::entry::Mode::FILE_EXECUTABLE
+            }
+            // A submodule entry is recorded, not checked out.
+            EntryKind::Commit => gix::index::entry::Mode::COMMIT,
+            _ => {
+                std::fs::write(&full, &data).map_err(|e| fail("write a file")(&e))?;
+                gix::index::entry::Mode::FILE
+            }
+        };
+        let stat = match gix::index::fs::Metadata::from_path_no_follow(&full) {
+            Ok(m) => gix::index::entry::Stat::from_fs(&m).unwrap_or_default(),
+            Err(_) => gix::index::entry::Stat::default(),
+        };
+        index.dangerously_push_entry(
+            stat,
+            entry.object_id(),
+            gix::index::entry::Flags::empty(),
+            mode,
+            rel.as_bytes().as_bstr(),
+        );
+    }
+    index.sort_entries();
+    index
+        .write(Default::default())
+        .map_err(|e| fail("write the index")(&e))?;
+    Ok(())
+}

@@ -13,7 +13,8 @@
 //! - `exit CODE` — exit with CODE;
 //! - `api METHOD PATH [BODY]` — call `$YOI_SERVER/api/v1PATH` with `$YOI_TOKEN` and append
 //!   `STATUS PATH` to `api.seen` in the run folder (what the agent's own token may do);
-//! - `keep-token` — save `$YOI_TOKEN` to `token.seen` in the run folder.
+//! - `keep-token` — save `$YOI_TOKEN` to `token.seen` in the run folder;
+//! - `attempt N LINE` — run LINE only when `$YOI_ATTEMPT` is N (a round-by-round script).
 
 use std::io::{Read, Write};
 use std::process::Command;
@@ -29,8 +30,17 @@ fn main() {
     }
     let text = std::fs::read_to_string(&script).expect("the script is readable");
     let mut out = std::io::stdout();
+    let attempt = std::env::var("YOI_ATTEMPT").unwrap_or_default();
     for line in text.lines() {
-        let (cmd, rest) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+        let mut line = line.trim();
+        if let Some(rest) = line.strip_prefix("attempt ") {
+            let (n, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+            if n != attempt {
+                continue;
+            }
+            line = rest;
+        }
+        let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
         let rest = rest.replace("\\n", "\n");
         match cmd {
             "" => {}

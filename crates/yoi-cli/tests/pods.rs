@@ -133,10 +133,13 @@ fn a_queued_ticket_is_implemented_by_a_supervised_coder_pod_and_its_branch_moves
     until("the implement attempt to complete", || {
         assignments(&server, &repo, &id)
             .iter()
-            .any(|a| a["status"] == "completed")
+            .any(|a| a["status"] == "completed" && a["step"] == "implement")
     });
     let rows = assignments(&server, &repo, &id);
-    let done = rows.iter().find(|a| a["status"] == "completed").unwrap();
+    let done = rows
+        .iter()
+        .find(|a| a["status"] == "completed" && a["step"] == "implement")
+        .unwrap();
     assert_eq!(
         (
             done["step"].as_str(),
@@ -173,7 +176,7 @@ fn a_queued_ticket_is_implemented_by_a_supervised_coder_pod_and_its_branch_moves
     let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
     let events: Vec<&str> = thread
         .lines()
-        .filter(|l| l.contains("event: assignment "))
+        .filter(|l| l.contains("event: assignment ") && l.contains("step: implement"))
         .collect();
     assert_eq!(events.len(), 1, "{thread}");
     for part in [
@@ -577,9 +580,8 @@ fn a_coder_stopped_past_its_lease_and_resumed_gets_nothing_onto_the_branch() {
     let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
     let events: Vec<&str> = thread
         .lines()
-        .filter(|l| l.contains("event: assignment "))
+        .filter(|l| l.contains("event: assignment ") && l.contains("step: implement"))
         .collect();
-    assert_eq!(events.len(), 1, "{thread}");
     assert!(events[0].contains("outcome: expired"), "{}", events[0]);
 }
 
@@ -740,7 +742,10 @@ fn a_claim_survives_a_server_restart_and_its_pod_finishes_it_with_the_same_fence
     // The same address again; the claim is a row, the pod keeps heartbeating.
     let server = Server::spawn_at(&repo, &addr);
     assert!(pod.wait().unwrap().success());
-    let rows = assignments(&server, &repo, &id);
+    let rows: Vec<_> = assignments(&server, &repo, &id)
+        .into_iter()
+        .filter(|a| a["step"] == "implement")
+        .collect();
     assert_eq!(rows.len(), 1, "no second attempt: {rows:?}");
     assert_eq!(
         (rows[0]["status"].as_str(), rows[0]["fence"].as_i64()),
@@ -852,7 +857,10 @@ fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
         "{status:?}: {}",
         std::fs::read_to_string(pod_log(&repo, "aider")).unwrap_or_default()
     );
-    let rows = assignments(&server, &repo, &id);
+    let rows: Vec<_> = assignments(&server, &repo, &id)
+        .into_iter()
+        .filter(|a| a["step"] == "implement")
+        .collect();
     assert_eq!(rows[0]["status"], "completed", "{rows:?}");
     let head = git(repo.path(), &["rev-parse", &format!("yoi/{id}-say-hello")]);
     assert_eq!(
@@ -900,11 +908,11 @@ fn the_agent_gets_a_token_of_its_own_that_uses_skills_for_its_attempt_and_dies_w
     until("the implement attempt to complete", || {
         assignments(&server, &repo, &id)
             .iter()
-            .any(|a| a["status"] == "completed")
+            .any(|a| a["status"] == "completed" && a["step"] == "implement")
     });
     let done = assignments(&server, &repo, &id)
         .into_iter()
-        .find(|a| a["status"] == "completed")
+        .find(|a| a["status"] == "completed" && a["step"] == "implement")
         .unwrap();
     let run = repo
         .path()
@@ -964,4 +972,214 @@ fn the_agent_gets_a_token_of_its_own_that_uses_skills_for_its_attempt_and_dies_w
         .status()
         .as_u16();
     assert_eq!(status, 401);
+}
+
+/// A workspace whose reviewer runs `yoi-fake-agent` with `review` as its script, on top of
+/// [`workspace`] (whose coder runs `coder`).
+fn workspace_with_reviewer(coder: &str, review: &str) -> Repo {
+    let (repo, _) = workspace(coder, 30);
+    let review_path = repo.path().join(".yoi/local/review-script.txt");
+    std::fs::write(&review_path, review).unwrap();
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[pods.agent]\ncoder = \"fake\"\n",
+        "[pods.agent]\ncoder = \"fake\"\nreviewer = \"fake-review\"\n",
+    );
+    let text = format!(
+        "{text}\n[agents.fake-review]\nprogram = \"{}\"\nargv = [\"{{program}}\", \"{}\"]\nstdin = \"prompt_file\"\noutput = \"text\"\ntimeout_secs = 60\n",
+        fake_agent().display(),
+        review_path.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    repo
+}
+
+fn state_of(repo: &Repo, id: &str) -> String {
+    let show = repo.yoi(&["ticket", "show", id, "--json"]).ok();
+    let show: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    show["state"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_queued_ticket_is_implemented_verified_reviewed_and_merged_into_the_checked_out_main() {
+    let repo = workspace_with_reviewer(
+        "write hello.txt hello\\n\ndone added hello.txt\n",
+        "say Looks right.\ndone read the change\nsay YOI-VERDICT: approve\n",
+    );
+    // A change of the user's own in the main worktree, in a path the merge does not touch.
+    std::fs::write(repo.path().join("README.md"), "base, edited by me\n").unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+
+    // main moved to the ticket's commit (a fast-forward), and the main worktree has it, clean
+    // except for the user's own edit, which is untouched.
+    let branch = format!("yoi/{id}-say-hello");
+    let head = git(repo.path(), &["rev-parse", &branch]);
+    assert_eq!(git(repo.path(), &["rev-parse", "main"]), head);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    // (The test's own edit of workspace.toml shows too; the merge's hello.txt does not.)
+    assert_eq!(
+        git(
+            repo.path(),
+            &["status", "--porcelain", "--", "README.md", "hello.txt"]
+        ),
+        "M README.md"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("README.md")).unwrap(),
+        "base, edited by me\n"
+    );
+    // Every step in order, each once, bound to the commit; then the merge event.
+    let rows = assignments(&server, &repo, &id);
+    let mut steps: Vec<(String, String)> = rows
+        .iter()
+        .map(|a| {
+            (
+                a["step"].as_str().unwrap().to_string(),
+                a["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    steps.reverse();
+    assert_eq!(
+        steps,
+        [
+            ("implement".into(), "completed".into()),
+            ("verify".into(), "completed".into()),
+            ("review".into(), "completed".into()),
+            ("merge".into(), "completed".into()),
+        ],
+        "{rows:?}"
+    );
+    for a in rows.iter().filter(|a| a["step"] != "implement") {
+        assert_eq!(a["head_commit"].as_str(), Some(head.as_str()), "{a}");
+    }
+    let verify = rows.iter().find(|a| a["step"] == "verify").unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(verify["result"].as_str().unwrap()).unwrap();
+    assert_eq!(report["checks"][0]["command"], "test -f hello.txt");
+    assert_eq!(report["checks"][0]["exit_code"], 0);
+    let review = rows.iter().find(|a| a["step"] == "review").unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(review["result"].as_str().unwrap()).unwrap();
+    assert_eq!(report["verdict"], "approve");
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert!(thread.contains("event: merge "), "{thread}");
+    assert!(thread.contains(&format!("after: {head}")), "{thread}");
+    // The ticket's worktrees are gone; its branch is kept.
+    assert_eq!(git(repo.path(), &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(
+        git(repo.path(), &["branch", "--list", &branch]).trim_start_matches(['*', ' ']),
+        branch
+    );
+}
+
+#[test]
+fn a_failed_verification_and_a_change_request_each_cost_a_round_and_the_next_round_reads_why() {
+    // Round 1 writes the wrong file (verification fails); round 2 writes the right one and the
+    // first review requests changes; round 3 is approved.
+    let coder = "attempt 1 write note.txt round\\n\nattempt 2 write hello.txt hello\\n\nattempt 3 write hello.txt hello, again\\n\ndone worked\n";
+    let review = "attempt 1 say YOI-VERDICT: request_changes\nattempt 1 say YOI-FINDING: hello.txt needs more\nattempt 2 say YOI-VERDICT: approve\ndone reviewed\n";
+    let repo = workspace_with_reviewer(coder, review);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    let rows = assignments(&server, &repo, &id);
+    let prompt = |attempt: i64| {
+        let a = rows
+            .iter()
+            .find(|a| a["step"] == "implement" && a["attempt"] == attempt)
+            .unwrap();
+        std::fs::read_to_string(
+            repo.path()
+                .join(".yoi/local/pods/coder-0/runs")
+                .join(a["id"].as_str().unwrap())
+                .join("prompt.seen"),
+        )
+        .unwrap()
+    };
+    let p2 = prompt(2);
+    assert!(
+        p2.contains("Verification of") && p2.contains("`test -f hello.txt` exited with 1"),
+        "{p2}"
+    );
+    let p3 = prompt(3);
+    assert!(
+        p3.contains("requested changes") && p3.contains("hello.txt needs more"),
+        "{p3}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),
+        "hello, again\n"
+    );
+    let steps: Vec<String> = rows
+        .iter()
+        .rev()
+        .map(|a| format!("{}#{}", a["step"].as_str().unwrap(), a["attempt"]))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "implement#1",
+            "verify#1",
+            "implement#2",
+            "verify#2",
+            "review#1",
+            "implement#3",
+            "verify#3",
+            "review#2",
+            "merge#1"
+        ],
+        "{rows:?}"
+    );
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "main"]),
+        git(repo.path(), &["rev-parse", &format!("yoi/{id}-say-hello")])
+    );
+}
+
+#[test]
+fn past_max_rounds_the_ticket_waits_for_a_person_and_retry_grants_one_more() {
+    let repo = workspace_with_reviewer(
+        "write other.txt x\\n\ndone wrong file\n",
+        "done\nsay YOI-VERDICT: approve\n",
+    );
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("max_rounds = 3", "max_rounds = 1");
+    std::fs::write(&config, text).unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the rounds to run out", || {
+        std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md"))
+            .unwrap()
+            .contains("rounds_exhausted")
+    });
+    // Two verifications failed (the first round and the one allowed fix round); nothing is live.
+    std::thread::sleep(Duration::from_secs(2));
+    let rows = assignments(&server, &repo, &id);
+    assert!(
+        rows.iter()
+            .all(|a| !["pending", "claimed"].contains(&a["status"].as_str().unwrap())),
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows.iter().filter(|a| a["step"] == "verify").count(),
+        2,
+        "{rows:?}"
+    );
+    assert_eq!(state_of(&repo, &id), "inprogress");
+    // A person fixes the agent and grants a round.
+    std::fs::write(
+        repo.path().join(".yoi/local/agent-script.txt"),
+        "write hello.txt hello\\n\ndone added hello.txt\n",
+    )
+    .unwrap();
+    repo.yoi(&["ticket", "retry", &id]).ok();
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
 }

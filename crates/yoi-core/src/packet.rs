@@ -77,6 +77,46 @@ pub struct FrozenPacket {
     pub packet: IntentPacket,
     /// Lower-case hex SHA-256 of the packet's canonical JSON.
     pub content_hash: String,
+    /// The Validation section split into what the verifier runs and what a reviewer checks by
+    /// hand, as read from the body at freezing (outside the hash: packets frozen before this
+    /// field existed have none, and their verification runs nothing).
+    #[serde(default)]
+    pub checks: ValidationChecks,
+}
+
+/// A brief's Validation section for the verifier: `commands` are the inline code spans and the
+/// lines of code fences, each run with `sh -c` as CI systems do; `manual` are the entries
+/// without code, listed for the reviewer and never executed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidationChecks {
+    pub commands: Vec<String>,
+    pub manual: Vec<String>,
+}
+
+/// The [`ValidationChecks`] of a ticket body.
+pub fn validation_checks(body: &str) -> ValidationChecks {
+    let mut checks = ValidationChecks::default();
+    let Some(content) = brief::section(body, Section::Validation).map(|c| strip_comments(&c))
+    else {
+        return checks;
+    };
+    for (entry, fenced) in raw_entries(&content) {
+        if fenced {
+            checks.commands.push(entry);
+            continue;
+        }
+        let spans = code_spans(&entry);
+        if spans.is_empty() {
+            if !is_placeholder(&entry) {
+                checks.manual.push(entry);
+            }
+        } else {
+            checks
+                .commands
+                .extend(spans.into_iter().filter(|s| !s.trim().is_empty()));
+        }
+    }
+    checks
 }
 
 impl FrozenPacket {
@@ -159,6 +199,15 @@ impl IntentPacket {
         FrozenPacket {
             packet: self.clone(),
             content_hash: self.content_hash(),
+            checks: ValidationChecks::default(),
+        }
+    }
+
+    /// Freeze the packet of `body`, with its validation checks.
+    pub fn freeze_body(body: &str) -> FrozenPacket {
+        FrozenPacket {
+            checks: validation_checks(body),
+            ..IntentPacket::from_body(body).frozen()
         }
     }
 
@@ -344,6 +393,24 @@ fn item_text(line: &str) -> Option<&str> {
 }
 
 fn parse_list(content: &str, code: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for (entry, fenced) in raw_entries(content) {
+        if code && !fenced {
+            let spans = code_spans(&entry);
+            if !spans.is_empty() {
+                out.extend(spans.into_iter().filter(|s| !s.trim().is_empty()));
+                continue;
+            }
+        }
+        if !is_placeholder(&entry) {
+            out.push(entry);
+        }
+    }
+    out
+}
+
+/// A list section's entries, each with whether it came from a code fence.
+fn raw_entries(content: &str) -> Vec<(String, bool)> {
     let mut raw: Vec<(String, bool)> = Vec::new(); // (entry, from a fence)
     let mut current: Option<String> = None;
     let mut fence: Option<&str> = None;
@@ -380,21 +447,7 @@ fn parse_list(content: &str, code: bool) -> Vec<String> {
         }
     }
     flush(&mut current, &mut raw);
-
-    let mut out = Vec::new();
-    for (entry, fenced) in raw {
-        if code && !fenced {
-            let spans = code_spans(&entry);
-            if !spans.is_empty() {
-                out.extend(spans.into_iter().filter(|s| !s.trim().is_empty()));
-                continue;
-            }
-        }
-        if !is_placeholder(&entry) {
-            out.push(entry);
-        }
-    }
-    out
+    raw
 }
 
 /// The contents of the inline code spans in `text` (CommonMark: a run of N backticks closes at

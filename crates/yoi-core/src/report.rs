@@ -26,6 +26,63 @@ pub struct Report {
     pub log: Option<String>,
     #[serde(default)]
     pub exit_code: Option<i32>,
+    /// A reviewer's `YOI-VERDICT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// A reviewer's findings (`YOI-FINDING:` lines), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
+    /// A verifier's validation commands, each with how it ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckResult>,
+    /// A verifier's prose checks, left to the reviewer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manual_checks: Vec<String>,
+}
+
+/// A reviewer's verdict on the exact commit it read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Approve,
+    RequestChanges,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approve => "approve",
+            Verdict::RequestChanges => "request_changes",
+        }
+    }
+
+    /// The verdict a `YOI-VERDICT:` value names.
+    pub fn parse(s: &str) -> Option<Verdict> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "approve" | "approved" => Some(Verdict::Approve),
+            "request_changes" | "changes_requested" => Some(Verdict::RequestChanges),
+            _ => None,
+        }
+    }
+}
+
+/// One validation command the verifier ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckResult {
+    pub command: String,
+    /// Its exit status; `None` when it was killed (timeout, lease lost) or could not start.
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub timed_out: bool,
+    /// Its output, relative to the repository root (or the pod's run folder).
+    pub log: Option<String>,
+}
+
+impl CheckResult {
+    pub fn passed(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

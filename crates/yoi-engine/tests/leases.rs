@@ -128,7 +128,7 @@ fn silent_claims_expire_into_fresh_worktrees_and_three_open_the_circuit_until_a_
     // A person retries: the step is handed out again.
     let ctx = Ctx::new(Principal::human("alice"), at(40_001));
     yoi_store::ops::retry(&f.ws, &ctx, id.as_str(), Some("fixed the agent")).unwrap();
-    let made = asg::resume_after_retry(&f.db, &id, at(40_002)).unwrap();
+    let made = asg::resume_after_retry(&f.ws, &f.db, &id, at(40_002)).unwrap();
     assert_eq!(made.len(), 1);
     assert_eq!(
         (made[0].attempt, made[0].fence, made[0].status),

@@ -47,6 +47,9 @@ pub struct Work {
     pub packet: Option<Value>,
     pub lease_ms: i64,
     pub heartbeat_ms: i64,
+    /// What the last verification or review said, for a new round.
+    #[serde(default)]
+    pub feedback: Option<String>,
     /// The agent's own token, good for this claim only (never the pod's token).
     #[serde(default)]
     pub agent_token: Option<String>,

@@ -25,6 +25,8 @@ pub struct Contract {
     pub result: yoi_core::report::ReportOutcome,
     pub summary: Option<String>,
     pub verdict: Option<String>,
+    /// `YOI-FINDING:` lines, in order.
+    pub findings: Vec<String>,
 }
 
 /// Read `stdout` (and the result file's text, when the profile names one) as `kind`.
@@ -234,6 +236,7 @@ pub fn read_contract(final_message: &str) -> Result<Contract, String> {
     let mut bad = None;
     let mut summary = None;
     let mut verdict = None;
+    let mut findings = Vec::new();
     for line in final_message.lines() {
         let line = line
             .trim()
@@ -252,6 +255,8 @@ pub fn read_contract(final_message: &str) -> Result<Contract, String> {
             summary = Some(v.trim().to_string()).filter(|s| !s.is_empty());
         } else if let Some(v) = line.strip_prefix("YOI-VERDICT:") {
             verdict = Some(v.trim().to_ascii_lowercase()).filter(|s| !s.is_empty());
+        } else if let Some(v) = line.strip_prefix("YOI-FINDING:") {
+            findings.extend(Some(v.trim().to_string()).filter(|s| !s.is_empty()));
         }
     }
     match (result, bad) {
@@ -259,6 +264,7 @@ pub fn read_contract(final_message: &str) -> Result<Contract, String> {
             result,
             summary,
             verdict,
+            findings,
         }),
         (None, Some(v)) => Err(format!(
             "the output contract is malformed: `YOI-RESULT: {v}` must be done, blocked or failed"

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use thiserror::Error;
 use yoi_core::agent::AgentProfile;
-use yoi_core::report::{CostSource, Report, ReportOutcome, Usage};
+use yoi_core::report::{CheckResult, CostSource, Report, ReportOutcome, Usage, Verdict};
 
 use client::{Client, ClientError, Work};
 use process::{Ended, Spec, Watch};
@@ -99,7 +99,12 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
             }
             continue;
         };
-        match run_one(settings, &client, &pod, &work, stop) {
+        let ran = if settings.profile_name == VERIFY_PROFILE {
+            run_verify(settings, &client, &pod, &work, stop)
+        } else {
+            run_one(settings, &client, &pod, &work, stop)
+        };
+        match ran {
             Ok(Reported::Completed) => summary.completed += 1,
             Ok(Reported::Failed) => summary.failed += 1,
             Ok(Reported::Lost) => summary.lost += 1,
@@ -123,6 +128,9 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
     tracing::info!(pod = %pod, completed = summary.completed, failed = summary.failed, lost = summary.lost, "pod stopped");
     Ok(summary)
 }
+
+/// The built-in profile of the verifier: no agent, the brief's validation commands.
+pub const VERIFY_PROFILE: &str = "verify";
 
 enum Reported {
     Completed,
@@ -317,6 +325,7 @@ fn run_one(
         usage: Some(usage),
         log,
         exit_code,
+        ..Report::default()
     };
     let reason = match (&failure, &contract) {
         (Some(f), _) => Some(f.clone()),
@@ -327,7 +336,13 @@ fn run_one(
         (None, Ok(c)) => {
             report.outcome = c.result;
             report.summary = c.summary.clone();
-            None
+            report.findings = c.findings.clone();
+            report.verdict = c.verdict.as_deref().and_then(Verdict::parse);
+            if a.role == "reviewer" && c.result == ReportOutcome::Done {
+                review_problem(work, c.verdict.as_deref())
+            } else {
+                None
+            }
         }
     };
     let sent = match reason {
@@ -340,6 +355,166 @@ fn run_one(
     };
     match sent {
         Ok(r) => Ok(r),
+        Err(ClientError::Lost { .. }) => Ok(Reported::Lost),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Why a reviewer's verdict does not count, if it does not: it must name a verdict, and the
+/// reviewer must have left the exact commit it read untouched (HEAD where it was, nothing
+/// changed) — a verdict on anything else is void.
+fn review_problem(work: &Work, verdict: Option<&str>) -> Option<String> {
+    match verdict {
+        None => {
+            return Some(
+                "the reviewer's final message has no `YOI-VERDICT: approve|request_changes` line"
+                    .into(),
+            )
+        }
+        Some(v) if Verdict::parse(v).is_none() => {
+            return Some(format!(
+                "`YOI-VERDICT: {v}` must be approve or request_changes"
+            ))
+        }
+        Some(_) => {}
+    }
+    let dir = Path::new(&work.workdir);
+    match yoi_git::head_of(dir) {
+        Ok(h) if h == work.head_commit => {}
+        Ok(h) => {
+            return Some(format!(
+                "the reviewer moved HEAD from {} to {h}; its verdict is void",
+                work.head_commit
+            ))
+        }
+        Err(e) => return Some(format!("reading the reviewed worktree: {e}")),
+    }
+    match yoi_git::uncommitted_changes(dir) {
+        Ok(c) if c.is_empty() => None,
+        Ok(c) => Some(format!(
+            "the reviewer changed {} in a read-only review; its verdict is void",
+            c.join(", ")
+        )),
+        Err(e) => Some(format!("reading the reviewed worktree: {e}")),
+    }
+}
+
+/// The verifier (no agent): run the frozen brief's validation commands, each with `sh -c` in
+/// the worktree at the exact commit under test, with the profile's timeout and the kill ladder
+/// for its process group; report each command's exit status, duration and log.
+fn run_verify(
+    settings: &PodSettings,
+    client: &Client,
+    pod: &str,
+    work: &Work,
+    stop: &AtomicBool,
+) -> Result<Reported, String> {
+    let a = &work.assignment;
+    check_workdir(work)?;
+    let run_dir = settings.state_dir.join("runs").join(&a.id);
+    std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    match client.heartbeat(pod, &a.id, a.fence) {
+        Ok(()) => {}
+        Err(ClientError::Lost { .. }) => return Ok(Reported::Lost),
+        Err(e) => return Err(e.to_string()),
+    }
+    let checks = work
+        .packet
+        .as_ref()
+        .and_then(|p| p.get("checks"))
+        .cloned()
+        .and_then(|c| serde_json::from_value::<yoi_core::packet::ValidationChecks>(c).ok())
+        .unwrap_or_default();
+    let mut lease = Lease {
+        client,
+        pod,
+        id: &a.id,
+        fence: a.fence,
+        every: Duration::from_millis(work.heartbeat_ms.max(100) as u64),
+        last: Instant::now(),
+        lost: false,
+        stop,
+    };
+    let started = Instant::now();
+    let mut results = Vec::new();
+    let mut log = String::new();
+    for (i, command) in checks.commands.iter().enumerate() {
+        let out = run_dir.join(format!("check-{}.log", i + 1));
+        let spec = Spec {
+            argv: vec!["sh".into(), "-c".into(), command.clone()],
+            cwd: PathBuf::from(&work.workdir),
+            stdin: None,
+            env: agent_env(settings, work, &run_dir, &run_dir.join("none")),
+            stdout: out.clone(),
+            stderr: out.with_extension("err"),
+            timeout: Duration::from_secs(settings.profile.timeout_secs.max(1)),
+            grace: settings.kill_grace,
+        };
+        let t = Instant::now();
+        let ended = process::run(&spec, &mut lease).map_err(|e| format!("starting sh: {e}"))?;
+        if ended == Ended::LeaseLost || lease.lost {
+            return Ok(Reported::Lost);
+        }
+        if ended == Ended::Stopped {
+            return Err("the pod was stopped during verification".into());
+        }
+        let r = CheckResult {
+            command: command.clone(),
+            exit_code: match ended {
+                Ended::Exited(c) => Some(c),
+                _ => None,
+            },
+            duration_ms: t.elapsed().as_millis() as u64,
+            timed_out: ended == Ended::TimedOut,
+            log: None,
+        };
+        log.push_str(&format!(
+            "$ {command}\n{}{}[exit {:?}{} after {} ms]\n\n",
+            std::fs::read_to_string(&spec.stdout).unwrap_or_default(),
+            std::fs::read_to_string(&spec.stderr).unwrap_or_default(),
+            r.exit_code,
+            if r.timed_out { ", timed out" } else { "" },
+            r.duration_ms
+        ));
+        results.push(r);
+    }
+    let log_path = stream_log(client, pod, a, &log, "");
+    for r in &mut results {
+        r.log = log_path.clone();
+    }
+    let failed: Vec<&CheckResult> = results.iter().filter(|r| !r.passed()).collect();
+    let summary = match (results.len(), failed.first()) {
+        (0, _) => format!(
+            "no validation commands to run; {} manual check(s) left to the reviewer",
+            checks.manual.len()
+        ),
+        (n, None) => format!("all {n} validation command(s) passed"),
+        (n, Some(f)) => format!(
+            "{} of {n} validation command(s) failed; first: `{}` ({})",
+            failed.len(),
+            f.command,
+            match (f.timed_out, f.exit_code) {
+                (true, _) => "timed out".to_string(),
+                (_, Some(c)) => format!("exit {c}"),
+                (_, None) => "killed".to_string(),
+            }
+        ),
+    };
+    let report = Report {
+        outcome: ReportOutcome::Done,
+        summary: Some(summary),
+        usage: Some(Usage {
+            wall_ms: started.elapsed().as_millis() as u64,
+            agent: Some("verify".into()),
+            ..Usage::default()
+        }),
+        log: log_path,
+        checks: results,
+        manual_checks: checks.manual,
+        ..Report::default()
+    };
+    match client.complete(pod, &a.id, a.fence, &report) {
+        Ok(_) => Ok(Reported::Completed),
         Err(ClientError::Lost { .. }) => Ok(Reported::Lost),
         Err(e) => Err(e.to_string()),
     }
@@ -460,6 +635,18 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
          and moves the ticket branch itself. Do not change anything under `.yoi/tickets/`.\n\n",
         a.step, work.ticket, work.title, a.role, a.step, a.attempt, work.workdir, work.head_commit
     );
+    if a.role == "reviewer" {
+        out.push_str(
+            "## Your task: review\n\nRead the change this commit makes for the brief below (`git log` and \
+             `git diff` against the target). Change nothing: the folder must stay exactly at this commit, \
+             clean, or your verdict is void.\n\n",
+        );
+    }
+    if let Some(f) = &work.feedback {
+        out.push_str(&format!(
+            "## What the last round found (fix this first)\n\n{f}\n"
+        ));
+    }
     out.push_str("## The brief (IntentPacket, frozen at acceptance)\n\n");
     match work.packet.as_ref().and_then(|p| p.get("packet")) {
         Some(p) => {
@@ -503,7 +690,13 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
     }
     out.push_str(
         "## How to finish\n\nEnd your final message with these lines:\n\n\
-         ```\nYOI-RESULT: done | blocked | failed\nYOI-SUMMARY: one sentence on what you did or why you stopped\n```\n",
+         ```\nYOI-RESULT: done | blocked | failed\nYOI-SUMMARY: one sentence on what you did or why you stopped\n",
     );
+    if a.role == "reviewer" {
+        out.push_str(
+            "YOI-VERDICT: approve | request_changes\nYOI-FINDING: one line per problem found (as many as needed)\n",
+        );
+    }
+    out.push_str("```\n");
     out
 }

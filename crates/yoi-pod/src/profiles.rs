@@ -321,6 +321,30 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             version_argv: Vec::new(),
         },
     );
+    m.insert(
+        "verify".into(),
+        AgentProfile {
+            // The verifier runs no agent: each validation command is `sh -c COMMAND` in the
+            // worktree at the commit under test, with this timeout per command.
+            program: "sh".into(),
+            argv: s(&["{program}", "-c", "true"]),
+            reviewer_argv: Vec::new(),
+            stdin: "null".into(),
+            env_passthrough: Vec::new(),
+            env: BTreeMap::new(),
+            timeout_secs: 600,
+            output: "text".into(),
+            result_file: None,
+            model: None,
+            model_argv: Vec::new(),
+            extra_args: Vec::new(),
+            version_argv: s(&[
+                "{program}",
+                "-c",
+                "echo 'built-in verifier: sh -c per validation command'",
+            ]),
+        },
+    );
     m
 }
 

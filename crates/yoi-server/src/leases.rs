@@ -1,12 +1,12 @@
-//! The lease sweep's driver inside `yoi serve`: a tokio task that calls the engine's
-//! [`expire_due`] step function on a blocking thread once a second, and wakes waiting claims
+//! The lease and flow sweep's driver inside `yoi serve`: a tokio task that calls the engine's
+//! [`expire_due`] and [`flow_tick`] step functions on a blocking thread once a second, and wakes waiting claims
 //! when it handed a step out again. A claim that outlived a server restart is simply still in
 //! the database: its pod's next heartbeat re-attaches it with the same fence, or its lease runs
 //! out and this sweep expires it.
 
 use std::time::Duration;
 
-use yoi_engine::assignments::expire_due;
+use yoi_engine::assignments::{expire_due, flow_tick};
 
 use crate::auth::now;
 use crate::state::AppState;
@@ -33,6 +33,19 @@ async fn run(state: AppState) {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::error!(error = %e, "the lease sweep failed; it runs again"),
             Err(e) => tracing::error!(error = %e, "the lease sweep panicked; it runs again"),
+        }
+        // The flows: next steps a crash left undecided, due merges, merged tickets to finish.
+        let st = state.clone();
+        let ticked = tokio::task::spawn_blocking(move || {
+            let _turn = st.write_turn_blocking();
+            flow_tick(&st.ws, &st.index, now())
+        })
+        .await;
+        match ticked {
+            Ok(Ok(t)) if t.changed() => state.changed.send_modify(|n| *n += 1),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "the flow sweep failed; it runs again"),
+            Err(e) => tracing::error!(error = %e, "the flow sweep panicked; it runs again"),
         }
         tokio::select! {
             _ = tokio::time::sleep(EVERY) => {}

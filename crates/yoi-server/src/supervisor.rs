@@ -47,7 +47,7 @@ async fn run(state: AppState, launcher: PodLauncher, server_url: String) {
         ("verifier", cfg.roles.verifier),
         ("reviewer", cfg.roles.reviewer),
     ] {
-        let Some(agent) = cfg.pods.agent.get(role).cloned() else {
+        let Some(agent) = cfg.pods.agent_for(role) else {
             continue;
         };
         if count == 0 {

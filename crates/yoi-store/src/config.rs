@@ -21,6 +21,7 @@ pub struct Config {
     pub skills: SkillsSection,
     pub router: RouterSection,
     pub pods: PodsSection,
+    pub flow: FlowSection,
     /// Agent profiles by name (`[agents.NAME]`); they replace the built-in profile of the same
     /// name (docs/pods.md).
     pub agents: std::collections::BTreeMap<String, yoi_core::agent::AgentProfile>,
@@ -40,6 +41,17 @@ pub struct PodsSection {
     /// The agent profile each role's pods run (`coder = "claude"`); a role without one is not
     /// started by the supervisor.
     pub agent: std::collections::BTreeMap<String, String>,
+}
+
+impl PodsSection {
+    /// The agent profile of `role`'s pods: the configured one, else for the verifier the
+    /// built-in `verify` (it runs the brief's validation commands and needs no agent).
+    pub fn agent_for(&self, role: &str) -> Option<String> {
+        self.agent
+            .get(role)
+            .cloned()
+            .or_else(|| (role == "verifier").then(|| "verify".to_string()))
+    }
 }
 
 impl Default for PodsSection {
@@ -64,6 +76,25 @@ pub struct RouterSection {
     /// Wait after a failed acceptance before the next attempt, doubled for each further
     /// consecutive failure.
     pub retry_backoff_ms: u64,
+}
+
+/// `[flow]`: how the built-in flow `coder-review` finishes tickets (docs/flows.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FlowSection {
+    /// Fix rounds (failed verifications and change requests) before a person decides.
+    pub max_rounds: u32,
+    /// Delete the ticket branch once its work is merged (kept by default).
+    pub delete_branch: bool,
+}
+
+impl Default for FlowSection {
+    fn default() -> Self {
+        FlowSection {
+            max_rounds: 3,
+            delete_branch: false,
+        }
+    }
 }
 
 impl Default for RouterSection {
@@ -287,6 +318,12 @@ max_inprogress = 4
 # Wait after a failed acceptance before trying again, doubled for each further failure in a row.
 retry_backoff_ms = 2000
 
+[flow]
+# Fix rounds (failed verifications and change requests) before a person decides.
+max_rounds = 3
+# Delete the ticket branch once its work is merged.
+delete_branch = false
+
 [pods]
 # How long a claim lives without a heartbeat, how often pods heartbeat, and the grace between
 # SIGTERM and SIGKILL of an agent's process group.
@@ -295,8 +332,10 @@ heartbeat_secs = 20
 kill_grace_secs = 10
 
 [pods.agent]
-# The agent profile each role runs (`yoi agent list`); a role without one gets no pods.
+# The agent profile each role runs (`yoi agent list`); a role without one gets no pods. The
+# verifier runs the built-in `verify` (the brief's validation commands, no agent) unless set.
 # coder = "claude"
+# reviewer = "claude"
 
 [roles]
 # Pods kept running per role by `yoi serve` (roles with an agent in [pods.agent]).

@@ -59,7 +59,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
     let agent = a
         .agent
         .clone()
-        .or_else(|| ws.as_ref().and_then(|w| w.config.pods.agent.get(&a.role).cloned()))
+        .or_else(|| ws.as_ref().and_then(|w| w.config.pods.agent_for(&a.role)))
         .ok_or_else(|| {
             CliError::Usage(format!(
                 "no agent for role {}: pass --agent NAME or set `[pods.agent] {} = \"NAME\"` (`yoi agent list`)",

@@ -319,3 +319,28 @@ fn apply_to_body_appends_when_the_body_has_no_brief() {
     );
     assert_eq!(IntentPacket::from_body(&out).intent, "Do it.");
 }
+
+#[test]
+fn validation_checks_split_code_from_prose() {
+    let body = "## Validation\n- `cargo test -p x` and `cargo fmt --check`\n- The page looks right on a phone.\n\n```sh\n$ ./run.sh --all\n\nmake lint\n```\n- TBD\n";
+    let c = super::validation_checks(body);
+    assert_eq!(
+        c.commands,
+        [
+            "cargo test -p x",
+            "cargo fmt --check",
+            "./run.sh --all",
+            "make lint"
+        ]
+    );
+    assert_eq!(c.manual, ["The page looks right on a phone."]);
+    let f = IntentPacket::freeze_body(body);
+    assert_eq!(f.checks, c);
+    // The checks sit outside the hash.
+    assert!(f.verify());
+    assert_eq!(f.content_hash, IntentPacket::from_body(body).content_hash());
+    assert_eq!(
+        super::validation_checks("## Intent\nx\n"),
+        Default::default()
+    );
+}

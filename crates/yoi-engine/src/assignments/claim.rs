@@ -114,6 +114,9 @@ pub struct Work {
     pub packet: Option<FrozenPacket>,
     pub lease_ms: i64,
     pub heartbeat_ms: i64,
+    /// What the last verification or review said, for a new round (by reference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
     /// The token for the agent (`agent_token`), filled in by the server that holds the key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_token: Option<String>,
@@ -295,12 +298,16 @@ fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, Stri
     let ticket = TicketId::parse(&a.ticket).map_err(|e| e.to_string())?;
     let place = work_place(ws, &ticket).map_err(|e| e.to_string())?;
     let repo = ws.root();
-    let head = yoi_git::resolve_commit(repo, &place.branch).map_err(|e| e.to_string())?;
-    let workdir = if a.attempt <= 1 {
+    // A step bound to a commit (verify, review, a new round) works at that commit.
+    let head = match &a.head_commit {
+        Some(h) => h.clone(),
+        None => yoi_git::resolve_commit(repo, &place.branch).map_err(|e| e.to_string())?,
+    };
+    let workdir = if a.step == "implement" && a.attempt <= 1 {
         ready_ticket_worktree(&place.worktree, &head)?;
         place.worktree.clone()
     } else {
-        let dir = attempt_dir(&place.worktree, a.attempt);
+        let dir = step_dir(&place.worktree, &a.step, a.attempt);
         if dir.exists() {
             return Err(format!(
                 "{} already exists; an earlier run left it (look at it, then remove it with `yoi worktree remove`)",
@@ -321,7 +328,14 @@ fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, Stri
     if !recorded {
         return Err("the claim was lost while its working directory was prepared".into());
     }
-    ready(ws, a, workdir, head)
+    let mut work = ready(ws, a, workdir, head)?;
+    if a.role == "coder" {
+        let rows = index
+            .block_on(index.db.assignments_of(&a.ticket))
+            .map_err(|e| e.to_string())?;
+        work.feedback = super::flow::feedback(&rows);
+    }
+    Ok(work)
 }
 
 /// What a pod gets for a claim whose folder `workdir` (detached at `head`) exists. The pod
@@ -345,6 +359,7 @@ fn ready(ws: &Workspace, a: &Assignment, workdir: PathBuf, head: String) -> Resu
         packet: packet(ws, &ticket).map_err(|e| e.to_string())?,
         lease_ms: 0,
         heartbeat_ms: 0,
+        feedback: None,
         agent_token: None,
     })
 }
@@ -366,6 +381,19 @@ fn ready_ticket_worktree(worktree: &Path, head: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The folder of attempt `n` of `step`: next to the ticket worktree — `.attempt-N` for the
+/// coder's `implement`, `.<step>-N` for the others.
+pub fn step_dir(ticket_worktree: &Path, step: &str, n: i64) -> PathBuf {
+    if step == "implement" {
+        return attempt_dir(ticket_worktree, n);
+    }
+    let name = ticket_worktree
+        .file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    ticket_worktree.with_file_name(format!("{name}.{step}-{n}"))
 }
 
 /// The folder of attempt `n` (≥ 2) of a ticket: next to its worktree.

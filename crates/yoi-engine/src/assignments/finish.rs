@@ -174,6 +174,18 @@ pub fn complete(
         None,
         now,
     )?;
+    // A read-only step's worktree has done its job.
+    if matches!(finished.step.as_str(), "verify" | "review") {
+        if let Some(dir) = finished.workdir.as_deref() {
+            if let Err(e) = yoi_git::remove_worktree(repo, std::path::Path::new(dir), false) {
+                tracing::warn!(worktree = %dir, error = %e, "kept the worktree of a finished step");
+            }
+        }
+    }
+    // The flow's next step; should this fail, the flow sweep derives it again.
+    if let Err(e) = super::flow::advance(ws, index, &ticket, now) {
+        tracing::warn!(ticket = %ticket, error = %e, "could not hand out the next step yet");
+    }
     Ok(Completed {
         assignment: id.to_string(),
         branch: place.branch,
@@ -241,9 +253,10 @@ pub fn fail(
 }
 
 /// After a person's `retry` of an in-progress ticket: every step of it whose last attempt
-/// failed or expired and that has no live attempt is handed out again (attempt + 1). Returns
-/// the new attempts.
+/// failed or expired and that has no live attempt is handed out again (attempt + 1); a ticket
+/// whose fix rounds ran out gets one more round. Returns the new attempts.
 pub fn resume_after_retry(
+    ws: &Workspace,
     index: &DbIndex,
     ticket: &TicketId,
     now: Timestamp,
@@ -270,6 +283,9 @@ pub fn resume_after_retry(
             index.block_on(index.db.create_assignment(&next))?;
             made.push(next);
         }
+    }
+    if made.is_empty() {
+        made.extend(super::flow::grant_round(ws, index, ticket, now)?);
     }
     Ok(made)
 }

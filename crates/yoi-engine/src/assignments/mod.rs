@@ -24,7 +24,9 @@
 pub mod agent_token;
 mod claim;
 mod finish;
+pub mod flow;
 mod lease;
+mod merge;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -41,6 +43,7 @@ pub use claim::{
 };
 pub use finish::{complete, fail, resume_after_retry, Completed};
 pub use lease::{expire_due, ExpireOutcome};
+pub use merge::{flow_tick, FlowTick, MERGE_DEFERRED};
 
 /// Consecutive failed or expired attempts of one step that open the ticket's circuit.
 pub const OPEN_AFTER: usize = 3;

@@ -199,7 +199,7 @@ fn run(
         });
     };
     let item = ws.read_item(id)?;
-    let packet = IntentPacket::from_body(item.body_text()).frozen();
+    let packet = IntentPacket::freeze_body(item.body_text());
     let mut made = Made::default();
     let job = Job {
         ws,

@@ -174,7 +174,7 @@ impl Orchestrator {
                 .read_item(&id)
                 .is_ok_and(|i| i.state == State::Inprogress)
             {
-                match crate::assignments::resume_after_retry(db, &id, now) {
+                match crate::assignments::resume_after_retry(env.ws, db, &id, now) {
                     Ok(made) => out.wrote |= !made.is_empty(),
                     Err(e) => self.error(format!("{id}: resuming after a retry: {e}")),
                 }

@@ -364,6 +364,82 @@ impl Db {
         self.end_write(&mut conn, result).await
     }
 
+    /// End a `pending` row nobody claims (a step the service runs itself, such as `merge`):
+    /// guarded by id, fence and status; `next`, when given, is inserted in the same
+    /// transaction. The finished row, or `None` (and nothing written).
+    pub async fn finish_pending(
+        &self,
+        id: &str,
+        fence: i64,
+        how: &Finish,
+        next: Option<&Assignment>,
+        now_ms: i64,
+    ) -> Result<Option<Assignment>, StoreError> {
+        let sql = format!(
+            "UPDATE assignments SET status = $3, result = $4, usage = $5, error = $6, log_path = $7, \
+                    finished_ms = $8, updated_ms = $8 \
+              WHERE id = $1 AND fence = $2 AND status = 'pending' RETURNING {COLUMNS}"
+        );
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        self.begin_write(&mut conn).await?;
+        let result = async {
+            let row = sqlx::query(&sql)
+                .bind(id)
+                .bind(fence)
+                .bind(how.status.as_str())
+                .bind(how.result.clone())
+                .bind(how.usage.clone())
+                .bind(how.error.clone())
+                .bind(how.log_path.clone())
+                .bind(now_ms)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db_err)?;
+            let Some(row) = row.as_ref().map(assignment).transpose()? else {
+                return Ok(None);
+            };
+            if let Some(next) = next {
+                insert(&mut conn, next).await?;
+            }
+            Ok(Some(row))
+        }
+        .await;
+        self.end_write(&mut conn, result).await
+    }
+
+    /// In-progress tickets (as the index last saw them) with assignments but none live: where a
+    /// flow may have a next step to hand out.
+    pub async fn tickets_between_steps(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT t.id FROM tickets t WHERE t.state = 'inprogress' \
+                AND EXISTS (SELECT 1 FROM assignments a WHERE a.ticket_id = t.id) \
+                AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.ticket_id = t.id \
+                                AND a.status IN ('held', 'pending', 'claimed')) \
+              ORDER BY t.id",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| r.try_get::<String, _>(0).map_err(db_err))
+            .collect()
+    }
+
+    /// Set the `error` note of a pending row (why it waits); whether it changed.
+    pub async fn note_pending(&self, id: &str, fence: i64, note: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE assignments SET error = $3 WHERE id = $1 AND fence = $2 AND status = 'pending' \
+                AND (error IS NULL OR error <> $3)",
+        )
+        .bind(id)
+        .bind(fence)
+        .bind(note)
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Claims whose lease ran out before `now_ms`, oldest first.
     pub async fn expired_claims(&self, now_ms: i64) -> Result<Vec<Assignment>, StoreError> {
         let rows = sqlx::query(&format!(

@@ -47,7 +47,7 @@ pub struct AcceptEvidence {
 }
 
 /// What the service merged before it completes a ticket.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeEvidence {
     pub target_ref: String,
     pub before: String,

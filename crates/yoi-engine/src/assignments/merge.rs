@@ -1,0 +1,261 @@
+//! The `merge` step, run by the service itself (no pod): an approval counts only for the exact
+//! commit reviewed and only while the ticket branch still points at it. The target moves only
+//! by compare-and-swap on the head that was read; a worktree with the target checked out is
+//! brought along only when every path the merge changes is clean there (otherwise the merge
+//! waits with a `merge_deferred` attention naming the dirty paths, and runs once they are
+//! clean). A target that moved on beyond the branch sends the ticket to its coder as an
+//! `integrate` step. Then one operation writes the `merge` event and `inprogress → done`.
+//!
+//! [`flow_tick`] is the step function the server calls every second: it hands out every next
+//! step a crash may have left undecided ([`super::flow::advance`]), runs due merges, and
+//! completes tickets whose merge is recorded.
+
+use yoi_core::{Principal, TicketId, Timestamp};
+use yoi_store::db::{AssignmentStatus, DbIndex, Finish};
+use yoi_store::ops::{self, MergeEvidence, TransitionRequest};
+use yoi_store::{Ctx, Workspace};
+
+use super::finish::record;
+use super::flow::{advance, new_step, Advanced, MergeRecord};
+use super::{results_lock, work_place, AssignmentError};
+
+/// The `attention` reason of a merge that waits for a dirty checked-out target.
+pub const MERGE_DEFERRED: &str = "merge_deferred";
+
+/// What one [`flow_tick`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FlowTick {
+    /// Next steps handed out (assignment ids).
+    pub handed_out: Vec<String>,
+    /// Tickets merged and marked done.
+    pub done: Vec<String>,
+    /// Tickets whose merge waits for a clean checked-out target.
+    pub deferred: Vec<String>,
+    /// Tickets sent back to their coder (integrate) or to verification (branch moved).
+    pub sent_back: Vec<String>,
+}
+
+impl FlowTick {
+    pub fn changed(&self) -> bool {
+        !(self.handed_out.is_empty() && self.done.is_empty() && self.sent_back.is_empty())
+    }
+}
+
+/// One pass over the flows of a workspace at `now`.
+pub fn flow_tick(
+    ws: &Workspace,
+    index: &DbIndex,
+    now: Timestamp,
+) -> Result<FlowTick, AssignmentError> {
+    let mut tick = FlowTick::default();
+    for t in index.block_on(index.db.tickets_between_steps())? {
+        let Ok(ticket) = TicketId::parse(&t) else {
+            continue;
+        };
+        let _guard = results_lock();
+        match advance(ws, index, &ticket, now) {
+            Ok(Advanced::Next(a)) => tick.handed_out.push(a.id),
+            Ok(Advanced::Merged(ev)) => {
+                if finish_done(ws, index, &ticket, &ev, now)? {
+                    tick.done.push(t.clone());
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(ticket = %t, error = %e, "could not advance the ticket's flow")
+            }
+        }
+    }
+    let due: Vec<_> = index
+        .block_on(index.db.open_assignments())?
+        .into_iter()
+        .filter(|a| a.step == "merge" && a.status == AssignmentStatus::Pending)
+        .collect();
+    for a in due {
+        let _guard = results_lock();
+        let ticket = super::finish::ticket_of(&a)?;
+        match merge_one(ws, index, &ticket, &a, now) {
+            Ok(Merge::Done) => tick.done.push(a.ticket.clone()),
+            Ok(Merge::Deferred) => tick.deferred.push(a.ticket.clone()),
+            Ok(Merge::SentBack(next)) => {
+                tick.sent_back.push(a.ticket.clone());
+                tick.handed_out.push(next);
+            }
+            Ok(Merge::Retry) => {}
+            Err(e) => {
+                tracing::warn!(ticket = %a.ticket, error = %e, "the merge failed; it is tried again")
+            }
+        }
+    }
+    Ok(tick)
+}
+
+enum Merge {
+    Done,
+    Deferred,
+    SentBack(String),
+    Retry,
+}
+
+fn merge_one(
+    ws: &Workspace,
+    index: &DbIndex,
+    ticket: &TicketId,
+    a: &yoi_store::db::Assignment,
+    now: Timestamp,
+) -> Result<Merge, AssignmentError> {
+    let repo = ws.root();
+    let item = ws.read_item(ticket)?;
+    let target = item
+        .effective_target_ref()
+        .unwrap_or_else(|| ws.config.workspace.default_target.clone());
+    let place = work_place(ws, ticket)?;
+    let head = yoi_git::resolve_commit(repo, &place.branch)?;
+    let approved = a.head_commit.clone().unwrap_or_default();
+    let now_ms = now.unix_millis();
+    let rows = index.block_on(index.db.assignments_of(ticket.as_str()))?;
+    let send_back = |step: &str, role: &str, reason: String| -> Result<Merge, AssignmentError> {
+        let next = new_step(&rows, ticket, step, role, &head, None, now);
+        let how = Finish {
+            status: AssignmentStatus::Failed,
+            result: None,
+            usage: None,
+            error: Some(reason.clone()),
+            log_path: None,
+        };
+        match index.block_on(
+            index
+                .db
+                .finish_pending(&a.id, a.fence, &how, Some(&next), now_ms),
+        )? {
+            Some(row) => {
+                record(ws, &row, "failed", None, None, Some(&reason), now)?;
+                Ok(Merge::SentBack(next.id))
+            }
+            None => Ok(Merge::Retry),
+        }
+    };
+    if head != approved {
+        return send_back(
+            "verify",
+            "verifier",
+            format!(
+                "the branch {} moved from the approved commit {approved} to {head}; the approval no longer counts and {head} is verified and reviewed again",
+                place.branch
+            ),
+        );
+    }
+    let tickets_dir = format!("{}/", ws.config.workspace.tickets_dir.trim_end_matches('/'));
+    let record_of = |before: String, after: String| MergeRecord {
+        target_ref: target.clone(),
+        before,
+        after,
+        commit: approved.clone(),
+    };
+    let merged = match yoi_git::plan_merge(repo, &target, &approved)? {
+        yoi_git::MergePlan::AlreadyMerged { before } => record_of(before.clone(), before),
+        yoi_git::MergePlan::FastForward {
+            before,
+            after,
+            changed,
+        } => {
+            match yoi_git::land(
+                repo,
+                &target,
+                &before,
+                &after,
+                &changed,
+                &[tickets_dir.as_str()],
+            ) {
+                Ok(yoi_git::Landed::Moved { .. }) => record_of(before, after),
+                Ok(yoi_git::Landed::Deferred { worktree, dirty }) => {
+                    let note = format!(
+                        "the target `{target}` is checked out in {} with uncommitted changes in {} that the merge would change",
+                        worktree.display(),
+                        dirty.join(", ")
+                    );
+                    if index.block_on(index.db.note_pending(&a.id, a.fence, &note))? {
+                        let body = format!(
+                            "Merge of {approved} into `{target}` deferred: {note}. Nothing was written. \
+                             Commit or stash those files; the merge runs by itself once they are clean."
+                        );
+                        let ctx = Ctx::new(Principal::orchestrator(), now);
+                        match ops::attention(ws, &ctx, ticket.as_str(), MERGE_DEFERRED, &body) {
+                            Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    return Ok(Merge::Deferred);
+                }
+                // Someone moved the target between the read and the swap: read again next time.
+                Err(e) => {
+                    tracing::info!(ticket = %ticket, error = %e, "the target moved during the merge; trying again");
+                    return Ok(Merge::Retry);
+                }
+            }
+        }
+        yoi_git::MergePlan::Diverged { before } => {
+            return send_back(
+                "integrate",
+                "coder",
+                format!("the target `{target}` is at {before}, which the branch does not contain"),
+            );
+        }
+    };
+    let how = Finish {
+        status: AssignmentStatus::Completed,
+        result: serde_json::to_string(&merged).ok(),
+        usage: None,
+        error: None,
+        log_path: None,
+    };
+    let Some(row) = index.block_on(index.db.finish_pending(&a.id, a.fence, &how, None, now_ms))?
+    else {
+        return Ok(Merge::Retry);
+    };
+    record(ws, &row, "completed", Some(&merged.after), None, None, now)?;
+    let ev = MergeEvidence {
+        target_ref: merged.target_ref,
+        before: merged.before,
+        after: merged.after,
+        commit: merged.commit,
+    };
+    finish_done(ws, index, ticket, &ev, now)?;
+    Ok(Merge::Done)
+}
+
+/// `inprogress → done` with the merge event, then tidy up: the ticket's clean worktrees are
+/// removed (a dirty one is kept and said so in the log; doctor reports it), and the branch is
+/// deleted when `[flow] delete_branch` says so. Whether the ticket moved.
+fn finish_done(
+    ws: &Workspace,
+    index: &DbIndex,
+    ticket: &TicketId,
+    ev: &MergeEvidence,
+    now: Timestamp,
+) -> Result<bool, AssignmentError> {
+    let ctx = Ctx::new(Principal::service(), now);
+    match ops::complete(ws, &ctx, ticket.as_str(), &TransitionRequest::default(), ev) {
+        Ok(_) => {}
+        Err(yoi_store::StoreError::StaleState { .. }) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    let _ = index;
+    let place = work_place(ws, ticket)?;
+    let repo = ws.root();
+    let prefix = place.worktree.display().to_string();
+    for wt in yoi_git::list_worktrees(repo).unwrap_or_default() {
+        let p = wt.path.display().to_string();
+        if p == prefix || p.starts_with(&format!("{prefix}.")) {
+            if let Err(e) = yoi_git::remove_worktree(repo, &wt.path, false) {
+                tracing::warn!(worktree = %p, error = %e, "kept a worktree of a merged ticket");
+            }
+        }
+    }
+    if ws.config.flow.delete_branch {
+        if let Err(e) = yoi_git::delete_branch(repo, &place.branch, &ev.commit) {
+            tracing::warn!(branch = %place.branch, error = %e, "kept the branch of a merged ticket");
+        }
+    }
+    Ok(true)
+}

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Build yoi and walk a throwaway demo workspace: a git repository, `yoi init`, three tickets
 # with a dependency, one queued, one refused, then the list, the blockers and doctor; then
-# `yoi serve` routes the queued tickets (one accepted onto its own worktree, one waiting on it)
-# and its supervised coder pod runs a scripted agent (`yoi-fake-agent`, standing in for a real
-# agent CLI) that implements the accepted ticket; the server moves its branch to the pod's commit.
+# `yoi serve` routes the queued tickets and its supervised pods finish them, with no one asking:
+# a coder pod runs a scripted agent (`yoi-fake-agent`, standing in for a real agent CLI) that
+# implements the ticket, the verifier runs the brief's validation commands at that commit, a
+# reviewer agent approves it, and the service merges it into main; then the dependent ticket is
+# accepted and goes the same way. The end shows `git log` of main.
 # Nothing outside a temporary folder is touched; the folder is printed so you can look around.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +29,7 @@ Store ticket files atomically.
 - a killed writer never leaves half a file
 
 ## Validation
-`cargo test -p yoi-store`
+`test -n "$(ls notes)"`
 '
 CORE=$(printf '%s' "$BRIEF" | "$YOI" -C "$DEMO" ticket create --title "Atomic writes in the store" --body-file -)
 printf '\n$ yoi ticket create --title "Atomic writes in the store" --body-file -\n%s\n' "$CORE"
@@ -52,44 +54,56 @@ run ticket blockers "$CLI"
 run ticket show "$CLI"
 run ticket doctor
 
-echo "# a coder pod runs a scripted agent (any CLI agent fits: \`yoi agent list\`):"
+echo "# a coder pod runs a scripted agent (any CLI agent fits: \`yoi agent list\`); a reviewer approves:"
 cat >"$DEMO/.yoi/local/demo-agent.txt" <<'SCRIPT'
-write src/atomic.rs // write to a temp file, fsync, rename\n
-say I added src/atomic.rs.
+write notes/$YOI_TICKET.md // written for ticket $YOI_TICKET\n
+say I added notes/$YOI_TICKET.md.
 say Tokens: 1.2k sent, 310 received. Cost: $0.01 message, $0.01 session.
-done added the atomic write helper
+done added the note
 SCRIPT
-sed -i 's/^\[pods.agent\]$/[pods.agent]\ncoder = "demo"/' "$DEMO/.yoi/workspace.toml"
+cat >"$DEMO/.yoi/local/demo-review.txt" <<'SCRIPT'
+say The note is there and says what it should.
+say YOI-VERDICT: approve
+done reviewed the change
+SCRIPT
+sed -i 's/^\[pods.agent\]$/[pods.agent]\ncoder = "demo"\nreviewer = "demo-review"/' "$DEMO/.yoi/workspace.toml"
 cat >>"$DEMO/.yoi/workspace.toml" <<TOML
 
 [agents.demo]
 program = "$AGENT"
 argv = ["{program}", "$DEMO/.yoi/local/demo-agent.txt"]
 output = "text"
+
+[agents.demo-review]
+program = "$AGENT"
+argv = ["{program}", "$DEMO/.yoi/local/demo-review.txt"]
+output = "text"
 TOML
+git -C "$DEMO" add -A .yoi/workspace.toml
+git -C "$DEMO" -c user.name=demo -c user.email=demo@example.invalid commit -q -m "yoi workspace"
 run agent check demo
 
 echo "# what routing would do with the queued store ticket (nothing is written):"
 run ticket route "$CORE" --dry-run
-echo "# start the server: its orchestrator routes the queued tickets by itself"
+echo "# start the server: it routes the queued tickets and its pods finish them"
 "$YOI" -C "$DEMO" serve --listen 127.0.0.1:0 >"$DEMO/.yoi/local/demo-serve.out" 2>"$DEMO/.yoi/local/demo-serve.log" &
 SERVE=$!
 trap 'kill -TERM "$SERVE" 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do
-  if "$YOI" -C "$DEMO" assignment list --ticket "$CORE" | grep -q completed; then break; fi
+state() { "$YOI" -C "$DEMO" ticket show "$1" --json | grep -o '"state": *"[a-z]*"' | head -1 | grep -o '[a-z]*"$' | tr -d '"'; }
+for _ in $(seq 1 1200); do
+  if [ "$(state "$CLI")" = done ]; then break; fi
   sleep 0.05
 done
 run ticket show "$CORE"
 run assignment list --ticket "$CORE"
 run ticket cost "$CORE"
-BRANCH=$(git -C "$DEMO" branch --list 'yoi/*' --format '%(refname:short)' | head -1)
-printf '\n$ git log --stat -1 %s\n' "$BRANCH"
-git -C "$DEMO" log --stat -1 "$BRANCH"
-echo "# the CLI ticket now waits on work in progress:"
-run ticket route "$CLI" --dry-run
+run ticket list --state all
+printf '\n$ git log --stat main\n'
+git -C "$DEMO" log --stat main
 run worktree list
 run pod list
 kill -TERM "$SERVE"
 wait "$SERVE" || true
 trap - EXIT
+[ "$(state "$CORE")" = done ] && [ "$(state "$CLI")" = done ] || { echo "the demo tickets did not finish; see $DEMO/.yoi/local/demo-serve.log" >&2; exit 1; }
 printf '\nDemo workspace: %s (server log: .yoi/local/demo-serve.log)\n' "$DEMO"

@@ -15,6 +15,8 @@
 //!   `STATUS PATH` to `api.seen` in the run folder (what the agent's own token may do);
 //! - `keep-token` — save `$YOI_TOKEN` to `token.seen` in the run folder;
 //! - `attempt N LINE` — run LINE only when `$YOI_ATTEMPT` is N (a round-by-round script).
+//!
+//! `$YOI_TICKET` in a line is replaced by the ticket id.
 
 use std::io::{Read, Write};
 use std::process::Command;
@@ -41,6 +43,11 @@ fn main() {
             line = rest;
         }
         let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let rest = rest.replace(
+            "$YOI_TICKET",
+            &std::env::var("YOI_TICKET").unwrap_or_default(),
+        );
+        let rest = rest.as_str();
         let rest = rest.replace("\\n", "\n");
         match cmd {
             "" => {}

@@ -14,7 +14,9 @@
 //! - `api METHOD PATH [BODY]` — call `$YOI_SERVER/api/v1PATH` with `$YOI_TOKEN` and append
 //!   `STATUS PATH` to `api.seen` in the run folder (what the agent's own token may do);
 //! - `keep-token` — save `$YOI_TOKEN` to `token.seen` in the run folder;
-//! - `attempt N LINE` — run LINE only when `$YOI_ATTEMPT` is N (a round-by-round script).
+//! - `run COMMAND…` — `sh -c COMMAND` in the cwd (fails the agent if it fails);
+//! - `attempt N LINE` — run LINE only when `$YOI_ATTEMPT` is N (a round-by-round script);
+//! - `step NAME LINE` — run LINE only in step NAME (`$YOI_STEP`: implement, integrate, …).
 //!
 //! `$YOI_TICKET` in a line is replaced by the ticket id.
 
@@ -38,6 +40,13 @@ fn main() {
         if let Some(rest) = line.strip_prefix("attempt ") {
             let (n, rest) = rest.split_once(' ').unwrap_or((rest, ""));
             if n != attempt {
+                continue;
+            }
+            line = rest;
+        }
+        if let Some(rest) = line.strip_prefix("step ") {
+            let (n, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+            if std::env::var("YOI_STEP").unwrap_or_default() != n {
                 continue;
             }
             line = rest;
@@ -119,6 +128,14 @@ fn main() {
                     .open(seen)
                     .unwrap();
                 writeln!(f, "{status} {path}").unwrap();
+            }
+            "run" => {
+                let ok = Command::new("sh")
+                    .args(["-c", rest.as_str()])
+                    .status()
+                    .unwrap()
+                    .success();
+                assert!(ok, "`{rest}` failed");
             }
             "keep-token" => {
                 let seen =

@@ -11,7 +11,8 @@
 //!   pod ran for a minute.
 //! - At shutdown every pod gets SIGTERM (it stops claiming, lets its agent finish within its
 //!   grace, reports, exits); a pod still there after the grace plus five seconds is killed with
-//!   its group. A pod's agent dies with its pod (the pod asks the kernel for that), so nothing
+//!   its group. A pod's agent dies with its pod (the pod asks the kernel for that), and a pod
+//!   gets SIGTERM when its server dies without draining (the same request), so nothing
 //!   the supervisor started outlives the server.
 
 use std::path::PathBuf;
@@ -84,10 +85,19 @@ async fn run(state: AppState, launcher: PodLauncher, server_url: String) {
 
 /// A fresh pod token for `role`, revoking the one the previous start made.
 async fn role_token(state: &AppState, role: &str) -> Result<String, yoi_store::StoreError> {
-    let name = format!("supervisor-{role}");
+    // Token names are unique forever (a revoked one keeps its name), so each start makes its
+    // own and revokes every earlier start's: a restarted server — after a crash too — always
+    // gets tokens for its pods, and the dead server's pods lose theirs.
+    let prefix = format!("supervisor-{role}");
     let db = state.db();
     let now_ms = now().unix_millis();
-    while db.revoke_token(&name, now_ms).await? {}
+    for t in db.list_tokens().await? {
+        let earlier = t.name == prefix || t.name.starts_with(&format!("{prefix}-"));
+        if earlier && t.revoked_ms.is_none() {
+            db.revoke_token(&t.id, now_ms).await?;
+        }
+    }
+    let name = format!("{prefix}-{}", yoi_store::ops::new_ulid(now()));
     let (_, secret) = db
         .create_token(&name, &Scope::Pod(role.to_string()), &name, now_ms)
         .await?;
@@ -185,6 +195,23 @@ impl Slot {
             .stderr(log)
             .process_group(0)
             .kill_on_drop(true);
+        // A server that dies without draining (SIGKILL, a crash) must not leave its pods
+        // behind: each asks the kernel for SIGTERM when the server goes, and then drains as it
+        // would at a normal shutdown (its agent, which has its own death signal, goes with it).
+        let server = std::process::id() as libc::pid_t;
+        // SAFETY: prctl and getppid are async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The server died before the request took effect.
+                if libc::getppid() != server {
+                    libc::_exit(0);
+                }
+                Ok(())
+            });
+        }
         let child = cmd.spawn()?;
         tracing::info!(pod = %self.name, role = %self.role, agent = %self.agent, pid = ?child.id(), "pod started");
         Ok(child)

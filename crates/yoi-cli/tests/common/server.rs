@@ -98,6 +98,11 @@ impl Server {
         self.child.wait().unwrap()
     }
 
+    /// The log lines written so far.
+    pub fn log_so_far(&self) -> Vec<String> {
+        self.log.try_iter().collect()
+    }
+
     /// Block until a log line contains `needle`; returns it.
     pub fn wait_for_log(&self, needle: &str) -> String {
         for line in self.log.iter() {

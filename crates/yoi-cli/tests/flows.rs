@@ -1,0 +1,491 @@
+//! The built-in flow end to end, with real processes: `yoi serve` supervises a coder, the
+//! built-in verifier and a reviewer pod, each running the scripted `yoi-fake-agent`; tickets go
+//! from queued through implement, verify, review and merge to done (docs/flows.md).
+
+mod common;
+
+use std::time::Duration;
+
+use common::pods::*;
+use common::server::Server;
+
+#[test]
+fn a_queued_ticket_is_implemented_verified_reviewed_and_merged_into_the_checked_out_main() {
+    let repo = workspace_with_reviewer(
+        "write hello.txt hello\\n\ndone added hello.txt\n",
+        "say Looks right.\ndone read the change\nsay YOI-VERDICT: approve\n",
+    );
+    // A change of the user's own in the main worktree, in a path the merge does not touch.
+    std::fs::write(repo.path().join("README.md"), "base, edited by me\n").unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+
+    // main moved to the ticket's commit (a fast-forward), and the main worktree has it, clean
+    // except for the user's own edit, which is untouched.
+    let branch = format!("yoi/{id}-say-hello");
+    let head = git(repo.path(), &["rev-parse", &branch]);
+    assert_eq!(git(repo.path(), &["rev-parse", "main"]), head);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    // (The test's own edit of workspace.toml shows too; the merge's hello.txt does not.)
+    assert_eq!(
+        git(
+            repo.path(),
+            &["status", "--porcelain", "--", "README.md", "hello.txt"]
+        ),
+        "M README.md"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("README.md")).unwrap(),
+        "base, edited by me\n"
+    );
+    // Every step in order, each once, bound to the commit; then the merge event.
+    let rows = assignments(&server, &repo, &id);
+    let mut steps: Vec<(String, String)> = rows
+        .iter()
+        .map(|a| {
+            (
+                a["step"].as_str().unwrap().to_string(),
+                a["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    steps.reverse();
+    assert_eq!(
+        steps,
+        [
+            ("implement".into(), "completed".into()),
+            ("verify".into(), "completed".into()),
+            ("review".into(), "completed".into()),
+            ("merge".into(), "completed".into()),
+        ],
+        "{rows:?}"
+    );
+    for a in rows.iter().filter(|a| a["step"] != "implement") {
+        assert_eq!(a["head_commit"].as_str(), Some(head.as_str()), "{a}");
+    }
+    let verify = rows.iter().find(|a| a["step"] == "verify").unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(verify["result"].as_str().unwrap()).unwrap();
+    assert_eq!(report["checks"][0]["command"], "test -f hello.txt");
+    assert_eq!(report["checks"][0]["exit_code"], 0);
+    let review = rows.iter().find(|a| a["step"] == "review").unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(review["result"].as_str().unwrap()).unwrap();
+    assert_eq!(report["verdict"], "approve");
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert!(thread.contains("event: merge "), "{thread}");
+    assert!(thread.contains(&format!("after: {head}")), "{thread}");
+    // The ticket's worktrees are gone; its branch is kept.
+    assert_eq!(git(repo.path(), &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(
+        git(repo.path(), &["branch", "--list", &branch]).trim_start_matches(['*', ' ']),
+        branch
+    );
+}
+
+#[test]
+fn a_failed_verification_and_a_change_request_each_cost_a_round_and_the_next_round_reads_why() {
+    // Round 1 writes the wrong file (verification fails); round 2 writes the right one and the
+    // first review requests changes; round 3 is approved.
+    let coder = "attempt 1 write note.txt round\\n\nattempt 2 write hello.txt hello\\n\nattempt 3 write hello.txt hello, again\\n\ndone worked\n";
+    let review = "attempt 1 say YOI-VERDICT: request_changes\nattempt 1 say YOI-FINDING: hello.txt needs more\nattempt 2 say YOI-VERDICT: approve\ndone reviewed\n";
+    let repo = workspace_with_reviewer(coder, review);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    let rows = assignments(&server, &repo, &id);
+    let prompt = |attempt: i64| {
+        let a = rows
+            .iter()
+            .find(|a| a["step"] == "implement" && a["attempt"] == attempt)
+            .unwrap();
+        std::fs::read_to_string(
+            repo.path()
+                .join(".yoi/local/pods/coder-0/runs")
+                .join(a["id"].as_str().unwrap())
+                .join("prompt.seen"),
+        )
+        .unwrap()
+    };
+    let p2 = prompt(2);
+    assert!(
+        p2.contains("Verification of") && p2.contains("`test -f hello.txt` exited with 1"),
+        "{p2}"
+    );
+    let p3 = prompt(3);
+    assert!(
+        p3.contains("requested changes") && p3.contains("hello.txt needs more"),
+        "{p3}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),
+        "hello, again\n"
+    );
+    let steps: Vec<String> = rows
+        .iter()
+        .rev()
+        .map(|a| format!("{}#{}", a["step"].as_str().unwrap(), a["attempt"]))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "implement#1",
+            "verify#1",
+            "implement#2",
+            "verify#2",
+            "review#1",
+            "implement#3",
+            "verify#3",
+            "review#2",
+            "merge#1"
+        ],
+        "{rows:?}"
+    );
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "main"]),
+        git(repo.path(), &["rev-parse", &format!("yoi/{id}-say-hello")])
+    );
+}
+
+#[test]
+fn past_max_rounds_the_ticket_waits_for_a_person_and_retry_grants_one_more() {
+    let repo = workspace_with_reviewer(
+        "write other.txt x\\n\ndone wrong file\n",
+        "done\nsay YOI-VERDICT: approve\n",
+    );
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("max_rounds = 3", "max_rounds = 1");
+    std::fs::write(&config, text).unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the rounds to run out", || {
+        std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md"))
+            .unwrap()
+            .contains("rounds_exhausted")
+    });
+    // Two verifications failed (the first round and the one allowed fix round); nothing is live.
+    std::thread::sleep(Duration::from_secs(2));
+    let rows = assignments(&server, &repo, &id);
+    assert!(
+        rows.iter()
+            .all(|a| !["pending", "claimed"].contains(&a["status"].as_str().unwrap())),
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows.iter().filter(|a| a["step"] == "verify").count(),
+        2,
+        "{rows:?}"
+    );
+    assert_eq!(state_of(&repo, &id), "inprogress");
+    // A person fixes the agent and grants a round.
+    std::fs::write(
+        repo.path().join(".yoi/local/agent-script.txt"),
+        "write hello.txt hello\\n\ndone added hello.txt\n",
+    )
+    .unwrap();
+    repo.yoi(&["ticket", "retry", &id]).ok();
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+}
+
+#[path = "../../yoi-store/tests/support/pg.rs"]
+mod pg;
+
+/// A coder that writes a note named after its ticket, and a reviewer that approves.
+const NOTE_CODER: &str = "write notes/$YOI_TICKET.md for $YOI_TICKET\\n\ndone wrote the note\n";
+const APPROVE: &str = "say YOI-VERDICT: approve\ndone reviewed\n";
+const NOTE_BRIEF: &str = "## Intent\nLeave a note.\n\n## Acceptance criteria\n- the note exists\n\n## Validation\n`ls notes`\n";
+
+fn chain_of_three_merges_in_dependency_order(postgres: bool) {
+    let repo = workspace_with_reviewer(NOTE_CODER, APPROVE);
+    if postgres {
+        let config = repo.path().join(".yoi/workspace.toml");
+        let text = std::fs::read_to_string(&config).unwrap().replace(
+            "# url = \"postgres://user:password@127.0.0.1:5432/yoi\"",
+            &format!("url = \"{}\"", pg::database()),
+        );
+        std::fs::write(&config, text).unwrap();
+        // The admin token lives in the database now configured.
+        repo.yoi(&["init"]).ok();
+    }
+    let a = repo.create("First", NOTE_BRIEF);
+    let b = repo.create("Second", NOTE_BRIEF);
+    let c = repo.create("Third", NOTE_BRIEF);
+    repo.yoi(&["ticket", "relation", "add", &b, "depends_on", &a])
+        .ok();
+    repo.yoi(&["ticket", "relation", "add", &c, "depends_on", &b])
+        .ok();
+    for id in [&a, &b, &c] {
+        repo.yoi(&["ticket", "mark-ready", id]).ok();
+        repo.yoi(&["ticket", "queue", id]).ok();
+    }
+    let _server = Server::spawn(&repo);
+    until("all three to be done", || {
+        [&a, &b, &c].iter().all(|id| state_of(&repo, id) == "done")
+    });
+    // main holds the three changes, merged in dependency order, nothing else.
+    let log = git(repo.path(), &["log", "--format=%s", "main"]);
+    let subjects: Vec<&str> = log.lines().collect();
+    assert_eq!(subjects.len(), 4, "{log}");
+    for (subject, id) in subjects.iter().zip([&c, &b, &a]) {
+        assert!(subject.starts_with(id.as_str()), "{log}");
+    }
+    for id in [&a, &b, &c] {
+        assert!(repo.path().join(format!("notes/{id}.md")).is_file());
+    }
+    assert_eq!(git(repo.path(), &["worktree", "list"]).lines().count(), 1);
+}
+
+#[test]
+fn three_dependent_tickets_queued_once_are_merged_in_order_on_sqlite() {
+    chain_of_three_merges_in_dependency_order(false);
+}
+
+#[test]
+fn three_dependent_tickets_queued_once_are_merged_in_order_on_postgres() {
+    chain_of_three_merges_in_dependency_order(true);
+}
+
+#[test]
+fn a_dirty_checked_out_main_defers_the_merge_and_a_branch_moved_after_approval_is_checked_again() {
+    let repo = workspace_with_reviewer(NOTE_CODER, APPROVE);
+    let id = repo.create("Note", NOTE_BRIEF);
+    // The user has an uncommitted file exactly where the merge would write.
+    let mine = repo.path().join(format!("notes/{id}.md"));
+    std::fs::create_dir_all(mine.parent().unwrap()).unwrap();
+    std::fs::write(&mine, "my own draft\n").unwrap();
+    repo.yoi(&["ticket", "mark-ready", &id]).ok();
+    repo.yoi(&["ticket", "queue", &id]).ok();
+    let server = Server::spawn(&repo);
+    let thread = || std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    until("the merge to be deferred", || {
+        thread().contains("merge_deferred")
+    });
+    assert_eq!(
+        thread().matches("reason: merge_deferred").count(),
+        1,
+        "announced once"
+    );
+    let t = thread();
+    assert!(
+        t.contains("uncommitted changes in notes ") && t.contains("Nothing was written"),
+        "{t}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    // Nothing moved: main, the user's file, the ticket's state.
+    assert_eq!(
+        git(repo.path(), &["log", "--format=%s", "main"])
+            .lines()
+            .count(),
+        1
+    );
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my own draft\n");
+    assert_eq!(state_of(&repo, &id), "inprogress");
+    assert_eq!(
+        thread().matches("reason: merge_deferred").count(),
+        1,
+        "not repeated"
+    );
+
+    // Meanwhile someone moves the ticket branch past the approved commit by hand.
+    let branch = format!("yoi/{id}-note");
+    let approved = git(repo.path(), &["rev-parse", &branch]);
+    let side = repo.path().join("side");
+    git(
+        repo.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            side.to_str().unwrap(),
+            &branch,
+        ],
+    );
+    std::fs::write(side.join("extra.txt"), "late\n").unwrap();
+    git(&side, &["add", "-A"]);
+    git(
+        &side,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "late",
+        ],
+    );
+    let late = git(&side, &["rev-parse", "HEAD"]);
+    git(repo.path(), &["worktree", "remove", side.to_str().unwrap()]);
+    git(
+        repo.path(),
+        &[
+            "update-ref",
+            &format!("refs/heads/{branch}"),
+            &late,
+            &approved,
+        ],
+    );
+    // The user clears the draft; the merge now notices the branch moved and starts over.
+    std::fs::remove_file(&mine).unwrap();
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    assert_eq!(git(repo.path(), &["rev-parse", "main"]), late);
+    let rows = assignments(&server, &repo, &id);
+    let verified: Vec<&str> = rows
+        .iter()
+        .filter(|a| a["step"] == "verify" && a["status"] == "completed")
+        .map(|a| a["head_commit"].as_str().unwrap())
+        .collect();
+    assert!(
+        verified.contains(&late.as_str()) && verified.contains(&approved.as_str()),
+        "{rows:?}"
+    );
+    let void = rows
+        .iter()
+        .find(|a| a["step"] == "merge" && a["status"] == "failed")
+        .unwrap();
+    assert!(
+        void["error"].as_str().unwrap().contains("no longer counts"),
+        "{void}"
+    );
+}
+
+#[test]
+fn a_target_that_moved_on_with_a_conflict_goes_to_the_coder_to_integrate_then_merges() {
+    // The implement step also commits a conflicting hello.txt onto main (someone else's work
+    // landing meanwhile); the integrate step merges main in, keeping its own side.
+    let coder = "step implement write hello.txt ours\\n\n\
+                 step implement run cd \"$(git rev-parse --path-format=absolute --git-common-dir)/..\" && printf 'theirs\\n' > hello.txt && git add hello.txt && git -c user.name=o -c user.email=o@o.invalid commit -q -m theirs\n\
+                 step integrate run git -c user.name=c -c user.email=c@c.invalid merge -q --no-edit -X ours main\n\
+                 done did it\n";
+    let repo = workspace_with_reviewer(coder, APPROVE);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    let rows = assignments(&server, &repo, &id);
+    let steps: Vec<String> = rows
+        .iter()
+        .rev()
+        .map(|a| {
+            format!(
+                "{}:{}",
+                a["step"].as_str().unwrap(),
+                a["status"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "implement:completed",
+            "verify:completed",
+            "review:completed",
+            "merge:failed",
+            "integrate:completed",
+            "verify:completed",
+            "review:completed",
+            "merge:completed"
+        ],
+        "{rows:?}"
+    );
+    // main has both sides' history; the file is the integrated one.
+    let main = git(repo.path(), &["rev-parse", "main"]);
+    let parents = git(repo.path(), &["log", "-1", "--format=%P", &main]);
+    assert_eq!(parents.split(' ').count(), 2, "a merge commit: {parents}");
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),
+        "ours\n"
+    );
+    assert_eq!(
+        git(repo.path(), &["status", "--porcelain", "--", "hello.txt"]),
+        ""
+    );
+    let log = git(repo.path(), &["log", "--format=%s", "main"]);
+    assert!(log.contains("theirs"), "{log}");
+}
+
+#[test]
+fn the_server_killed_at_step_boundaries_resumes_the_flow_and_no_step_completes_twice() {
+    let repo = workspace_with_reviewer(NOTE_CODER, APPROVE);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("lease_secs = 30", "lease_secs = 3");
+    std::fs::write(&config, text).unwrap();
+    let id = repo.create("Note", NOTE_BRIEF);
+    repo.yoi(&["ticket", "mark-ready", &id]).ok();
+    repo.yoi(&["ticket", "queue", &id]).ok();
+    let mut server = Server::spawn(&repo);
+    let addr = server.addr.clone();
+    let mut seen: Vec<String> = Vec::new();
+    let mut kills = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while state_of(&repo, &id) != "done" {
+        if std::time::Instant::now() > deadline {
+            for f in std::fs::read_dir(repo.path().join(".yoi/local/logs/pods")).unwrap() {
+                let f = f.unwrap().path();
+                eprintln!(
+                    "DEBUG {}:\n{}",
+                    f.display(),
+                    std::fs::read_to_string(&f).unwrap_or_default()
+                );
+            }
+            eprintln!("server log:\n{}", server.log_so_far().join("\n"));
+            panic!(
+                "the flow did not finish: {:?}",
+                assignments(&server, &repo, &id)
+            );
+        }
+        // Each time a step is first handed out (a step boundary), SIGKILL the server and start
+        // it again: its claims are lost with it, its pods drain, and the flow must go on.
+        let steps: Vec<String> = assignments(&server, &repo, &id)
+            .iter()
+            .map(|a| a["step"].as_str().unwrap().to_string())
+            .collect();
+        if let Some(new) = steps.iter().find(|s| !seen.contains(s)) {
+            seen.push(new.clone());
+            kills += 1;
+            server.kill();
+            server = Server::spawn_at(&repo, &addr);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        kills >= 3,
+        "the test killed the server at {kills} boundaries"
+    );
+    let rows = assignments(&server, &repo, &id);
+    for step in ["implement", "verify", "review", "merge"] {
+        let completed = rows
+            .iter()
+            .filter(|a| a["step"] == step && a["status"] == "completed")
+            .count();
+        assert_eq!(completed, 1, "{step} completed once: {rows:?}");
+    }
+    assert!(rows
+        .iter()
+        .all(|a| !["pending", "claimed", "held"].contains(&a["status"].as_str().unwrap())));
+    assert_eq!(
+        git(repo.path(), &["log", "--format=%s", "main"])
+            .lines()
+            .count(),
+        2
+    );
+    // The pods of every killed server went with it (they drain on their server's death).
+    server.terminate();
+    assert!(server.wait().success());
+    let root = repo.path().display().to_string();
+    until("every pod to be gone", || {
+        processes_mentioning(&root).is_empty()
+    });
+    let doctor = repo.yoi(&["ticket", "doctor", "--json"]).ok();
+    let doctor: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
+    assert_eq!(doctor["errors"], 0, "{doctor}");
+}

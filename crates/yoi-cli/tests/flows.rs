@@ -273,7 +273,8 @@ fn a_dirty_checked_out_main_defers_the_merge_and_a_branch_moved_after_approval_i
     );
     let t = thread();
     assert!(
-        t.contains("uncommitted changes in notes ") && t.contains("Nothing was written"),
+        t.contains(&format!("uncommitted changes in notes/{id}.md"))
+            && t.contains("Nothing was written"),
         "{t}"
     );
     std::thread::sleep(Duration::from_secs(2));

@@ -31,22 +31,72 @@ pub enum MergePlan {
     Diverged { before: String },
 }
 
-/// What [`plan_merge`] finds for merging `commit` into branch `target`.
+/// What [`plan_merge`] finds for merging `commit` into branch `target`. The common case (the
+/// ticket's commit is a few commits ahead of the target) walks only those commits; the target's
+/// whole history is walked only to tell "already merged" from "diverged".
 pub fn plan_merge(repo_root: &Path, target: &str, commit: &str) -> Result<MergePlan, GitError> {
-    let before = repo::resolve_commit(repo_root, target)?;
-    let commit = repo::resolve_commit(repo_root, commit)?;
-    if crate::is_ancestor(repo_root, &commit, &before)? {
+    let repo = repo::open(repo_root)?;
+    let before_id = repo::peel_to_commit(&repo, repo_root, target)?;
+    let commit_id = repo::peel_to_commit(&repo, repo_root, commit)?;
+    let before = before_id.to_string();
+    if before_id == commit_id {
         return Ok(MergePlan::AlreadyMerged { before });
     }
-    if crate::is_ancestor(repo_root, &before, &commit)? {
-        let changed = changed_paths(repo_root, &before, &commit)?;
+    if reaches(&repo, repo_root, commit_id, before_id)? {
+        let mut changed = Vec::new();
+        diff_trees(
+            &repo,
+            repo_root,
+            "",
+            Some(tree_id(&repo, repo_root, before_id)?),
+            Some(tree_id(&repo, repo_root, commit_id)?),
+            &mut changed,
+        )?;
+        changed.sort();
+        changed.dedup();
         return Ok(MergePlan::FastForward {
             before,
-            after: commit,
+            after: commit_id.to_string(),
             changed,
         });
     }
+    if reaches(&repo, repo_root, before_id, commit_id)? {
+        return Ok(MergePlan::AlreadyMerged { before });
+    }
     Ok(MergePlan::Diverged { before })
+}
+
+/// Whether `ancestor` is in the history of `from`.
+fn reaches(
+    repo: &gix::Repository,
+    root: &Path,
+    from: gix::ObjectId,
+    ancestor: gix::ObjectId,
+) -> Result<bool, GitError> {
+    let walk = repo
+        .rev_walk([from])
+        .all()
+        .map_err(|e| GitError::git(root, "walk the history", e))?;
+    for info in walk {
+        if info
+            .map_err(|e| GitError::git(root, "walk the history", e))?
+            .id
+            == ancestor
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn tree_id(
+    repo: &gix::Repository,
+    root: &Path,
+    commit: gix::ObjectId,
+) -> Result<gix::ObjectId, GitError> {
+    let fail = |e: &dyn std::fmt::Display| GitError::git(root, "read a tree", e);
+    let c = repo.find_commit(commit).map_err(|e| fail(&e))?;
+    Ok(c.tree_id().map_err(|e| fail(&e))?.detach())
 }
 
 /// Every file path whose entry differs between commits `from` and `to` (added, removed,
@@ -171,11 +221,13 @@ pub fn land(
     let new = repo::peel_to_commit(&repo, repo_root, after)?;
     branch_at(&repo, repo_root, target, &full_name, old)?;
     let worktrees = checked_out_in(&repo, &full_name)?;
+    let before_tree = repo
+        .find_commit(old)
+        .map_err(|e| GitError::git(repo_root, "read the target", e))?
+        .tree()
+        .map_err(|e| GitError::git(repo_root, "read the target", e))?;
     for wt in &worktrees {
-        let dirty: Vec<String> = crate::uncommitted_changes(wt)?
-            .into_iter()
-            .filter(|d| changed.iter().any(|c| overlaps(c, d)))
-            .collect();
+        let dirty = dirty_among(wt, &before_tree, changed)?;
         if !dirty.is_empty() {
             return Ok(Landed::Deferred {
                 worktree: wt.clone(),
@@ -200,11 +252,81 @@ pub fn land(
     Ok(Landed::Moved { worktrees })
 }
 
-/// Whether a changed path and a status path (a file, or an untracked folder) meet.
-fn overlaps(changed: &str, status: &str) -> bool {
-    changed == status
-        || changed.starts_with(&format!("{status}/"))
-        || status.starts_with(&format!("{changed}/"))
+/// The paths among `changed` that the worktree `wt` (whose HEAD is the tree `head`) does not
+/// have exactly as committed: staged (the index entry differs from `head`), modified (the file
+/// differs from the index; files whose stat matches the index are taken as unchanged, as git
+/// does), or in the way (an untracked file or folder, or a file where the merge needs a
+/// folder). Like git's own checkout it looks only at the paths the merge changes, not at the
+/// whole worktree.
+fn dirty_among(
+    wt: &Path,
+    head: &gix::Tree<'_>,
+    changed: &[String],
+) -> Result<Vec<String>, GitError> {
+    let repo = repo::open(wt)?;
+    let fail = |e: &dyn std::fmt::Display| GitError::git(wt, "read the index", e);
+    let index = repo.index_or_empty().map_err(|e| fail(&e))?;
+    let mut dirty = Vec::new();
+    for rel in changed {
+        let committed = head
+            .clone()
+            .lookup_entry_by_path(rel.as_str())
+            .map_err(|e| fail(&e))?
+            .filter(|e| !e.mode().is_tree())
+            .map(|e| e.object_id());
+        let staged = index
+            .entry_by_path(rel.as_bytes().as_bstr())
+            .map(|e| (e.id, e.stat, e.mode));
+        let full = wt.join(rel.as_str());
+        let on_disk = std::fs::symlink_metadata(&full).ok();
+        // A parent that is a file (or a link) is in the way too.
+        let blocked = Path::new(rel.as_str())
+            .ancestors()
+            .skip(1)
+            .filter(|a| !a.as_os_str().is_empty())
+            .any(|a| {
+                std::fs::symlink_metadata(wt.join(a)).is_ok_and(|m| !m.is_dir())
+                    && index
+                        .entry_by_path(a.to_string_lossy().as_bytes().as_bstr())
+                        .is_none()
+            });
+        let clean = match (committed, staged, on_disk) {
+            _ if blocked => false,
+            // Not in HEAD: clean only while nothing is staged or lying there.
+            (None, None, None) => true,
+            (None, _, _) => false,
+            (Some(_), None, _) => false,
+            (Some(c), Some((id, _, _)), _) if c != id => false,
+            (Some(_), Some(_), None) => false,
+            (Some(_), Some((id, stat, _)), Some(m)) => {
+                if m.is_dir() {
+                    false
+                } else {
+                    let now = gix::index::fs::Metadata::from_path_no_follow(&full)
+                        .ok()
+                        .and_then(|m| gix::index::entry::Stat::from_fs(&m).ok());
+                    if now.is_some_and(|n| n == stat) {
+                        true
+                    } else {
+                        // The stat moved: compare the content.
+                        let bytes = if m.file_type().is_symlink() {
+                            std::fs::read_link(&full)
+                                .map(|t| t.to_string_lossy().into_owned().into_bytes())
+                                .unwrap_or_default()
+                        } else {
+                            std::fs::read(&full).unwrap_or_default()
+                        };
+                        gix::objs::compute_hash(repo.object_hash(), gix::objs::Kind::Blob, &bytes)
+                            .is_ok_and(|h| h == id)
+                    }
+                }
+            }
+        };
+        if !clean {
+            dirty.push(rel.clone());
+        }
+    }
+    Ok(dirty)
 }
 
 /// Write `paths` of commit `commit` into the worktree `wt` — the files and their index entries —

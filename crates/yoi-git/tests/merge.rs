@@ -90,14 +90,19 @@ fn a_dirty_path_the_merge_changes_defers_it_and_nothing_is_written() {
     let c = work_commit(&repo);
     let changed = changed_paths(&repo, &base, &c).unwrap();
     std::fs::write(repo.join("README.md"), "my edit\n").unwrap();
-    std::fs::create_dir_all(repo.join("new")).unwrap();
+    // An untracked file exactly where the merge writes one blocks it; one beside it does not.
+    std::fs::create_dir_all(repo.join("new/deeper")).unwrap();
+    std::fs::write(repo.join("new/deeper/b.txt"), "mine\n").unwrap();
     std::fs::write(repo.join("new/mine.txt"), "mine\n").unwrap();
+    // A staged change counts too, even when the file on disk is back as committed.
+    std::fs::write(repo.join("run.sh"), "staged\n").unwrap();
+    git(&repo, &["add", "run.sh"]);
     let landed = land(&repo, "main", &base, &c, &changed, &[]).unwrap();
     assert_eq!(
         landed,
         Landed::Deferred {
             worktree: repo.clone(),
-            dirty: vec!["README.md".into(), "new".into()]
+            dirty: vec!["README.md".into(), "new/deeper/b.txt".into()]
         }
     );
     assert_eq!(git(&repo, &["rev-parse", "main"]).trim(), base);
@@ -107,7 +112,7 @@ fn a_dirty_path_the_merge_changes_defers_it_and_nothing_is_written() {
     );
     assert_eq!(
         git(&repo, &["status", "--porcelain"]),
-        " M README.md\n?? new/\n"
+        " M README.md\nM  run.sh\n?? new/\n"
     );
 }
 
@@ -137,4 +142,21 @@ fn paths_under_yoi_are_never_written_into_a_worktree() {
     land(&repo, "main", &base, &c, &changed, &[".yoi/"]).unwrap();
     assert!(!repo.join(".yoi/skills/x.md").exists());
     assert_eq!(git(&repo, &["rev-parse", "main"]).trim(), c);
+}
+
+#[test]
+fn a_staged_change_in_a_path_the_merge_changes_defers_it() {
+    let (_dir, repo, base) = small_repo();
+    let c = work_commit(&repo);
+    let changed = changed_paths(&repo, &base, &c).unwrap();
+    std::fs::write(repo.join("README.md"), "staged edit\n").unwrap();
+    git(&repo, &["add", "README.md"]);
+    // Back on disk as committed; the index still holds the edit.
+    std::fs::write(repo.join("README.md"), "hello\n").unwrap();
+    let landed = land(&repo, "main", &base, &c, &changed, &[]).unwrap();
+    assert!(
+        matches!(&landed, Landed::Deferred { dirty, .. } if dirty == &["README.md".to_string()]),
+        "{landed:?}"
+    );
+    assert_eq!(git(&repo, &["rev-parse", "main"]).trim(), base);
 }

@@ -150,6 +150,22 @@ struct Lease<'a> {
     stop: &'a AtomicBool,
 }
 
+impl<'a> Lease<'a> {
+    /// Heartbeats for `work`'s claim every interval the server asked for.
+    fn new(client: &'a Client, pod: &'a str, work: &'a Work, stop: &'a AtomicBool) -> Self {
+        Lease {
+            client,
+            pod,
+            id: &work.assignment.id,
+            fence: work.assignment.fence,
+            every: Duration::from_millis(work.heartbeat_ms.max(100) as u64),
+            last: Instant::now(),
+            lost: false,
+            stop,
+        }
+    }
+}
+
 impl Watch for Lease<'_> {
     fn keep(&mut self) -> bool {
         if self.last.elapsed() < self.every {
@@ -258,16 +274,7 @@ fn run_one(
         timeout: Duration::from_secs(p.timeout_secs.max(1)),
         grace: settings.kill_grace,
     };
-    let mut lease = Lease {
-        client,
-        pod,
-        id: &a.id,
-        fence: a.fence,
-        every: Duration::from_millis(work.heartbeat_ms.max(100) as u64),
-        last: Instant::now(),
-        lost: false,
-        stop,
-    };
+    let mut lease = Lease::new(client, pod, work, stop);
     let started = Instant::now();
     tracing::info!(assignment = %a.id, ticket = %work.ticket, attempt = a.attempt, "running the agent");
     let ended = process::run(&spec, &mut lease)
@@ -425,16 +432,7 @@ fn run_verify(
         .cloned()
         .and_then(|c| serde_json::from_value::<yoi_core::packet::ValidationChecks>(c).ok())
         .unwrap_or_default();
-    let mut lease = Lease {
-        client,
-        pod,
-        id: &a.id,
-        fence: a.fence,
-        every: Duration::from_millis(work.heartbeat_ms.max(100) as u64),
-        last: Instant::now(),
-        lost: false,
-        stop,
-    };
+    let mut lease = Lease::new(client, pod, work, stop);
     let started = Instant::now();
     let mut results = Vec::new();
     let mut log = String::new();

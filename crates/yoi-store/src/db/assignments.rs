@@ -327,14 +327,31 @@ impl Db {
         now_ms: i64,
     ) -> Result<Option<Assignment>, StoreError> {
         // A pod's result needs an unexpired lease; the sweep needs an expired one.
-        let lease = match pod {
-            Some(_) => "AND lease_until_ms >= $8 AND claimed_by = $9",
-            None => "AND lease_until_ms < $8 AND $9 IS NULL",
+        let guard = match pod {
+            Some(_) => "status = 'claimed' AND lease_until_ms >= $8 AND claimed_by = $9",
+            None => "status = 'claimed' AND lease_until_ms < $8 AND $9 IS NULL",
         };
+        self.finish_row(id, fence, guard, pod, how, next, now_ms)
+            .await
+    }
+
+    /// End row `id` at `fence` as `how` says where `guard` (SQL over the row, `$8` now and `$9`
+    /// the pod) holds, inserting `next` in the same transaction; the finished row or `None`.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_row(
+        &self,
+        id: &str,
+        fence: i64,
+        guard: &str,
+        pod: Option<&str>,
+        how: &Finish,
+        next: Option<&Assignment>,
+        now_ms: i64,
+    ) -> Result<Option<Assignment>, StoreError> {
         let sql = format!(
             "UPDATE assignments SET status = $3, result = $4, usage = $5, error = $6, log_path = $7, \
                     finished_ms = $8, updated_ms = $8 \
-              WHERE id = $1 AND fence = $2 AND status = 'claimed' {lease} RETURNING {COLUMNS}"
+              WHERE id = $1 AND fence = $2 AND {guard} RETURNING {COLUMNS}"
         );
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
         self.begin_write(&mut conn).await?;
@@ -375,36 +392,16 @@ impl Db {
         next: Option<&Assignment>,
         now_ms: i64,
     ) -> Result<Option<Assignment>, StoreError> {
-        let sql = format!(
-            "UPDATE assignments SET status = $3, result = $4, usage = $5, error = $6, log_path = $7, \
-                    finished_ms = $8, updated_ms = $8 \
-              WHERE id = $1 AND fence = $2 AND status = 'pending' RETURNING {COLUMNS}"
-        );
-        let mut conn = self.pool().acquire().await.map_err(db_err)?;
-        self.begin_write(&mut conn).await?;
-        let result = async {
-            let row = sqlx::query(&sql)
-                .bind(id)
-                .bind(fence)
-                .bind(how.status.as_str())
-                .bind(how.result.clone())
-                .bind(how.usage.clone())
-                .bind(how.error.clone())
-                .bind(how.log_path.clone())
-                .bind(now_ms)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(db_err)?;
-            let Some(row) = row.as_ref().map(assignment).transpose()? else {
-                return Ok(None);
-            };
-            if let Some(next) = next {
-                insert(&mut conn, next).await?;
-            }
-            Ok(Some(row))
-        }
-        .await;
-        self.end_write(&mut conn, result).await
+        self.finish_row(
+            id,
+            fence,
+            "status = 'pending' AND $9 IS NULL",
+            None,
+            how,
+            next,
+            now_ms,
+        )
+        .await
     }
 
     /// In-progress tickets (as the index last saw them) with assignments but none live: where a

@@ -80,7 +80,10 @@ fn a_queued_ticket_is_implemented_verified_reviewed_and_merged_into_the_checked_
     assert!(thread.contains("event: merge "), "{thread}");
     assert!(thread.contains(&format!("after: {head}")), "{thread}");
     // The ticket's worktrees are gone; its branch is kept.
-    assert_eq!(git(repo.path(), &["worktree", "list"]).lines().count(), 1);
+    // (They go right after the state change.)
+    until("the ticket worktrees to be removed", || {
+        git(repo.path(), &["worktree", "list"]).lines().count() == 1
+    });
     assert_eq!(
         git(repo.path(), &["branch", "--list", &branch]).trim_start_matches(['*', ' ']),
         branch
@@ -238,7 +241,10 @@ fn chain_of_three_merges_in_dependency_order(postgres: bool) {
     for id in [&a, &b, &c] {
         assert!(repo.path().join(format!("notes/{id}.md")).is_file());
     }
-    assert_eq!(git(repo.path(), &["worktree", "list"]).lines().count(), 1);
+    // (They go right after the state change.)
+    until("the ticket worktrees to be removed", || {
+        git(repo.path(), &["worktree", "list"]).lines().count() == 1
+    });
 }
 
 #[test]

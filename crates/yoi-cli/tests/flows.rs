@@ -76,6 +76,25 @@ fn a_queued_ticket_is_implemented_verified_reviewed_and_merged_into_the_checked_
     let report: serde_json::Value =
         serde_json::from_str(review["result"].as_str().unwrap()).unwrap();
     assert_eq!(report["verdict"], "approve");
+    // `yoi ticket show` says the same: the flow, the rounds, each check and the verdict.
+    let show = repo.yoi(&["ticket", "show", &id]).ok().stdout;
+    for part in [
+        "flow: coder-review; no step live; fix rounds used: 0",
+        "passed `test -f hello.txt`",
+        "verdict: approve",
+    ] {
+        assert!(show.contains(part), "{part} in:\n{show}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&repo.yoi(&["ticket", "show", &id, "--json"]).ok().stdout).unwrap();
+    let review_attempt = json["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["step"] == "review")
+        .unwrap();
+    assert_eq!(review_attempt["verdict"], "approve");
+    assert_eq!(review_attempt["commit"].as_str(), Some(head.as_str()));
     let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
     assert!(thread.contains("event: merge "), "{thread}");
     assert!(thread.contains(&format!("after: {head}")), "{thread}");
@@ -114,6 +133,9 @@ fn a_failed_verification_and_a_change_request_each_cost_a_round_and_the_next_rou
         )
         .unwrap()
     };
+    let show = repo.yoi(&["ticket", "show", &id]).ok().stdout;
+    assert!(show.contains("fix rounds used: 2"), "{show}");
+    assert!(show.contains("finding: hello.txt needs more"), "{show}");
     let p2 = prompt(2);
     assert!(
         p2.contains("Verification of") && p2.contains("`test -f hello.txt` exited with 1"),

@@ -281,7 +281,32 @@ pub struct AttemptDetail {
     pub usage: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
+    /// The commit the attempt worked on (verify, review and merge are bound to it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// A reviewer's verdict and findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<yoi_core::report::Verdict>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
+    /// A verifier's commands with how each ended, and the prose checks left to the reviewer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<yoi_core::report::CheckResult>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub manual_checks: Vec<String>,
     pub activations: Vec<ActivationDetail>,
+}
+
+impl AttemptDetail {
+    /// Whether this attempt used a fix round: a failed verification or a change request.
+    pub fn used_a_round(&self) -> bool {
+        self.status == crate::db::AssignmentStatus::Completed
+            && match self.step.as_str() {
+                "verify" => self.checks.iter().any(|c| !c.passed()),
+                "review" => self.verdict == Some(yoi_core::report::Verdict::RequestChanges),
+                _ => false,
+            }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -301,27 +326,39 @@ pub fn attempts_of(ws: &Workspace, id: &TicketId) -> Result<Vec<AttemptDetail>, 
     let acts = index.block_on(index.db.activations_of_ticket(id.as_str()))?;
     Ok(rows
         .into_iter()
-        .map(|a| AttemptDetail {
-            activations: acts
-                .iter()
-                .filter(|x| x.assignment.as_deref() == Some(a.id.as_str()))
-                .map(|x| ActivationDetail {
-                    skill: x.skill.clone(),
-                    digest: x.digest.clone(),
-                    who: x.who.clone(),
-                    at_ms: x.at_ms,
-                })
-                .collect(),
-            assignment: a.id,
-            step: a.step,
-            role: a.role,
-            attempt: a.attempt,
-            fence: a.fence,
-            status: a.status,
-            pod: a.claimed_by,
-            error: a.error,
-            usage: a.usage.and_then(|u| serde_json::from_str(&u).ok()),
-            log: a.log_path,
+        .map(|a| {
+            let report: Option<yoi_core::report::Report> = a
+                .result
+                .as_deref()
+                .and_then(|r| serde_json::from_str(r).ok());
+            let report = report.unwrap_or_default();
+            AttemptDetail {
+                commit: a.head_commit.clone(),
+                verdict: report.verdict,
+                findings: report.findings,
+                checks: report.checks,
+                manual_checks: report.manual_checks,
+                activations: acts
+                    .iter()
+                    .filter(|x| x.assignment.as_deref() == Some(a.id.as_str()))
+                    .map(|x| ActivationDetail {
+                        skill: x.skill.clone(),
+                        digest: x.digest.clone(),
+                        who: x.who.clone(),
+                        at_ms: x.at_ms,
+                    })
+                    .collect(),
+                assignment: a.id,
+                step: a.step,
+                role: a.role,
+                attempt: a.attempt,
+                fence: a.fence,
+                status: a.status,
+                pod: a.claimed_by,
+                error: a.error,
+                usage: a.usage.and_then(|u| serde_json::from_str(&u).ok()),
+                log: a.log_path,
+            }
         })
         .collect())
 }

@@ -124,7 +124,20 @@ pub fn show(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
         println!("\nresolution:\n{r}");
     }
     if !t.attempts.is_empty() {
-        println!("\nattempts:");
+        let rounds = t.attempts.iter().filter(|a| a.used_a_round()).count();
+        let live = t
+            .attempts
+            .iter()
+            .find(|a| a.status.is_live())
+            .map(|a| a.step.as_str());
+        println!(
+            "\nflow: coder-review; {}; fix rounds used: {rounds}",
+            match live {
+                Some(step) => format!("current step: {step}"),
+                None => "no step live".to_string(),
+            }
+        );
+        println!("attempts:");
         for a in &t.attempts {
             println!(
                 "  {} {} #{} ({}, fence {}): {}{}",
@@ -139,6 +152,33 @@ pub fn show(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
                     .map(|p| format!(" by {p}"))
                     .unwrap_or_default()
             );
+            if let Some(c) = &a.commit {
+                if a.step != "implement" {
+                    println!("    at {}", &c[..c.len().min(12)]);
+                }
+            }
+            for c in &a.checks {
+                println!(
+                    "    {} `{}` ({} ms)",
+                    match (c.passed(), c.timed_out, c.exit_code) {
+                        (true, _, _) => "passed".to_string(),
+                        (_, true, _) => "timed out".to_string(),
+                        (_, _, Some(code)) => format!("failed (exit {code})"),
+                        _ => "killed".to_string(),
+                    },
+                    c.command,
+                    c.duration_ms
+                );
+            }
+            for m in &a.manual_checks {
+                println!("    manual check: {m}");
+            }
+            if let Some(v) = a.verdict {
+                println!("    verdict: {}", v.as_str());
+            }
+            for f in &a.findings {
+                println!("    finding: {f}");
+            }
             for x in &a.activations {
                 println!(
                     "    skill {} ({})",

@@ -337,20 +337,7 @@ fn a_dirty_checked_out_main_defers_the_merge_and_a_branch_moved_after_approval_i
         ],
     );
     std::fs::write(side.join("extra.txt"), "late\n").unwrap();
-    git(&side, &["add", "-A"]);
-    git(
-        &side,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "late",
-        ],
-    );
+    yoi_testkit::commit_all(&side, "late");
     let late = git(&side, &["rev-parse", "HEAD"]);
     git(repo.path(), &["worktree", "remove", side.to_str().unwrap()]);
     git(

@@ -43,21 +43,10 @@ pub fn plan_merge(repo_root: &Path, target: &str, commit: &str) -> Result<MergeP
         return Ok(MergePlan::AlreadyMerged { before });
     }
     if reaches(&repo, repo_root, commit_id, before_id)? {
-        let mut changed = Vec::new();
-        diff_trees(
-            &repo,
-            repo_root,
-            "",
-            Some(tree_id(&repo, repo_root, before_id)?),
-            Some(tree_id(&repo, repo_root, commit_id)?),
-            &mut changed,
-        )?;
-        changed.sort();
-        changed.dedup();
         return Ok(MergePlan::FastForward {
             before,
             after: commit_id.to_string(),
-            changed,
+            changed: changed_between(&repo, repo_root, before_id, commit_id)?,
         });
     }
     if reaches(&repo, repo_root, before_id, commit_id)? {
@@ -103,21 +92,20 @@ fn tree_id(
 /// changed content, mode or kind), sorted.
 pub fn changed_paths(repo_root: &Path, from: &str, to: &str) -> Result<Vec<String>, GitError> {
     let repo = repo::open(repo_root)?;
-    let tree_of = |rev: &str| -> Result<gix::ObjectId, GitError> {
-        let id = repo::peel_to_commit(&repo, repo_root, rev)?;
-        let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "read a tree", e);
-        let commit = repo.find_commit(id).map_err(|e| fail(&e))?;
-        Ok(commit.tree_id().map_err(|e| fail(&e))?.detach())
-    };
+    let from = repo::peel_to_commit(&repo, repo_root, from)?;
+    let to = repo::peel_to_commit(&repo, repo_root, to)?;
+    changed_between(&repo, repo_root, from, to)
+}
+
+fn changed_between(
+    repo: &gix::Repository,
+    root: &Path,
+    from: gix::ObjectId,
+    to: gix::ObjectId,
+) -> Result<Vec<String>, GitError> {
     let mut out = Vec::new();
-    diff_trees(
-        &repo,
-        repo_root,
-        "",
-        Some(tree_of(from)?),
-        Some(tree_of(to)?),
-        &mut out,
-    )?;
+    let (a, b) = (tree_id(repo, root, from)?, tree_id(repo, root, to)?);
+    diff_trees(repo, root, "", Some(a), Some(b), &mut out)?;
     out.sort();
     out.dedup();
     Ok(out)

@@ -214,6 +214,16 @@ fn check_workdir(work: &Work) -> Result<(), String> {
     Ok(())
 }
 
+/// Heartbeat once before starting anything: whether the server still has the claim (a claim
+/// it lost never starts an agent or a command).
+fn confirm_claim(client: &Client, pod: &str, a: &client::AssignmentInfo) -> Result<bool, String> {
+    match client.heartbeat(pod, &a.id, a.fence) {
+        Ok(()) => Ok(true),
+        Err(ClientError::Lost { .. }) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 fn run_one(
     settings: &PodSettings,
     client: &Client,
@@ -230,10 +240,8 @@ fn run_one(
     std::fs::write(&prompt_file, render_prompt(work, &skills)).map_err(|e| e.to_string())?;
 
     // Do not start the agent until the server confirms the claim.
-    match client.heartbeat(pod, &a.id, a.fence) {
-        Ok(()) => {}
-        Err(ClientError::Lost { .. }) => return Ok(Reported::Lost),
-        Err(e) => return Err(e.to_string()),
+    if !confirm_claim(client, pod, a)? {
+        return Ok(Reported::Lost);
     }
     let p = &settings.profile;
     let vars = profiles::Vars {
@@ -420,10 +428,8 @@ fn run_verify(
     check_workdir(work)?;
     let run_dir = settings.state_dir.join("runs").join(&a.id);
     std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
-    match client.heartbeat(pod, &a.id, a.fence) {
-        Ok(()) => {}
-        Err(ClientError::Lost { .. }) => return Ok(Reported::Lost),
-        Err(e) => return Err(e.to_string()),
+    if !confirm_claim(client, pod, a)? {
+        return Ok(Reported::Lost);
     }
     let checks = work
         .packet

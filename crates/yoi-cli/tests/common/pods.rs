@@ -2,7 +2,6 @@
 //! and polling the API until a state is reached.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::server::Server;
@@ -23,17 +22,7 @@ pub fn fake_agent() -> PathBuf {
 }
 
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    yoi_testkit::git(dir, args).trim().to_string()
 }
 
 /// A workspace whose coder pods run the fake agent with `script`, with a committed base.
@@ -55,20 +44,7 @@ pub fn workspace(script: &str, lease_secs: u64) -> (Repo, PathBuf) {
     );
     std::fs::write(&config, text).unwrap();
     std::fs::write(repo.path().join("README.md"), "base\n").unwrap();
-    git(repo.path(), &["add", "-A"]);
-    git(
-        repo.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "base",
-        ],
-    );
+    yoi_testkit::commit_all(repo.path(), "base");
     (repo, script_path)
 }
 

@@ -164,7 +164,7 @@ pub fn claim_many(
 ) -> Result<Vec<Result<Option<Claimed>, AssignmentError>>, AssignmentError> {
     let now_ms = now.unix_millis();
     let ids: Vec<&str> = asks.iter().map(|(_, p)| p.as_str()).collect();
-    let mut known: std::collections::HashMap<String, PodRow> = index
+    let known: std::collections::HashMap<String, PodRow> = index
         .block_on(index.db.pods_by_id(&ids))?
         .into_iter()
         .map(|r| (r.id.clone(), r))
@@ -173,7 +173,6 @@ pub fn claim_many(
         (0..asks.len()).map(|_| None).collect();
     let mut rows = Vec::new();
     for (i, (caller, pod)) in asks.iter().enumerate() {
-        // The same pod twice in one group: the second ask sees the first's row.
         let row = known.get(pod).cloned();
         match speaks_for(caller, pod, row) {
             Err(e) => out[i] = Some(Err(e)),
@@ -201,24 +200,16 @@ pub fn claim_many(
             // An idle pod polling an empty queue writes its row only every few seconds.
             if row.state != PodState::Idle || now_ms - row.heartbeat_ms >= 5_000 {
                 index.block_on(index.db.touch_pod(&row.id, PodState::Idle, None, now_ms))?;
-                if let Some(r) = known.get_mut(&row.id) {
-                    r.state = PodState::Idle;
-                    r.heartbeat_ms = now_ms;
-                }
             }
             out[*i] = Some(Ok(None));
             continue;
         };
         let ready = match (&a.workdir, &a.head_commit) {
-            (Some(dir), Some(head)) => ready(ws, &a, PathBuf::from(dir), head.clone()).ok(),
+            (Some(dir), Some(head)) => ready(ws, &a, PathBuf::from(dir), head.clone(), cfg).ok(),
             _ => None,
         };
         out[*i] = Some(Ok(Some(match ready {
-            Some(work) => Claimed::Ready(Box::new(Work {
-                lease_ms: cfg.lease_ms,
-                heartbeat_ms: cfg.heartbeat_ms,
-                ..work
-            })),
+            Some(work) => Claimed::Ready(Box::new(work)),
             None => Claimed::Prepare(Box::new(a)),
         })));
     }
@@ -239,27 +230,17 @@ pub fn hand_out(
     now: Timestamp,
 ) -> Result<Work, AssignmentError> {
     let prepared = match (&a.workdir, &a.head_commit) {
-        (Some(dir), Some(head)) => ready(ws, &a, PathBuf::from(dir), head.clone()),
-        _ => prepare(ws, index, &a),
+        (Some(dir), Some(head)) => ready(ws, &a, PathBuf::from(dir), head.clone(), cfg),
+        _ => prepare(ws, index, &a, cfg),
     };
     match prepared {
-        Ok(work) => Ok(Work {
-            lease_ms: cfg.lease_ms,
-            heartbeat_ms: cfg.heartbeat_ms,
-            ..work
-        }),
+        Ok(work) => Ok(work),
         Err(reason) => {
             let _guard = results_lock();
             let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
             let failed_in_a_row = 1 + trailing_failures(&attempts, &a.id);
             let next = (failed_in_a_row < OPEN_AFTER).then(|| next_attempt(&a, now));
-            let how = Finish {
-                status: AssignmentStatus::Failed,
-                result: None,
-                usage: None,
-                error: Some(reason.clone()),
-                log_path: None,
-            };
+            let how = Finish::failed(&reason);
             index.block_on(index.db.finish_assignment(
                 &a.id,
                 a.fence,
@@ -294,7 +275,12 @@ pub(crate) fn trailing_failures(attempts: &[Assignment], id: &str) -> usize {
 /// worktree made at acceptance (detached at the base commit, which no earlier process used);
 /// every later attempt gets a fresh worktree detached at the branch head, so it never shares a
 /// folder with an earlier attempt's process that may still be running.
-fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, String> {
+fn prepare(
+    ws: &Workspace,
+    index: &DbIndex,
+    a: &Assignment,
+    cfg: LeaseConfig,
+) -> Result<Work, String> {
     let ticket = TicketId::parse(&a.ticket).map_err(|e| e.to_string())?;
     let place = work_place(ws, &ticket).map_err(|e| e.to_string())?;
     let repo = ws.root();
@@ -328,7 +314,7 @@ fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, Stri
     if !recorded {
         return Err("the claim was lost while its working directory was prepared".into());
     }
-    let mut work = ready(ws, a, workdir, head)?;
+    let mut work = ready(ws, a, workdir, head, cfg)?;
     if a.role == "coder" {
         let rows = index
             .block_on(index.db.assignments_of(&a.ticket))
@@ -341,7 +327,13 @@ fn prepare(ws: &Workspace, index: &DbIndex, a: &Assignment) -> Result<Work, Stri
 /// What a pod gets for a claim whose folder `workdir` (detached at `head`) exists. The pod
 /// checks the folder's HEAD itself before its agent starts (it is the one on the folder's
 /// host), so no repository is opened here.
-fn ready(ws: &Workspace, a: &Assignment, workdir: PathBuf, head: String) -> Result<Work, String> {
+fn ready(
+    ws: &Workspace,
+    a: &Assignment,
+    workdir: PathBuf,
+    head: String,
+    cfg: LeaseConfig,
+) -> Result<Work, String> {
     let ticket = TicketId::parse(&a.ticket).map_err(|e| e.to_string())?;
     let item = ws.read_item(&ticket).map_err(|e| e.to_string())?;
     let place = work_place(ws, &ticket).map_err(|e| e.to_string())?;
@@ -357,8 +349,8 @@ fn ready(ws: &Workspace, a: &Assignment, workdir: PathBuf, head: String) -> Resu
         branch: place.branch,
         head_commit: head,
         packet: packet(ws, &ticket).map_err(|e| e.to_string())?,
-        lease_ms: 0,
-        heartbeat_ms: 0,
+        lease_ms: cfg.lease_ms,
+        heartbeat_ms: cfg.heartbeat_ms,
         feedback: None,
         agent_token: None,
     })

@@ -39,13 +39,7 @@ pub fn expire_due(
             Timestamp::from_unix_millis(a.lease_until_ms.unwrap_or(now_ms)),
             a.claimed_by.as_deref().unwrap_or("none")
         );
-        let how = Finish {
-            status: AssignmentStatus::Expired,
-            result: None,
-            usage: None,
-            error: Some(reason.clone()),
-            log_path: None,
-        };
+        let how = Finish::ended(AssignmentStatus::Expired, &reason);
         let Some(row) = index.block_on(index.db.finish_assignment(
             &a.id,
             a.fence,

@@ -56,7 +56,7 @@ pub fn flow_tick(
         match advance(ws, index, &ticket, now) {
             Ok(Advanced::Next(a)) => tick.handed_out.push(a.id),
             Ok(Advanced::Merged(ev)) => {
-                if finish_done(ws, index, &ticket, &ev, now)? {
+                if finish_done(ws, &ticket, &ev, now)? {
                     tick.done.push(t.clone());
                 }
             }
@@ -116,13 +116,7 @@ fn merge_one(
     let rows = index.block_on(index.db.assignments_of(ticket.as_str()))?;
     let send_back = |step: &str, role: &str, reason: String| -> Result<Merge, AssignmentError> {
         let next = new_step(&rows, ticket, step, role, &head, None, now);
-        let how = Finish {
-            status: AssignmentStatus::Failed,
-            result: None,
-            usage: None,
-            error: Some(reason.clone()),
-            log_path: None,
-        };
+        let how = Finish::failed(&reason);
         match index.block_on(
             index
                 .db
@@ -220,7 +214,7 @@ fn merge_one(
         after: merged.after,
         commit: merged.commit,
     };
-    finish_done(ws, index, ticket, &ev, now)?;
+    finish_done(ws, ticket, &ev, now)?;
     Ok(Merge::Done)
 }
 
@@ -229,7 +223,6 @@ fn merge_one(
 /// deleted when `[flow] delete_branch` says so. Whether the ticket moved.
 fn finish_done(
     ws: &Workspace,
-    index: &DbIndex,
     ticket: &TicketId,
     ev: &MergeEvidence,
     now: Timestamp,
@@ -240,7 +233,6 @@ fn finish_done(
         Err(yoi_store::StoreError::StaleState { .. }) => return Ok(false),
         Err(e) => return Err(e.into()),
     }
-    let _ = index;
     let place = work_place(ws, ticket)?;
     let repo = ws.root();
     let prefix = place.worktree.display().to_string();

@@ -120,6 +120,24 @@ pub struct Finish {
     pub log_path: Option<String>,
 }
 
+impl Finish {
+    /// Ended with `status` for `reason`, with no result of its own.
+    pub fn ended(status: AssignmentStatus, reason: &str) -> Finish {
+        Finish {
+            status,
+            result: None,
+            usage: None,
+            error: Some(reason.to_string()),
+            log_path: None,
+        }
+    }
+
+    /// Failed for `reason`, with no result of its own.
+    pub fn failed(reason: &str) -> Finish {
+        Finish::ended(AssignmentStatus::Failed, reason)
+    }
+}
+
 impl Db {
     pub async fn create_assignment(&self, a: &Assignment) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await.map_err(db_err)?;

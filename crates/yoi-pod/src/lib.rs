@@ -214,6 +214,14 @@ fn check_workdir(work: &Work) -> Result<(), String> {
     Ok(())
 }
 
+/// Check the working directory and make the attempt's run folder (prompt, logs); its path.
+fn prepare_run(settings: &PodSettings, work: &Work) -> Result<PathBuf, String> {
+    check_workdir(work)?;
+    let run_dir = settings.state_dir.join("runs").join(&work.assignment.id);
+    std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    Ok(run_dir)
+}
+
 /// Heartbeat once before starting anything: whether the server still has the claim (a claim
 /// it lost never starts an agent or a command).
 fn confirm_claim(client: &Client, pod: &str, a: &client::AssignmentInfo) -> Result<bool, String> {
@@ -232,9 +240,7 @@ fn run_one(
     stop: &AtomicBool,
 ) -> Result<Reported, String> {
     let a = &work.assignment;
-    check_workdir(work)?;
-    let run_dir = settings.state_dir.join("runs").join(&a.id);
-    std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    let run_dir = prepare_run(settings, work)?;
     let skills = client.skills().unwrap_or_default();
     let prompt_file = run_dir.join("prompt.md");
     std::fs::write(&prompt_file, render_prompt(work, &skills)).map_err(|e| e.to_string())?;
@@ -425,9 +431,7 @@ fn run_verify(
     stop: &AtomicBool,
 ) -> Result<Reported, String> {
     let a = &work.assignment;
-    check_workdir(work)?;
-    let run_dir = settings.state_dir.join("runs").join(&a.id);
-    std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    let run_dir = prepare_run(settings, work)?;
     if !confirm_claim(client, pod, a)? {
         return Ok(Reported::Lost);
     }

@@ -52,6 +52,40 @@ impl SkillError {
     }
 }
 
+/// Activate `name` for a pod's agent whose token speaks for assignment `own`: the activation
+/// is always recorded against `own` (and its ticket unless one is named); naming another
+/// assignment is refused.
+#[allow(clippy::too_many_arguments)]
+pub fn activate_for_agent(
+    ws: &Workspace,
+    index: &DbIndex,
+    name: &str,
+    who: String,
+    own: &str,
+    ticket: Option<&str>,
+    assignment: Option<&str>,
+    now: Timestamp,
+) -> Result<Activation, SkillError> {
+    if assignment.is_some_and(|a| a != own) {
+        return Err(SkillError::Store(StoreError::NotPermitted {
+            reason: format!("an agent's token activates skills for its own assignment {own} only"),
+        }));
+    }
+    let own_ticket = match ticket {
+        Some(_) => None,
+        None => index.block_on(index.db.assignment(own))?.map(|a| a.ticket),
+    };
+    activate(
+        ws,
+        index,
+        name,
+        who,
+        ticket.or(own_ticket.as_deref()),
+        Some(own.to_string()),
+        now,
+    )
+}
+
 /// Activate `name` for `who` (optionally for a ticket id or suffix and an assignment): the
 /// activation is recorded in the database before the body is returned.
 pub fn activate(

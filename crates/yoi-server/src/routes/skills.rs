@@ -77,22 +77,22 @@ pub async fn activate(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let state = s.clone();
     let who = c.principal.author();
-    let mut b = b;
-    if let yoi_store::db::Scope::Agent(own) = &c.token.scope {
-        // An agent activates for its own assignment only; it need not name it.
-        if b.assignment.as_ref().is_some_and(|a| a != own) {
-            return Err(ApiError::forbidden(format!(
-                "an agent's token activates skills for its own assignment {own} only"
-            )));
-        }
-        b.assignment = Some(own.clone());
-        if b.ticket.is_none() {
-            let own = own.clone();
-            b.ticket = s.db().assignment(&own).await?.map(|a| a.ticket);
-        }
-    }
-    let result = tokio::task::spawn_blocking(move || {
-        glue::activate(
+    let agent = match &c.token.scope {
+        yoi_store::db::Scope::Agent(own) => Some(own.clone()),
+        _ => None,
+    };
+    let result = tokio::task::spawn_blocking(move || match agent {
+        Some(own) => glue::activate_for_agent(
+            &state.ws,
+            &state.index,
+            &name,
+            who,
+            &own,
+            b.ticket.as_deref(),
+            b.assignment.as_deref(),
+            now(),
+        ),
+        None => glue::activate(
             &state.ws,
             &state.index,
             &name,
@@ -100,7 +100,7 @@ pub async fn activate(
             b.ticket.as_deref(),
             b.assignment,
             now(),
-        )
+        ),
     })
     .await
     .map_err(|e| ApiError::internal("activation", e))??;

@@ -25,7 +25,9 @@ pub use branch::{
 pub use commit::{commit_all, commits_between, head_of, Identity};
 pub use error::GitError;
 pub use history::{changed_under, is_ancestor, move_branch, move_branch_back};
-pub use merge::{changed_paths, land, plan_merge, Landed, MergePlan};
+pub use merge::{
+    changed_paths, land, merge_three_way, parents_of, plan_merge, Landed, MergePlan, ThreeWay,
+};
 pub use repo::{discover, resolve_commit, RepoInfo};
 pub use worktree::{
     add_worktree, add_worktree_detached, is_dirty, list_worktrees, prune_worktrees,

@@ -398,3 +398,99 @@ fn update_worktree(wt: &Path, commit: gix::ObjectId, paths: &[&String]) -> Resul
         .map_err(|e| fail("write the index")(&e))?;
     Ok(())
 }
+
+/// What a three-way merge of a ticket's commit into a target that moved on found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreeWay {
+    /// The trees merged without an unresolved conflict: `commit` is the merge commit (written,
+    /// not on any branch), with the target's head `before` as its first parent and the ticket's
+    /// commit as its second; `changed` are the paths it changes against `before`.
+    Clean {
+        before: String,
+        commit: String,
+        changed: Vec<String>,
+    },
+    /// At least one conflict is unresolved (content with markers, a failed rename, a binary or
+    /// modify/delete clash); nothing was written that anything points at.
+    Conflicted { before: String, paths: Vec<String> },
+}
+
+/// Merge `commit` into the target's head `before` as git's `ort` strategy does (merge base,
+/// rename detection, text merges), with gix. Clean or conflicted is decided by gix's
+/// unresolved-conflict check (conflict markers, failed or evasive renames), not by whether the
+/// list of conflicts is empty: a conflict gix resolved on its own is clean. On a clean merge
+/// the merged tree and a merge commit by `who` with `message` are written to the object
+/// database; no reference moves.
+pub fn merge_three_way(
+    repo_root: &Path,
+    before: &str,
+    commit: &str,
+    message: &str,
+    who: &crate::Identity,
+) -> Result<ThreeWay, GitError> {
+    let mut repo = repo::open(repo_root)?;
+    repo.object_cache_size_if_unset(4 * 1024 * 1024);
+    let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "merge", e);
+    let ours = repo::peel_to_commit(&repo, repo_root, before)?;
+    let theirs = repo::peel_to_commit(&repo, repo_root, commit)?;
+    let options = repo.tree_merge_options().map_err(|e| fail(&e))?;
+    let labels = gix::merge::blob::builtin_driver::text::Labels {
+        ancestor: Some("base".into()),
+        current: Some("target".into()),
+        other: Some("ticket".into()),
+    };
+    let mut outcome = repo
+        .merge_commits(ours, theirs, labels, options.into())
+        .map_err(|e| fail(&e))?;
+    let how = gix::merge::tree::TreatAsUnresolved::default();
+    if outcome.tree_merge.has_unresolved_conflicts(how) {
+        let mut paths: Vec<String> = outcome
+            .tree_merge
+            .conflicts
+            .iter()
+            .filter(|c| c.is_unresolved(how))
+            .flat_map(|c| {
+                let (a, b) = c.changes_in_resolution();
+                [a.location().to_string(), b.location().to_string()]
+            })
+            .collect();
+        paths.sort();
+        paths.dedup();
+        return Ok(ThreeWay::Conflicted {
+            before: ours.to_string(),
+            paths,
+        });
+    }
+    let tree = outcome
+        .tree_merge
+        .tree
+        .write()
+        .map_err(|e| fail(&e))?
+        .detach();
+    let sig = gix::actor::Signature {
+        name: who.name.as_str().into(),
+        email: who.email.as_str().into(),
+        time: gix::date::Time::new(who.time_secs, 0),
+    };
+    let mut buf = gix::date::parse::TimeBuf::default();
+    let sig_ref = sig.to_ref(&mut buf);
+    let merged = repo
+        .new_commit_as(sig_ref, sig_ref, message, tree, [ours, theirs])
+        .map_err(|e| fail(&e))?
+        .id;
+    Ok(ThreeWay::Clean {
+        before: ours.to_string(),
+        commit: merged.to_string(),
+        changed: changed_between(&repo, repo_root, ours, merged)?,
+    })
+}
+
+/// The parents of `commit`, first parent first.
+pub fn parents_of(repo_root: &Path, commit: &str) -> Result<Vec<String>, GitError> {
+    let repo = repo::open(repo_root)?;
+    let id = repo::peel_to_commit(&repo, repo_root, commit)?;
+    let c = repo
+        .find_commit(id)
+        .map_err(|e| GitError::git(repo_root, "read a commit", e))?;
+    Ok(c.parent_ids().map(|p| p.to_string()).collect())
+}

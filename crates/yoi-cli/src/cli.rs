@@ -44,6 +44,9 @@ pub enum Command {
     /// Agent Skills: catalog, lint, activation, resources, proposals.
     #[command(subcommand)]
     Skill(SkillCommand),
+    /// Flows: the step chains tickets run (list, show, lint).
+    #[command(subcommand)]
+    Flow(FlowCommand),
     /// The ticket worktrees yoi made: list them, remove one, prune records of gone ones.
     #[command(subcommand)]
     Worktree(WorktreeCommand),
@@ -56,6 +59,27 @@ pub enum Command {
     /// Agent profiles: which command-line agents a pod can run.
     #[command(subcommand)]
     Agent(AgentCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FlowCommand {
+    /// The flows tickets may run: the built-in one and every valid flow file.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One flow's steps, roles, outputs, timeouts and failure policies.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the flow files (or FILE); exits 1 when any has a problem.
+    Lint {
+        file: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

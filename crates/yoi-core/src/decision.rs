@@ -38,8 +38,13 @@ use crate::TicketId;
 pub enum RoutingDecision {
     /// Open dependencies, each with its state (`None` state: the ticket does not exist).
     BlockedByDependency { blockers: Vec<Blocker> },
-    /// The brief lacks required sections.
-    ReturnToPlanning { missing: Vec<Section> },
+    /// The brief lacks required sections, or the flow the ticket names cannot run (missing or
+    /// invalid; each problem a line).
+    ReturnToPlanning {
+        missing: Vec<Section>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        flow: Vec<String>,
+    },
     /// Every implementation slot is taken.
     WaitingCapacity { in_progress: usize, max: usize },
     /// Work in flight conflicts; each entry names the ticket and why: `conflicts_with`,
@@ -99,9 +104,10 @@ impl RoutingDecision {
                     format!("{n} open dependencies must finish first.")
                 }
             }
-            RoutingDecision::ReturnToPlanning { missing } => match missing.len() {
-                1 => "the brief is missing 1 required section.".to_string(),
-                n => format!("the brief is missing {n} required sections."),
+            RoutingDecision::ReturnToPlanning { missing, flow } => match (missing.len(), flow.len()) {
+                (0, n) if n > 0 => "the flow the ticket names cannot run.".to_string(),
+                (1, _) => "the brief is missing 1 required section.".to_string(),
+                (n, _) => format!("the brief is missing {n} required sections."),
             },
             RoutingDecision::WaitingCapacity { .. } => {
                 "no implementation slot is free.".to_string()
@@ -135,9 +141,10 @@ impl RoutingDecision {
             RoutingDecision::BlockedByDependency { blockers } => {
                 blockers.iter().map(|b| one_line(&b.to_string())).collect()
             }
-            RoutingDecision::ReturnToPlanning { missing } => missing
+            RoutingDecision::ReturnToPlanning { missing, flow } => missing
                 .iter()
                 .map(|s| format!("missing section: {}", s.heading()))
+                .chain(flow.iter().map(|p| format!("flow: {}", one_line(p))))
                 .collect(),
             RoutingDecision::WaitingCapacity { in_progress, max } => vec![
                 format!("tickets in progress: {in_progress}"),
@@ -177,6 +184,9 @@ impl RoutingDecision {
         match self {
             RoutingDecision::BlockedByDependency { .. } => {
                 "wait; the ticket is re-evaluated when a blocker changes state."
+            }
+            RoutingDecision::ReturnToPlanning { flow, .. } if !flow.is_empty() => {
+                "return the ticket to planning; fix the flow file (`yoi flow lint`) or name another flow, then mark it ready again."
             }
             RoutingDecision::ReturnToPlanning { .. } => {
                 "return the ticket to planning; complete the missing sections and mark it ready again."

@@ -9,6 +9,7 @@ pub mod brief;
 pub mod class;
 pub mod decision;
 pub mod finding;
+pub mod flow;
 pub mod id;
 pub mod item;
 pub mod packet;

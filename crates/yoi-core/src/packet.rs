@@ -82,6 +82,10 @@ pub struct FrozenPacket {
     /// field existed have none, and their verification runs nothing).
     #[serde(default)]
     pub checks: ValidationChecks,
+    /// The flow the ticket runs, frozen with the packet so a flow file edited while the ticket
+    /// is in progress changes nothing for it (outside the hash; absent: the built-in flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<crate::flow::Flow>,
 }
 
 /// A brief's Validation section for the verifier: `commands` are the inline code spans and the
@@ -200,6 +204,7 @@ impl IntentPacket {
             packet: self.clone(),
             content_hash: self.content_hash(),
             checks: ValidationChecks::default(),
+            flow: None,
         }
     }
 

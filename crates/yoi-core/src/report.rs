@@ -40,6 +40,14 @@ pub struct Report {
     pub manual_checks: Vec<String>,
 }
 
+impl Report {
+    /// Whether this completed attempt found the work wanting and so used a fix round: a
+    /// validation command that did not pass, or a change request.
+    pub fn used_a_round(&self) -> bool {
+        self.checks.iter().any(|c| !c.passed()) || self.verdict == Some(Verdict::RequestChanges)
+    }
+}
+
 /// A reviewer's verdict on the exact commit it read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

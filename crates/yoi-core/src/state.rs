@@ -181,7 +181,7 @@ impl Operation {
         match self {
             Operation::MarkReady => &[Planning],
             Operation::Queue => &[Ready],
-            Operation::ReturnToPlanning => &[Ready, Queued],
+            Operation::ReturnToPlanning => &[Ready, Queued, Inprogress],
             Operation::Accept => &[Queued],
             Operation::Complete => &[Inprogress],
             Operation::Close => &[Done],
@@ -305,6 +305,7 @@ mod tests {
             (Ready, Queued, Operation::Queue),
             (Ready, Planning, Operation::ReturnToPlanning),
             (Queued, Planning, Operation::ReturnToPlanning),
+            (Inprogress, Planning, Operation::ReturnToPlanning),
             (Queued, Inprogress, Operation::Accept),
             (Inprogress, Done, Operation::Complete),
             (Done, Closed, Operation::Close),

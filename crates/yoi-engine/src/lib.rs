@@ -18,6 +18,7 @@ pub mod assignments;
 pub mod cost;
 pub mod doctor;
 pub mod edge;
+pub mod flows;
 pub mod routing;
 pub mod skills;
 

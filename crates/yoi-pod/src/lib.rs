@@ -285,7 +285,7 @@ fn run_one(
         env,
         stdout: run_dir.join("stdout.log"),
         stderr: run_dir.join("stderr.log"),
-        timeout: Duration::from_secs(p.timeout_secs.max(1)),
+        timeout: step_timeout(settings, work),
         grace: settings.kill_grace,
     };
     let mut lease = Lease::new(client, pod, work, stop);
@@ -455,7 +455,7 @@ fn run_verify(
             env: agent_env(settings, work, &run_dir, &run_dir.join("none")),
             stdout: out.clone(),
             stderr: out.with_extension("err"),
-            timeout: Duration::from_secs(settings.profile.timeout_secs.max(1)),
+            timeout: step_timeout(settings, work),
             grace: settings.kill_grace,
         };
         let t = Instant::now();
@@ -633,6 +633,21 @@ fn agent_env(
     env
 }
 
+/// This attempt's step in the flow frozen with the packet, if the packet has one.
+fn flow_step(work: &Work) -> Option<yoi_core::flow::Step> {
+    let flow = work.packet.as_ref()?.get("flow")?.clone();
+    let flow: yoi_core::flow::Flow = serde_json::from_value(flow).ok()?;
+    flow.step(&work.assignment.step).cloned()
+}
+
+/// How long an attempt may run: the flow step's `timeout`, else the agent profile's.
+fn step_timeout(settings: &PodSettings, work: &Work) -> Duration {
+    let secs = flow_step(work)
+        .and_then(|s| s.timeout_secs)
+        .unwrap_or(settings.profile.timeout_secs);
+    Duration::from_secs(secs.max(1))
+}
+
 /// The prompt file: the step, the frozen brief, the skills, and how to report.
 pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
     let a = &work.assignment;
@@ -649,6 +664,19 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
              `git diff` against the target). Change nothing: the folder must stay exactly at this commit, \
              clean, or your verdict is void.\n\n",
         );
+    }
+    if let Some(template) = flow_step(work).and_then(|s| s.prompt) {
+        let vars = [
+            ("ticket", work.ticket.as_str()),
+            ("title", work.title.as_str()),
+            ("step", a.step.as_str()),
+            ("commit", work.head_commit.as_str()),
+            ("branch", work.branch.as_str()),
+        ];
+        out.push_str(&format!(
+            "## This step\n\n{}\n\n",
+            yoi_core::flow::render_prompt(&template, &vars).trim_end()
+        ));
     }
     if let Some(f) = &work.feedback {
         out.push_str(&format!(

@@ -98,6 +98,9 @@ pub fn router(state: AppState) -> Router {
         .route("/assignments/{id}/log", post(routes::pods::log))
         .route("/doctor", get(t::doctor))
         .route("/events", get(routes::events::stream))
+        .route("/flows", get(routes::flows::list))
+        .route("/flows/lint", get(routes::flows::lint))
+        .route("/flows/{name}", get(routes::flows::show))
         .route("/skills", get(routes::skills::list))
         .route(
             "/skills/proposals",
@@ -178,6 +181,8 @@ pub async fn serve(
             removed = stats.removed,
             "index caught up with the files"
         );
+        // A bad flow file is skipped with its problems and never stops the start.
+        yoi_engine::flows::warn_invalid(&ws);
         Ok::<_, StoreError>((ws, index))
     })
     .await

@@ -86,6 +86,11 @@ pub struct FlowSection {
     pub max_rounds: u32,
     /// Delete the ticket branch once its work is merged (kept by default).
     pub delete_branch: bool,
+    /// The flow of a ticket without a `flow:` key (docs/flows.md).
+    pub default: String,
+    /// Close a ticket once it is done, with a resolution built from its attempts' summaries;
+    /// off, a person closes it.
+    pub auto_close: bool,
 }
 
 impl Default for FlowSection {
@@ -93,6 +98,8 @@ impl Default for FlowSection {
         FlowSection {
             max_rounds: 3,
             delete_branch: false,
+            default: yoi_core::flow::BUILTIN.into(),
+            auto_close: false,
         }
     }
 }

@@ -301,11 +301,8 @@ impl AttemptDetail {
     /// Whether this attempt used a fix round: a failed verification or a change request.
     pub fn used_a_round(&self) -> bool {
         self.status == crate::db::AssignmentStatus::Completed
-            && match self.step.as_str() {
-                "verify" => self.checks.iter().any(|c| !c.passed()),
-                "review" => self.verdict == Some(yoi_core::report::Verdict::RequestChanges),
-                _ => false,
-            }
+            && (self.checks.iter().any(|c| !c.passed())
+                || self.verdict == Some(yoi_core::report::Verdict::RequestChanges))
     }
 }
 

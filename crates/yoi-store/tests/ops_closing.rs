@@ -234,7 +234,7 @@ fn wrong_state_calls_name_expected_and_found() {
     assert_wrong_state(
         err,
         Operation::ReturnToPlanning,
-        &[State::Ready, State::Queued],
+        &[State::Ready, State::Queued, State::Inprogress],
         State::Closed,
     );
     // The state is checked before the principal: a wrong state is reported even to a caller

@@ -3,6 +3,7 @@
 
 mod agent;
 mod assignment;
+mod flow;
 mod init;
 mod pod;
 mod reindex;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Serve(args) => serve::run(&env, &args),
         Command::Token(cmd) => token::run(&env, cmd),
         Command::Skill(cmd) => skill::run(&env, cmd),
+        Command::Flow(cmd) => flow::run(&env, cmd),
         Command::Worktree(cmd) => worktree::run(&env, cmd),
         Command::Pod(cmd) => pod::run(&env, cmd),
         Command::Assignment(cmd) => assignment::run(&env, cmd),

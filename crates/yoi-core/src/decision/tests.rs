@@ -41,6 +41,7 @@ fn blocked_by_dependency_names_each_blocker_and_its_state() {
 fn return_to_planning_names_missing_sections() {
     let d = RoutingDecision::ReturnToPlanning {
         missing: vec![Section::Intent, Section::Validation],
+        flow: vec![],
     };
     assert_eq!(
         d.render(),
@@ -155,6 +156,7 @@ fn all_variants() -> Vec<RoutingDecision> {
         },
         RoutingDecision::ReturnToPlanning {
             missing: vec![Section::Validation],
+            flow: vec![],
         },
         RoutingDecision::WaitingCapacity {
             in_progress: 1,
@@ -243,6 +245,7 @@ fn reasons_count_in_the_singular_for_one() {
         .contains("Reason: 1 open dependency must finish first.\n"));
     let one_missing = RoutingDecision::ReturnToPlanning {
         missing: vec![crate::brief::Section::Validation],
+        flow: vec![],
     };
     assert!(one_missing
         .render()
@@ -253,4 +256,24 @@ fn reasons_count_in_the_singular_for_one() {
     assert!(one_conflict
         .render()
         .contains("Reason: 1 ticket in flight conflicts with this one.\n"));
+}
+
+#[test]
+fn a_flow_that_cannot_run_returns_to_planning_with_each_problem() {
+    let d = RoutingDecision::ReturnToPlanning {
+        missing: vec![],
+        flow: vec!["flow `fast` is not defined\nin .yoi/flows".into()],
+    };
+    let text = d.render();
+    assert!(
+        text.contains("Reason: the flow the ticket names cannot run."),
+        "{text}"
+    );
+    assert!(
+        text.contains("- flow: flow `fast` is not defined\\nin .yoi/flows"),
+        "{text}"
+    );
+    assert!(text.contains("`yoi flow lint`"), "{text}");
+    let back = read_decision(&d.render_event()).unwrap();
+    assert_eq!(back.data, Some(d));
 }

@@ -9,7 +9,7 @@ use yoi_store::db::{Assignment, AssignmentStatus, DbIndex, Finish, PodRow, PodSt
 use yoi_store::Workspace;
 
 use super::{
-    next_attempt, packet, results_lock, work_place, AssignmentError, LeaseConfig, OPEN_AFTER,
+    next_attempt, packet, results_lock, retries_left, work_place, AssignmentError, LeaseConfig,
 };
 
 /// Who is asking: the token's id and the role its scope names.
@@ -239,7 +239,7 @@ pub fn hand_out(
             let _guard = results_lock();
             let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
             let failed_in_a_row = 1 + trailing_failures(&attempts, &a.id);
-            let next = (failed_in_a_row < OPEN_AFTER).then(|| next_attempt(&a, now));
+            let next = retries_left(ws, &a, failed_in_a_row).then(|| next_attempt(&a, now));
             let how = Finish::failed(&reason);
             index.block_on(index.db.finish_assignment(
                 &a.id,
@@ -289,7 +289,8 @@ fn prepare(
         Some(h) => h.clone(),
         None => yoi_git::resolve_commit(repo, &place.branch).map_err(|e| e.to_string())?,
     };
-    let workdir = if a.step == "implement" && a.attempt <= 1 {
+    let flow = crate::flows::of_ticket(ws, &ticket).map_err(|e| e.to_string())?;
+    let workdir = if a.step == flow.first().id && a.attempt <= 1 {
         ready_ticket_worktree(&place.worktree, &head)?;
         place.worktree.clone()
     } else {

@@ -10,7 +10,7 @@ use yoi_store::{Ctx, Workspace};
 
 use super::claim::{check_role, live_claim, pod_of, refusal, trailing_failures, PodCaller};
 use super::{
-    next_attempt, results_lock, work_place, AssignmentError, Report, ReportOutcome, OPEN_AFTER,
+    next_attempt, results_lock, retries_left, work_place, AssignmentError, Report, ReportOutcome,
     STEP_CIRCUIT_OPEN,
 };
 
@@ -104,6 +104,15 @@ pub fn complete(
         }
     };
     let moved_to = match commit.as_deref() {
+        Some(c) if c != head && a.role != "coder" => {
+            return Err(AssignmentError::BadResult {
+                id: id.to_string(),
+                reason: format!(
+                    "a {} works read-only at {head}; it cannot report the commit {c}",
+                    a.role
+                ),
+            });
+        }
         Some(c) if c != head => {
             if !yoi_git::is_ancestor(repo, &head, c)? {
                 return Err(AssignmentError::BadResult {
@@ -175,7 +184,7 @@ pub fn complete(
         now,
     )?;
     // A read-only step's worktree has done its job.
-    if matches!(finished.step.as_str(), "verify" | "review") {
+    if finished.role != "coder" {
         if let Some(dir) = finished.workdir.as_deref() {
             if let Err(e) = yoi_git::remove_worktree(repo, std::path::Path::new(dir), false) {
                 tracing::warn!(worktree = %dir, error = %e, "kept the worktree of a finished step");
@@ -217,7 +226,7 @@ pub fn fail(
     check_role(caller, &a, "fail")?;
     let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
     let in_a_row = 1 + trailing_failures(&attempts, &a.id);
-    let next = (retryable && in_a_row < OPEN_AFTER).then(|| next_attempt(&a, now));
+    let next = (retryable && retries_left(ws, &a, in_a_row)).then(|| next_attempt(&a, now));
     let how = Finish {
         status: AssignmentStatus::Failed,
         result: report.and_then(|r| serde_json::to_string(r).ok()),
@@ -360,6 +369,22 @@ pub(crate) fn open_circuit(
     now: Timestamp,
 ) -> Result<(), AssignmentError> {
     let ctx = Ctx::new(Principal::orchestrator(), now);
+    if super::on_failure(ws, a) == yoi_core::flow::OnFailure::ReturnToPlanning {
+        // The flow says a failure of this step means the brief needs a person's decision.
+        let req = ops::TransitionRequest {
+            expected: Some(yoi_core::State::Inprogress),
+            reason: Some(format!(
+                "step `{}` {why} (attempt {}) and its flow says `on_failure: return_to_planning`; \
+                 the branch and worktree are kept",
+                a.step, a.attempt
+            )),
+            ..ops::TransitionRequest::default()
+        };
+        return match ops::return_to_planning(ws, &ctx, &a.ticket, &req) {
+            Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        };
+    }
     let body = format!(
         "Step `{}` {why} (last: attempt {}); it is not handed out again. \
          Look at the attempts (`yoi assignment list --ticket {}`), fix the cause, then run `yoi ticket retry {}`.",

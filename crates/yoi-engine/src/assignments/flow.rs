@@ -23,17 +23,20 @@ use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_store::ops;
 use yoi_store::{Ctx, Workspace};
 
+use yoi_core::flow::{Flow, Output, Step};
+
+use super::merge::MERGE_VERIFY;
 use super::{new_id, AssignmentError};
 
-/// The flow every ticket follows today.
-pub const FLOW: &str = "coder-review";
+/// The flow a ticket follows unless it or the workspace names another.
+pub const FLOW: &str = yoi_core::flow::BUILTIN;
 
 /// The `attention` reason when a ticket used its fix rounds.
 pub const ROUNDS_EXHAUSTED: &str = "rounds_exhausted";
 
-/// Fix rounds a ticket may use before a person decides.
-pub fn max_rounds(ws: &Workspace) -> usize {
-    ws.config.flow.max_rounds.max(1) as usize
+/// Fix rounds `flow` allows before a person decides.
+pub fn max_rounds(flow: &Flow) -> usize {
+    flow.max_rounds.max(1) as usize
 }
 
 /// What [`advance`] did for a ticket.
@@ -56,20 +59,17 @@ pub fn report_of(a: &Assignment) -> Option<Report> {
         .and_then(|r| serde_json::from_str(r).ok())
 }
 
-/// Whether a completed verify attempt's commands all passed.
-fn verified(a: &Assignment) -> bool {
+/// Whether a completed checks attempt's commands all passed.
+pub(crate) fn verified(a: &Assignment) -> bool {
     report_of(a).is_some_and(|r| r.checks.iter().all(|c| c.passed()))
 }
 
-/// The rounds a ticket used: failed verifications and change requests.
+/// The rounds a ticket used: completed attempts that found the work wanting — failed
+/// verifications (of the branch or of a computed merge) and change requests.
 pub fn rounds_used(rows: &[Assignment]) -> usize {
     rows.iter()
         .filter(|a| a.status == AssignmentStatus::Completed)
-        .filter(|a| match a.step.as_str() {
-            "verify" => !verified(a),
-            "review" => report_of(a).and_then(|r| r.verdict) == Some(Verdict::RequestChanges),
-            _ => false,
-        })
+        .filter(|a| report_of(a).is_some_and(|r| r.used_a_round()))
         .count()
 }
 
@@ -83,8 +83,13 @@ fn rounds_granted(rows: &[Assignment]) -> usize {
 
 const GRANTED: &str = "round granted by a person's retry";
 
-/// Decide and hand out what follows the latest ended attempt of `ticket`. Call with the results
-/// lock held (the callers in this module do).
+/// Decide and hand out what follows the latest ended attempt of `ticket` in its flow. Call
+/// with the results lock held (the callers in this module do).
+///
+/// By what the ended step returns: a commit → the next step at the branch head; checks that
+/// passed or an approval → the next step at that exact commit; failed checks or a change
+/// request → a fix round from the first step (a failed `merge-verify` → `integrate`); a
+/// passed `merge-verify` → the merge of the approved commit; the merge → done.
 pub(crate) fn advance(
     ws: &Workspace,
     index: &DbIndex,
@@ -105,18 +110,12 @@ pub(crate) fn advance(
     if last.status != AssignmentStatus::Completed {
         return Ok(Advanced::Nothing);
     }
+    let flow = crate::flows::of_ticket(ws, ticket)?;
     let place = super::work_place(ws, ticket)?;
-    let next = match last.step.as_str() {
-        "implement" | "integrate" => {
-            let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
-            Some(("verify", "verifier", head))
-        }
-        "verify" if verified(last) => Some(("review", "reviewer", head_of(last)?)),
-        "review" if report_of(last).and_then(|r| r.verdict) == Some(Verdict::Approve) => {
-            Some(("merge", "merge", head_of(last)?))
-        }
-        "verify" | "review" => None,
-        "merge" => {
+    let branch_head = || yoi_git::resolve_commit(ws.root(), &place.branch);
+    // `Some(step, commit)`: hand that out; `None`: a fix round.
+    let next: Option<(&Step, String)> = match flow.output_of(&last.step) {
+        Some(Output::Merge) => {
             let ev = last
                 .result
                 .as_deref()
@@ -131,19 +130,61 @@ pub(crate) fn advance(
                 None => Advanced::Nothing,
             });
         }
-        _ => return Ok(Advanced::Nothing),
+        Some(Output::Checks) if last.step == MERGE_VERIFY => {
+            if verified(last) {
+                // The merge commit's second parent is the approved commit.
+                let merge = head_of(last)?;
+                let approved = yoi_git::parents_of(ws.root(), &merge)?
+                    .get(1)
+                    .cloned()
+                    .ok_or_else(|| AssignmentError::BadResult {
+                        id: last.id.clone(),
+                        reason: format!("{merge} is not a merge commit"),
+                    })?;
+                Some((merge_step(&flow), approved))
+            } else {
+                None
+            }
+        }
+        Some(Output::Commit) => {
+            let after = if last.step == "integrate" {
+                flow.after(&flow.first().id)
+            } else {
+                flow.after(&last.step)
+            };
+            after
+                .map(|s| Ok::<_, yoi_git::GitError>((s, branch_head()?)))
+                .transpose()?
+        }
+        Some(Output::Checks) if verified(last) => {
+            flow.after(&last.step).map(|s| (s, String::new()))
+        }
+        Some(Output::Verdict)
+            if report_of(last).and_then(|r| r.verdict) == Some(Verdict::Approve) =>
+        {
+            flow.after(&last.step).map(|s| (s, String::new()))
+        }
+        Some(Output::Checks | Output::Verdict) => None,
+        // A step the flow does not have (the flow changed under an old row): nothing.
+        None => return Ok(Advanced::Nothing),
     };
     let row = match next {
-        Some((step, role, head)) => new_step(&rows, ticket, step, role, &head, None, now),
+        Some((step, head)) => {
+            let head = if head.is_empty() {
+                head_of(last)?
+            } else {
+                head
+            };
+            new_step(&rows, ticket, &step.id, row_role(step), &head, None, now)
+        }
         None => {
-            // A fix round.
             let used = rounds_used(&rows);
-            if used > max_rounds(ws) + rounds_granted(&rows) {
-                exhausted(ws, ticket, used, now)?;
+            if used > max_rounds(&flow) + rounds_granted(&rows) {
+                exhausted(ws, ticket, &flow, used, now)?;
                 return Ok(Advanced::Exhausted);
             }
-            let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
-            new_step(&rows, ticket, "implement", "coder", &head, None, now)
+            let (step, role) = round_step(&flow, last);
+            new_step(&rows, ticket, &step, &role, &branch_head()?, None, now)
         }
     };
     match index.block_on(index.db.create_assignment(&row)) {
@@ -161,7 +202,40 @@ pub(crate) fn advance(
     }
 }
 
-/// After a person's `retry` of a ticket whose rounds ran out: one more `implement` round.
+/// Whether a row is the service's merge (rows before flows had the role `merge`).
+pub(crate) fn is_service(a: &Assignment) -> bool {
+    a.role == yoi_core::flow::SERVICE || a.role == "merge"
+}
+
+/// The merge step of a flow (its last).
+fn merge_step(flow: &Flow) -> &Step {
+    flow.steps
+        .iter()
+        .find(|s| s.output == Output::Merge)
+        .unwrap_or_else(|| flow.steps.last().expect("a flow has steps"))
+}
+
+/// The role written on a step's row: the merge is the service's.
+pub(crate) fn row_role(step: &Step) -> &str {
+    if step.output == Output::Merge {
+        yoi_core::flow::SERVICE
+    } else {
+        &step.role
+    }
+}
+
+/// Where a fix round starts: the flow's first step, or `integrate` when a computed merge
+/// failed its validation (the coder brings the target in by hand).
+fn round_step(flow: &Flow, last: &Assignment) -> (String, String) {
+    let first = flow.first();
+    if last.step == MERGE_VERIFY {
+        ("integrate".into(), first.role.clone())
+    } else {
+        (first.id.clone(), first.role.clone())
+    }
+}
+
+/// After a person's `retry` of a ticket whose rounds ran out: one more round.
 pub(crate) fn grant_round(
     ws: &Workspace,
     index: &DbIndex,
@@ -169,22 +243,23 @@ pub(crate) fn grant_round(
     now: Timestamp,
 ) -> Result<Option<Assignment>, AssignmentError> {
     let rows = index.block_on(index.db.assignments_of(ticket.as_str()))?;
+    let flow = crate::flows::of_ticket(ws, ticket)?;
     if rows.iter().any(|a| a.status.is_live())
-        || rounds_used(&rows) <= max_rounds(ws) + rounds_granted(&rows)
+        || rounds_used(&rows) <= max_rounds(&flow) + rounds_granted(&rows)
     {
         return Ok(None);
     }
     let place = super::work_place(ws, ticket)?;
     let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
-    let row = new_step(
-        &rows,
-        ticket,
-        "implement",
-        "coder",
-        &head,
-        Some(GRANTED),
-        now,
-    );
+    let last = rows
+        .iter()
+        .filter(|a| a.finished_ms.is_some())
+        .max_by_key(|a| (a.finished_ms, a.created_ms));
+    let (step, role) = match last {
+        Some(l) => round_step(&flow, l),
+        None => (flow.first().id.clone(), flow.first().role.clone()),
+    };
+    let row = new_step(&rows, ticket, &step, &role, &head, Some(GRANTED), now);
     index.block_on(index.db.create_assignment(&row))?;
     Ok(Some(row))
 }
@@ -231,6 +306,7 @@ pub(crate) fn new_step(
 fn exhausted(
     ws: &Workspace,
     ticket: &TicketId,
+    flow: &Flow,
     used: usize,
     now: Timestamp,
 ) -> Result<(), AssignmentError> {
@@ -239,7 +315,7 @@ fn exhausted(
         "The ticket used {used} fix rounds (verification failures and change requests; the limit is {}). \
          Nothing more is handed out. Read the attempts (`yoi assignment list --ticket {ticket}`), then \
          `yoi ticket retry {ticket}` for one more round, return it to planning, or cancel it.",
-        max_rounds(ws)
+        max_rounds(flow)
     );
     match ops::attention(ws, &ctx, ticket.as_str(), ROUNDS_EXHAUSTED, &body) {
         Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => Ok(()),
@@ -261,10 +337,9 @@ pub struct MergeRecord {
 pub fn feedback(rows: &[Assignment]) -> Option<String> {
     let last = rows
         .iter()
-        .filter(|a| a.finished_ms.is_some())
-        .filter(|a| matches!(a.step.as_str(), "verify" | "review" | "merge"))
+        .filter(|a| a.finished_ms.is_some() && a.role != "coder")
         .max_by_key(|a| (a.finished_ms, a.created_ms))?;
-    if last.step == "merge" && last.status == AssignmentStatus::Failed {
+    if is_service(last) && last.status == AssignmentStatus::Failed {
         return Some(format!(
             "The approved commit {} could not be merged: {} Bring the target's new commits into \
              this branch (merge it into your worktree and resolve any conflicts), then finish.\n",
@@ -277,10 +352,15 @@ pub fn feedback(rows: &[Assignment]) -> Option<String> {
     }
     let r = report_of(last)?;
     let commit = last.head_commit.as_deref().unwrap_or("?");
-    match last.step.as_str() {
-        "verify" if !verified(last) => {
+    let what = if last.step == MERGE_VERIFY {
+        "Validation of the merge"
+    } else {
+        "Verification"
+    };
+    match () {
+        _ if !verified(last) => {
             let mut out = format!(
-                "Verification of {commit} failed (assignment {}, log `{}`):\n",
+                "{what} of {commit} failed (assignment {}, log `{}`):\n",
                 last.id,
                 r.log.as_deref().unwrap_or("-")
             );
@@ -297,7 +377,7 @@ pub fn feedback(rows: &[Assignment]) -> Option<String> {
             }
             Some(out)
         }
-        "review" if r.verdict == Some(Verdict::RequestChanges) => {
+        _ if r.verdict == Some(Verdict::RequestChanges) => {
             let mut out = format!(
                 "The review of {commit} requested changes (assignment {}): {}\n",
                 last.id,

@@ -6,7 +6,7 @@ use yoi_store::Workspace;
 
 use super::claim::trailing_failures;
 use super::finish::{open_circuit, record};
-use super::{next_attempt, results_lock, AssignmentError, OPEN_AFTER};
+use super::{next_attempt, results_lock, retries_left, AssignmentError};
 
 /// What one sweep did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub fn expire_due(
     for a in index.block_on(index.db.expired_claims(now_ms))? {
         let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
         let in_a_row = 1 + trailing_failures(&attempts, &a.id);
-        let next = (in_a_row < OPEN_AFTER).then(|| next_attempt(&a, now));
+        let next = retries_left(ws, &a, in_a_row).then(|| next_attempt(&a, now));
         let reason = format!(
             "the lease ran out at {} with no heartbeat from pod {}",
             Timestamp::from_unix_millis(a.lease_until_ms.unwrap_or(now_ms)),

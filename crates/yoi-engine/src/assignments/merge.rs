@@ -16,11 +16,17 @@ use yoi_store::ops::{self, MergeEvidence, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 
 use super::finish::record;
-use super::flow::{advance, new_step, Advanced, MergeRecord};
+use super::flow::{advance, is_service, new_step, Advanced, MergeRecord};
 use super::{results_lock, work_place, AssignmentError};
 
 /// The `attention` reason of a merge that waits for a dirty checked-out target.
 pub const MERGE_DEFERRED: &str = "merge_deferred";
+
+/// What a failed merge row's reason starts with when the trees conflict.
+pub const MERGE_CONFLICT: &str = "merge_conflict";
+
+/// The step that validates a computed merge commit before the target moves (the verifier).
+pub const MERGE_VERIFY: &str = "merge-verify";
 
 /// What one [`flow_tick`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -56,7 +62,7 @@ pub fn flow_tick(
         match advance(ws, index, &ticket, now) {
             Ok(Advanced::Next(a)) => tick.handed_out.push(a.id),
             Ok(Advanced::Merged(ev)) => {
-                if finish_done(ws, &ticket, &ev, now)? {
+                if finish_done(ws, index, &ticket, &ev, now)? {
                     tick.done.push(t.clone());
                 }
             }
@@ -69,7 +75,7 @@ pub fn flow_tick(
     let due: Vec<_> = index
         .block_on(index.db.open_assignments())?
         .into_iter()
-        .filter(|a| a.step == "merge" && a.status == AssignmentStatus::Pending)
+        .filter(|a| is_service(a) && a.status == AssignmentStatus::Pending)
         .collect();
     for a in due {
         let _guard = results_lock();
@@ -130,16 +136,20 @@ fn merge_one(
         }
     };
     if head != approved {
+        let flow = crate::flows::of_ticket(ws, ticket)?;
+        let again = flow
+            .after(&flow.first().id)
+            .filter(|s| s.output != yoi_core::flow::Output::Merge)
+            .unwrap_or_else(|| flow.first());
         return send_back(
-            "verify",
-            "verifier",
+            &again.id,
+            &again.role,
             format!(
                 "the branch {} moved from the approved commit {approved} to {head}; the approval no longer counts and {head} is verified and reviewed again",
                 place.branch
             ),
         );
     }
-    let tickets_dir = format!("{}/", ws.config.workspace.tickets_dir.trim_end_matches('/'));
     let record_of = |before: String, after: String| MergeRecord {
         target_ref: target.clone(),
         before,
@@ -152,50 +162,178 @@ fn merge_one(
             before,
             after,
             changed,
-        } => {
-            match yoi_git::land(
-                repo,
-                &target,
-                &before,
-                &after,
-                &changed,
-                &[tickets_dir.as_str()],
-            ) {
-                Ok(yoi_git::Landed::Moved { .. }) => record_of(before, after),
-                Ok(yoi_git::Landed::Deferred { worktree, dirty }) => {
-                    let note = format!(
-                        "the target `{target}` is checked out in {} with uncommitted changes in {} that the merge would change",
-                        worktree.display(),
-                        dirty.join(", ")
-                    );
-                    if index.block_on(index.db.note_pending(&a.id, a.fence, &note))? {
-                        let body = format!(
-                            "Merge of {approved} into `{target}` deferred: {note}. Nothing was written. \
-                             Commit or stash those files; the merge runs by itself once they are clean."
-                        );
-                        let ctx = Ctx::new(Principal::orchestrator(), now);
-                        match ops::attention(ws, &ctx, ticket.as_str(), MERGE_DEFERRED, &body) {
-                            Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => {}
-                            Err(e) => return Err(e.into()),
-                        }
+        } => match land_on(
+            ws, index, ticket, a, &target, &before, &after, &changed, now,
+        )? {
+            Landing::Moved => record_of(before, after),
+            Landing::Deferred => return Ok(Merge::Deferred),
+            Landing::Raced => return Ok(Merge::Retry),
+        },
+        yoi_git::MergePlan::Diverged { before } => {
+            // A merge of exactly this target head and this approval that passed validation
+            // lands as it is; anything else is merged (again) and validated first.
+            if let Some(m) = validated_merge(repo, &rows, &before, &approved) {
+                let changed = yoi_git::changed_paths(repo, &before, &m)?;
+                return match land_on(ws, index, ticket, a, &target, &before, &m, &changed, now)? {
+                    Landing::Moved => {
+                        complete_merge(ws, index, ticket, a, record_of(before, m), now)
                     }
-                    return Ok(Merge::Deferred);
+                    Landing::Deferred => Ok(Merge::Deferred),
+                    Landing::Raced => Ok(Merge::Retry),
+                };
+            }
+            let message = format!(
+                "Merge ticket {ticket}: {}\n\nThe approved commit {approved} merged into `{target}` at {before} by yoi.\n\nYOI-Ticket: {ticket}\n",
+                item.title
+            );
+            let who = yoi_git::Identity {
+                name: "yoi".into(),
+                email: "service@yoi.invalid".into(),
+                time_secs: now.unix_millis() / 1000,
+            };
+            match yoi_git::merge_three_way(repo, &before, &approved, &message, &who)? {
+                yoi_git::ThreeWay::Conflicted { before, paths } => {
+                    return send_back(
+                        "integrate",
+                        "coder",
+                        format!(
+                            "{MERGE_CONFLICT}: merging {approved} into `{target}` at {before} conflicts in {}",
+                            paths.join(", ")
+                        ),
+                    );
                 }
-                // Someone moved the target between the read and the swap: read again next time.
-                Err(e) => {
-                    tracing::info!(ticket = %ticket, error = %e, "the target moved during the merge; trying again");
-                    return Ok(Merge::Retry);
+                yoi_git::ThreeWay::Clean {
+                    before,
+                    commit,
+                    changed,
+                } => {
+                    let checks = super::packet(ws, ticket)?
+                        .map(|p| p.checks.commands.len())
+                        .unwrap_or(0);
+                    if checks > 0 {
+                        // Validate the merged tree before the target moves, as merge queues do.
+                        let next =
+                            new_step(&rows, ticket, MERGE_VERIFY, "verifier", &commit, None, now);
+                        let reason = format!(
+                            "the target `{target}` moved on to {before}; the merge {commit} is validated before the target moves"
+                        );
+                        let how = Finish::failed(&reason);
+                        return match index.block_on(index.db.finish_pending(
+                            &a.id,
+                            a.fence,
+                            &how,
+                            Some(&next),
+                            now_ms,
+                        ))? {
+                            Some(row) => {
+                                record(ws, &row, "failed", None, None, Some(&reason), now)?;
+                                Ok(Merge::SentBack(next.id))
+                            }
+                            None => Ok(Merge::Retry),
+                        };
+                    }
+                    match land_on(
+                        ws, index, ticket, a, &target, &before, &commit, &changed, now,
+                    )? {
+                        Landing::Moved => record_of(before, commit),
+                        Landing::Deferred => return Ok(Merge::Deferred),
+                        Landing::Raced => return Ok(Merge::Retry),
+                    }
                 }
             }
         }
-        yoi_git::MergePlan::Diverged { before } => {
-            return send_back(
-                "integrate",
-                "coder",
-                format!("the target `{target}` is at {before}, which the branch does not contain"),
-            );
-        }
     };
+    complete_merge(ws, index, ticket, a, merged, now)
+}
+
+/// The latest merge commit of `approved` into the target at `before` whose validation passed.
+fn validated_merge(
+    repo: &std::path::Path,
+    rows: &[yoi_store::db::Assignment],
+    before: &str,
+    approved: &str,
+) -> Option<String> {
+    rows.iter()
+        .filter(|r| r.step == MERGE_VERIFY && r.status == AssignmentStatus::Completed)
+        .filter(|r| super::flow::verified(r))
+        .max_by_key(|r| r.finished_ms)
+        .and_then(|r| r.head_commit.clone())
+        .filter(|m| {
+            yoi_git::parents_of(repo, m).ok().as_deref()
+                == Some(&[before.to_string(), approved.to_string()][..])
+        })
+}
+
+/// How [`land_on`] ended.
+enum Landing {
+    Moved,
+    /// A checked-out target has uncommitted changes in the merged paths: the merge waits.
+    Deferred,
+    /// Someone moved the target between the read and the swap: read again next sweep.
+    Raced,
+}
+
+/// Move the target from `before` to `after` (changing `changed`) by compare-and-swap. When a
+/// checked-out target has uncommitted changes in those paths nothing is written and a person
+/// is told once (`merge_deferred`).
+#[allow(clippy::too_many_arguments)]
+fn land_on(
+    ws: &Workspace,
+    index: &DbIndex,
+    ticket: &TicketId,
+    a: &yoi_store::db::Assignment,
+    target: &str,
+    before: &str,
+    after: &str,
+    changed: &[String],
+    now: Timestamp,
+) -> Result<Landing, AssignmentError> {
+    let tickets_dir = format!("{}/", ws.config.workspace.tickets_dir.trim_end_matches('/'));
+    match yoi_git::land(
+        ws.root(),
+        target,
+        before,
+        after,
+        changed,
+        &[tickets_dir.as_str()],
+    ) {
+        Ok(yoi_git::Landed::Moved { .. }) => Ok(Landing::Moved),
+        Err(e) => {
+            tracing::info!(ticket = %ticket, error = %e, "the target moved during the merge; trying again");
+            Ok(Landing::Raced)
+        }
+        Ok(yoi_git::Landed::Deferred { worktree, dirty }) => {
+            let note = format!(
+                "the target `{target}` is checked out in {} with uncommitted changes in {} that the merge would change",
+                worktree.display(),
+                dirty.join(", ")
+            );
+            if index.block_on(index.db.note_pending(&a.id, a.fence, &note))? {
+                let body = format!(
+                    "Merge of {after} into `{target}` deferred: {note}. Nothing was written. \
+                     Commit or stash those files; the merge runs by itself once they are clean."
+                );
+                let ctx = Ctx::new(Principal::orchestrator(), now);
+                match ops::attention(ws, &ctx, ticket.as_str(), MERGE_DEFERRED, &body) {
+                    Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(Landing::Deferred)
+        }
+    }
+}
+
+/// The merge row completes with its evidence, then the ticket is done.
+fn complete_merge(
+    ws: &Workspace,
+    index: &DbIndex,
+    ticket: &TicketId,
+    a: &yoi_store::db::Assignment,
+    merged: MergeRecord,
+    now: Timestamp,
+) -> Result<Merge, AssignmentError> {
+    let now_ms = now.unix_millis();
     let how = Finish {
         status: AssignmentStatus::Completed,
         result: serde_json::to_string(&merged).ok(),
@@ -214,7 +352,7 @@ fn merge_one(
         after: merged.after,
         commit: merged.commit,
     };
-    finish_done(ws, ticket, &ev, now)?;
+    finish_done(ws, index, ticket, &ev, now)?;
     Ok(Merge::Done)
 }
 
@@ -223,6 +361,7 @@ fn merge_one(
 /// deleted when `[flow] delete_branch` says so. Whether the ticket moved.
 fn finish_done(
     ws: &Workspace,
+    index: &DbIndex,
     ticket: &TicketId,
     ev: &MergeEvidence,
     now: Timestamp,
@@ -244,10 +383,55 @@ fn finish_done(
             }
         }
     }
+    if ws.config.flow.auto_close {
+        auto_close(ws, index, ticket, ev, now)?;
+    }
     if ws.config.flow.delete_branch {
         if let Err(e) = yoi_git::delete_branch(repo, &place.branch, &ev.commit) {
             tracing::warn!(branch = %place.branch, error = %e, "kept the branch of a merged ticket");
         }
     }
     Ok(true)
+}
+
+/// `[flow] auto_close`: close a done ticket with a resolution built from what its attempts
+/// said (each summary once, in order) and the merge.
+fn auto_close(
+    ws: &Workspace,
+    index: &DbIndex,
+    ticket: &TicketId,
+    ev: &MergeEvidence,
+    now: Timestamp,
+) -> Result<(), AssignmentError> {
+    let rows = index.block_on(index.db.assignments_of(ticket.as_str()))?;
+    let mut lines: Vec<String> = Vec::new();
+    for a in rows
+        .iter()
+        .filter(|a| a.status == AssignmentStatus::Completed && a.role == "coder")
+    {
+        if let Some(s) = super::flow::report_of(a).and_then(|r| r.summary) {
+            let line = format!("- {} (attempt {}): {}", a.step, a.attempt, s.trim());
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
+    }
+    let resolution = format!(
+        "Done and merged: {} moved `{}` from {} to {}.\n{}",
+        ev.commit,
+        ev.target_ref,
+        ev.before,
+        ev.after,
+        lines.join("\n")
+    );
+    let req = TransitionRequest {
+        expected: Some(yoi_core::State::Done),
+        resolution: Some(resolution.trim_end().to_string()),
+        ..TransitionRequest::default()
+    };
+    let ctx = Ctx::new(Principal::service(), now);
+    match ops::close(ws, &ctx, ticket.as_str(), &req) {
+        Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -45,9 +45,6 @@ pub use finish::{complete, fail, resume_after_retry, Completed};
 pub use lease::{expire_due, ExpireOutcome};
 pub use merge::{flow_tick, FlowTick, MERGE_DEFERRED};
 
-/// Consecutive failed or expired attempts of one step that open the ticket's circuit.
-pub const OPEN_AFTER: usize = 3;
-
 /// The `attention` reason of an assignment circuit.
 pub const STEP_CIRCUIT_OPEN: &str = "step_circuit_open";
 
@@ -168,7 +165,23 @@ pub(crate) fn new_id(now: yoi_core::Timestamp) -> String {
     format!("asg-{}", yoi_store::ops::new_ulid(now))
 }
 
-/// The next attempt of `a`'s step: attempt + 1, fence + 1, pending.
+/// What a failure of `a`'s step leads to, from the ticket's flow (yoi's own steps, and a
+/// ticket whose flow cannot be read, use the default: two more tries, then a person).
+pub(crate) fn on_failure(ws: &Workspace, a: &Assignment) -> yoi_core::flow::OnFailure {
+    TicketId::parse(&a.ticket)
+        .ok()
+        .and_then(|t| crate::flows::of_ticket(ws, &t).ok())
+        .and_then(|f| f.step(&a.step).map(|s| s.on_failure))
+        .unwrap_or(yoi_core::flow::DEFAULT_ON_FAILURE)
+}
+
+/// Whether `a`'s step is handed out again after `in_a_row` failed attempts in a row.
+pub(crate) fn retries_left(ws: &Workspace, a: &Assignment, in_a_row: usize) -> bool {
+    in_a_row < on_failure(ws, a).stop_after()
+}
+
+/// The next attempt of `a`'s step: attempt + 1, fence + 1, pending. A read-only step keeps the
+/// exact commit it works on; a coder's starts from the branch head at its claim.
 pub(crate) fn next_attempt(a: &Assignment, now: yoi_core::Timestamp) -> Assignment {
     let now_ms = now.unix_millis();
     Assignment {
@@ -181,6 +194,7 @@ pub(crate) fn next_attempt(a: &Assignment, now: yoi_core::Timestamp) -> Assignme
         status: AssignmentStatus::Pending,
         created_ms: now_ms,
         updated_ms: now_ms,
+        head_commit: (a.role != "coder").then(|| a.head_commit.clone()).flatten(),
         ..Assignment::default()
     }
 }

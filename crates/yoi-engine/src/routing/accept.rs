@@ -199,7 +199,16 @@ fn run(
         });
     };
     let item = ws.read_item(id)?;
-    let packet = IntentPacket::freeze_body(item.body_text());
+    let mut packet = IntentPacket::freeze_body(item.body_text());
+    // The flow is frozen with the packet; one that stopped checking out since the decision
+    // fails this step (the router then returns the ticket to planning with the reason).
+    let flow_problems = match crate::flows::resolve(ws, &item) {
+        Ok(f) => {
+            packet.flow = Some(f);
+            None
+        }
+        Err(p) => Some(p.join("; ")),
+    };
     let mut made = Made::default();
     let job = Job {
         ws,
@@ -210,6 +219,7 @@ fn run(
         base_commit,
         worktree_root,
         packet: &packet,
+        flow_problems: flow_problems.as_deref(),
         now,
         fail_at,
     };
@@ -251,6 +261,7 @@ struct Job<'a> {
     base_commit: &'a str,
     worktree_root: &'a Path,
     packet: &'a yoi_core::packet::FrozenPacket,
+    flow_problems: Option<&'a str>,
     now: Timestamp,
     fail_at: Option<FailAt>,
 }
@@ -266,6 +277,7 @@ impl Job<'_> {
             base_commit,
             worktree_root,
             packet,
+            flow_problems,
             now,
             fail_at,
         } = *self;
@@ -295,6 +307,14 @@ impl Job<'_> {
         injected(step, fail_at).map_err(|e| (step, e))?;
 
         let step = FailAt::IntentPacket;
+        if let Some(p) = flow_problems {
+            return Err((step, format!("the ticket's flow cannot run: {p}")));
+        }
+        let first = packet
+            .flow
+            .as_ref()
+            .map(|f| f.first().clone())
+            .unwrap_or_else(|| crate::flows::builtin(ws).first().clone());
         ws.write_frozen_packet(id, packet)
             .map_err(|e| (step, e.to_string()))?;
         made.packet = Some(id.clone());
@@ -307,8 +327,8 @@ impl Job<'_> {
         db.block_on(db.db.create_assignment(&Assignment {
             id: assignment.clone(),
             ticket: id.to_string(),
-            step: "implement".into(),
-            role: "coder".into(),
+            step: first.id.clone(),
+            role: first.role.clone(),
             attempt: 1,
             fence: 1,
             // Not claimable until the ticket is in progress (released below).

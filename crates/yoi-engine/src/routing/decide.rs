@@ -112,6 +112,13 @@ pub fn decide_for(
     if !completeness.is_complete() {
         return Ok(Some(RoutingDecision::ReturnToPlanning {
             missing: completeness.missing_required,
+            flow: vec![],
+        }));
+    }
+    if let Err(problems) = crate::flows::resolve(ws, item) {
+        return Ok(Some(RoutingDecision::ReturnToPlanning {
+            missing: vec![],
+            flow: problems,
         }));
     }
 

@@ -76,7 +76,10 @@ fn says_the_same(body: &str, decision: &RoutingDecision) -> bool {
 /// Why a decision sends its ticket back to planning, if it does.
 fn planning_reason(decision: &RoutingDecision) -> Option<String> {
     match decision {
-        RoutingDecision::ReturnToPlanning { missing } => {
+        RoutingDecision::ReturnToPlanning { missing, flow } if missing.is_empty() => {
+            Some(format!("the ticket's flow cannot run: {}", flow.join("; ")))
+        }
+        RoutingDecision::ReturnToPlanning { missing, .. } => {
             let names: Vec<&str> = missing.iter().map(|s| s.heading()).collect();
             Some(format!(
                 "the brief is missing required sections: {}",

@@ -1,6 +1,7 @@
 //! The API routes, one module per resource.
 
 pub mod events;
+pub mod flows;
 pub mod health;
 pub mod packet;
 pub mod pods;

@@ -271,7 +271,9 @@ pub fn queue(
     )
 }
 
-/// ready/queued -> planning, naming the missing decision.
+/// ready/queued/inprogress -> planning, naming the missing decision. An in-progress ticket
+/// keeps its branch and worktree (what it produced is never thrown away); its open assignments
+/// are cancelled by the index when the state changes, so no pod result lands afterwards.
 pub fn return_to_planning(
     ws: &Workspace,
     ctx: &Ctx,

@@ -1,0 +1,219 @@
+//! The flows of a workspace: the built-in `coder-review` and every `.yoi/flows/<name>.flow.yaml`
+//! (docs/flows.md). A file that does not check out is skipped with its problems (file, line,
+//! reason) and never stops anything else; a ticket that names a missing or invalid flow is
+//! returned to planning by the router with the reason ([`resolve`]). At acceptance the ticket's
+//! flow is frozen with its IntentPacket, and the flow engine reads it from there ([`of_ticket`]).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use yoi_core::flow::{self, Flow, Problem, FLOW_SUFFIX};
+use yoi_core::item::Item;
+use yoi_core::TicketId;
+use yoi_store::{StoreError, Workspace};
+
+/// The folder flow files live in.
+pub fn dir(ws: &Workspace) -> PathBuf {
+    ws.root().join(yoi_store::workspace::YOI_DIR).join("flows")
+}
+
+/// One flow file and what checking it found.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowFile {
+    /// Relative to the workspace root.
+    pub file: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<Problem>,
+}
+
+impl FlowFile {
+    pub fn is_valid(&self) -> bool {
+        self.flow.is_some()
+    }
+}
+
+/// The roles a flow step may name: those configured with at least one pod slot.
+pub fn roles(ws: &Workspace) -> Vec<&'static str> {
+    let r = &ws.config.roles;
+    [
+        ("coder", r.coder),
+        ("verifier", r.verifier),
+        ("reviewer", r.reviewer),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(name, _)| name)
+    .collect()
+}
+
+/// Check the flow file at `path` (any path; its name must end in `.flow.yaml`).
+pub fn lint_file(ws: &Workspace, path: &Path) -> FlowFile {
+    let file = ws.rel(path);
+    let base = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let Some(stem) = base.strip_suffix(FLOW_SUFFIX) else {
+        return invalid(
+            file,
+            base.clone(),
+            0,
+            format!("a flow file's name ends in `{FLOW_SUFFIX}`"),
+        );
+    };
+    let text = match std::fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(_) => return invalid(file, stem.into(), 0, "the file is not UTF-8".into()),
+        },
+        Err(e) => return invalid(file, stem.into(), 0, format!("cannot read the file: {e}")),
+    };
+    if text.len() > 256 * 1024 {
+        return invalid(
+            file,
+            stem.into(),
+            0,
+            "the file is larger than 256 KiB".into(),
+        );
+    }
+    match flow::parse(&text, stem, &roles(ws)) {
+        Ok(f) => FlowFile {
+            file,
+            name: stem.into(),
+            flow: Some(f),
+            problems: vec![],
+        },
+        Err(problems) => FlowFile {
+            file,
+            name: stem.into(),
+            flow: None,
+            problems,
+        },
+    }
+}
+
+fn invalid(file: String, name: String, line: usize, message: String) -> FlowFile {
+    FlowFile {
+        file,
+        name,
+        flow: None,
+        problems: vec![Problem { line, message }],
+    }
+}
+
+/// Every flow file in the workspace, checked, by name. Other files in the folder are ignored.
+pub fn scan(ws: &Workspace) -> Vec<FlowFile> {
+    let Ok(entries) = std::fs::read_dir(dir(ws)) else {
+        return vec![];
+    };
+    let mut files: Vec<FlowFile> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(FLOW_SUFFIX))
+        })
+        .map(|p| lint_file(ws, &p))
+        .collect();
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    files
+}
+
+/// A flow a ticket may use, and where it comes from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    pub flow: Flow,
+    /// The file, or `built-in`.
+    pub source: String,
+    /// Whether tickets without a `flow:` key use it.
+    pub default: bool,
+}
+
+/// The usable flows: the built-in one (unless a file of the same name replaces it) and every
+/// valid file; then the files that were skipped.
+pub fn catalog(ws: &Workspace) -> (Vec<Listed>, Vec<FlowFile>) {
+    let files = scan(ws);
+    let default = &ws.config.flow.default;
+    let mut listed = Vec::new();
+    if !files.iter().any(|f| f.name == flow::BUILTIN) {
+        listed.push(Listed {
+            flow: builtin(ws),
+            source: "built-in".into(),
+            default: default == flow::BUILTIN,
+        });
+    }
+    let (ok, bad): (Vec<_>, Vec<_>) = files.into_iter().partition(|f| f.is_valid());
+    for f in ok {
+        let fl = f.flow.expect("valid");
+        listed.push(Listed {
+            default: *default == fl.name,
+            flow: fl,
+            source: f.file,
+        });
+    }
+    listed.sort_by(|a, b| a.flow.name.cmp(&b.flow.name));
+    (listed, bad)
+}
+
+/// The built-in flow with the workspace's `[flow] max_rounds`.
+pub fn builtin(ws: &Workspace) -> Flow {
+    flow::builtin(ws.config.flow.max_rounds)
+}
+
+/// The flow called `name`, or every reason it cannot be used.
+pub fn named(ws: &Workspace, name: &str) -> Result<Flow, Vec<String>> {
+    if !flow::valid_name(name) {
+        return Err(vec![format!("`{name}` is not a flow name")]);
+    }
+    let path = dir(ws).join(format!("{name}{FLOW_SUFFIX}"));
+    if !path.exists() {
+        if name == flow::BUILTIN {
+            return Ok(builtin(ws));
+        }
+        return Err(vec![format!(
+            "flow `{name}` is not defined: there is no {} (`yoi flow list` shows the flows)",
+            ws.rel(&path)
+        )]);
+    }
+    let f = lint_file(ws, &path);
+    match f.flow {
+        Some(fl) => Ok(fl),
+        None => Err(f
+            .problems
+            .iter()
+            .map(|p| format!("{}:{}: {}", f.file, p.line, p.message))
+            .collect()),
+    }
+}
+
+/// The flow `item` runs: its `flow:` key, else `[flow] default`.
+pub fn resolve(ws: &Workspace, item: &Item) -> Result<Flow, Vec<String>> {
+    let name = item
+        .flow
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .unwrap_or(&ws.config.flow.default);
+    named(ws, name)
+}
+
+/// The flow an accepted ticket runs: the one frozen with its packet, else (packets frozen
+/// before flows existed) the built-in one.
+pub fn of_ticket(ws: &Workspace, ticket: &TicketId) -> Result<Flow, StoreError> {
+    Ok(ws
+        .read_frozen_packet(ticket)?
+        .and_then(|p| p.flow)
+        .unwrap_or_else(|| builtin(ws)))
+}
+
+/// Log every flow file that is skipped (at start-up): a bad file never stops the server.
+pub fn warn_invalid(ws: &Workspace) {
+    for f in scan(ws).into_iter().filter(|f| !f.is_valid()) {
+        for p in &f.problems {
+            tracing::warn!(file = %f.file, line = p.line, problem = %p.message, "skipped an invalid flow file");
+        }
+    }
+}

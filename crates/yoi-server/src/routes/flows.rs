@@ -1,0 +1,82 @@
+//! `/api/v1/flows…`: the flows tickets may run (the built-in one and every valid
+//! `.yoi/flows/*.flow.yaml`) and what is wrong with the files that are skipped — the same
+//! answers as `yoi flow list | show | lint`.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use yoi_engine::flows;
+
+use crate::auth::{Authed, ReadTickets};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+#[utoipa::path(operation_id = "list_flows", get, path = "/api/v1/flows", responses((status = 200, body = Object)), security(("bearer" = [])), tag = "flows")]
+pub async fn list(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let ws = s.ws.clone();
+    let (listed, skipped) = tokio::task::spawn_blocking(move || flows::catalog(&ws))
+        .await
+        .map_err(|e| ApiError::internal("flows", e))?;
+    Ok(Json(serde_json::json!({
+        "count": listed.len(),
+        "flows": listed,
+        "skipped": skipped,
+    })))
+}
+
+#[utoipa::path(operation_id = "show_flow", get, path = "/api/v1/flows/{name}", params(("name" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])), tag = "flows")]
+pub async fn show(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Path(name): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let ws = s.ws.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let (listed, skipped) = flows::catalog(&ws);
+        if let Some(l) = listed.into_iter().find(|l| l.flow.name == name) {
+            return Ok(serde_json::to_value(l).unwrap_or_default());
+        }
+        match skipped.into_iter().find(|f| f.name == name) {
+            Some(f) => Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_flow",
+                format!(
+                    "flow `{name}` ({}) is skipped: {}",
+                    f.file,
+                    f.problems
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            )),
+            None => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("no flow is called `{name}`"),
+            )),
+        }
+    })
+    .await
+    .map_err(|e| ApiError::internal("flows", e))?;
+    found.map(Json)
+}
+
+#[utoipa::path(operation_id = "lint_flows", get, path = "/api/v1/flows/lint", responses((status = 200, body = Object)), security(("bearer" = [])), tag = "flows")]
+pub async fn lint(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let ws = s.ws.clone();
+    let files = tokio::task::spawn_blocking(move || flows::scan(&ws))
+        .await
+        .map_err(|e| ApiError::internal("flows", e))?;
+    let errors: usize = files.iter().map(|f| f.problems.len()).sum();
+    Ok(Json(serde_json::json!({
+        "files": files,
+        "errors": errors,
+    })))
+}

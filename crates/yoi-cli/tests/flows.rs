@@ -79,7 +79,7 @@ fn a_queued_ticket_is_implemented_verified_reviewed_and_merged_into_the_checked_
     // `yoi ticket show` says the same: the flow, the rounds, each check and the verdict.
     let show = repo.yoi(&["ticket", "show", &id]).ok().stdout;
     for part in [
-        "flow: coder-review; no step live; fix rounds used: 0",
+        "flow: coder-review (implement → verify → review → merge); no step live; fix rounds used: 0 of 3",
         "passed `test -f hello.txt`",
         "verdict: approve",
     ] {
@@ -504,4 +504,292 @@ fn the_server_killed_at_step_boundaries_resumes_the_flow_and_no_step_completes_t
     let doctor = repo.yoi(&["ticket", "doctor", "--json"]).ok();
     let doctor: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
     assert_eq!(doctor["errors"], 0, "{doctor}");
+}
+
+/// The steps of a ticket's assignments, oldest first, as `step:status`.
+fn step_log(server: &Server, repo: &common::Repo, id: &str) -> Vec<String> {
+    assignments(server, repo, id)
+        .iter()
+        .rev()
+        .map(|a| {
+            format!(
+                "{}:{}",
+                a["step"].as_str().unwrap(),
+                a["status"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A coder line that lands a commit of someone else's on main while the ticket is worked.
+const THEIRS_ON_MAIN: &str = "step implement run cd \"$(git rev-parse --path-format=absolute --git-common-dir)/..\" && printf 'theirs\\n' > other.txt && git add other.txt && git -c user.name=o -c user.email=o@o.invalid commit -q -m theirs\n";
+
+fn queued_with(repo: &common::Repo, validation: &str) -> String {
+    let id = repo.create(
+        "Say hello",
+        &format!("## Intent\nAdd a greeting.\n\n## Acceptance criteria\n- hello.txt says hello\n\n## Validation\n`{validation}`\n"),
+    );
+    repo.yoi(&["ticket", "mark-ready", &id]).ok();
+    repo.yoi(&["ticket", "queue", &id]).ok();
+    id
+}
+
+#[test]
+fn a_target_that_moved_on_without_conflict_is_merged_by_yoi_once_the_merged_tree_passes() {
+    let coder = format!("step implement write hello.txt hello\\n\n{THEIRS_ON_MAIN}done did it\n");
+    let repo = workspace_with_reviewer(&coder, APPROVE);
+    // Passes on the branch and on the merged tree.
+    let id = queued_with(&repo, "test -f hello.txt");
+    let server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    assert_eq!(
+        step_log(&server, &repo, &id),
+        [
+            "implement:completed",
+            "verify:completed",
+            "review:completed",
+            "merge:failed",
+            "merge-verify:completed",
+            "merge:completed"
+        ]
+    );
+    // main is yoi's merge commit: first parent someone else's commit, second the approved one.
+    let rows = assignments(&server, &repo, &id);
+    let approved = rows
+        .iter()
+        .find(|a| a["step"] == "review")
+        .and_then(|a| a["head_commit"].as_str())
+        .unwrap()
+        .to_string();
+    let main = git(repo.path(), &["rev-parse", "main"]);
+    let parents: Vec<String> = git(repo.path(), &["log", "-1", "--format=%P", &main])
+        .split(' ')
+        .map(str::to_string)
+        .collect();
+    assert_eq!(parents.len(), 2, "{parents:?}");
+    assert_eq!(parents[1], approved);
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%s", &parents[0]]),
+        "theirs"
+    );
+    let subject = git(repo.path(), &["log", "-1", "--format=%s", &main]);
+    assert!(
+        subject.starts_with(&format!("Merge ticket {id}")),
+        "{subject}"
+    );
+    // The merge-verify step ran the brief's command at exactly that merge commit.
+    let mv = rows.iter().find(|a| a["step"] == "merge-verify").unwrap();
+    assert_eq!(mv["head_commit"].as_str(), Some(main.as_str()), "{mv}");
+    // The checked-out main has both sides, clean in those paths.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("other.txt")).unwrap(),
+        "theirs\n"
+    );
+    assert_eq!(
+        git(
+            repo.path(),
+            &["status", "--porcelain", "--", "hello.txt", "other.txt"]
+        ),
+        ""
+    );
+}
+
+#[test]
+fn a_merged_tree_that_fails_validation_never_reaches_the_target_and_goes_back_to_the_coder() {
+    // The brief's check passes on the branch alone and fails once other.txt is merged in; the
+    // coder's integrate round merges main and drops other.txt, which then merges forward.
+    let coder = format!(
+        "step implement write hello.txt hello\\n\n{THEIRS_ON_MAIN}\
+         step integrate run git -c user.name=c -c user.email=c@c.invalid merge -q --no-edit main && git rm -q other.txt && git -c user.name=c -c user.email=c@c.invalid commit -q -m drop-other\n\
+         done did it\n"
+    );
+    let repo = workspace_with_reviewer(&coder, APPROVE);
+    let id = queued_with(&repo, "test -f hello.txt && ! test -e other.txt");
+    let server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    assert_eq!(
+        step_log(&server, &repo, &id),
+        [
+            "implement:completed",
+            "verify:completed",
+            "review:completed",
+            "merge:failed",
+            "merge-verify:completed",
+            "integrate:completed",
+            "verify:completed",
+            "review:completed",
+            "merge:completed"
+        ]
+    );
+    let rows = assignments(&server, &repo, &id);
+    let mv = rows.iter().find(|a| a["step"] == "merge-verify").unwrap();
+    let computed = mv["head_commit"].as_str().unwrap().to_string();
+    // The merge yoi computed failed its check and never became part of main.
+    let history = git(repo.path(), &["rev-list", "main"]);
+    assert!(!history.lines().any(|c| c == computed), "{history}");
+    let show = repo.yoi(&["ticket", "show", &id]).ok().stdout;
+    assert!(show.contains("merge-verify"), "{show}");
+    // The coder's integrate round was told why, by reference.
+    assert!(
+        std::fs::read_dir(repo.path().join(".yoi/local/logs")).is_ok(),
+        "logs exist"
+    );
+    assert!(!repo.path().join("other.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+}
+
+#[test]
+fn a_flow_file_picks_the_steps_and_an_invalid_one_sends_its_tickets_back_to_planning() {
+    let repo = workspace_with_reviewer(
+        "step implement run grep -q 'Keep the change to one file' \"$YOI_PROMPT_FILE\"\nwrite hello.txt hello\\n\ndone added hello.txt\n",
+        APPROVE,
+    );
+    let flows = repo.path().join(".yoi/flows");
+    std::fs::create_dir_all(&flows).unwrap();
+    std::fs::write(
+        flows.join("quick.flow.yaml"),
+        "schema_version: 1\nname: quick\ntitle: Implement and review\nmax_rounds: 2\nsteps:\n  - id: implement\n    role: coder\n    output: commit\n    prompt: Keep the change to one file ({ticket}).\n  - id: review\n    role: reviewer\n    output: verdict\n  - id: merge\n    role: service\n    output: merge\n",
+    )
+    .unwrap();
+    std::fs::write(
+        flows.join("broken.flow.yaml"),
+        "schema_version: 1\nname: broken\ntitle: Broken\nsteps:\n  - id: implement\n    role: coder\n    output: commit\n  - id: review\n    role: auditor\n    output: verdict\n  - id: merge\n    role: service\n    output: merge\n",
+    )
+    .unwrap();
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text.replace("default = \"coder-review\"", "default = \"quick\"");
+    assert!(text.contains("default = \"quick\""));
+    std::fs::write(&config, text).unwrap();
+    yoi_testkit::commit_all(repo.path(), "flows");
+
+    // lint names the file and the line; list shows the good ones and what was skipped.
+    let lint = repo.yoi(&["flow", "lint"]);
+    assert_eq!(lint.code, 1, "{}", lint.stdout);
+    assert!(
+        lint.stdout
+            .contains("error   .yoi/flows/broken.flow.yaml:8: step 2 (`review`): role `auditor` is not a configured role"),
+        "{}",
+        lint.stdout
+    );
+    let list = repo.yoi(&["flow", "list"]).ok().stdout;
+    assert!(list.contains("quick *"), "{list}");
+    assert!(list.contains("coder-review"), "{list}");
+    assert!(
+        list.contains("skipped .yoi/flows/broken.flow.yaml"),
+        "{list}"
+    );
+
+    // A ticket naming the broken flow; one using the default.
+    let broken = repo.create("Broken", BRIEF);
+    let item = repo.path().join(format!(".yoi/tickets/{broken}/item.md"));
+    let text = std::fs::read_to_string(&item).unwrap();
+    let text = text.replacen("\n---\n", "\nflow: broken\n---\n", 1);
+    std::fs::write(&item, text).unwrap();
+    repo.yoi(&["ticket", "mark-ready", &broken]).ok();
+    repo.yoi(&["ticket", "queue", &broken]).ok();
+    let id = queued_ticket(&repo);
+
+    // The server starts regardless and serves the same answers.
+    let server = Server::spawn(&repo);
+    let (status, body) = server.get(&repo, "/flows");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["skipped"][0]["problems"][0]["line"], 8, "{body}");
+    let (status, body) = server.get(&repo, "/flows/broken");
+    assert_eq!(status, 422, "{body}");
+    let (status, body) = server.get(&repo, "/flows/quick");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["flow"]["steps"][1]["id"], "review", "{body}");
+
+    until("the broken-flow ticket to be back in planning", || {
+        state_of(&repo, &broken) == "planning"
+    });
+    let thread =
+        std::fs::read_to_string(repo.path().join(format!(".yoi/tickets/{broken}/thread.md")))
+            .unwrap();
+    assert!(
+        thread.contains("role `auditor` is not a configured role"),
+        "{thread}"
+    );
+    assert!(thread.contains("`yoi flow lint`"), "{thread}");
+
+    until("the quick-flow ticket to be done", || {
+        state_of(&repo, &id) == "done"
+    });
+    assert_eq!(
+        step_log(&server, &repo, &id),
+        ["implement:completed", "review:completed", "merge:completed"]
+    );
+    let show = repo.yoi(&["ticket", "show", &id]).ok().stdout;
+    assert!(show.contains("quick"), "{show}");
+}
+
+#[test]
+fn a_step_failure_follows_the_flow_policy_escalate_or_return_to_planning() {
+    let repo = workspace_with_reviewer("exit 3\n", APPROVE);
+    let flows = repo.path().join(".yoi/flows");
+    std::fs::create_dir_all(&flows).unwrap();
+    for (name, policy) in [("careful", "return_to_planning"), ("strict", "escalate")] {
+        std::fs::write(
+            flows.join(format!("{name}.flow.yaml")),
+            format!("schema_version: 1\nname: {name}\ntitle: t\nsteps:\n  - id: implement\n    role: coder\n    output: commit\n    on_failure: {policy}\n  - id: merge\n    role: service\n    output: merge\n"),
+        )
+        .unwrap();
+    }
+    yoi_testkit::commit_all(repo.path(), "flows");
+    let mut ids = Vec::new();
+    for flow in ["careful", "strict"] {
+        let id = repo.create(flow, BRIEF);
+        let item = repo.path().join(format!(".yoi/tickets/{id}/item.md"));
+        let text = std::fs::read_to_string(&item).unwrap();
+        std::fs::write(
+            &item,
+            text.replacen("\n---\n", &format!("\nflow: {flow}\n---\n"), 1),
+        )
+        .unwrap();
+        repo.yoi(&["ticket", "mark-ready", &id]).ok();
+        repo.yoi(&["ticket", "queue", &id]).ok();
+        ids.push(id);
+    }
+    let server = Server::spawn(&repo);
+    let (careful, strict) = (&ids[0], &ids[1]);
+    until("the careful ticket to be back in planning", || {
+        state_of(&repo, careful) == "planning"
+    });
+    let thread = |id: &str| {
+        std::fs::read_to_string(repo.path().join(format!(".yoi/tickets/{id}/thread.md"))).unwrap()
+    };
+    assert!(
+        thread(careful).contains("on_failure: return_to_planning"),
+        "{}",
+        thread(careful)
+    );
+    // What the attempt produced is kept: the branch and the worktree.
+    let branches = git(
+        repo.path(),
+        &["branch", "--list", &format!("yoi/{careful}-*")],
+    );
+    assert!(!branches.is_empty());
+    until("the strict ticket's circuit to open", || {
+        thread(strict).contains("step_circuit_open")
+    });
+    // One attempt each: neither policy hands a failed step out again.
+    for id in [careful, strict] {
+        let rows = assignments(&server, &repo, id);
+        let implements = rows.iter().filter(|a| a["step"] == "implement").count();
+        assert_eq!(implements, 1, "{rows:?}");
+        assert!(
+            rows.iter()
+                .all(|a| a["status"] != "pending" && a["status"] != "claimed"),
+            "{rows:?}"
+        );
+    }
+    assert_eq!(state_of(&repo, strict), "inprogress");
 }

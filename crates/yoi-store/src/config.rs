@@ -330,6 +330,11 @@ retry_backoff_ms = 2000
 max_rounds = 3
 # Delete the ticket branch once its work is merged.
 delete_branch = false
+# The flow of a ticket without a `flow:` key: `coder-review` (built in) or the name of a
+# .yoi/flows/<name>.flow.yaml (`yoi flow list`).
+default = "coder-review"
+# Close a ticket once it is done, with a resolution from its attempts' summaries.
+auto_close = false
 
 [pods]
 # How long a claim lives without a heartbeat, how often pods heartbeat, and the grace between

@@ -261,6 +261,10 @@ pub struct TicketDetail {
     /// it (from the database; absent without one, or when there were none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<AttemptDetail>,
+    /// The flow the ticket runs, as frozen at acceptance (`None` before acceptance, or for a
+    /// packet frozen before flows existed: the built-in one), with its steps in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running_flow: Option<RunningFlow>,
 }
 
 /// One attempt of a step, as `show` lists it.
@@ -361,6 +365,13 @@ pub fn attempts_of(ws: &Workspace, id: &TicketId) -> Result<Vec<AttemptDetail>, 
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct RunningFlow {
+    pub name: String,
+    pub steps: Vec<String>,
+    pub max_rounds: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct EventDetail {
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -393,6 +404,18 @@ pub fn ticket_detail(ws: &Workspace, query: &str) -> Result<TicketDetail, StoreE
     let t = ws.read_ticket(&id)?;
     let relations = relation_view_indexed(ws, &id)?;
     let attempts = attempts_of(ws, &id)?;
+    let running_flow = (!attempts.is_empty())
+        .then(|| ws.read_frozen_packet(&id).ok().flatten())
+        .flatten()
+        .map(|p| {
+            p.flow
+                .unwrap_or_else(|| yoi_core::flow::builtin(ws.config.flow.max_rounds))
+        })
+        .map(|f| RunningFlow {
+            name: f.name,
+            steps: f.steps.into_iter().map(|s| s.id).collect(),
+            max_rounds: f.max_rounds,
+        });
     let item = t.item;
     let events = t
         .thread
@@ -437,6 +460,7 @@ pub fn ticket_detail(ws: &Workspace, query: &str) -> Result<TicketDetail, StoreE
         resolution: t.resolution,
         events,
         thread_issues: t.thread.issues,
+        running_flow,
         attempts,
     })
 }

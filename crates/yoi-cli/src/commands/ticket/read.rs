@@ -130,8 +130,18 @@ pub fn show(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
             .iter()
             .find(|a| a.status.is_live())
             .map(|a| a.step.as_str());
+        let flow = t
+            .running_flow
+            .as_ref()
+            .map(|f| format!("{} ({})", f.name, f.steps.join(" → ")))
+            .unwrap_or_else(|| yoi_core::flow::BUILTIN.to_string());
+        let limit = t
+            .running_flow
+            .as_ref()
+            .map(|f| format!(" of {}", f.max_rounds))
+            .unwrap_or_default();
         println!(
-            "\nflow: coder-review; {}; fix rounds used: {rounds}",
+            "\nflow: {flow}; {}; fix rounds used: {rounds}{limit}",
             match live {
                 Some(step) => format!("current step: {step}"),
                 None => "no step live".to_string(),

@@ -1,6 +1,7 @@
 //! Shared helpers for yoi's end-to-end tests and their helper programs.
 
 pub mod generate;
+pub mod merge_corpus;
 
 use std::path::Path;
 

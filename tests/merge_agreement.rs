@@ -13,7 +13,7 @@ fn yoi_and_git_agree_on_a_seeded_merge_corpus_and_yoi_is_never_cleaner() {
         .count();
     // The corpus exercises both outcomes.
     assert!(
-        conflicted >= 10 && conflicted <= 70,
+        (10..=70).contains(&conflicted),
         "{conflicted} of 80 conflicted"
     );
     let dangerous: Vec<_> = cases.iter().filter(|c| c.dangerous()).collect();

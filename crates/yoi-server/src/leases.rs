@@ -1,5 +1,6 @@
 //! The lease and flow sweep's driver inside `yoi serve`: a tokio task that calls the engine's
-//! [`expire_due`] and [`flow_tick`] step functions on a blocking thread once a second, and wakes waiting claims
+//! [`expire_due`] and [`flow_tick`] step functions on a blocking thread once a second — and at
+//! once when an attempt ends, so a due merge does not wait for the second — and wakes waiting claims
 //! when it handed a step out again. A claim that outlived a server restart is simply still in
 //! the database: its pod's next heartbeat re-attaches it with the same fence, or its lease runs
 //! out and this sweep expires it.
@@ -49,6 +50,7 @@ async fn run(state: AppState) {
         }
         tokio::select! {
             _ = tokio::time::sleep(EVERY) => {}
+            _ = state.flow_wake.notified() => {}
             _ = closing.changed() => {}
         }
     }

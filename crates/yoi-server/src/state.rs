@@ -20,6 +20,9 @@ pub struct AppState {
     /// Set when the server starts shutting down, so live-event streams end and graceful
     /// shutdown does not wait on them forever.
     pub closing: Arc<watch::Sender<bool>>,
+    /// Wakes the flow sweep before its second is up: an attempt ended, so a next step or a
+    /// merge may be due.
+    pub flow_wake: Arc<tokio::sync::Notify>,
     /// Mutations of this server queue here, first come first served, before they take the
     /// workspace lock. The lock itself is polled with backoff (it is shared with other
     /// processes), so without this queue concurrent requests would sleep past each other's
@@ -55,6 +58,7 @@ impl AppState {
             index,
             changed: Arc::new(watch::channel(0).0),
             closing: Arc::new(watch::channel(false).0),
+            flow_wake: Arc::new(tokio::sync::Notify::new()),
             writers: Arc::new(Mutex::new(())),
             claims: Arc::default(),
             router: Arc::default(),

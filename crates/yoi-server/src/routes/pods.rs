@@ -258,6 +258,7 @@ pub async fn complete(
     })
     .await?;
     s.changed.send_modify(|n| *n += 1);
+    s.flow_wake.notify_one();
     Ok(Json(done))
 }
 
@@ -286,6 +287,7 @@ pub async fn fail(
     })
     .await?;
     s.changed.send_modify(|n| *n += 1);
+    s.flow_wake.notify_one();
     Ok(Json(serde_json::json!({ "next": next })))
 }
 

@@ -524,6 +524,15 @@ fn step_log(server: &Server, repo: &common::Repo, id: &str) -> Vec<String> {
 /// A coder line that lands a commit of someone else's on main while the ticket is worked.
 const THEIRS_ON_MAIN: &str = "step implement run cd \"$(git rev-parse --path-format=absolute --git-common-dir)/..\" && printf 'theirs\\n' > other.txt && git add other.txt && git -c user.name=o -c user.email=o@o.invalid commit -q -m theirs\n";
 
+/// Give ticket `id` the `flow:` key, as a person editing item.md would.
+fn name_flow(repo: &common::Repo, id: &str, flow: &str) {
+    let item = repo.path().join(format!(".yoi/tickets/{id}/item.md"));
+    let text = std::fs::read_to_string(&item).unwrap();
+    let edited = text.replacen("\n---\n", &format!("\nflow: {flow}\n---\n"), 1);
+    assert_ne!(edited, text, "item.md has a front matter end");
+    std::fs::write(&item, edited).unwrap();
+}
+
 fn queued_with(repo: &common::Repo, validation: &str) -> String {
     let id = repo.create(
         "Say hello",
@@ -689,10 +698,7 @@ fn a_flow_file_picks_the_steps_and_an_invalid_one_sends_its_tickets_back_to_plan
 
     // A ticket naming the broken flow; one using the default.
     let broken = repo.create("Broken", BRIEF);
-    let item = repo.path().join(format!(".yoi/tickets/{broken}/item.md"));
-    let text = std::fs::read_to_string(&item).unwrap();
-    let text = text.replacen("\n---\n", "\nflow: broken\n---\n", 1);
-    std::fs::write(&item, text).unwrap();
+    name_flow(&repo, &broken, "broken");
     repo.yoi(&["ticket", "mark-ready", &broken]).ok();
     repo.yoi(&["ticket", "queue", &broken]).ok();
     let id = queued_ticket(&repo);
@@ -747,13 +753,8 @@ fn a_step_failure_follows_the_flow_policy_escalate_or_return_to_planning() {
     let mut ids = Vec::new();
     for flow in ["careful", "strict"] {
         let id = repo.create(flow, BRIEF);
-        let item = repo.path().join(format!(".yoi/tickets/{id}/item.md"));
-        let text = std::fs::read_to_string(&item).unwrap();
-        std::fs::write(
-            &item,
-            text.replacen("\n---\n", &format!("\nflow: {flow}\n---\n"), 1),
-        )
-        .unwrap();
+        name_flow(&repo, &id, flow);
+
         repo.yoi(&["ticket", "mark-ready", &id]).ok();
         repo.yoi(&["ticket", "queue", &id]).ok();
         ids.push(id);

@@ -20,6 +20,17 @@ pub struct Identity {
     pub time_secs: i64,
 }
 
+impl Identity {
+    /// The author and committer line of a commit by this identity.
+    pub(crate) fn signature(&self) -> gix::actor::Signature {
+        gix::actor::Signature {
+            name: self.name.as_str().into(),
+            email: self.email.as_str().into(),
+            time: gix::date::Time::new(self.time_secs, 0),
+        }
+    }
+}
+
 /// Commit every uncommitted change under `worktree` with `message`, by `who` (author and
 /// committer). Returns the new commit id, or `None` when there was nothing to commit.
 pub fn commit_all(
@@ -103,11 +114,7 @@ pub fn commit_all(
     if tree == head_tree {
         return Ok(None);
     }
-    let sig = gix::actor::Signature {
-        name: who.name.as_str().into(),
-        email: who.email.as_str().into(),
-        time: gix::date::Time::new(who.time_secs, 0),
-    };
+    let sig = who.signature();
     let mut buf = gix::date::parse::TimeBuf::default();
     let sig_ref = sig.to_ref(&mut buf);
     let commit = repo

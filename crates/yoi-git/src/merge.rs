@@ -467,11 +467,7 @@ pub fn merge_three_way(
         .write()
         .map_err(|e| fail(&e))?
         .detach();
-    let sig = gix::actor::Signature {
-        name: who.name.as_str().into(),
-        email: who.email.as_str().into(),
-        time: gix::date::Time::new(who.time_secs, 0),
-    };
+    let sig = who.signature();
     let mut buf = gix::date::parse::TimeBuf::default();
     let sig_ref = sig.to_ref(&mut buf);
     let merged = repo

@@ -158,6 +158,32 @@ pub fn catalog(ws: &Workspace) -> (Vec<Listed>, Vec<FlowFile>) {
     (listed, bad)
 }
 
+/// Why [`lookup`] found no usable flow.
+#[derive(Debug, Clone)]
+pub enum NotUsable {
+    /// No flow has that name.
+    Unknown,
+    /// A file has that name but is skipped: "file:line: problem" each.
+    Invalid(Vec<String>),
+}
+
+/// The usable flow called `name` with where it comes from, or why there is none.
+pub fn lookup(ws: &Workspace, name: &str) -> Result<Listed, NotUsable> {
+    let (listed, skipped) = catalog(ws);
+    if let Some(l) = listed.into_iter().find(|l| l.flow.name == name) {
+        return Ok(l);
+    }
+    match skipped.into_iter().find(|f| f.name == name) {
+        Some(f) => Err(NotUsable::Invalid(
+            f.problems
+                .iter()
+                .map(|p| format!("{}:{}: {}", f.file, p.line, p.message))
+                .collect(),
+        )),
+        None => Err(NotUsable::Unknown),
+    }
+}
+
 /// The built-in flow with the workspace's `[flow] max_rounds`.
 pub fn builtin(ws: &Workspace) -> Flow {
     flow::builtin(ws.config.flow.max_rounds)

@@ -50,18 +50,14 @@ pub fn run(env: &Env, cmd: FlowCommand) -> Result<(), CliError> {
         }
         FlowCommand::Show { name, json } => {
             let ws = env.files_only("yoi flow show")?;
-            let (listed, skipped) = flows::catalog(&ws);
-            let Some(l) = listed.into_iter().find(|l| l.flow.name == name) else {
-                return Err(match skipped.into_iter().find(|f| f.name == name) {
-                    Some(f) => CliError::Refused(format!(
-                        "flow `{name}` is skipped: {}",
-                        problems_text(&f)
-                    )),
-                    None => CliError::Refused(format!(
-                        "no flow is called `{name}` (`yoi flow list` shows the flows)"
-                    )),
-                });
-            };
+            let l = flows::lookup(&ws, &name).map_err(|e| match e {
+                flows::NotUsable::Invalid(problems) => {
+                    CliError::Refused(format!("flow `{name}` is skipped: {}", problems.join("; ")))
+                }
+                flows::NotUsable::Unknown => CliError::Refused(format!(
+                    "no flow is called `{name}` (`yoi flow list` shows the flows)"
+                )),
+            })?;
             if json {
                 output::json(&l);
                 return Ok(());
@@ -134,12 +130,4 @@ pub fn run(env: &Env, cmd: FlowCommand) -> Result<(), CliError> {
         }
     }
     Ok(())
-}
-
-fn problems_text(f: &flows::FlowFile) -> String {
-    f.problems
-        .iter()
-        .map(|p| format!("{}:{}: {}", f.file, p.line, p.message))
-        .collect::<Vec<_>>()
-        .join("; ")
 }

@@ -34,31 +34,18 @@ pub async fn show(
     Path(name): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let ws = s.ws.clone();
-    let found = tokio::task::spawn_blocking(move || {
-        let (listed, skipped) = flows::catalog(&ws);
-        if let Some(l) = listed.into_iter().find(|l| l.flow.name == name) {
-            return Ok(serde_json::to_value(l).unwrap_or_default());
-        }
-        match skipped.into_iter().find(|f| f.name == name) {
-            Some(f) => Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_flow",
-                format!(
-                    "flow `{name}` ({}) is skipped: {}",
-                    f.file,
-                    f.problems
-                        .iter()
-                        .map(|p| p.to_string())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-            )),
-            None => Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                format!("no flow is called `{name}`"),
-            )),
-        }
+    let found = tokio::task::spawn_blocking(move || match flows::lookup(&ws, &name) {
+        Ok(l) => Ok(serde_json::to_value(l).unwrap_or_default()),
+        Err(flows::NotUsable::Invalid(problems)) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_flow",
+            format!("flow `{name}` is skipped: {}", problems.join("; ")),
+        )),
+        Err(flows::NotUsable::Unknown) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no flow is called `{name}`"),
+        )),
     })
     .await
     .map_err(|e| ApiError::internal("flows", e))?;

@@ -187,11 +187,19 @@ pub(crate) fn checked_out_in(
     full_name: &gix::refs::FullName,
 ) -> Result<Vec<PathBuf>, GitError> {
     let fail = |e: gix::Error| GitError::git(repo.git_dir(), "list worktrees", e);
-    let head_fail = |e| GitError::git(repo.git_dir(), "read a worktree HEAD", e);
     let mut found = Vec::new();
-    for wt_repo in repo.worktrees_including_main().map_err(fail)? {
-        let wt_repo = wt_repo.map_err(fail)?;
-        let head = wt_repo.head_name().map_err(head_fail)?;
+    let head_fail = |e| GitError::git(repo.git_dir(), "read a worktree HEAD", e);
+    for (i, wt_repo) in repo.worktrees_including_main().map_err(fail)?.enumerate() {
+        // A linked worktree being added or removed at this moment has no HEAD to read yet (or
+        // any more); like git, take it as holding no branch. The main worktree's must be read.
+        let read = wt_repo
+            .map_err(fail)
+            .and_then(|r| r.head_name().map(|h| (h, r)).map_err(head_fail));
+        let (head, wt_repo) = match read {
+            Ok(read) => read,
+            Err(e) if i == 0 => return Err(e),
+            Err(_) => continue,
+        };
         if head.as_ref() == Some(full_name) {
             found.extend(wt_repo.workdir().map(Path::to_path_buf));
         }

@@ -124,6 +124,20 @@ pub fn commit_all(
     let mut index = repo
         .index_from_tree(&tree)
         .map_err(|e| fail("write the index")(&e))?;
+    // Entries the commit did not change keep what the old index knew of them: their stat (so
+    // the next status need not read every file again) and the skip-worktree bit of paths left
+    // out of the worktree (without it those would read as deleted).
+    let old = repo
+        .index_or_empty()
+        .map_err(|e| fail("read the index")(&e))?;
+    for (entry, path) in index.entries_mut_with_paths() {
+        if let Some(was) = old.entry_by_path(path) {
+            if was.id == entry.id && was.mode == entry.mode {
+                entry.stat = was.stat;
+                entry.flags |= was.flags & crate::worktree::SKIPPED;
+            }
+        }
+    }
     index
         .write(Default::default())
         .map_err(|e| fail("write the index")(&e))?;

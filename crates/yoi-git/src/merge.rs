@@ -97,7 +97,7 @@ pub fn changed_paths(repo_root: &Path, from: &str, to: &str) -> Result<Vec<Strin
     changed_between(&repo, repo_root, from, to)
 }
 
-fn changed_between(
+pub(crate) fn changed_between(
     repo: &gix::Repository,
     root: &Path,
     from: gix::ObjectId,
@@ -235,7 +235,7 @@ pub fn land(
         .filter(|c| !untouched.iter().any(|u| c.starts_with(u)))
         .collect();
     for wt in &worktrees {
-        update_worktree(wt, new, &writable)?;
+        update_worktree(wt, new, &writable, &[])?;
     }
     Ok(Landed::Moved { worktrees })
 }
@@ -318,8 +318,14 @@ fn dirty_among(
 }
 
 /// Write `paths` of commit `commit` into the worktree `wt` — the files and their index entries —
-/// removing those the commit does not have.
-fn update_worktree(wt: &Path, commit: gix::ObjectId, paths: &[&String]) -> Result<(), GitError> {
+/// removing those the commit does not have. Paths under any of `leave_out` get only their index
+/// entry, marked skip-worktree (see [`crate::add_worktree_sparse`]); no file is written there.
+pub(crate) fn update_worktree(
+    wt: &Path,
+    commit: gix::ObjectId,
+    paths: &[&String],
+    leave_out: &[&str],
+) -> Result<(), GitError> {
     let repo = repo::open(wt)?;
     let fail = |what: &'static str| move |e: &dyn std::fmt::Display| GitError::git(wt, what, e);
     let tree = repo
@@ -334,6 +340,24 @@ fn update_worktree(wt: &Path, commit: gix::ObjectId, paths: &[&String]) -> Resul
         let entry = tree
             .lookup_entry_by_path(rel.as_str())
             .map_err(|e| fail("read the tree")(&e))?;
+        if crate::worktree::left_out(rel, leave_out) {
+            if let Some(entry) = entry.filter(|e| !e.mode().is_tree()) {
+                let mode = match entry.mode().kind() {
+                    EntryKind::Link => gix::index::entry::Mode::SYMLINK,
+                    EntryKind::BlobExecutable => gix::index::entry::Mode::FILE_EXECUTABLE,
+                    EntryKind::Commit => gix::index::entry::Mode::COMMIT,
+                    _ => gix::index::entry::Mode::FILE,
+                };
+                index.dangerously_push_entry(
+                    gix::index::entry::Stat::default(),
+                    entry.object_id(),
+                    crate::worktree::SKIPPED,
+                    mode,
+                    rel.as_bytes().as_bstr(),
+                );
+            }
+            continue;
+        }
         match std::fs::symlink_metadata(&full) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => std::fs::remove_file(&full).map_err(|e| fail("remove a file")(&e))?,

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+use gix::bstr::ByteSlice;
 use gix::progress::Discard;
 use gix::worktree::add::Head;
 use gix::worktree::remove::Force;
@@ -49,9 +50,177 @@ pub fn add_worktree(repo_root: &Path, path: &Path, branch: &str) -> Result<(), G
 /// branch: yoi's pods work in detached worktrees and only the server moves a work branch (by
 /// compare-and-swap, [`crate::move_branch`]). Same guarantees as [`add_worktree`].
 pub fn add_worktree_detached(repo_root: &Path, path: &Path, commit: &str) -> Result<(), GitError> {
+    add_worktree_sparse(repo_root, path, commit, &[])
+}
+
+/// [`add_worktree_detached`] without the files under any of `leave_out` (folder prefixes such
+/// as `.yoi/tickets/`): their index entries are kept and carry git's skip-worktree bit, as a
+/// sparse checkout leaves them, so `git status`, `git add -A`, [`crate::commit_all`] and yoi's
+/// own status all take them as unchanged and a commit made there keeps them exactly as they
+/// were. yoi leaves its ticket files out of the worktrees it makes: they are the service's
+/// business, not the agent's, and checking thousands of them out for every step made the cost
+/// of a worktree grow with the backlog.
+pub fn add_worktree_sparse(
+    repo_root: &Path,
+    path: &Path,
+    commit: &str,
+    leave_out: &[&str],
+) -> Result<(), GitError> {
     let repo = repo::open(repo_root)?;
     let id = repo::peel_to_commit(&repo, repo_root, commit)?;
-    checkout_new(&repo, path, Head::Detached(id))
+    if leave_out.is_empty() {
+        return checkout_new(&repo, path, Head::Detached(id));
+    }
+    ensure_vacant(path)?;
+    let never = AtomicBool::new(false);
+    let prepared = retry_busy(|| repo.prepare_add_worktree(path, Head::Detached(id), &never))
+        .map_err(|e| GitError::git(path, "add the worktree", e))?;
+    match check_out_sparse(prepared.repo(), id, leave_out) {
+        Ok(()) => prepared
+            .persist()
+            .map(|_| ())
+            .map_err(|e| GitError::git(path, "add the worktree", e)),
+        Err(e) => {
+            let _ = prepared.rollback();
+            Err(e)
+        }
+    }
+}
+
+/// The index flags of an entry left out of a worktree.
+pub(crate) const SKIPPED: gix::index::entry::Flags =
+    gix::index::entry::Flags::SKIP_WORKTREE.union(gix::index::entry::Flags::EXTENDED);
+
+/// Whether `path` lies under one of the folder prefixes `leave_out`.
+pub(crate) fn left_out(path: &str, leave_out: &[&str]) -> bool {
+    leave_out.iter().any(|p| path.starts_with(p))
+}
+
+/// Write the tree of `commit` into the (new, empty) worktree of `wt`, except the paths under
+/// `leave_out`, and its index with those entries marked skip-worktree.
+fn check_out_sparse(
+    wt: &gix::Repository,
+    commit: gix::ObjectId,
+    leave_out: &[&str],
+) -> Result<(), GitError> {
+    let dir = wt.workdir().unwrap_or(wt.git_dir()).to_path_buf();
+    let fail = |e: &dyn std::fmt::Display| GitError::git(&dir, "check out the worktree", e);
+    let tree = wt
+        .find_commit(commit)
+        .map_err(|e| fail(&e))?
+        .tree_id()
+        .map_err(|e| fail(&e))?;
+    let mut index = wt.index_from_tree(&tree).map_err(|e| fail(&e))?;
+    for (entry, path) in index.entries_mut_with_paths() {
+        if left_out(path.to_str_lossy().as_ref(), leave_out) {
+            entry.flags.insert(SKIPPED);
+        }
+    }
+    let mut options = wt
+        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
+        .map_err(|e| fail(&e))?;
+    options.destination_is_initially_empty = true;
+    let objects = wt.objects.clone().into_arc().map_err(|e| fail(&e))?;
+    let never = AtomicBool::new(false);
+    let outcome = gix::worktree::state::checkout(
+        &mut index,
+        dir.clone(),
+        objects,
+        &Discard,
+        &Discard,
+        &never,
+        options,
+    )
+    .map_err(|e| fail(&e))?;
+    if !outcome.errors.is_empty() || !outcome.collisions.is_empty() {
+        return Err(GitError::Git {
+            path: dir.clone(),
+            action: "check out the worktree",
+            reason: format!(
+                "checkout failed for {} paths ({} collisions)",
+                outcome.errors.len(),
+                outcome.collisions.len()
+            ),
+        });
+    }
+    index.write(Default::default()).map_err(|e| fail(&e))?;
+    Ok(())
+}
+
+/// Run `add` again (up to five times, a few milliseconds apart) while it fails because another
+/// worktree of the repository was being added or removed at the same moment: gix reads every
+/// registered worktree's folder first and fails on one that is half there. Any other failure is
+/// returned at once.
+fn retry_busy<T>(mut add: impl FnMut() -> Result<T, gix::Error>) -> Result<T, gix::Error> {
+    let mut tries = 0;
+    loop {
+        match add() {
+            Err(e) if tries < 5 && e.to_string().contains("iterate worktree directories") => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5 * tries));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// What [`reset_detached`] did with a worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reset {
+    /// It is now detached at the commit; `written` paths had to change.
+    Moved { written: usize },
+    /// Nothing was changed: it holds these untracked, ignored or modified paths, so it is not
+    /// exactly any commit.
+    NotPristine { paths: Vec<String> },
+}
+
+/// Move the linked worktree at `path` to a detached HEAD at `commit` in place, writing only
+/// the paths that differ between its HEAD and `commit` (paths under `leave_out` get only their
+/// index entry, as in [`add_worktree_sparse`]). Only a pristine worktree is moved: one with any
+/// untracked, ignored or modified file is left exactly as it is ([`Reset::NotPristine`]), so the
+/// result is always a worktree identical to a fresh checkout of `commit`. yoi keeps one such
+/// worktree per read-only pod and moves it from commit to commit instead of checking out the
+/// whole tree for every verification and review.
+pub fn reset_detached(path: &Path, commit: &str, leave_out: &[&str]) -> Result<Reset, GitError> {
+    let repo = repo::open(path)?;
+    let fail = |e: gix::Error| GitError::git(path, "read the status", e);
+    let iter = repo
+        .status(Discard)
+        .map_err(fail)?
+        .untracked_files(gix::status::UntrackedFiles::Collapsed)
+        .dirwalk_options(|o| o.emit_ignored(Some(gix::dir::walk::EmissionMode::CollapseDirectory)))
+        .into_iter(Vec::new())
+        .map_err(fail)?;
+    let mut paths = Vec::new();
+    for item in iter {
+        paths.push(item.map_err(fail)?.location().to_string());
+    }
+    if !paths.is_empty() {
+        paths.sort();
+        paths.dedup();
+        return Ok(Reset::NotPristine { paths });
+    }
+    let head = repo
+        .head_id()
+        .map_err(|e| GitError::git(path, "read HEAD", e))?
+        .detach();
+    let target = repo::peel_to_commit(&repo, path, commit)?;
+    if head == target {
+        return Ok(Reset::Moved { written: 0 });
+    }
+    let changed = crate::merge::changed_between(&repo, path, head, target)?;
+    let refs: Vec<&String> = changed.iter().collect();
+    crate::merge::update_worktree(path, target, &refs, leave_out)?;
+    repo.reference(
+        "HEAD",
+        target,
+        gix::refs::transaction::PreviousValue::MustExistAndMatch(gix::refs::Target::Object(head)),
+        format!("yoi: move to {target}"),
+    )
+    .map_err(|e| GitError::git(path, "move HEAD", e))?;
+    Ok(Reset::Moved {
+        written: changed.len(),
+    })
 }
 
 /// The HEAD of a new worktree on `branch`, refusing a missing or checked-out branch.
@@ -75,18 +244,9 @@ fn attached_head(repo: &gix::Repository, repo_root: &Path, branch: &str) -> Resu
 
 /// Add and check out a worktree at `path` (which must not exist or be empty) with `head`.
 fn checkout_new(repo: &gix::Repository, path: &Path, head: Head) -> Result<(), GitError> {
-    let occupied = path.exists()
-        && std::fs::read_dir(path)
-            .map(|mut entries| entries.next().is_some())
-            .unwrap_or(true);
-    if occupied {
-        return Err(GitError::DestinationExists {
-            path: path.to_path_buf(),
-        });
-    }
+    ensure_vacant(path)?;
     let never = AtomicBool::new(false);
-    let (_wt_repo, outcome) = repo
-        .add_worktree(path, head, Discard, &never)
+    let (_wt_repo, outcome) = retry_busy(|| repo.add_worktree(path, head.clone(), Discard, &never))
         .map_err(|e| GitError::git(path, "add the worktree", e))?;
     if !outcome.errors.is_empty() || !outcome.collisions.is_empty() {
         // The worktree is registered but incomplete; take it away again rather than hand out a
@@ -101,6 +261,20 @@ fn checkout_new(repo: &gix::Repository, path: &Path, head: Head) -> Result<(), G
             path: path.to_path_buf(),
             action: "check out the worktree",
             reason,
+        });
+    }
+    Ok(())
+}
+
+/// Refuse a destination that exists and is not an empty folder.
+fn ensure_vacant(path: &Path) -> Result<(), GitError> {
+    let occupied = path.exists()
+        && std::fs::read_dir(path)
+            .map(|mut entries| entries.next().is_some())
+            .unwrap_or(true);
+    if occupied {
+        return Err(GitError::DestinationExists {
+            path: path.to_path_buf(),
         });
     }
     Ok(())
@@ -240,6 +414,31 @@ pub fn remove_worktree(repo_root: &Path, path: &Path, force: bool) -> Result<(),
     target
         .remove(force, Discard)
         .map_err(|e| GitError::git(path, "remove the worktree", e))
+}
+
+/// Remove the linked worktree at `path` whatever state it is in — uncommitted files, a lock, a
+/// checkout that a killed process left half made — together with git's record of it. Only for
+/// folders yoi owns outright and whose contents are never work (a pod's worktree for read-only
+/// steps); a person's worktree goes through [`remove_worktree`], which refuses all of that.
+/// A `path` that is not a worktree is removed as a plain folder.
+pub fn discard_worktree(repo_root: &Path, path: &Path) -> Result<(), GitError> {
+    let repo = repo::open(repo_root)?;
+    let fail = |e: &dyn std::fmt::Display| GitError::git(path, "discard the worktree", e);
+    let wanted = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    for proxy in repo
+        .worktrees()
+        .map_err(|e| GitError::git(repo_root, "list worktrees", e))?
+    {
+        let Ok(base) = proxy.base() else { continue };
+        let base = std::fs::canonicalize(&base).unwrap_or(base);
+        if base == wanted {
+            std::fs::remove_dir_all(proxy.git_dir()).map_err(|e| fail(&e))?;
+        }
+    }
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(fail(&e)),
+        _ => Ok(()),
+    }
 }
 
 /// Remove the records of linked worktrees whose folder no longer exists (locked ones are kept),

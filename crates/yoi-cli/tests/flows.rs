@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use common::pods::*;
@@ -101,7 +102,7 @@ fn a_queued_ticket_is_implemented_verified_reviewed_and_merged_into_the_checked_
     // The ticket's worktrees are gone; its branch is kept.
     // (They go right after the state change.)
     until("the ticket worktrees to be removed", || {
-        git(repo.path(), &["worktree", "list"]).lines().count() == 1
+        ticket_worktrees(&repo).is_empty()
     });
     assert_eq!(
         git(repo.path(), &["branch", "--list", &branch]).trim_start_matches(['*', ' ']),
@@ -265,7 +266,7 @@ fn chain_of_three_merges_in_dependency_order(postgres: bool) {
     }
     // (They go right after the state change.)
     until("the ticket worktrees to be removed", || {
-        git(repo.path(), &["worktree", "list"]).lines().count() == 1
+        ticket_worktrees(&repo).is_empty()
     });
 }
 
@@ -429,13 +430,20 @@ fn a_target_that_moved_on_with_a_conflict_goes_to_the_coder_to_integrate_then_me
 
 #[test]
 fn the_server_killed_at_step_boundaries_resumes_the_flow_and_no_step_completes_twice() {
-    let repo = workspace_with_reviewer(NOTE_CODER, APPROVE);
+    // Every step takes a little while, so the poll below sees each one handed out.
+    let repo = workspace_with_reviewer(
+        &format!("sleep 400\n{NOTE_CODER}"),
+        &format!("sleep 400\n{APPROVE}"),
+    );
     let config = repo.path().join(".yoi/workspace.toml");
     let text = std::fs::read_to_string(&config)
         .unwrap()
         .replace("lease_secs = 30", "lease_secs = 3");
     std::fs::write(&config, text).unwrap();
-    let id = repo.create("Note", NOTE_BRIEF);
+    let id = repo.create(
+        "Note",
+        &NOTE_BRIEF.replace("`ls notes`", "`sleep 0.4 && ls notes`"),
+    );
     repo.yoi(&["ticket", "mark-ready", &id]).ok();
     repo.yoi(&["ticket", "queue", &id]).ok();
     let mut server = Server::spawn(&repo);
@@ -793,4 +801,29 @@ fn a_step_failure_follows_the_flow_policy_escalate_or_return_to_planning() {
         );
     }
     assert_eq!(state_of(&repo, strict), "inprogress");
+}
+
+/// The linked worktrees other than the pods' own (`.worktree/.pods/<pod>`, kept between claims
+/// and clean): those of tickets. Checks the pods' ones are clean on the way.
+fn ticket_worktrees(repo: &common::Repo) -> Vec<String> {
+    let list = git(repo.path(), &["worktree", "list", "--porcelain"]);
+    let mut out = Vec::new();
+    for block in list.split("\n\n").skip(1).filter(|b| !b.trim().is_empty()) {
+        let path = block
+            .lines()
+            .next()
+            .unwrap()
+            .trim_start_matches("worktree ");
+        if path.contains("/.worktree/.pods/") {
+            assert!(block.contains("\ndetached"), "{block}");
+            assert_eq!(
+                git(Path::new(path), &["status", "--porcelain"]),
+                "",
+                "{path}"
+            );
+        } else {
+            out.push(path.to_string());
+        }
+    }
+    out
 }

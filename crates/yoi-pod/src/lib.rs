@@ -91,6 +91,13 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
                 std::thread::sleep(Duration::from_secs(1));
                 continue;
             }
+            // The server's own trouble (a 5xx) is not the pod's: claim again after a pause. A
+            // refusal (4xx: bad token, unknown pod) still ends the pod.
+            Err(ClientError::Refused { status, message }) if status >= 500 => {
+                tracing::warn!(status, %message, "the server failed a claim; trying again");
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            }
             Err(e) => return Err(e.into()),
         };
         let Some(work) = work else {

@@ -274,6 +274,12 @@ impl Config {
     pub fn worktree_dir(&self, root: &Path) -> PathBuf {
         root.join(&self.workspace.worktree_dir)
     }
+
+    /// The tickets folder as a path prefix inside the repository (`.yoi/tickets/`): what yoi
+    /// leaves out of the worktrees it makes and never writes into a checked-out target.
+    pub fn tickets_prefix(&self) -> String {
+        format!("{}/", self.workspace.tickets_dir.trim_end_matches('/'))
+    }
 }
 
 /// A relative path with no `..`, no root and no prefix.

@@ -231,7 +231,7 @@ pub fn hand_out(
 ) -> Result<Work, AssignmentError> {
     let prepared = match (&a.workdir, &a.head_commit) {
         (Some(dir), Some(head)) => ready(ws, &a, PathBuf::from(dir), head.clone(), cfg),
-        _ => prepare(ws, index, &a, cfg),
+        _ => prepare(ws, index, pod, &a, cfg),
     };
     match prepared {
         Ok(work) => Ok(work),
@@ -273,11 +273,14 @@ pub(crate) fn trailing_failures(attempts: &[Assignment], id: &str) -> usize {
 
 /// The working directory of a claimed attempt: attempt 1 of a coder step works in the ticket
 /// worktree made at acceptance (detached at the base commit, which no earlier process used);
-/// every later attempt gets a fresh worktree detached at the branch head, so it never shares a
-/// folder with an earlier attempt's process that may still be running.
+/// every later coder attempt gets a fresh worktree detached at the branch head, so it never
+/// shares a folder with an earlier attempt's process that may still be running. A read-only
+/// step (verify, review, merge-verify) works in the claiming pod's own worktree
+/// ([`pod_worktree`]), moved to the exact commit.
 fn prepare(
     ws: &Workspace,
     index: &DbIndex,
+    pod: &str,
     a: &Assignment,
     cfg: LeaseConfig,
 ) -> Result<Work, String> {
@@ -290,9 +293,12 @@ fn prepare(
         None => yoi_git::resolve_commit(repo, &place.branch).map_err(|e| e.to_string())?,
     };
     let flow = crate::flows::of_ticket(ws, &ticket).map_err(|e| e.to_string())?;
+    let leave_out = ws.config.tickets_prefix();
     let workdir = if a.step == flow.first().id && a.attempt <= 1 {
         ready_ticket_worktree(&place.worktree, &head)?;
         place.worktree.clone()
+    } else if a.role != "coder" {
+        pod_worktree(ws, pod, &head)?
     } else {
         let dir = step_dir(&place.worktree, &a.step, a.attempt);
         if dir.exists() {
@@ -301,7 +307,8 @@ fn prepare(
                 dir.display()
             ));
         }
-        yoi_git::add_worktree_detached(repo, &dir, &head).map_err(|e| e.to_string())?;
+        yoi_git::add_worktree_sparse(repo, &dir, &head, &[leave_out.as_str()])
+            .map_err(|e| e.to_string())?;
         dir
     };
     let recorded = index
@@ -323,6 +330,52 @@ fn prepare(
         work.feedback = super::flow::feedback(&rows);
     }
     Ok(work)
+}
+
+/// Where the pods' own worktrees are: `<worktree_dir>/.pods/<pod name>`.
+pub fn pod_worktrees_dir(ws: &Workspace) -> PathBuf {
+    ws.config.worktree_dir(ws.root()).join(".pods")
+}
+
+/// The worktree of pod `pod` (a registered incarnation, `name@nonce`), detached at `head`: one
+/// per pod name, kept between its claims and moved in place to each exact commit under test
+/// (only the paths that differ are written), instead of a whole checkout for every
+/// verification and review. A pod runs one attempt at a time and ends its agent's process
+/// group before it reports, so when the same incarnation claims again nothing of its earlier
+/// attempt still runs there. The folder is checked out afresh when it is missing, was last used
+/// by another incarnation (a pod that died may have left processes behind), or is not exactly
+/// a commit (anything untracked, ignored or modified, such as a build's output). A read-only
+/// step's folder holds nothing to keep: its results are in the attempt's report and logs.
+fn pod_worktree(ws: &Workspace, pod: &str, head: &str) -> Result<PathBuf, String> {
+    let repo = ws.root();
+    let name = pod.split('@').next().unwrap_or(pod);
+    let root = pod_worktrees_dir(ws);
+    let dir = root.join(name);
+    let owner = root.join(format!("{name}.pod"));
+    let leave_out = ws.config.tickets_prefix();
+    let leave_out = [leave_out.as_str()];
+    let ours = std::fs::read_to_string(&owner).is_ok_and(|o| o.trim() == pod);
+    if ours && dir.exists() {
+        match yoi_git::reset_detached(&dir, head, &leave_out) {
+            Ok(yoi_git::Reset::Moved { .. }) => return Ok(dir),
+            Ok(yoi_git::Reset::NotPristine { paths }) => tracing::info!(
+                worktree = %dir.display(), paths = %paths.join(", "),
+                "checking the pod's worktree out afresh: it is not exactly a commit"
+            ),
+            Err(e) => tracing::warn!(
+                worktree = %dir.display(), error = %e,
+                "checking the pod's worktree out afresh: it could not be moved"
+            ),
+        }
+    }
+    // Whatever is there or registered goes, also what a killed server left half made (git then
+    // has it locked). The owner is written only once the checkout is complete.
+    let _ = std::fs::remove_file(&owner);
+    yoi_git::discard_worktree(repo, &dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    yoi_git::add_worktree_sparse(repo, &dir, head, &leave_out).map_err(|e| e.to_string())?;
+    std::fs::write(&owner, pod).map_err(|e| format!("{}: {e}", owner.display()))?;
+    Ok(dir)
 }
 
 /// What a pod gets for a claim whose folder `workdir` (detached at `head`) exists. The pod

@@ -2,6 +2,8 @@
 //! `assignment` thread event it leaves, the next attempt or the circuit, and a person's retry of
 //! a step whose circuit is open ([`resume_after_retry`]).
 
+use std::path::Path;
+
 use serde::Serialize;
 use yoi_core::{Principal, TicketId, Timestamp};
 use yoi_store::db::{Assignment, AssignmentStatus, DbIndex, Finish, PodState};
@@ -183,10 +185,15 @@ pub fn complete(
         None,
         now,
     )?;
-    // A read-only step's worktree has done its job.
+    // A read-only step's worktree has done its job (a pod's own worktree is kept for its next
+    // claim).
     if finished.role != "coder" {
-        if let Some(dir) = finished.workdir.as_deref() {
-            if let Err(e) = yoi_git::remove_worktree(repo, std::path::Path::new(dir), false) {
+        if let Some(dir) = finished
+            .workdir
+            .as_deref()
+            .filter(|d| !Path::new(d).starts_with(super::claim::pod_worktrees_dir(ws)))
+        {
+            if let Err(e) = yoi_git::remove_worktree(repo, Path::new(dir), false) {
                 tracing::warn!(worktree = %dir, error = %e, "kept the worktree of a finished step");
             }
         }

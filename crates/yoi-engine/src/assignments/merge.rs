@@ -288,7 +288,7 @@ fn land_on(
     changed: &[String],
     now: Timestamp,
 ) -> Result<Landing, AssignmentError> {
-    let tickets_dir = format!("{}/", ws.config.workspace.tickets_dir.trim_end_matches('/'));
+    let tickets_dir = ws.config.tickets_prefix();
     match yoi_git::land(
         ws.root(),
         target,

@@ -300,8 +300,10 @@ impl Job<'_> {
             .map_err(|e| (step, format!("{}: {e}", worktree_root.display())))?;
         // Detached at the base commit: commits made there move no branch. Only the server moves
         // the ticket branch, by compare-and-swap, to a commit a pod reports with the current
-        // fence (docs/pods.md).
-        yoi_git::add_worktree_detached(repo, &worktree, base_commit)
+        // fence (docs/pods.md). The ticket files are left out (a sparse checkout), so the cost
+        // does not grow with the backlog; commits there carry them unchanged.
+        let leave_out = ws.config.tickets_prefix();
+        yoi_git::add_worktree_sparse(repo, &worktree, base_commit, &[leave_out.as_str()])
             .map_err(|e| (step, e.to_string()))?;
         made.worktree = Some(worktree.clone());
         injected(step, fail_at).map_err(|e| (step, e))?;

@@ -93,6 +93,23 @@ impl FromStr for State {
     }
 }
 
+impl State {
+    /// A state name as the older tools wrote it in `state_changed` events, read as the current
+    /// state it became: `intake` (the older lifecycle's first state, before planning) is
+    /// `planning`. `None` for a name that is neither older nor current.
+    pub fn from_older(s: &str) -> Option<State> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "intake" => Some(State::Planning),
+            _ => None,
+        }
+    }
+
+    /// A state name from a thread event: a current one, else an older one ([`State::from_older`]).
+    pub fn from_event(s: &str) -> Option<State> {
+        s.parse().ok().or_else(|| State::from_older(s))
+    }
+}
+
 /// The dedicated operation for each edge of the state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -421,8 +421,9 @@ pub fn parse_header(line: &str) -> Result<(EventKind, Vec<(String, String)>), St
             }
         } else {
             let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            value = rest[..end].to_string();
-            rest = &rest[end..];
+            let (v, after) = older_bare_value(rest, end);
+            value = v;
+            rest = after;
         }
         attrs.push((key.to_string(), value));
         rest = rest.trim_start();
@@ -435,6 +436,68 @@ pub fn parse_header(line: &str) -> Result<(EventKind, Vec<(String, String)>), St
         return Err("the event kind is empty".into());
     }
     Ok((EventKind::from(kind), attrs))
+}
+
+/// Attribute keys yoi and the older tools write; in an older header they mark where an
+/// unquoted value with spaces ends.
+const KNOWN_KEYS: &[&str] = &[
+    "event",
+    "id",
+    "author",
+    "at",
+    "status",
+    "from",
+    "to",
+    "reason",
+    "field",
+    "operation_key",
+    "request_fingerprint",
+    "repository_id",
+    "ref_selector",
+    "op",
+    "fp",
+    "kind",
+    "action",
+    "decision",
+    "target",
+    "target_ref",
+    "commit",
+    "before",
+    "after",
+    "empty",
+    "legacy_event_kind",
+];
+
+/// A bare value starting `rest` whose first word ends at `end`, and the text after it. The older
+/// writer did not always quote: in `author: yoi ticket at: …` the value is `yoi ticket`. Words
+/// that are not shaped `key:` continue the value (spacing kept); once it has continued, only a
+/// known key ends it, so `reason: fix: typo at: …` reads as `fix: typo`. yoi quotes every value
+/// with a space, so its own headers never take this path.
+fn older_bare_value(rest: &str, end: usize) -> (String, &str) {
+    let mut value = rest[..end].to_string();
+    let mut rest = &rest[end..];
+    let mut continued = false;
+    loop {
+        let next = rest.trim_start();
+        if next.is_empty() {
+            break;
+        }
+        let word_end = next.find(char::is_whitespace).unwrap_or(next.len());
+        let word = &next[..word_end];
+        let key = word.strip_suffix(':').filter(|k| {
+            !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        });
+        if key.is_some_and(|k| !continued || KNOWN_KEYS.contains(&k)) {
+            break;
+        }
+        let gap = rest.len() - next.len();
+        value.push_str(&rest[..gap + word_end]);
+        rest = &next[word_end..];
+        continued = true;
+    }
+    (value, rest)
 }
 
 fn short(s: &str) -> String {

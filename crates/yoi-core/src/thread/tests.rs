@@ -116,6 +116,42 @@ fn malformed_header_is_reported_and_skipped() {
 }
 
 #[test]
+fn older_unquoted_values_with_spaces_read_up_to_the_next_key() {
+    let (kind, attrs) =
+        parse_header("<!-- event: create author: yoi ticket at: 2026-06-05T21:07:03Z -->").unwrap();
+    assert_eq!(kind, EventKind::Create);
+    assert_eq!(
+        attrs,
+        [
+            ("author".to_string(), "yoi ticket".to_string()),
+            ("at".to_string(), "2026-06-05T21:07:03Z".to_string())
+        ]
+    );
+    // Spacing kept; after a continuation only a known key ends the value; a key right after a
+    // one-word value still starts a new attribute, known or not.
+    let (_, attrs) = parse_header(
+        "<!-- event: state_changed author: Hare  Tanaka from: intake to: planning reason: fix: typo in it field: state custom: x -->",
+    )
+    .unwrap();
+    let get = |k: &str| {
+        attrs
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(get("author"), Some("Hare  Tanaka"));
+    assert_eq!(get("reason"), Some("fix: typo in it"));
+    assert_eq!(get("field"), Some("state"));
+    assert_eq!(get("custom"), Some("x"));
+    // The event around such a header is read whole, with no issue.
+    let text = "<!-- event: comment author: yoi ticket at: 2026-06-05T21:07:03Z -->\n\n## Comment\n\nhello\n\n---\n";
+    let parsed = parse_thread(text);
+    assert!(parsed.issues.is_empty(), "{:?}", parsed.issues);
+    assert_eq!(parsed.events[0].author(), Some("yoi ticket"));
+    assert_eq!(parsed.events[0].body, "hello");
+}
+
+#[test]
 fn validate_refuses_newlines_bad_keys_and_duplicates() {
     let e = Event::new(EventKind::Comment, "").with_attr("reason", "a\nb");
     assert!(matches!(e.validate(), Err(AttrError::Multiline { .. })));

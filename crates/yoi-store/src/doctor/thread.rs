@@ -132,11 +132,28 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
                 match event.get(key) {
                     None => problems.push(format!("`{key}` is missing")),
                     Some(v) if v.trim().is_empty() => problems.push(format!("`{key}` is empty")),
-                    Some(v) if key != "reason" => match v.parse::<State>() {
-                        Ok(s) if key == "to" => to = Some(s),
-                        Ok(_) => {}
-                        Err(_) => problems.push(format!("`{key}: {v}` is not a state")),
-                    },
+                    Some(v) if key != "reason" => {
+                        let read = match v.parse::<State>() {
+                            Ok(s) => Some(s),
+                            Err(_) => State::from_older(v).inspect(|s| {
+                                push(
+                                    Finding::warning(
+                                        "thread.older_state",
+                                        format!(
+                                            "the state_changed event at line {line} names the older state `{key}: {v}`, read as {s}"
+                                        ),
+                                        "older trees used `intake` before `planning`; the text is kept as written",
+                                    )
+                                    .with_fix("nothing to do".to_string()),
+                                )
+                            }),
+                        };
+                        match read {
+                            Some(s) if key == "to" => to = Some(s),
+                            Some(_) => {}
+                            None => problems.push(format!("`{key}: {v}` is not a state")),
+                        }
+                    }
                     Some(_) => {}
                 }
             }

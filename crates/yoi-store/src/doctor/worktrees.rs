@@ -126,6 +126,37 @@ impl Repo<'_> {
             .branch
             .as_deref()
             .is_some_and(|b| self.branch(b).is_some());
+        // A plan without a base commit was written by the older tools (yoi records the base of
+        // every acceptance): it names where the older tool worked, often in another clone (its
+        // worktree paths even start with a `<repo>` placeholder). yoi made neither and runs
+        // nothing there, so their absence is worth a note, not an error.
+        if plan.base_commit.is_none() {
+            let worktree_ok = plan
+                .worktree
+                .as_deref()
+                .is_none_or(|w| self.registered(&self.ws.root().join(w)).is_some());
+            if !branch_ok || !worktree_ok {
+                let named = [
+                    plan.branch.as_deref().map(|b| format!("branch `{b}`")),
+                    plan.worktree.as_deref().map(|w| format!("worktree `{w}`")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" and ");
+                out.push(at(Finding::warning(
+                    "plan.older_workplace",
+                    format!(
+                        "ticket {id} is in progress under an older tool's plan ({named}), which is not all in this repository"
+                    ),
+                    "the older tool's accepted plan is kept as written; yoi runs nothing for a ticket it did not accept",
+                )
+                .with_fix(format!(
+                    "nothing to do; to have yoi work on it, `yoi ticket return-to-planning {id} --reason \"<why>\"`, then mark it ready and queue it"
+                ))));
+            }
+            return;
+        }
         if let (Some(b), false) = (plan.branch.as_deref(), branch_ok) {
             let fix = match &plan.base_commit {
                 Some(base) => format!(

@@ -108,6 +108,22 @@ fn a_queued_ticket_is_implemented_verified_reviewed_and_merged_into_the_checked_
         git(repo.path(), &["branch", "--list", &branch]).trim_start_matches(['*', ' ']),
         branch
     );
+    // The pods' own worktrees stay, and doctor does not call them orphans.
+    assert!(repo.path().join(".worktree/.pods").is_dir());
+    let doctor: serde_json::Value = serde_json::from_str(
+        &repo
+            .yoi(&["ticket", "doctor", "--json", "--local"])
+            .ok()
+            .stdout,
+    )
+    .unwrap();
+    let worktree_findings: Vec<&serde_json::Value> = doctor["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"].as_str().unwrap().starts_with("worktree."))
+        .collect();
+    assert!(worktree_findings.is_empty(), "{worktree_findings:#?}");
 }
 
 #[test]

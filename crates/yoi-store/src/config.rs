@@ -275,6 +275,12 @@ impl Config {
         root.join(&self.workspace.worktree_dir)
     }
 
+    /// Where the pods' own worktrees for read-only steps are (`<worktree_dir>/.pods/<pod>`):
+    /// kept between claims and moved to each commit by the service (docs/flows.md).
+    pub fn pod_worktree_dir(&self, root: &Path) -> PathBuf {
+        self.worktree_dir(root).join(".pods")
+    }
+
     /// The tickets folder as a path prefix inside the repository (`.yoi/tickets/`): what yoi
     /// leaves out of the worktrees it makes and never writes into a checked-out target.
     pub fn tickets_prefix(&self) -> String {

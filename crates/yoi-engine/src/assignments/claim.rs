@@ -334,7 +334,7 @@ fn prepare(
 
 /// Where the pods' own worktrees are: `<worktree_dir>/.pods/<pod name>`.
 pub fn pod_worktrees_dir(ws: &Workspace) -> PathBuf {
-    ws.config.worktree_dir(ws.root()).join(".pods")
+    ws.config.pod_worktree_dir(ws.root())
 }
 
 /// The worktree of pod `pod` (a registered incarnation, `name@nonce`), detached at `head`: one

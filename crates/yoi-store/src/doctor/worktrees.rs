@@ -38,6 +38,8 @@ struct Repo<'a> {
     root: PathBuf,
     /// Canonical worktree folder (`workspace.worktree_dir`).
     worktree_dir: PathBuf,
+    /// Canonical folder of the pods' own worktrees, inside it.
+    pod_dir: PathBuf,
     /// Linked worktrees only (the main one is never a ticket's).
     linked: Vec<WorktreeInfo>,
     branches: Vec<BranchInfo>,
@@ -70,6 +72,7 @@ pub(super) fn check_workspace(ws: &Workspace, tickets: &[TicketScan]) -> Vec<Fin
     let repo = Repo {
         ws,
         worktree_dir: git::canonical(&ws.config.worktree_dir(ws.root())),
+        pod_dir: git::canonical(&ws.config.pod_worktree_dir(ws.root())),
         root: git::canonical(&root),
         linked: worktrees.into_iter().skip(1).collect(),
         branches,
@@ -237,6 +240,11 @@ impl Repo<'_> {
             return;
         }
         if !w.path.is_dir() || !self.is_yois(w) {
+            return;
+        }
+        // A pod's own worktree belongs to no ticket: the service moves it to each commit a
+        // read-only step works on and replaces it when it is not exactly one (docs/flows.md).
+        if git::canonical(&w.path).starts_with(&self.pod_dir) {
             return;
         }
         let (whose, finished) = match &ticket {

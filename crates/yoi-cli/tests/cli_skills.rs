@@ -120,6 +120,62 @@ fn lint_a_folder_reports_each_skill_and_exits_1_on_errors() {
 }
 
 #[test]
+fn lint_reports_a_wrong_case_skill_file_and_a_folder_without_skill_md() {
+    let repo = Repo::init();
+    let root = tempfile::tempdir().unwrap();
+    write_skill(
+        root.path(),
+        "good-one",
+        "name: good-one\ndescription: Fine.\n",
+    );
+    let mixed = root.path().join("mixed-case");
+    std::fs::create_dir_all(&mixed).unwrap();
+    std::fs::write(
+        mixed.join("Skill.md"),
+        "---\nname: mixed-case\ndescription: d\n---\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.path().join("no-file")).unwrap();
+    let out = repo.yoi(&["skill", "lint", root.path().to_str().unwrap(), "--json"]);
+    assert_eq!(out.code, 1);
+    let v = json(&out);
+    let rows: Vec<(&str, bool, &str)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                s["valid"].as_bool().unwrap(),
+                s["diagnostics"][0]["rule"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("good-one", true, ""),
+            ("mixed-case", false, "FILE-NAME"),
+            ("no-file", false, "FILE-MISSING")
+        ]
+    );
+    assert_eq!(
+        v[1]["diagnostics"][0]["message"],
+        "`mixed-case/Skill.md` must be named exactly `SKILL.md` (the case matters), so the \
+         folder `mixed-case` is not loaded as a skill; rename the file to `mixed-case/SKILL.md`"
+    );
+
+    std::fs::create_dir_all(repo.path().join(".yoi/skills/no-file")).unwrap();
+    let list = json(&repo.yoi(&["skill", "list", "--json"]).ok());
+    assert_eq!(list["skipped"][0]["name"], "no-file");
+    assert_eq!(
+        list["skipped"][0]["location"],
+        ".yoi/skills/no-file/SKILL.md"
+    );
+    assert_eq!(list["skipped"][0]["diagnostic"]["rule"], "FILE-MISSING");
+}
+
+#[test]
 fn activation_is_recorded_before_the_body_is_printed() {
     let repo = Repo::init();
     let id = repo.create("Uses a skill", "");

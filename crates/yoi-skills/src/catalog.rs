@@ -3,9 +3,12 @@
 //! Three sources in fixed priority: the workspace skills root (yoi passes `.yoi/skills`), the
 //! extra roots from configuration in their configured order, then the built-ins. A skill is a
 //! direct, non-hidden subdirectory holding a file named exactly `SKILL.md`; loose files and
-//! dot-directories are ignored. The first source to provide a name wins and records every lower
-//! entry it shadows. Broken skills stay listed with their diagnostics and are never activatable.
-//! Loading never fails: unreadable roots become [`SourceProblem`]s.
+//! dot-directories are ignored. Any other subdirectory (no `SKILL.md`, or one named `Skill.md`)
+//! is not a skill and is not loaded, but it is never dropped silently: it becomes a
+//! [`SkippedFolder`] with a diagnostic, which `yoi skill lint` reports as an error. The first
+//! source to provide a name wins and records every lower entry it shadows. Broken skills stay
+//! listed with their diagnostics and are never activatable. Loading never fails: unreadable
+//! roots become [`SourceProblem`]s.
 //!
 //! Nothing serialisable here carries a host path. Locations are relative to the repository root
 //! (`.yoi/skills/<name>/SKILL.md`), opaque for roots outside it (`extra:1/<name>/SKILL.md`), or
@@ -185,37 +188,53 @@ pub struct SourceProblem {
     pub message: String,
 }
 
+/// A subdirectory of a skills root that is not a skill: it has no `SKILL.md`, or its skill
+/// file is named in the wrong case (`Skill.md`). The catalog does not load it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedFolder {
+    /// The folder name.
+    pub name: String,
+    pub source: SkillSource,
+    /// The misnamed file, or where `SKILL.md` was expected, in the form of
+    /// [`SkillEntry::location`]; never a host path.
+    pub location: String,
+    /// `FILE-NAME`, `FILE-MISSING` or `FILE-READ`, always an error.
+    pub diagnostic: Diagnostic,
+}
+
 /// All skills visible to yoi, one entry per name, sorted by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Catalog {
     skills: Vec<SkillEntry>,
     problems: Vec<SourceProblem>,
+    /// Folders of every source that are not skills, in source order, then by name.
+    skipped: Vec<SkippedFolder>,
 }
 
 impl Catalog {
     /// Scans the workspace root, the extra roots and the built-ins.
     pub fn load(config: &CatalogConfig) -> Self {
-        let mut problems = Vec::new();
-        let mut candidates = scan::scan_root(
+        let mut found = scan::Found::default();
+        scan::scan_root(
             config,
             &config.workspace_root,
             SkillSource::Workspace,
-            &mut problems,
+            &mut found,
         );
         for (index, root) in config.extra_roots.iter().enumerate() {
-            candidates.extend(scan::scan_root(
-                config,
-                root,
-                SkillSource::Extra { index },
-                &mut problems,
-            ));
+            scan::scan_root(config, root, SkillSource::Extra { index }, &mut found);
         }
-        candidates.extend(builtins().iter().map(builtin_entry));
-        Self::from_candidates(candidates, problems)
+        found.skills.extend(builtins().iter().map(builtin_entry));
+        Self::from_candidates(found)
     }
 
-    /// Resolves shadowing; `candidates` must be in priority order.
-    fn from_candidates(candidates: Vec<SkillEntry>, problems: Vec<SourceProblem>) -> Self {
+    /// Resolves shadowing; `found.skills` must be in priority order.
+    fn from_candidates(found: scan::Found) -> Self {
+        let scan::Found {
+            skills: candidates,
+            problems,
+            skipped,
+        } = found;
         let mut winners: BTreeMap<String, SkillEntry> = BTreeMap::new();
         for candidate in candidates {
             match winners.get_mut(&candidate.name) {
@@ -228,6 +247,7 @@ impl Catalog {
         Self {
             skills: winners.into_values().collect(),
             problems,
+            skipped,
         }
     }
 
@@ -255,6 +275,11 @@ impl Catalog {
 
     pub fn problems(&self) -> &[SourceProblem] {
         &self.problems
+    }
+
+    /// Subdirectories of the skills roots that are not skills, each with its diagnostic.
+    pub fn skipped(&self) -> &[SkippedFolder] {
+        &self.skipped
     }
 }
 

@@ -102,6 +102,8 @@ pub mod rules {
     pub const FILE_UTF8: &str = "FILE-UTF8";
     pub const FILE_READ: &str = "FILE-READ";
     pub const FILE_SIZE: &str = "FILE-SIZE";
+    pub const FILE_NAME: &str = "FILE-NAME";
+    pub const FILE_MISSING: &str = "FILE-MISSING";
     pub const FM_START: &str = "FM-START";
     pub const FM_CLOSE: &str = "FM-CLOSE";
     pub const FM_SIZE: &str = "FM-SIZE";
@@ -136,6 +138,8 @@ pub mod rules {
         FILE_UTF8,
         FILE_READ,
         FILE_SIZE,
+        FILE_NAME,
+        FILE_MISSING,
         FM_START,
         FM_CLOSE,
         FM_SIZE,

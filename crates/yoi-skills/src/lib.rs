@@ -28,7 +28,8 @@ pub use activate::{
 };
 pub use builtin::{builtin, builtins, BuiltinFile, BuiltinSkill};
 pub use catalog::{
-    Catalog, CatalogConfig, ShadowedSkill, SkillEntry, SkillSource, SkillSummary, SourceProblem,
+    Catalog, CatalogConfig, ShadowedSkill, SkillEntry, SkillSource, SkillSummary, SkippedFolder,
+    SourceProblem,
 };
 pub use diagnostic::{rules, Diagnostic, Severity};
 pub use lint::{lint_skill_md, LintedSkill, SkillMeta};

@@ -7,11 +7,14 @@
 //! advice (size, references leaving the folder) do not.
 //!
 //! Names are ASCII-only (`a-z`, `0-9`, `-`) and never Unicode-normalised; `docs/skills.md`
-//! explains why. Every length is counted in Unicode scalar values, never bytes.
+//! explains why. Every length is counted in Unicode scalar values, never bytes. A string field
+//! written as an unquoted number or boolean (`name: 2024`) is read as its source text, as the
+//! reference validator reads it, and then checked like any other text.
 
 mod body;
 mod fields;
 mod name;
+mod source;
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@ use std::fs;
 
 use common::{skill_md, write_file, write_skill};
 use yoi_skills::digest::sha256_hex;
-use yoi_skills::{rules, Catalog, CatalogConfig, SkillSource};
+use yoi_skills::{rules, Catalog, CatalogConfig, Diagnostic, SkillSource, SkippedFolder};
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -52,6 +52,107 @@ fn finds_direct_subfolders_with_skill_md_only() {
         .map(|s| s.name.as_str())
         .collect();
     assert_eq!(workspace_names, ["alpha"]);
+    let skipped: Vec<(&str, &str)> = catalog
+        .skipped()
+        .iter()
+        .map(|s| (s.name.as_str(), s.diagnostic.rule))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("empty", rules::FILE_MISSING),
+            ("lowercase", rules::FILE_NAME),
+            ("nested", rules::FILE_MISSING)
+        ]
+    );
+}
+
+#[test]
+fn a_skill_file_in_the_wrong_case_is_skipped_with_an_error_naming_skill_md() {
+    let f = fixture();
+    write_file(
+        &workspace(&f),
+        "mixed-case/Skill.md",
+        skill_md("mixed-case", "Wrong case.").as_bytes(),
+    );
+    let catalog = Catalog::load(&f.config);
+    assert!(catalog.get("mixed-case").is_none());
+    assert_eq!(
+        catalog.skipped(),
+        [SkippedFolder {
+            name: "mixed-case".into(),
+            source: SkillSource::Workspace,
+            location: ".yoi/skills/mixed-case/Skill.md".into(),
+            diagnostic: Diagnostic::error(
+                rules::FILE_NAME,
+                "`mixed-case/Skill.md` must be named exactly `SKILL.md` (the case matters), so \
+                 the folder `mixed-case` is not loaded as a skill; rename the file to \
+                 `mixed-case/SKILL.md`",
+                None
+            ),
+        }]
+    );
+    assert!(catalog.problems().is_empty());
+}
+
+#[test]
+fn a_folder_without_skill_md_is_skipped_with_a_file_missing_error() {
+    let f = fixture();
+    write_file(&f.config.extra_roots[0], "notes/README.md", b"# notes");
+    let catalog = Catalog::load(&f.config);
+    assert!(catalog.get("notes").is_none());
+    assert_eq!(
+        catalog.skipped(),
+        [SkippedFolder {
+            name: "notes".into(),
+            source: SkillSource::Extra { index: 0 },
+            location: "team-skills/notes/SKILL.md".into(),
+            diagnostic: Diagnostic::error(
+                rules::FILE_MISSING,
+                "the folder `notes` has no `SKILL.md`, so it is not a skill; add \
+                 `notes/SKILL.md` or move the folder out of the skills folder",
+                None
+            ),
+        }]
+    );
+}
+
+#[test]
+fn a_skill_md_that_is_a_folder_is_not_a_skill() {
+    let f = fixture();
+    fs::create_dir_all(workspace(&f).join("odd/SKILL.md")).unwrap();
+    let catalog = Catalog::load(&f.config);
+    assert_eq!(catalog.skipped().len(), 1);
+    assert_eq!(
+        catalog.skipped()[0].diagnostic,
+        Diagnostic::error(
+            rules::FILE_MISSING,
+            "`odd/SKILL.md` is not a file (a folder or a broken link), so the folder `odd` is \
+             not loaded as a skill",
+            None
+        )
+    );
+}
+
+#[test]
+fn scanning_a_skill_folder_itself_says_to_scan_its_parent() {
+    let f = fixture();
+    let skill = write_skill(&workspace(&f), "solo", &skill_md("solo", "Alone."));
+    write_file(&skill, "scripts/run.sh", b"echo hi");
+    let mut config = f.config.clone();
+    config.workspace_root = skill;
+    config.extra_roots.clear();
+    let catalog = Catalog::load(&config);
+    assert_eq!(catalog.skipped().len(), 1);
+    assert_eq!(catalog.skipped()[0].name, "scripts");
+    assert!(
+        catalog.skipped()[0].diagnostic.message.ends_with(
+            "; the folder being scanned holds a `SKILL.md` itself: to check that skill, lint \
+             the folder that contains it"
+        ),
+        "{:?}",
+        catalog.skipped()[0].diagnostic
+    );
 }
 
 #[test]
@@ -186,6 +287,7 @@ fn serialised_catalog_never_contains_a_host_path() {
     let f = fixture();
     write_skill(&workspace(&f), "alpha", &skill_md("alpha", "A."));
     write_skill(&f.config.extra_roots[1], "outer", &skill_md("outer", "O."));
+    write_file(&f.config.extra_roots[1], "loose/skill.md", b"x");
     let mut config = f.config.clone();
     config
         .extra_roots
@@ -196,6 +298,10 @@ fn serialised_catalog_never_contains_a_host_path() {
     assert!(!json.contains(host), "host path leaked: {json}");
     assert!(
         json.contains("\"location\":\"extra:1:outer/SKILL.md\""),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"location\":\"extra:1:loose/skill.md\""),
         "{json}"
     );
     assert_eq!(catalog.problems().len(), 1);

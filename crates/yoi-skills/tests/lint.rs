@@ -1,7 +1,7 @@
 //! Field rules at their boundaries, counted in characters (CJK text included), and the ASCII
 //! name decision.
 
-use yoi_skills::{lint_skill_md, rules, LintedSkill, Severity};
+use yoi_skills::{lint_skill_md, rules, Diagnostic, LintedSkill, Severity};
 
 fn lint_front(dir: &str, front: &str) -> LintedSkill {
     lint_skill_md(dir, format!("---\n{front}\n---\nBody.\n").as_bytes())
@@ -40,8 +40,100 @@ fn name_is_required() {
 #[test]
 fn name_must_be_a_string() {
     assert_eq!(
-        rule_ids(&lint_front("x", "name: 12\ndescription: d")),
+        lint_front("x", "name: [x]\ndescription: d").diagnostics,
+        [Diagnostic::error(
+            rules::NAME_TYPE,
+            "`name` must be a string, found a list",
+            Some(2)
+        )]
+    );
+    assert_eq!(
+        rule_ids(&lint_front("x", "name:\n  a: b\ndescription: d")),
         [rules::NAME_TYPE]
+    );
+}
+
+#[test]
+fn an_unquoted_number_name_is_read_as_its_text() {
+    // skills-ref reads every scalar as text: `name: 2024` is the valid name "2024".
+    let linted = lint_front("2024", "name: 2024\ndescription: d");
+    assert!(linted.diagnostics.is_empty(), "{:?}", linted.diagnostics);
+    assert_eq!(linted.meta.name.as_deref(), Some("2024"));
+}
+
+#[test]
+fn an_unquoted_float_name_keeps_its_source_text_and_fails_the_naming_rule() {
+    // Not re-rendered as 1.5, and refused by the charset rule, not as "must be a string".
+    let linted = lint_front("1.50", "name: 1.50\ndescription: d");
+    assert_eq!(
+        linted.diagnostics,
+        [Diagnostic::error(
+            rules::NAME_CHARSET,
+            "name `1.50` may only contain ASCII lowercase letters, digits and hyphens \
+             (`a-z`, `0-9`, `-`); found '.' (U+002E)",
+            Some(2)
+        )]
+    );
+    assert_eq!(linted.meta.name.as_deref(), Some("1.50"));
+}
+
+#[test]
+fn an_unquoted_hex_name_keeps_its_uppercase_text() {
+    let linted = lint_front("0x1F", "name: 0x1F\ndescription: d");
+    assert_eq!(
+        linted.diagnostics,
+        [Diagnostic::error(
+            rules::NAME_CASE,
+            "name `0x1F` contains uppercase letters; use lowercase `a-z`",
+            Some(2)
+        )]
+    );
+    assert_eq!(linted.meta.name.as_deref(), Some("0x1F"));
+}
+
+#[test]
+fn the_dir_match_compares_the_source_text_of_a_number_name() {
+    // "2024.0" reads as the float 2024 but is compared as written.
+    assert_eq!(
+        lint_front("2024", "name: 2024.0\ndescription: d").diagnostics,
+        [
+            Diagnostic::error(
+                rules::NAME_CHARSET,
+                "name `2024.0` may only contain ASCII lowercase letters, digits and hyphens \
+                 (`a-z`, `0-9`, `-`); found '.' (U+002E)",
+                Some(2)
+            ),
+            Diagnostic::error(
+                rules::NAME_DIR_MATCH,
+                "name `2024.0` differs from its directory `2024`; they must be identical \
+                 (compared exactly, without case folding or Unicode normalisation)",
+                Some(2)
+            ),
+        ]
+    );
+}
+
+#[test]
+fn number_text_is_found_after_comments_and_on_the_next_line() {
+    let linted = lint_front(
+        "007",
+        "# header\nname: 007 # agent\ndescription:\n  # the text\n  false\n",
+    );
+    assert!(linted.diagnostics.is_empty(), "{:?}", linted.diagnostics);
+    assert_eq!(linted.meta.name.as_deref(), Some("007"));
+    assert_eq!(linted.meta.description.as_deref(), Some("false"));
+}
+
+#[test]
+fn a_tagged_number_stays_a_type_error() {
+    // `!!int` asks for a number explicitly; there is no plain text to read.
+    assert_eq!(
+        lint_front("x", "name: !!int 12\ndescription: d").diagnostics,
+        [Diagnostic::error(
+            rules::NAME_TYPE,
+            "`name` must be a string, found a number",
+            Some(2)
+        )]
     );
 }
 
@@ -152,8 +244,53 @@ fn description_is_required_and_not_blank() {
         [rules::DESC_EMPTY]
     );
     assert_eq!(
-        rule_ids(&lint_front("a", "name: a\ndescription: [x]")),
-        [rules::DESC_TYPE]
+        lint_front("a", "name: a\ndescription: [x]").diagnostics,
+        [Diagnostic::error(
+            rules::DESC_TYPE,
+            "`description` must be a string, found a list",
+            Some(3)
+        )]
+    );
+}
+
+#[test]
+fn boolean_and_number_descriptions_are_their_text() {
+    for text in ["true", "False", "1.50", "0x1F", "-3", ".inf", "1e3"] {
+        let linted = lint_front("a", &format!("name: a\ndescription: {text}"));
+        assert!(
+            linted.diagnostics.is_empty(),
+            "{text}: {:?}",
+            linted.diagnostics
+        );
+        assert_eq!(linted.meta.description.as_deref(), Some(text));
+    }
+}
+
+#[test]
+fn other_string_fields_typed_as_numbers_or_booleans_keep_their_text() {
+    let linted = lint_front(
+        "a",
+        "name: a\ndescription: d\nlicense: 2.0\ncompatibility: 3\nallowed-tools: true\n\
+         metadata:\n  version: 1.50\n  beta: no\n  enabled: TRUE\n  1: one",
+    );
+    assert!(linted.diagnostics.is_empty(), "{:?}", linted.diagnostics);
+    let meta = &linted.meta;
+    assert_eq!(meta.license.as_deref(), Some("2.0"));
+    assert_eq!(meta.compatibility.as_deref(), Some("3"));
+    assert_eq!(meta.allowed_tools.as_deref(), Some("true"));
+    let metadata: Vec<(&str, &str)> = meta
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        metadata,
+        [
+            ("1", "one"),
+            ("beta", "no"),
+            ("enabled", "TRUE"),
+            ("version", "1.50")
+        ]
     );
 }
 
@@ -204,11 +341,12 @@ fn compatibility_must_be_a_non_empty_string() {
         [rules::COMPAT_LENGTH]
     );
     assert_eq!(
-        rule_ids(&lint_front(
-            "a",
-            "name: a\ndescription: d\ncompatibility: 3"
-        )),
-        [rules::COMPAT_TYPE]
+        lint_front("a", "name: a\ndescription: d\ncompatibility: [3]").diagnostics,
+        [Diagnostic::error(
+            rules::COMPAT_TYPE,
+            "`compatibility` must be a string, found a list",
+            Some(4)
+        )]
     );
 }
 
@@ -237,15 +375,26 @@ fn metadata_maps_strings_to_strings() {
         rule_ids(&lint_front("a", "name: a\ndescription: d\nmetadata: text")),
         [rules::METADATA_TYPE]
     );
-    let number = lint_front("a", "name: a\ndescription: d\nmetadata:\n  version: 1.0");
-    assert_eq!(rule_ids(&number), [rules::METADATA_VALUE]);
-    assert!(number.diagnostics[0].message.contains("quote it"));
+    let list = lint_front(
+        "a",
+        "name: a\ndescription: d\nmetadata:\n  author: me\n  tags: [x, y]",
+    );
     assert_eq!(
-        rule_ids(&lint_front(
-            "a",
-            "name: a\ndescription: d\nmetadata:\n  1: x"
-        )),
-        [rules::METADATA_VALUE]
+        list.diagnostics,
+        [Diagnostic::error(
+            rules::METADATA_VALUE,
+            "`metadata.tags` must be a string, found a list; write it as one line of text, \
+             e.g. `tags: \"1.0\"`",
+            Some(6)
+        )]
+    );
+    assert_eq!(
+        lint_front("a", "name: a\ndescription: d\nmetadata:\n  [k]: x").diagnostics,
+        [Diagnostic::error(
+            rules::METADATA_VALUE,
+            "`metadata` keys must be strings, found a list",
+            Some(4)
+        )]
     );
 }
 

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use serde::Serialize;
-use yoi_engine::skill_format::{Catalog, CatalogConfig, SkillEntry};
+use yoi_engine::skill_format::{Catalog, CatalogConfig, SkillEntry, SkillSource};
 use yoi_engine::skills::{self as glue, SkillError};
 
 use crate::cli::SkillCommand;
@@ -12,12 +12,42 @@ use crate::context::{now, Env};
 use crate::error::CliError;
 use crate::output;
 
+/// One linted folder: a skill, or a folder the catalog skipped because it is not one.
 #[derive(Serialize)]
 struct LintOutput<'a> {
     name: &'a str,
     location: &'a str,
     valid: bool,
     diagnostics: &'a [yoi_engine::skill_format::Diagnostic],
+}
+
+/// Every skill and every skipped folder of `catalog` (only the workspace source when a root
+/// was given), sorted by name.
+fn lint_rows(catalog: &Catalog, only_workspace: bool) -> Vec<LintOutput<'_>> {
+    let wanted = |source: &SkillSource| !only_workspace || *source == SkillSource::Workspace;
+    let skills = catalog
+        .skills()
+        .iter()
+        .filter(|s| wanted(&s.source))
+        .map(|s| LintOutput {
+            name: &s.name,
+            location: &s.location,
+            valid: s.valid,
+            diagnostics: &s.diagnostics,
+        });
+    let skipped = catalog
+        .skipped()
+        .iter()
+        .filter(|f| wanted(&f.source))
+        .map(|f| LintOutput {
+            name: &f.name,
+            location: &f.location,
+            valid: false,
+            diagnostics: std::slice::from_ref(&f.diagnostic),
+        });
+    let mut rows: Vec<LintOutput> = skills.chain(skipped).collect();
+    rows.sort_by(|a, b| (a.name, a.location).cmp(&(b.name, b.location)));
+    rows
 }
 
 pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
@@ -27,9 +57,12 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
             let catalog = glue::load_catalog(&ws);
             let list = catalog.list();
             if json {
-                output::json(
-                    &serde_json::json!({ "count": list.len(), "skills": list, "problems": catalog.problems() }),
-                );
+                output::json(&serde_json::json!({
+                    "count": list.len(),
+                    "skills": list,
+                    "problems": catalog.problems(),
+                    "skipped": catalog.skipped(),
+                }));
             } else {
                 let rows: Vec<Vec<String>> = list
                     .iter()
@@ -47,6 +80,12 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
                     })
                     .collect();
                 output::table(&["NAME", "SOURCE", "STATUS", "DESCRIPTION"], &rows);
+                if !catalog.skipped().is_empty() {
+                    eprintln!(
+                        "skipped {} folder(s) that are not skills; `yoi skill lint` says why",
+                        catalog.skipped().len()
+                    );
+                }
             }
         }
         SkillCommand::Show { name, json } => {
@@ -71,38 +110,23 @@ pub fn run(env: &Env, cmd: SkillCommand) -> Result<(), CliError> {
                 }
                 None => glue::load_catalog(&env.files_only("yoi skill lint")?),
             };
-            let skills: Vec<&SkillEntry> = catalog
-                .skills()
-                .iter()
-                .filter(|s| {
-                    root.is_none() || s.source == yoi_engine::skill_format::SkillSource::Workspace
-                })
-                .collect();
-            let invalid = skills.iter().filter(|s| !s.valid).count();
+            let rows = lint_rows(&catalog, root.is_some());
+            let invalid = rows.iter().filter(|s| !s.valid).count();
             if json {
-                let out: Vec<LintOutput> = skills
-                    .iter()
-                    .map(|s| LintOutput {
-                        name: &s.name,
-                        location: &s.location,
-                        valid: s.valid,
-                        diagnostics: &s.diagnostics,
-                    })
-                    .collect();
-                output::json(&out);
+                output::json(&rows);
             } else {
-                for s in &skills {
+                for s in &rows {
                     println!(
                         "{} {}",
                         if s.valid { "ok     " } else { "invalid" },
                         s.location
                     );
-                    for d in &s.diagnostics {
+                    for d in s.diagnostics {
                         let line = d.line.map(|l| format!(":{l}")).unwrap_or_default();
                         println!("    {:?} {}{line}: {}", d.severity, d.rule, d.message);
                     }
                 }
-                println!("{} skill(s), {} invalid", skills.len(), invalid);
+                println!("{} folder(s), {} invalid", rows.len(), invalid);
             }
             if invalid > 0 {
                 return Err(CliError::DoctorFailed);

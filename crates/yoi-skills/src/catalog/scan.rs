@@ -1,22 +1,37 @@
 //! Reading one skills root from disk into catalog candidates.
+//!
+//! Every non-hidden subdirectory ends up in exactly one place: a skill entry when it holds a
+//! file named exactly `SKILL.md`, otherwise a [`SkippedFolder`] that says why (wrong case,
+//! missing, not a file, unlistable). Loose files and dot-entries are ignored, as the
+//! specification says.
 
 use std::fs;
 use std::io::{ErrorKind, Read};
 use std::path::{Component, Path, PathBuf};
 
-use super::{CatalogConfig, Origin, SkillEntry, SkillSource, SourceProblem};
+use super::{CatalogConfig, Origin, SkillEntry, SkillSource, SkippedFolder, SourceProblem};
 use crate::diagnostic::{rules, Diagnostic};
 use crate::parse::MAX_SKILL_MD_BYTES;
 
 /// The file that makes a folder a skill; matched byte-exactly, also on case-insensitive disks.
 pub(crate) const SKILL_FILE: &str = "SKILL.md";
 
+/// What the scans of the roots found, in priority order.
+#[derive(Default)]
+pub(super) struct Found {
+    pub skills: Vec<SkillEntry>,
+    pub problems: Vec<SourceProblem>,
+    pub skipped: Vec<SkippedFolder>,
+}
+
+/// Scans one root and appends its skills, sorted by name, and its skipped folders to `found`.
 pub(super) fn scan_root(
     config: &CatalogConfig,
     root: &Path,
     source: SkillSource,
-    problems: &mut Vec<SourceProblem>,
-) -> Vec<SkillEntry> {
+    found: &mut Found,
+) {
+    let problems = &mut found.problems;
     let absolute = if root.is_absolute() {
         root.to_path_buf()
     } else {
@@ -25,18 +40,20 @@ pub(super) fn scan_root(
     let entries = match fs::read_dir(&absolute) {
         Ok(entries) => entries,
         Err(e) if e.kind() == ErrorKind::NotFound && source == SkillSource::Workspace => {
-            return Vec::new();
+            return;
         }
         Err(e) => {
             problems.push(SourceProblem {
                 source,
                 message: format!("the {source} skills folder cannot be read: {}", e.kind()),
             });
-            return Vec::new();
+            return;
         }
     };
     let prefix = location_prefix(&config.repo_root, root, &absolute, source);
-    let mut found = Vec::new();
+    let root_is_skill = probe(&absolute).is_ok();
+    let mut skills = Vec::new();
+    let mut skipped = Vec::new();
     for entry in entries {
         let entry = match entry {
             Ok(entry) => entry,
@@ -63,7 +80,11 @@ pub(super) fn scan_root(
             continue;
         }
         let dir = entry.path();
-        if !fs::metadata(&dir).is_ok_and(|m| m.is_dir()) || !has_skill_file(&dir) {
+        if !fs::metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        if let Err(why) = probe(&dir) {
+            skipped.push(skipped_folder(name, source, &prefix, why, root_is_skill));
             continue;
         }
         let location = format!("{prefix}{name}/{SKILL_FILE}");
@@ -80,10 +101,12 @@ pub(super) fn scan_root(
             }
             Err(e) => unreadable(name, source, location, dir, e.kind()),
         };
-        found.push(entry);
+        skills.push(entry);
     }
-    found.sort_by(|a, b| a.name.cmp(&b.name));
-    found
+    skills.sort_by(|a, b| a.name.cmp(&b.name));
+    skipped.sort_by(|a, b| a.name.cmp(&b.name));
+    found.skills.extend(skills);
+    found.skipped.extend(skipped);
 }
 
 /// Reads at most one byte past the parser's limit, so an oversize file is reported as
@@ -96,14 +119,100 @@ fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// True when `dir` holds an entry named exactly `SKILL.md` that is (or links to) a file.
-fn has_skill_file(dir: &Path) -> bool {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return false;
+/// Why a subdirectory of a skills root is not a skill.
+enum NotSkill {
+    /// No `SKILL.md`, but a file whose name differs only in case, such as `Skill.md`.
+    Misnamed(String),
+    /// `SKILL.md` exists but is a folder, a broken link or another non-file.
+    NotAFile,
+    Missing,
+    /// The folder cannot be listed.
+    Unlistable(ErrorKind),
+}
+
+/// `Ok` when `dir` holds an entry named exactly `SKILL.md` that is (or links to) a file.
+/// Checked by listing, so the match is byte-exact also on case-insensitive disks, where
+/// `dir.join("SKILL.md")` would open `skill.md`.
+fn probe(dir: &Path) -> Result<(), NotSkill> {
+    let entries = fs::read_dir(dir).map_err(|e| NotSkill::Unlistable(e.kind()))?;
+    let is_file = |path: &Path| fs::metadata(path).is_ok_and(|m| m.is_file());
+    let mut not_a_file = false;
+    let mut misnamed: Option<String> = None;
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        if file_name == SKILL_FILE {
+            if is_file(&entry.path()) {
+                return Ok(());
+            }
+            not_a_file = true;
+        } else if let Some(other) = file_name.to_str() {
+            if other.eq_ignore_ascii_case(SKILL_FILE)
+                && is_file(&entry.path())
+                && misnamed.as_deref().is_none_or(|m| other < m)
+            {
+                misnamed = Some(other.to_string());
+            }
+        }
+    }
+    Err(match (not_a_file, misnamed) {
+        (true, _) => NotSkill::NotAFile,
+        (false, Some(found)) => NotSkill::Misnamed(found),
+        (false, None) => NotSkill::Missing,
+    })
+}
+
+/// The skipped-folder record for a subdirectory that is not a skill.
+fn skipped_folder(
+    name: &str,
+    source: SkillSource,
+    prefix: &str,
+    why: NotSkill,
+    root_is_skill: bool,
+) -> SkippedFolder {
+    let expected = format!("{prefix}{name}/{SKILL_FILE}");
+    let (rule, location, message) = match why {
+        NotSkill::Misnamed(found) => (
+            rules::FILE_NAME,
+            format!("{prefix}{name}/{found}"),
+            format!(
+                "`{name}/{found}` must be named exactly `{SKILL_FILE}` (the case matters), so \
+                 the folder `{name}` is not loaded as a skill; rename the file to \
+                 `{name}/{SKILL_FILE}`"
+            ),
+        ),
+        NotSkill::NotAFile => (
+            rules::FILE_MISSING,
+            expected,
+            format!(
+                "`{name}/{SKILL_FILE}` is not a file (a folder or a broken link), so the folder \
+                 `{name}` is not loaded as a skill"
+            ),
+        ),
+        NotSkill::Missing => {
+            let mut message = format!(
+                "the folder `{name}` has no `{SKILL_FILE}`, so it is not a skill; add \
+                 `{name}/{SKILL_FILE}` or move the folder out of the skills folder"
+            );
+            if root_is_skill {
+                message.push_str(&format!(
+                    "; the folder being scanned holds a `{SKILL_FILE}` itself: to check that \
+                     skill, lint the folder that contains it"
+                ));
+            }
+            (rules::FILE_MISSING, expected, message)
+        }
+        NotSkill::Unlistable(kind) => (
+            rules::FILE_READ,
+            expected,
+            format!("the folder `{name}` cannot be listed: {kind}"),
+        ),
     };
-    entries
-        .flatten()
-        .any(|e| e.file_name() == SKILL_FILE && fs::metadata(e.path()).is_ok_and(|m| m.is_file()))
+    SkippedFolder {
+        name: name.to_string(),
+        source,
+        location,
+        diagnostic: Diagnostic::error(rule, message, None),
+    }
 }
 
 fn unreadable(

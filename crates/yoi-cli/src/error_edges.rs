@@ -503,7 +503,7 @@ fn git_error() {
 
 // ---- yoi_skills -----------------------------------------------------------------------------
 
-const N_PROPOSAL: usize = 20;
+const N_PROPOSAL: usize = 21;
 fn tag_proposal(e: &ProposalError) -> usize {
     match e {
         ProposalError::MissingField { .. } => 0,
@@ -526,6 +526,7 @@ fn tag_proposal(e: &ProposalError) -> usize {
         ProposalError::Tampered { .. } => 17,
         ProposalError::RestoreFailed { .. } => 18,
         ProposalError::Io { .. } => 19,
+        ProposalError::BadFileName { .. } => 20,
     }
 }
 
@@ -539,6 +540,7 @@ fn proposal_error() {
         cases![
             ProposalError::MissingField { field: "reason" } => Invalid 2 400,
             ProposalError::ParentComponent { path: s("../x") } => Invalid 2 400,
+            ProposalError::BadFileName { path: s("a/"), reason: "names a folder" } => Invalid 2 400,
             ProposalError::NotADirectory { path: s("x.md") } => Invalid 2 400,
             ProposalError::InvalidName { name: s("Bad_Name") } => Invalid 2 400,
             ProposalError::MissingSkillFile => Invalid 2 400,

@@ -11,7 +11,7 @@
 //! approver.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 use yoi_core::finding::{Finding, Severity};
@@ -161,13 +161,7 @@ pub fn propose_files(
         .into());
     }
     for rel in files.keys() {
-        let p = Path::new(rel);
-        if rel.is_empty()
-            || p.is_absolute()
-            || p.components().any(|c| !matches!(c, Component::Normal(_)))
-        {
-            return Err(ProposalError::ParentComponent { path: rel.clone() }.into());
-        }
+        check_file_name(rel, files)?;
     }
     let staging = ws.local_dir().join(format!(
         "proposal-staging-{}",
@@ -176,6 +170,53 @@ pub fn propose_files(
     let result = stage(&staging, name, files).and_then(|dir| propose_folder(ws, &dir, who, now));
     let _ = std::fs::remove_dir_all(&staging);
     result
+}
+
+/// The longest component of a proposed file's path, in characters.
+pub const MAX_FILE_NAME_CHARS: usize = 63;
+
+/// Refuse a proposed file name that is not a plain relative file path inside the skill folder,
+/// before anything is written: empty, a NUL byte, absolute, `.`/`..`/empty components, a name
+/// ending in `/` (a folder), or the folder of another proposed file (`a` next to `a/b`).
+fn check_file_name(rel: &str, files: &BTreeMap<String, String>) -> Result<(), ProposalError> {
+    let bad = |reason| {
+        Err(ProposalError::BadFileName {
+            path: rel.to_string(),
+            reason,
+        })
+    };
+    if rel.is_empty() {
+        return bad("is empty");
+    }
+    if rel.contains('\0') {
+        return bad("contains a NUL byte");
+    }
+    if Path::new(rel).is_absolute() {
+        return bad("is absolute");
+    }
+    if rel.ends_with('/') {
+        return bad("names a folder (it ends with `/`)");
+    }
+    if rel.split('/').any(|c| c == "..") {
+        return Err(ProposalError::ParentComponent {
+            path: rel.to_string(),
+        });
+    }
+    if rel.split('/').any(|c| c.is_empty() || c == ".") {
+        return bad("has an empty or `.` component");
+    }
+    // Every file system takes names of 255 bytes; 63 characters are at most 252.
+    if rel
+        .split('/')
+        .any(|c| c.chars().count() > MAX_FILE_NAME_CHARS)
+    {
+        return bad("has a component longer than 63 characters");
+    }
+    let folder = format!("{rel}/");
+    if files.keys().any(|other| other.starts_with(&folder)) {
+        return bad("is also the folder of another proposed file");
+    }
+    Ok(())
 }
 
 fn stage(

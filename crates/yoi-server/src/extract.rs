@@ -77,3 +77,15 @@ impl FromRequestParts<AppState> for IdempotencyKey {
         }
     }
 }
+
+/// A `limit` query parameter: 1 to 1000, 100 when absent; anything else is refused (the
+/// document states the same range).
+pub fn page_size(limit: Option<i64>) -> Result<i64, crate::error::ApiError> {
+    match limit {
+        None => Ok(100),
+        Some(n @ 1..=1000) => Ok(n),
+        Some(n) => Err(crate::error::ApiError::bad_request(format!(
+            "`limit` must be 1 to 1000, not {n}"
+        ))),
+    }
+}

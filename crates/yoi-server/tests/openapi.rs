@@ -214,3 +214,90 @@ fn operation_ids_are_unique() {
     }
     assert_eq!(seen.len(), ROUTES.len());
 }
+
+/// The schema of property `prop` of component `component`.
+fn schema_of<'d>(doc: &'d serde_json::Value, component: &str, prop: &str) -> &'d serde_json::Value {
+    &doc["components"]["schemas"][component]["properties"][prop]
+}
+
+#[test]
+fn the_documented_limits_are_the_ones_the_server_enforces() {
+    let s = Server::start(Backend::Sqlite);
+    let doc = document();
+    let title = schema_of(&doc, "CreateBody", "title");
+    let max = title["maxLength"].as_u64().unwrap() as usize;
+    assert_eq!(max, 1024);
+    let create = |title: String| {
+        s.post("/api/v1/tickets")
+            .token(&s.tokens.human)
+            .json(serde_json::json!({ "title": title }))
+            .send()
+    };
+    // At the limit in characters (four bytes each) it is taken; one more is refused.
+    let id = create("🎫".repeat(max)).expect(201)["ticket"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    create("a".repeat(max + 1)).expect_error(400, "invalid");
+    // Surrounding whitespace is trimmed (the pattern allows it); inner control characters are
+    // refused, and a blank title too.
+    create("\n\ttitle\n".into()).expect(201);
+    create("a\u{1}b".into()).expect_error(400, "invalid");
+    create(" \u{3000} ".into()).expect_error(400, "invalid");
+    // Page sizes are 1 to 1000, exactly as documented.
+    let limit = &doc["paths"]["/api/v1/tickets"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "limit")
+        .unwrap()["schema"];
+    assert_eq!(
+        (limit["minimum"].as_i64(), limit["maximum"].as_i64()),
+        (Some(1), Some(1000))
+    );
+    for (n, status) in [(0, 400), (1, 200), (1000, 200), (1001, 400)] {
+        let r = s
+            .get(&format!("/api/v1/tickets?limit={n}"))
+            .token(&s.tokens.read)
+            .send();
+        assert_eq!(r.status, status, "limit={n}: {}", r.text);
+    }
+    // Enumerations are spelled exactly: the API does not take the CLI's forgiving spellings.
+    s.get("/api/v1/tickets?state=READY")
+        .token(&s.tokens.read)
+        .send()
+        .expect_error(400, "invalid");
+    s.get("/api/v1/tickets?state=ready,done")
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    s.post(&format!("/api/v1/tickets/{id}/relations"))
+        .token(&s.tokens.human)
+        .json(serde_json::json!({ "kind": "Depends-On", "target": UNKNOWN_ID }))
+        .send()
+        .expect_error(400, "invalid");
+    s.post(&format!("/api/v1/tickets/{id}/plan"))
+        .token(&s.tokens.human)
+        .json(serde_json::json!({ "kind": "waiting_capacity_note", "note": "busy" }))
+        .send()
+        .expect_error(400, "invalid");
+    // A negative event position is refused even when a Last-Event-ID header is given.
+    let r = s
+        .get("/api/v1/events?after=-1")
+        .token(&s.tokens.read)
+        .header("Last-Event-ID", "0")
+        .send();
+    assert_eq!(r.status, 400, "{}", r.text);
+    // The per-operation bodies: close needs a resolution, reopen a reason.
+    let close = &doc["paths"]["/api/v1/tickets/{id}/close"]["post"]["requestBody"]["content"]
+        ["application/json"]["schema"]["$ref"];
+    assert_eq!(close, "#/components/schemas/ResolutionBody");
+    assert_eq!(
+        doc["components"]["schemas"]["ResolutionBody"]["required"],
+        serde_json::json!(["resolution"])
+    );
+    assert_eq!(
+        doc["components"]["schemas"]["CreateBody"]["additionalProperties"],
+        false
+    );
+}

@@ -166,3 +166,53 @@ fn proposals_are_stored_pending_and_only_a_human_decides() {
         .expect(200);
     assert_eq!(list["count"], 1);
 }
+
+#[test]
+fn a_proposal_with_a_bad_file_name_is_refused_naming_it_and_writes_nothing() {
+    let s = Server::start(Backend::Sqlite);
+    let skill = "---\nname: tidy\ndescription: Tidy up.\n---\nSteps.\n";
+    let local = s.root().join(".yoi/local");
+    let before: Vec<_> = std::fs::read_dir(&local)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    for (name, says) in [
+        ("", "is empty"),
+        ("a\u{0}b.md", "contains a NUL byte"),
+        ("/etc/passwd", "is absolute"),
+        ("../up.md", "`..`"),
+        ("refs/../../up.md", "`..`"),
+        ("references/", "names a folder"),
+        ("a//b.md", "empty or `.` component"),
+        ("./b.md", "empty or `.` component"),
+        ("references", "also the folder of another proposed file"),
+    ] {
+        let mut files = serde_json::Map::new();
+        files.insert("SKILL.md".into(), json!(skill));
+        files.insert(name.into(), json!("text"));
+        files.insert("references/notes.md".into(), json!("notes"));
+        let v = s
+            .post("/api/v1/skills/proposals")
+            .token(&s.tokens.coder)
+            .json(json!({ "name": "tidy", "files": files }))
+            .send()
+            .expect(400);
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{name:?}: {message}");
+        assert!(
+            message.contains(&format!("{name:?}")) || says == "`..`",
+            "{name:?}: {message}"
+        );
+    }
+    let list = s
+        .get("/api/v1/skills/proposals")
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    assert_eq!(list["count"], 0, "nothing was proposed");
+    let after: Vec<_> = std::fs::read_dir(&local)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(after, before, "no staging folder left behind");
+}

@@ -119,6 +119,9 @@ pub enum ProposalError {
     MissingField { field: &'static str },
     #[error("`{path}` contains a `..` component; give the skill folder itself")]
     ParentComponent { path: String },
+    /// A proposed file's name that cannot be a file inside the skill folder.
+    #[error("file name {path:?} {reason}; name each file by its relative path inside the skill folder, like `references/notes.md`")]
+    BadFileName { path: String, reason: &'static str },
     #[error("`{path}` is not a directory")]
     NotADirectory { path: String },
     #[error(
@@ -328,6 +331,7 @@ impl ProposalError {
         match self {
             ProposalError::MissingField { .. }
             | ProposalError::ParentComponent { .. }
+            | ProposalError::BadFileName { .. }
             | ProposalError::NotADirectory { .. }
             | ProposalError::InvalidName { .. }
             | ProposalError::MissingSkillFile

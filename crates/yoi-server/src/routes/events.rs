@@ -118,6 +118,12 @@ pub async fn stream(
 
 /// Where to start: the `Last-Event-ID` header, else `?after=`, else `None` (the current end).
 fn start_position(headers: &HeaderMap, after: Option<i64>) -> Result<Option<i64>, ApiError> {
+    // A negative `after` is refused even when the header wins over it.
+    if let Some(n) = after.filter(|n| *n < 0) {
+        return Err(ApiError::bad_request(format!(
+            "an event position cannot be negative, got {n}"
+        )));
+    }
     let header = headers
         .get("last-event-id")
         .map(|v| v.to_str().unwrap_or("\u{fffd}").trim())

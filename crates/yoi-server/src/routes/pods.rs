@@ -99,7 +99,7 @@ pub struct LogBody {
 pub struct AssignmentQuery {
     /// Only this ticket's assignments (id or unique suffix).
     pub ticket: Option<String>,
-    /// At most this many, newest first (default 100).
+    /// At most this many, newest first (1 to 1000, default 100).
     pub limit: Option<i64>,
 }
 
@@ -323,7 +323,7 @@ pub async fn list_assignments(
     _a: Authed<ReadTickets>,
     Params(q): Params<AssignmentQuery>,
 ) -> ApiResult<serde_json::Value> {
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = crate::extract::page_size(q.limit)?;
     let rows: Vec<Assignment> = s
         .read(move |ws| {
             let ticket = q.ticket.as_deref().map(|t| ws.resolve(t)).transpose()?;

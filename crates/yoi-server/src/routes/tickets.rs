@@ -98,7 +98,7 @@ pub struct ListParams {
     pub blocked: bool,
     /// Words that must all appear in the title or body.
     pub search: Option<String>,
-    /// Page size (default 100, at most 1000).
+    /// Page size (1 to 1000, default 100).
     pub limit: Option<usize>,
     /// Cursor: the `next` of the previous page.
     pub after: Option<String>,
@@ -112,8 +112,31 @@ pub struct ListResponse {
     pub next: Option<String>,
 }
 
+/// The `state` filter as the document states it: empty, `active`, `all`, or a comma list of
+/// state names spelled exactly (the CLI's `--state` is more forgiving).
 fn states(spec: Option<&str>) -> Result<Option<Vec<TicketState>>, ApiError> {
+    if let Some(spec) = spec.filter(|s| !matches!(*s, "" | "active" | "all")) {
+        for item in spec.split(',') {
+            if !TicketState::ALL.iter().any(|s| s.as_str() == item) {
+                return Err(ApiError::bad_request(format!(
+                    "`{item}` is not a state (expected `active`, `all` or a comma list of planning, ready, queued, inprogress, done, closed)"
+                )));
+            }
+        }
+    }
     query::parse_state_filter(spec).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// A relation kind in the API: exactly as the document spells it.
+fn relation_kind(kind: &str) -> Result<yoi_core::relation::RelationKind, ApiError> {
+    yoi_core::relation::RelationKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == kind)
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "`{kind}` is not a relation kind (expected depends_on, blocks, related, supersedes or duplicate_of, spelled exactly)"
+            ))
+        })
 }
 
 #[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets", params(ListParams), responses((status = 200, body = ListResponse)), security(("bearer" = [])))]
@@ -138,7 +161,8 @@ pub async fn list(
         Some(a) => Some(s.read(move |ws| ws.resolve(&a)).await?),
         None => None,
     };
-    let limit = p.limit.unwrap_or(100).clamp(1, 1000);
+    let limit =
+        crate::extract::page_size(p.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)))? as usize;
     let page = s.db().list(&filter, &words, after.as_ref(), limit).await?;
     Ok(Json(ListResponse {
         count: page.tickets.len(),
@@ -281,10 +305,7 @@ pub async fn add_relation(
     Body(b): Body<RelationBody>,
 ) -> ApiResult<Outcome> {
     let ctx = c.ctx(key);
-    let kind = b
-        .kind
-        .parse()
-        .map_err(|e: yoi_core::relation::RelationKindError| ApiError::bad_request(e.to_string()))?;
+    let kind = relation_kind(&b.kind)?;
     let req = RelationRequest {
         kind,
         target: b.target,
@@ -303,9 +324,7 @@ pub async fn remove_relation(
     Path((id, kind, target)): Path<(String, String, String)>,
 ) -> ApiResult<Outcome> {
     let ctx = c.ctx(key);
-    let kind = kind
-        .parse()
-        .map_err(|e: yoi_core::relation::RelationKindError| ApiError::bad_request(e.to_string()))?;
+    let kind = relation_kind(&kind)?;
     s.op(move |ws| ops::remove_relation(ws, &ctx, &id, kind, &target))
         .await
         .map(Json)
@@ -335,10 +354,20 @@ pub async fn add_plan(
     Body(b): Body<PlanBody>,
 ) -> ApiResult<serde_json::Value> {
     let ctx = c.ctx(key);
-    let kind: yoi_core::plan::PlanKind = b
-        .kind
-        .parse()
-        .map_err(|e: yoi_core::plan::PlanKindError| ApiError::bad_request(e.to_string()))?;
+    let kind = yoi_core::plan::PlanKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == b.kind)
+        .ok_or_else(|| {
+            let known: Vec<&str> = yoi_core::plan::PlanKind::ALL
+                .iter()
+                .map(|k| k.as_str())
+                .collect();
+            ApiError::bad_request(format!(
+                "`{}` is not a plan record kind (expected one of {}, spelled exactly)",
+                b.kind,
+                known.join(", ")
+            ))
+        })?;
     let req = PlanRequest {
         kind,
         related: b.related,

@@ -25,7 +25,7 @@ pub struct CreateRequest {
 }
 
 pub fn create(ws: &Workspace, ctx: &Ctx, req: &CreateRequest) -> Result<Outcome, StoreError> {
-    let title = one_line("title", &req.title, 1024)?;
+    let title = one_line("title", &req.title, super::MAX_TITLE_CHARS)?;
     let body = text_field("body", &req.body)?;
     let _lock = ws.lock()?;
     let mut deps: Vec<TicketId> = Vec::new();

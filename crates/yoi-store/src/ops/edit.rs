@@ -49,7 +49,7 @@ pub fn edit(
     let title = req
         .title
         .as_deref()
-        .map(|t| one_line("title", t, 1024))
+        .map(|t| one_line("title", t, super::MAX_TITLE_CHARS))
         .transpose()?;
     let body = req
         .body

@@ -38,8 +38,10 @@ pub use relation::{add_relation, remove_relation, RelationRequest};
 pub use signal::{attention, record_attempt, retry, ATTENTION_REASON, CIRCUIT_OPEN};
 pub use transition::{
     accept, cancel, close, complete, mark_ready, queue, reopen, return_to_planning, AcceptEvidence,
-    MergeEvidence, TransitionRequest,
+    MergeEvidence, TransitionRequest, MAX_REASON_CHARS,
 };
+/// The longest title, in characters.
+pub const MAX_TITLE_CHARS: usize = 1024;
 
 /// Who is acting, under which operation id, and when.
 #[derive(Debug, Clone)]
@@ -234,20 +236,21 @@ pub(crate) fn write_item(
     fsutil::atomic_write(&path, item.render().as_bytes()).map_err(|e| StoreError::io(&path, e))
 }
 
-/// A required one-line text field.
+/// A required one-line text field of at most `max` characters (counted as given, before
+/// surrounding whitespace is trimmed; the API document states the same rule).
 pub(crate) fn one_line(field: &str, value: &str, max: usize) -> Result<String, StoreError> {
+    if value.chars().count() > max {
+        return Err(StoreError::bad_input(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
     let v = value.trim();
     if v.is_empty() {
         return Err(StoreError::bad_input(field, "must not be empty"));
     }
     if v.contains(['\n', '\r']) || v.chars().any(char::is_control) {
         return Err(StoreError::bad_input(field, "must be a single line"));
-    }
-    if v.len() > max {
-        return Err(StoreError::bad_input(
-            field,
-            format!("must be at most {max} bytes"),
-        ));
     }
     Ok(v.to_string())
 }

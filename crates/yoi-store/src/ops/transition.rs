@@ -82,7 +82,7 @@ fn run(
     let reason = req
         .reason
         .as_deref()
-        .map(|r| one_line("reason", r, 1024))
+        .map(|r| one_line("reason", r, MAX_REASON_CHARS))
         .transpose()?;
     let _lock = ws.lock()?;
     let id = ws.resolve(query)?;
@@ -500,3 +500,7 @@ pub fn reopen(
         },
     )
 }
+
+/// The longest `reason` of a state operation, in characters: it is written into the event's
+/// header, whose values hold at most 1024 bytes (four per character at most).
+pub const MAX_REASON_CHARS: usize = yoi_core::thread::MAX_ATTR_BYTES / 4;

@@ -9,6 +9,8 @@ use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::routes::tickets as t;
 
+mod constraints;
+
 #[derive(OpenApi)]
 #[openapi(
     info(title = "yoi API", description = "Tickets, routing and live events of a yoi workspace."),
@@ -103,11 +105,15 @@ impl Modify for ErrorResponses {
     }
 }
 
-pub fn document() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+/// The document as served: the annotations' shapes plus every enforced constraint
+/// ([`constraints`]).
+pub fn document() -> serde_json::Value {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the document serialises");
+    constraints::apply(&mut doc);
+    doc
 }
 
 #[utoipa::path(get, tag = "service", path = "/api/v1/openapi.json", responses((status = 200, description = "this document", body = Object)))]
-pub async fn serve() -> Json<utoipa::openapi::OpenApi> {
+pub async fn serve() -> Json<serde_json::Value> {
     Json(document())
 }

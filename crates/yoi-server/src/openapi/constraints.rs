@@ -1,0 +1,393 @@
+//! The constraints the server enforces on requests, written into the generated document: one
+//! table, so a client generated from the document (or a fuzzer such as schemathesis) cannot
+//! build a request the server refuses as malformed, and every request the document calls
+//! malformed is refused. The route annotations give the shapes; this adds patterns, lengths,
+//! enums, required fields and `additionalProperties: false`, each mirroring a rule in the code
+//! it names. `.ci/run` checks the two agree with a bounded schemathesis run.
+
+use serde_json::{json, Map, Value};
+
+/// Unicode White_Space, which Rust's `str::trim` removes (not JSON Schema's `\s`, which also
+/// holds U+FEFF).
+const WS: &str = r"\t\n\u000B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000";
+/// Control characters (`char::is_control`, Unicode Cc).
+const CC: &str = r"\u0000-\u001F\u007F-\u009F";
+
+/// A ticket named by its id or a unique trailing part of at least four characters
+/// (`yoi_core::id::resolve`); anything else is refused, and no ticket id holds other characters.
+fn ticket_ref() -> Value {
+    json!({
+        "type": "string",
+        "minLength": 4,
+        "pattern": "^[0-9A-Za-z]+$",
+        "description": "A ticket id (26 or 13 Crockford base32 characters) or a unique trailing part of one, at least 4 characters; case-insensitive. An unknown one answers 404.",
+    })
+}
+
+/// A one-line text (`yoi_store::ops::one_line`): at most `max` characters as given; once
+/// surrounding whitespace is trimmed, not empty and free of control characters.
+fn one_line(max: usize) -> Value {
+    let core = format!("[^{CC}{WS}]");
+    json!({
+        "type": "string",
+        "maxLength": max,
+        "pattern": format!("^[{WS}]*{core}([^{CC}]*{core})?[{WS}]*$"),
+    })
+}
+
+/// A Markdown text: anything but NUL, up to the event body limit (`text_field`).
+fn text() -> Value {
+    json!({
+        "type": "string",
+        "pattern": "^[^\\u0000]*$",
+        "description": format!("Markdown; at most {} bytes of UTF-8, no NUL.", yoi_core::thread::MAX_BODY_BYTES),
+    })
+}
+
+/// A Markdown text that is not blank.
+fn non_blank_text() -> Value {
+    json!({
+        "type": "string",
+        "pattern": format!("^[^\\u0000]*[^\\u0000{WS}][^\\u0000]*$"),
+        "description": format!("Markdown, not blank; at most {} bytes of UTF-8, no NUL.", yoi_core::thread::MAX_BODY_BYTES),
+    })
+}
+
+fn enumeration(values: &[&str]) -> Value {
+    json!({ "type": "string", "enum": values })
+}
+
+fn nullable(mut schema: Value) -> Value {
+    let t = schema["type"].clone();
+    schema["type"] = json!([t, "null"]);
+    schema
+}
+
+const RELATION_KINDS: &[&str] = &[
+    "depends_on",
+    "blocks",
+    "related",
+    "supersedes",
+    "duplicate_of",
+];
+
+/// Apply every constraint to the generated document.
+pub fn apply(doc: &mut Value) {
+    parameters(doc);
+    bodies(doc);
+    sse(doc);
+    closed(doc);
+}
+
+/// Path, query and header parameters.
+fn parameters(doc: &mut Value) {
+    // Ticket references (`yoi_core::id::resolve`).
+    param(
+        doc,
+        |p| p.starts_with("/api/v1/tickets/{id}"),
+        "id",
+        ticket_ref(),
+    );
+    param(
+        doc,
+        |p| p.ends_with("/relations/{kind}/{target}"),
+        "target",
+        ticket_ref(),
+    );
+    param(
+        doc,
+        |p| p == "/api/v1/assignments" || p == "/api/v1/events",
+        "ticket",
+        ticket_ref(),
+    );
+    param(doc, |p| p == "/api/v1/tickets", "after", ticket_ref());
+    // `relation_kind` in routes/tickets.rs: spelled exactly.
+    param(
+        doc,
+        |p| p.ends_with("/relations/{kind}/{target}"),
+        "kind",
+        enumeration(RELATION_KINDS),
+    );
+    // `states` in routes/tickets.rs.
+    let state = format!("({})", STATES.join("|"));
+    param(
+        doc,
+        |p| p == "/api/v1/tickets",
+        "state",
+        json!({
+            "type": "string",
+            "pattern": format!("^(|active|all|{state}(,{state})*)$"),
+            "description": "Empty or `active` (every state but closed, the default), `all`, or a comma list of states.",
+        }),
+    );
+    // `extract::page_size`.
+    let limit = json!({ "type": "integer", "minimum": 1, "maximum": 1000, "description": "1 to 1000 (default 100)." });
+    param(
+        doc,
+        |p| p == "/api/v1/tickets" || p == "/api/v1/assignments",
+        "limit",
+        limit,
+    );
+    // The outbox position (routes/events.rs): a whole number, not negative.
+    let seq = json!({ "type": "integer", "format": "int64", "minimum": 0, "maximum": i64::MAX });
+    param(doc, |p| p == "/api/v1/events", "after", seq.clone());
+    param(doc, |p| p == "/api/v1/events", "Last-Event-ID", seq);
+    // Proposal ids (`yoi_skills::proposal::store`): 1-64 of a-z, 0-9 and `-`.
+    param(
+        doc,
+        |p| p.starts_with("/api/v1/skills/proposals/{id}"),
+        "id",
+        json!({ "type": "string", "pattern": "^[a-z0-9-]{1,64}$" }),
+    );
+    // A skill's resource: one path component that is not `.` or `..` (nested resources are
+    // addressed with an encoded `/`, which the document does not generate).
+    param(
+        doc,
+        |p| p.ends_with("/resources/{path}"),
+        "path",
+        json!({ "type": "string", "pattern": format!("^{SEGMENT}$") }),
+    );
+}
+
+const STATES: &[&str] = &[
+    "planning",
+    "ready",
+    "queued",
+    "inprogress",
+    "done",
+    "closed",
+];
+
+/// One component of a proposed file's path (`check_file_name` in yoi-engine): 1-63
+/// characters, no `/` or NUL, not `.` or `..`.
+const SEGMENT: &str =
+    r"([^./\u0000][^/\u0000]{0,62}|\.[^./\u0000][^/\u0000]{0,61}|\.\.[^/\u0000]{1,61})";
+
+/// Request bodies.
+fn bodies(doc: &mut Value) {
+    // POST /api/v1/tickets (`ops::create`).
+    prop(
+        doc,
+        "CreateBody",
+        "title",
+        one_line(yoi_store::ops::MAX_TITLE_CHARS),
+    );
+    prop(doc, "CreateBody", "body", text());
+    prop(
+        doc,
+        "CreateBody",
+        "depends_on",
+        json!({ "type": "array", "items": ticket_ref() }),
+    );
+    // PATCH /api/v1/tickets/{id} (`ops::edit`): at least one of the two.
+    prop(
+        doc,
+        "EditBody",
+        "title",
+        nullable(one_line(yoi_store::ops::MAX_TITLE_CHARS)),
+    );
+    prop(doc, "EditBody", "body", nullable(text()));
+    doc["components"]["schemas"]["EditBody"]["anyOf"] = json!([
+        { "required": ["title"], "properties": { "title": { "type": "string" } } },
+        { "required": ["body"], "properties": { "body": { "type": "string" } } },
+    ]);
+    // Comments (`ops::comment`).
+    let mut kind = enumeration(&yoi_store::ops::COMMENT_KINDS);
+    kind["default"] = json!("comment");
+    prop(doc, "CommentBody", "kind", kind);
+    prop(doc, "CommentBody", "body", non_blank_text());
+    // State operations (`ops::transition`): mark-ready and queue take nothing; reopen and
+    // return-to-planning need a reason; close and cancel a resolution.
+    let reason = one_line(yoi_store::ops::MAX_REASON_CHARS);
+    let expected = nullable(enumeration(STATES));
+    let any_text = json!({ "type": ["string", "null"] });
+    prop(doc, "TransitionBody", "reason", nullable(reason.clone()));
+    prop(
+        doc,
+        "TransitionBody",
+        "resolution",
+        json!({ "type": ["string", "null"], "description": "Ignored by this operation." }),
+    );
+    prop(doc, "TransitionBody", "expected_state", expected.clone());
+    let schemas = &mut doc["components"]["schemas"];
+    schemas["ReasonBody"] = object(
+        [
+            ("reason", reason.clone()),
+            ("resolution", any_text),
+            ("expected_state", expected.clone()),
+        ],
+        &["reason"],
+    );
+    schemas["ResolutionBody"] = object(
+        [
+            ("resolution", non_blank()),
+            ("reason", nullable(reason)),
+            ("expected_state", expected),
+        ],
+        &["resolution"],
+    );
+    for (op, body) in [
+        ("return-to-planning", "ReasonBody"),
+        ("reopen", "ReasonBody"),
+        ("close", "ResolutionBody"),
+        ("cancel", "ResolutionBody"),
+    ] {
+        let content = &mut doc["paths"][format!("/api/v1/tickets/{{id}}/{op}")]["post"]
+            ["requestBody"]["content"]["application/json"];
+        content["schema"] = json!({ "$ref": format!("#/components/schemas/{body}") });
+    }
+    // Relations (`ops::add_relation`): the note is at most 16 KiB.
+    prop(doc, "RelationBody", "kind", enumeration(RELATION_KINDS));
+    prop(doc, "RelationBody", "target", ticket_ref());
+    prop(
+        doc,
+        "RelationBody",
+        "note",
+        json!({ "type": ["string", "null"], "description": "At most 16384 bytes; blank means none." }),
+    );
+    // Plan records (`ops::add_plan_record`): `related` for every kind but waiting_capacity,
+    // which needs a note instead; accepted plans are the router's (422).
+    let note = json!({ "type": ["string", "null"], "pattern": "^[^\\u0000]*$", "description": "At most 16384 bytes, no NUL." });
+    let ordering: Vec<&str> = PLAN_KINDS
+        .iter()
+        .copied()
+        .filter(|k| *k != "waiting_capacity")
+        .collect();
+    doc["components"]["schemas"]["PlanBody"] = json!({
+        "oneOf": [
+            object([("kind", enumeration(&ordering)), ("related", ticket_ref()), ("note", note.clone())], &["kind", "related"]),
+            object([
+                ("kind", enumeration(&["waiting_capacity"])),
+                ("note", json!({ "type": "string", "pattern": format!("^[^\\u0000]*[^\\u0000{WS}][^\\u0000]*$"), "description": "Why it waits; at most 16384 bytes, no NUL." })),
+                ("related", nullable(ticket_ref())),
+            ], &["kind", "note"]),
+        ],
+    });
+    // Retry (`ops::retry`).
+    prop(doc, "RetryBody", "reason", nullable(text()));
+    // The IntentPacket (routes/packet.rs).
+    let field = json!({ "type": "string", "pattern": "^[^\\u0000]*$" });
+    let list = json!({ "type": "array", "items": field.clone() });
+    let packet = object(
+        [
+            ("intent", field.clone()),
+            ("implementation_latitude", field),
+            ("binding_decisions", list.clone()),
+            ("acceptance_criteria", list.clone()),
+            ("escalate_if", list.clone()),
+            ("validation", list.clone()),
+            ("code_map", list.clone()),
+            ("critical_risks", list.clone()),
+            ("write_scope", list),
+        ],
+        &[],
+    );
+    doc["paths"]["/api/v1/tickets/{id}/packet"]["put"]["requestBody"]["content"]
+        ["application/json"]["schema"] = packet;
+    // Skills (yoi-engine `skills`).
+    prop(doc, "ActivateBody", "ticket", nullable(ticket_ref()));
+    prop(
+        doc,
+        "ProposeBody",
+        "name",
+        json!({ "type": "string", "maxLength": 64, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$" }),
+    );
+    prop(
+        doc,
+        "ProposeBody",
+        "files",
+        json!({
+            "type": "object",
+            "description": "Each file's text by its path inside the skill folder; `SKILL.md` is required. At most 1000 files, 16 levels deep.",
+            "required": ["SKILL.md"],
+            "maxProperties": 1000,
+            "propertyNames": { "pattern": format!("^{SEGMENT}(/{SEGMENT}){{0,15}}$") },
+            "additionalProperties": { "type": "string" },
+        }),
+    );
+    prop(doc, "RejectBody", "reason", non_blank());
+}
+
+const PLAN_KINDS: &[&str] = &[
+    "before",
+    "after",
+    "blocked_by",
+    "blocks",
+    "conflicts_with",
+    "do_not_parallelize",
+    "waiting_capacity",
+];
+
+/// Any text with something other than whitespace in it.
+fn non_blank() -> Value {
+    json!({ "type": "string", "pattern": format!("[^{WS}]") })
+}
+
+/// `GET /api/v1/events` streams server-sent events: each is an object of `id` (the outbox
+/// seq), `event` (its kind) and `data`, a JSON-encoded LiveEvent — not a LiveEvent itself.
+fn sse(doc: &mut Value) {
+    let content = &mut doc["paths"]["/api/v1/events"]["get"]["responses"]["200"]["content"];
+    if content.get("text/event-stream").is_some() {
+        content["text/event-stream"]["schema"] = json!({
+            "type": "object",
+            "required": ["id", "event", "data"],
+            "properties": {
+                "id": { "type": "string", "pattern": "^[0-9]+$", "description": "The outbox seq; send it back as `Last-Event-ID` to resume." },
+                "event": { "type": "string", "description": "The event's kind, e.g. `ticket_queued`." },
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": { "$ref": "#/components/schemas/LiveEvent" },
+                },
+            },
+        });
+    }
+}
+
+/// Set the schema of parameter `name` in every operation of the paths `which` selects.
+fn param(doc: &mut Value, which: impl Fn(&str) -> bool, name: &str, schema: Value) {
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        if !which(path) {
+            continue;
+        }
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for op in item.values_mut() {
+            let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            for p in params.iter_mut().filter(|p| p["name"] == name) {
+                p["schema"] = schema.clone();
+            }
+        }
+    }
+}
+
+/// Set property `prop` of component schema `component`.
+fn prop(doc: &mut Value, component: &str, prop: &str, schema: Value) {
+    if let Some(props) = doc["components"]["schemas"][component]["properties"].as_object_mut() {
+        props.insert(prop.to_string(), schema);
+    }
+}
+
+/// Every request body object refuses unknown fields (they all use `deny_unknown_fields`).
+fn closed(doc: &mut Value) {
+    let Some(schemas) = doc["components"]["schemas"].as_object_mut() else {
+        return;
+    };
+    for (name, schema) in schemas.iter_mut() {
+        if name.ends_with("Body") && schema["type"] == "object" {
+            schema["additionalProperties"] = Value::Bool(false);
+        }
+    }
+}
+
+/// A closed object schema.
+fn object<const N: usize>(props: [(&str, Value); N], required: &[&str]) -> Value {
+    let props: Map<String, Value> = props.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })
+}

@@ -236,6 +236,16 @@ pub fn valid_name(name: &str) -> bool {
 /// `name` must equal it); `roles` are the configured roles. Every problem found is returned,
 /// each with its line.
 pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem>> {
+    if let Err(refused) = crate::yaml::check(text) {
+        let line = match refused {
+            crate::yaml::Refused::Brackets { line } => line,
+            crate::yaml::Refused::Expansion { .. } => 0,
+        };
+        return Err(vec![Problem {
+            line,
+            message: format!("the file has {refused}"),
+        }]);
+    }
     let raw: RawFlow = serde_yaml_ng::from_str(text).map_err(|e| {
         vec![Problem {
             line: e.location().map(|l| l.line()).unwrap_or(0),

@@ -179,6 +179,13 @@ impl Item {
         let mapping: Mapping = if yaml.trim().is_empty() {
             Mapping::new()
         } else {
+            if let Err(refused) = crate::yaml::check(yaml) {
+                let line = match refused {
+                    crate::yaml::Refused::Brackets { line } => Some(line + 1),
+                    crate::yaml::Refused::Expansion { .. } => None,
+                };
+                return Err(err(line, format!("the frontmatter has {refused}")));
+            }
             // The frontmatter starts on the file's second line; one leading blank line makes
             // the parser's line numbers (in the location and in its message) the file's own.
             let value: Value = serde_yaml_ng::from_str(&format!("\n{yaml}")).map_err(|e| {

@@ -22,6 +22,7 @@ pub mod scope;
 pub mod state;
 pub mod thread;
 pub mod time;
+pub mod yaml;
 
 pub use class::ErrorClass;
 pub use id::TicketId;

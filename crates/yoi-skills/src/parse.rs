@@ -6,7 +6,7 @@
 //! newline, trailing spaces or tabs after a `---` delimiter, and `---` lines inside the body
 //! (only the first `---` line after the opening one closes the frontmatter). It refuses a file over
 //! [`MAX_SKILL_MD_BYTES`], a byte-order mark, non-UTF-8 bytes, a missing or unclosed frontmatter, a frontmatter over
-//! [`MAX_FRONTMATTER_BYTES`], invalid YAML, duplicate keys and frontmatter that is not a mapping. Field rules live in [`crate::lint`].
+//! [`MAX_FRONTMATTER_BYTES`] or past the bounds of [`yoi_core::yaml::check`], invalid YAML, duplicate keys and frontmatter that is not a mapping. Field rules live in [`crate::lint`].
 
 use serde_yaml_ng::{Mapping, Value};
 use thiserror::Error;
@@ -169,6 +169,16 @@ fn line_of_offset(bytes: &[u8], offset: usize) -> u32 {
 }
 
 fn parse_frontmatter(text: &str) -> Result<Mapping, ParseError> {
+    if let Err(refused) = yoi_core::yaml::check(text) {
+        let line = match refused {
+            yoi_core::yaml::Refused::Brackets { line } => Some(to_file_line(line)),
+            yoi_core::yaml::Refused::Expansion { .. } => None,
+        };
+        return Err(ParseError::Yaml {
+            line,
+            reason: refused.to_string(),
+        });
+    }
     let value: Value = serde_yaml_ng::from_str(text).map_err(|e| yaml_error(text, &e))?;
     match value {
         Value::Mapping(mapping) => Ok(mapping),

@@ -233,7 +233,18 @@ pub(crate) fn write_item(
     item: &yoi_core::Item,
 ) -> Result<(), StoreError> {
     let path = ws.path_of(id, crate::tickets::ITEM);
-    fsutil::atomic_write(&path, item.render().as_bytes()).map_err(|e| StoreError::io(&path, e))
+    let text = item.render();
+    // Never write a file that would not read back (an older frontmatter whose aliases render
+    // out past the YAML bounds, say): the mutation is refused and the old file stays.
+    if let Err(e) = yoi_core::Item::parse(&text) {
+        return Err(StoreError::Refused {
+            reason: format!(
+                "rewriting {} would give a file that does not read back ({e}); nothing was written, edit its frontmatter by hand",
+                ws.rel(&path)
+            ),
+        });
+    }
+    fsutil::atomic_write(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))
 }
 
 /// A required one-line text field of at most `max` characters (counted as given, before

@@ -1,5 +1,6 @@
 //! Shared helpers for yoi's end-to-end tests and their helper programs.
 
+pub mod fuzz;
 pub mod generate;
 pub mod merge_corpus;
 

@@ -14,6 +14,16 @@ use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
+    // A command whose output goes to a pipe that closes early (`yoi ticket show … | head`)
+    // ends quietly, as other command-line tools do, instead of panicking on the write. Not for
+    // the long-running ones: the server and pods write to sockets and agents' pipes, where a
+    // closed peer is an error to handle, not a reason to die.
+    if !matches!(cli.command, cli::Command::Serve(_) | cli::Command::Pod(_)) {
+        // SAFETY: restoring the default disposition of one signal before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let code = match commands::run(cli) {
         Ok(()) => 0,
         Err(err) => {

@@ -549,3 +549,25 @@ fn cancel_of_an_accepted_ticket_prints_what_happened_to_its_worktree() {
         out.stdout
     );
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly_instead_of_panicking() {
+    use std::os::unix::process::ExitStatusExt;
+    let repo = Repo::init();
+    for i in 0..3 {
+        repo.create(&format!("Ticket {i}"), "## Intent\nx\n");
+    }
+    // The reading end is gone before yoi writes: the write gets EPIPE.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_yoi"))
+        .args(["ticket", "list"])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+}

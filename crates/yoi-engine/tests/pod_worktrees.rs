@@ -233,3 +233,46 @@ fn read_only_steps_reuse_their_pods_worktree_at_each_exact_commit() {
     assert_eq!(git(&r2.workdir, &["rev-parse", "HEAD"]).trim(), done[1].1);
     assert_eq!(git(&r2.workdir, &["status", "--porcelain"]), "");
 }
+
+#[test]
+fn a_second_pod_of_the_same_name_never_takes_the_folder_of_one_at_work() {
+    let f = Fixture::new();
+    let ids: Vec<TicketId> = ["One", "Two"]
+        .iter()
+        .map(|t| f.queued(t, BRIEF, &[]))
+        .collect();
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+    for id in &ids {
+        f.accept(id);
+    }
+    let reg = |role: &str, name: &str| {
+        asg::register_pod(&f.db, &caller(role), name, "host", None, None, at(0))
+            .unwrap()
+            .id
+    };
+    let coder = reg("coder", "c");
+    let done: Vec<(TicketId, String)> = (0..2).map(|i| implement(&f, &coder, 10 + i)).collect();
+    let (first, second) = (reg("verifier", "v"), reg("verifier", "v"));
+    let pods = f.worktree_root().join(".pods");
+
+    let busy = claim(&f, "verifier", &first, 20);
+    assert_eq!(busy.workdir, pods.join("v"));
+    let marker = mark(&busy.workdir);
+    // The first still works there: the second gets a worktree of its own for this attempt.
+    let other = claim(&f, "verifier", &second, 21);
+    assert_eq!(other.ticket, done[1].0);
+    assert_ne!(other.workdir, pods.join("v"));
+    assert!(marker.is_file(), "the busy folder was not touched");
+    assert_eq!(git(&busy.workdir, &["rev-parse", "HEAD"]).trim(), done[0].1);
+    assert_eq!(
+        git(&other.workdir, &["rev-parse", "HEAD"]).trim(),
+        done[1].1
+    );
+    assert!(!other.workdir.join(".yoi/tickets").exists());
+    // Its own worktree goes when its step completes; the pod's folder stays.
+    finish(&f, "verifier", &second, &other, &passed(), 22);
+    assert!(!other.workdir.exists());
+    finish(&f, "verifier", &first, &busy, &passed(), 23);
+    assert!(busy.workdir.is_dir());
+}

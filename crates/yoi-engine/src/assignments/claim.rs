@@ -297,8 +297,12 @@ fn prepare(
     let workdir = if a.step == flow.first().id && a.attempt <= 1 {
         ready_ticket_worktree(&place.worktree, &head)?;
         place.worktree.clone()
-    } else if a.role != "coder" {
-        pod_worktree(ws, pod, &head)?
+    } else if let Some(dir) = (a.role != "coder")
+        .then(|| pod_worktree(ws, index, pod, &head))
+        .transpose()?
+        .flatten()
+    {
+        dir
     } else {
         let dir = step_dir(&place.worktree, &a.step, a.attempt);
         if dir.exists() {
@@ -346,7 +350,15 @@ pub fn pod_worktrees_dir(ws: &Workspace) -> PathBuf {
 /// by another incarnation (a pod that died may have left processes behind), or is not exactly
 /// a commit (anything untracked, ignored or modified, such as a build's output). A read-only
 /// step's folder holds nothing to keep: its results are in the attempt's report and logs.
-fn pod_worktree(ws: &Workspace, pod: &str, head: &str) -> Result<PathBuf, String> {
+///
+/// `None` when another incarnation of the same name is working in the folder right now (two
+/// pods started under one name): the caller then makes a worktree for this attempt alone.
+fn pod_worktree(
+    ws: &Workspace,
+    index: &DbIndex,
+    pod: &str,
+    head: &str,
+) -> Result<Option<PathBuf>, String> {
     let repo = ws.root();
     let name = pod.split('@').next().unwrap_or(pod);
     let root = pod_worktrees_dir(ws);
@@ -354,10 +366,18 @@ fn pod_worktree(ws: &Workspace, pod: &str, head: &str) -> Result<PathBuf, String
     let owner = root.join(format!("{name}.pod"));
     let leave_out = ws.config.tickets_prefix();
     let leave_out = [leave_out.as_str()];
-    let ours = std::fs::read_to_string(&owner).is_ok_and(|o| o.trim() == pod);
+    let last = std::fs::read_to_string(&owner)
+        .map(|o| o.trim().to_string())
+        .ok();
+    let ours = last.as_deref() == Some(pod);
+    if let Some(other) = last.as_deref().filter(|o| *o != pod) {
+        if works_now(index, other)? {
+            return Ok(None);
+        }
+    }
     if ours && dir.exists() {
         match yoi_git::reset_detached(&dir, head, &leave_out) {
-            Ok(yoi_git::Reset::Moved { .. }) => return Ok(dir),
+            Ok(yoi_git::Reset::Moved { .. }) => return Ok(Some(dir)),
             Ok(yoi_git::Reset::NotPristine { paths }) => tracing::info!(
                 worktree = %dir.display(), paths = %paths.join(", "),
                 "checking the pod's worktree out afresh: it is not exactly a commit"
@@ -375,7 +395,26 @@ fn pod_worktree(ws: &Workspace, pod: &str, head: &str) -> Result<PathBuf, String
     std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
     yoi_git::add_worktree_sparse(repo, &dir, head, &leave_out).map_err(|e| e.to_string())?;
     std::fs::write(&owner, pod).map_err(|e| format!("{}: {e}", owner.display()))?;
-    Ok(dir)
+    Ok(Some(dir))
+}
+
+/// Whether pod incarnation `pod` holds a live claim (it may be running in its folder).
+fn works_now(index: &DbIndex, pod: &str) -> Result<bool, String> {
+    let Some(row) = index
+        .block_on(index.db.pod(pod))
+        .map_err(|e| e.to_string())?
+    else {
+        return Ok(false);
+    };
+    let Some(id) = row.assignment else {
+        return Ok(false);
+    };
+    let a = index
+        .block_on(index.db.assignment(&id))
+        .map_err(|e| e.to_string())?;
+    Ok(a.is_some_and(|a| {
+        a.status == AssignmentStatus::Claimed && a.claimed_by.as_deref() == Some(pod)
+    }))
 }
 
 /// What a pod gets for a claim whose folder `workdir` (detached at `head`) exists. The pod

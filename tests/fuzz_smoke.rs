@@ -45,6 +45,11 @@ fn fuzz_skill_md_never_panics() {
 }
 
 #[test]
+fn fuzz_flow_yaml_never_panics() {
+    smoke("flow.yaml");
+}
+
+#[test]
 fn fuzz_workspace_toml_never_panics() {
     smoke("workspace.toml");
 }

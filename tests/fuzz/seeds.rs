@@ -138,6 +138,31 @@ pub fn skill_md() -> Vec<Vec<u8>> {
     )
 }
 
+pub fn flow_yaml() -> Vec<Vec<u8>> {
+    vec![
+        concat!(
+            "schema_version: 1\nname: quick\ntitle: Implement and review\nmax_rounds: 2\nsteps:\n",
+            "  - id: implement\n    role: coder\n    output: commit\n    timeout: 30m\n",
+            "    prompt: |\n      Keep {ticket} small.\n    on_failure: { retry: 1 }\n",
+            "  - id: review\n    role: reviewer\n    output: verdict\n    on_failure: escalate\n",
+            "  - id: merge\n    role: service\n    output: merge\n",
+        )
+        .as_bytes()
+        .to_vec(),
+        concat!(
+            "schema_version: 1\nname: quick\ntitle: Implement, verify, review, merge\nsteps:\n",
+            "  - id: implement\n    role: coder\n    output: commit\n",
+            "  - id: verify\n    role: verifier\n    output: checks\n    timeout: 2h\n",
+            "    on_failure: return_to_planning\n",
+            "  - id: review\n    role: reviewer\n    output: verdict\n",
+            "    prompt: \"Review {ticket} at {commit}.\"\n",
+            "  - id: merge\n    role: service\n    output: merge\n",
+        )
+        .as_bytes()
+        .to_vec(),
+    ]
+}
+
 pub fn workspace_toml() -> Vec<Vec<u8>> {
     vec![
         yoi_store::config::default_file("main").into_bytes(),

@@ -38,7 +38,7 @@ pub struct Target {
     pub run: fn(&[u8]) -> bool,
 }
 
-static TARGETS: [Target; 7] = [
+static TARGETS: [Target; 8] = [
     Target {
         name: "item.md",
         entry: "yoi_core::Item::parse, Item::render, IntentPacket::from_body",
@@ -217,6 +217,41 @@ static TARGETS: [Target; 7] = [
             "Bash(git:*)",
         ],
         run: skill_md,
+    },
+    Target {
+        name: "flow.yaml",
+        entry: "yoi_core::flow::parse (+ render_prompt of every step)",
+        seeds: seeds::flow_yaml,
+        dict: &[
+            "schema_version: ",
+            "name: ",
+            "title: ",
+            "max_rounds: ",
+            "steps:\n",
+            "  - id: ",
+            "    role: ",
+            "    output: ",
+            "    timeout: ",
+            "    prompt: |\n      ",
+            "    on_failure: ",
+            "{ retry: 2 }",
+            "escalate",
+            "return_to_planning",
+            "commit",
+            "checks",
+            "verdict",
+            "merge",
+            "service",
+            "integrate",
+            "merge-verify",
+            "{ticket}",
+            "30m",
+            "2h",
+            "90s",
+            "&a ",
+            "*a",
+        ],
+        run: flow_yaml,
     },
     Target {
         name: "workspace.toml",
@@ -475,6 +510,19 @@ fn skill_md(bytes: &[u8]) -> bool {
     let linted = yoi_skills::lint_skill_md(&skill_dir(bytes), bytes);
     let _ = linted.meta.allowed_tools_list();
     linted.is_valid()
+}
+
+fn flow_yaml(bytes: &[u8]) -> bool {
+    let text = text(bytes);
+    let Ok(flow) = yoi_core::flow::parse(&text, "quick", &["coder", "verifier", "reviewer"]) else {
+        return false;
+    };
+    for step in &flow.steps {
+        if let Some(prompt) = &step.prompt {
+            let _ = yoi_core::flow::render_prompt(prompt, &[("ticket", "01J"), ("step", &step.id)]);
+        }
+    }
+    true
 }
 
 fn workspace_toml(bytes: &[u8]) -> bool {

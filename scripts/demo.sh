@@ -100,6 +100,7 @@ run ticket cost "$CORE"
 run ticket list --state all
 printf '\n$ git log --stat main\n'
 git -C "$DEMO" log --stat main
+printf '\n# The merged tickets'"'"' worktrees are gone; the verifier and the reviewer keep their own, moved\n# to each commit they check (docs/flows.md).\n'
 run worktree list
 run pod list
 kill -TERM "$SERVE"

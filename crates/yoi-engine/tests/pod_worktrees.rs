@@ -276,3 +276,50 @@ fn a_second_pod_of_the_same_name_never_takes_the_folder_of_one_at_work() {
     finish(&f, "verifier", &first, &busy, &passed(), 23);
     assert!(busy.workdir.is_dir());
 }
+
+#[test]
+fn the_worktrees_of_pods_that_are_gone_are_discarded_and_live_ones_kept() {
+    let f = Fixture::new();
+    let ids: Vec<TicketId> = ["One", "Two", "Three"]
+        .iter()
+        .map(|t| f.queued(t, BRIEF, &[]))
+        .collect();
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+    for id in &ids {
+        f.accept(id);
+    }
+    let reg = |role: &str, name: &str, ms: i64| {
+        asg::register_pod(&f.db, &caller(role), name, "host", None, None, at(ms))
+            .unwrap()
+            .id
+    };
+    let coder = reg("coder", "c", 0);
+    for i in 0..3 {
+        implement(&f, &coder, 10 + i);
+    }
+    let pods = f.worktree_root().join(".pods");
+    let minute = 60_000;
+    // A pod run by hand once, long ago, and one heard from a minute before the last claim.
+    let old = reg("verifier", "verifier-host-111", 20);
+    let work = claim(&f, "verifier", &old, 20);
+    finish(&f, "verifier", &old, &work, &passed(), 21);
+    let recent = reg("verifier", "verifier-host-222", 10 * minute);
+    let work = claim(&f, "verifier", &recent, 10 * minute);
+    finish(&f, "verifier", &recent, &work, &passed(), 10 * minute + 1);
+    assert!(pods.join("verifier-host-111").is_dir());
+
+    // A new pod's first checkout tidies up: the one unheard of for over ten minutes goes.
+    let new = reg("verifier", "verifier-host-333", 11 * minute);
+    let work = claim(&f, "verifier", &new, 11 * minute);
+    assert_eq!(work.workdir, pods.join("verifier-host-333"));
+    assert!(!pods.join("verifier-host-111").exists());
+    assert!(!pods.join("verifier-host-111.pod").exists());
+    assert!(
+        pods.join("verifier-host-222").is_dir(),
+        "heard from a minute ago"
+    );
+    let listed = git(&f.repo, &["worktree", "list"]);
+    assert!(!listed.contains("verifier-host-111"), "{listed}");
+    assert!(listed.contains("verifier-host-222"), "{listed}");
+}

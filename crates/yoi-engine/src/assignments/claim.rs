@@ -231,7 +231,7 @@ pub fn hand_out(
 ) -> Result<Work, AssignmentError> {
     let prepared = match (&a.workdir, &a.head_commit) {
         (Some(dir), Some(head)) => ready(ws, &a, PathBuf::from(dir), head.clone(), cfg),
-        _ => prepare(ws, index, pod, &a, cfg),
+        _ => prepare(ws, index, pod, &a, cfg, now),
     };
     match prepared {
         Ok(work) => Ok(work),
@@ -283,6 +283,7 @@ fn prepare(
     pod: &str,
     a: &Assignment,
     cfg: LeaseConfig,
+    now: Timestamp,
 ) -> Result<Work, String> {
     let ticket = TicketId::parse(&a.ticket).map_err(|e| e.to_string())?;
     let place = work_place(ws, &ticket).map_err(|e| e.to_string())?;
@@ -298,7 +299,7 @@ fn prepare(
         ready_ticket_worktree(&place.worktree, &head)?;
         place.worktree.clone()
     } else if let Some(dir) = (a.role != "coder")
-        .then(|| pod_worktree(ws, index, pod, &head))
+        .then(|| pod_worktree(ws, index, pod, &head, now))
         .transpose()?
         .flatten()
     {
@@ -358,6 +359,7 @@ fn pod_worktree(
     index: &DbIndex,
     pod: &str,
     head: &str,
+    now: Timestamp,
 ) -> Result<Option<PathBuf>, String> {
     let repo = ws.root();
     let name = pod.split('@').next().unwrap_or(pod);
@@ -395,7 +397,56 @@ fn pod_worktree(
     std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
     yoi_git::add_worktree_sparse(repo, &dir, head, &leave_out).map_err(|e| e.to_string())?;
     std::fs::write(&owner, pod).map_err(|e| format!("{}: {e}", owner.display()))?;
+    // A fresh checkout is rare; it is also when the folders of pods long gone are tidied.
+    if let Err(e) = tidy_pod_worktrees(ws, index, name, now) {
+        tracing::warn!(error = %e, "could not tidy the worktrees of pods that are gone");
+    }
     Ok(Some(dir))
+}
+
+/// A pod unheard of for this long is gone: a live one, idle or working, is heard from every few
+/// seconds.
+pub const POD_GONE_AFTER_MS: i64 = 10 * 60 * 1000;
+
+/// Discard the worktrees of pods that are gone: pods run by hand get a name with their process
+/// id, so each run would otherwise leave its folder behind. A folder goes when its last owner
+/// is unknown to the database or unheard of for [`POD_GONE_AFTER_MS`], and holds no live claim;
+/// `keep` (the caller's own name) is never touched.
+fn tidy_pod_worktrees(
+    ws: &Workspace,
+    index: &DbIndex,
+    keep: &str,
+    now: Timestamp,
+) -> Result<(), String> {
+    let root = pod_worktrees_dir(ws);
+    let entries = std::fs::read_dir(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".pod"))
+        else {
+            continue;
+        };
+        if name == keep {
+            continue;
+        }
+        let owner = std::fs::read_to_string(&path).unwrap_or_default();
+        let owner = owner.trim();
+        let row = index
+            .block_on(index.db.pod(owner))
+            .map_err(|e| e.to_string())?;
+        let gone = row.is_none_or(|r| now.unix_millis() - r.heartbeat_ms > POD_GONE_AFTER_MS);
+        if !gone || works_now(index, owner)? {
+            continue;
+        }
+        let dir = root.join(name);
+        yoi_git::discard_worktree(ws.root(), &dir).map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(&path);
+        tracing::info!(worktree = %dir.display(), pod = %owner, "discarded the worktree of a pod that is gone");
+    }
+    Ok(())
 }
 
 /// Whether pod incarnation `pod` holds a live claim (it may be running in its folder).

@@ -136,24 +136,29 @@ fn mark(worktree: &Path) -> PathBuf {
     marker
 }
 
-#[test]
-fn read_only_steps_reuse_their_pods_worktree_at_each_exact_commit() {
+/// A fixture with `titles` queued, their files committed (as a team's are), and accepted.
+fn accepted(titles: &[&str]) -> Fixture {
     let f = Fixture::new();
-    let ids: Vec<TicketId> = ["One", "Two", "Three"]
-        .iter()
-        .map(|t| f.queued(t, BRIEF, &[]))
-        .collect();
-    // The ticket files are committed, as a team's are.
+    let ids: Vec<TicketId> = titles.iter().map(|t| f.queued(t, BRIEF, &[])).collect();
     git(&f.repo, &["add", "-A"]);
     git(&f.repo, &["commit", "-q", "-m", "tickets"]);
     for id in &ids {
         f.accept(id);
     }
-    let reg = |role: &str, name: &str| {
-        asg::register_pod(&f.db, &caller(role), name, "host", None, None, at(0))
-            .unwrap()
-            .id
-    };
+    f
+}
+
+/// Register a pod named `name` for `role` at `ms`; its id.
+fn reg(f: &Fixture, role: &str, name: &str, ms: i64) -> String {
+    asg::register_pod(&f.db, &caller(role), name, "host", None, None, at(ms))
+        .unwrap()
+        .id
+}
+
+#[test]
+fn read_only_steps_reuse_their_pods_worktree_at_each_exact_commit() {
+    let f = accepted(&["One", "Two", "Three"]);
+    let reg = |role: &str, name: &str| reg(&f, role, name, 0);
     let (coder, verifier, reviewer) = (
         reg("coder", "c"),
         reg("verifier", "v"),
@@ -236,21 +241,8 @@ fn read_only_steps_reuse_their_pods_worktree_at_each_exact_commit() {
 
 #[test]
 fn a_second_pod_of_the_same_name_never_takes_the_folder_of_one_at_work() {
-    let f = Fixture::new();
-    let ids: Vec<TicketId> = ["One", "Two"]
-        .iter()
-        .map(|t| f.queued(t, BRIEF, &[]))
-        .collect();
-    git(&f.repo, &["add", "-A"]);
-    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
-    for id in &ids {
-        f.accept(id);
-    }
-    let reg = |role: &str, name: &str| {
-        asg::register_pod(&f.db, &caller(role), name, "host", None, None, at(0))
-            .unwrap()
-            .id
-    };
+    let f = accepted(&["One", "Two"]);
+    let reg = |role: &str, name: &str| reg(&f, role, name, 0);
     let coder = reg("coder", "c");
     let done: Vec<(TicketId, String)> = (0..2).map(|i| implement(&f, &coder, 10 + i)).collect();
     let (first, second) = (reg("verifier", "v"), reg("verifier", "v"));
@@ -279,21 +271,8 @@ fn a_second_pod_of_the_same_name_never_takes_the_folder_of_one_at_work() {
 
 #[test]
 fn the_worktrees_of_pods_that_are_gone_are_discarded_and_live_ones_kept() {
-    let f = Fixture::new();
-    let ids: Vec<TicketId> = ["One", "Two", "Three"]
-        .iter()
-        .map(|t| f.queued(t, BRIEF, &[]))
-        .collect();
-    git(&f.repo, &["add", "-A"]);
-    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
-    for id in &ids {
-        f.accept(id);
-    }
-    let reg = |role: &str, name: &str, ms: i64| {
-        asg::register_pod(&f.db, &caller(role), name, "host", None, None, at(ms))
-            .unwrap()
-            .id
-    };
+    let f = accepted(&["One", "Two", "Three"]);
+    let reg = |role: &str, name: &str, ms: i64| reg(&f, role, name, ms);
     let coder = reg("coder", "c", 0);
     for i in 0..3 {
         implement(&f, &coder, 10 + i);

@@ -31,20 +31,7 @@ fn main() {
         std::fs::create_dir_all(&folder).unwrap();
         std::fs::write(folder.join(format!("f{i}.rs")), format!("// file {i}\n")).unwrap();
     }
-    git(root, &["add", "-A"]);
-    git(
-        root,
-        &[
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@b.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "base",
-        ],
-    );
+    yoi_testkit::commit_all(root, "base");
     yoi_init(&yoi, root);
     let local = root.join(".yoi/local");
     std::fs::write(
@@ -80,20 +67,7 @@ fn main() {
         r = local.join("review.txt").display(),
     );
     std::fs::write(&config, text).unwrap();
-    git(root, &["add", "-A", ".yoi/workspace.toml"]);
-    git(
-        root,
-        &[
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@b.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "yoi",
-        ],
-    );
+    yoi_testkit::commit_all(root, "yoi");
 
     let ws = yoi_tests::open(root);
     let c = ctx("bench");

@@ -39,20 +39,7 @@ fn main() {
         std::fs::write(repo.join(&name), format!("content {i}\n")).unwrap();
         names.push(name);
     }
-    git(&repo, &["add", "-A"]);
-    git(
-        &repo,
-        &[
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@b.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "base",
-        ],
-    );
+    yoi_testkit::commit_all(&repo, "base");
     git(&repo, &["config", "user.name", "b"]);
     git(&repo, &["config", "user.email", "b@b.invalid"]);
     let work = dir.path().join("work");

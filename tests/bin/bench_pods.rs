@@ -158,20 +158,7 @@ fn main() {
     let root = dir.path();
     git(root, &["init", "-q", "-b", "main"]);
     std::fs::write(root.join("README.md"), "bench\n").unwrap();
-    git(root, &["add", "-A"]);
-    git(
-        root,
-        &[
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@b.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "base",
-        ],
-    );
+    yoi_testkit::commit_all(root, "base");
     yoi_init(&yoi, root);
     let config = root.join(".yoi/workspace.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();

@@ -100,10 +100,19 @@ impl AppState {
         T: Send + 'static,
         F: FnOnce(&Workspace) -> Result<T, StoreError> + Send + 'static,
     {
+        self.blocking("read task", f).await?.map_err(ApiError::from)
+    }
+
+    /// Run synchronous work on the workspace (files, git) on a blocking thread; `what` names
+    /// it in the log should the thread die.
+    pub async fn blocking<T, F>(&self, what: &'static str, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Workspace) -> T + Send + 'static,
+    {
         let ws = self.ws.clone();
         tokio::task::spawn_blocking(move || f(&ws))
             .await
-            .map_err(|e| ApiError::internal("read task", e))?
-            .map_err(ApiError::from)
+            .map_err(|e| ApiError::internal(what, e))
     }
 }

@@ -3,8 +3,8 @@
 //! answers as `yoi flow list | show | lint`.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::Json;
+use yoi_core::ErrorClass;
 use yoi_engine::flows;
 
 use crate::auth::{Authed, ReadTickets};
@@ -16,10 +16,7 @@ pub async fn list(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ws = s.ws.clone();
-    let (listed, skipped) = tokio::task::spawn_blocking(move || flows::catalog(&ws))
-        .await
-        .map_err(|e| ApiError::internal("flows", e))?;
+    let (listed, skipped) = s.blocking("flows", flows::catalog).await?;
     Ok(Json(serde_json::json!({
         "count": listed.len(),
         "flows": listed,
@@ -33,22 +30,23 @@ pub async fn show(
     _a: Authed<ReadTickets>,
     Path(name): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ws = s.ws.clone();
-    let found = tokio::task::spawn_blocking(move || match flows::lookup(&ws, &name) {
-        Ok(l) => Ok(serde_json::to_value(l).unwrap_or_default()),
-        Err(flows::NotUsable::Invalid(problems)) => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_flow",
-            format!("flow `{name}` is skipped: {}", problems.join("; ")),
-        )),
-        Err(flows::NotUsable::Unknown) => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("no flow is called `{name}`"),
-        )),
-    })
-    .await
-    .map_err(|e| ApiError::internal("flows", e))?;
+    let found = s
+        .blocking("flows", move |ws| match flows::lookup(ws, &name) {
+            Ok(l) => Ok(serde_json::to_value(l).unwrap_or_default()),
+            Err(flows::NotUsable::Invalid(problems)) => Err(ApiError::classified(
+                ErrorClass::Refused,
+                "invalid_flow",
+                format!("flow `{name}` is skipped: {}", problems.join("; ")),
+                serde_json::Value::Null,
+            )),
+            Err(flows::NotUsable::Unknown) => Err(ApiError::classified(
+                ErrorClass::NotFound,
+                "not_found",
+                format!("no flow is called `{name}`"),
+                serde_json::Value::Null,
+            )),
+        })
+        .await?;
     found.map(Json)
 }
 
@@ -57,10 +55,7 @@ pub async fn lint(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ws = s.ws.clone();
-    let files = tokio::task::spawn_blocking(move || flows::scan(&ws))
-        .await
-        .map_err(|e| ApiError::internal("flows", e))?;
+    let files = s.blocking("flows", flows::scan).await?;
     let errors: usize = files.iter().map(|f| f.problems.len()).sum();
     Ok(Json(serde_json::json!({
         "files": files,

@@ -43,10 +43,9 @@ pub async fn list(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ws = s.ws.clone();
-    let list = tokio::task::spawn_blocking(move || glue::load_catalog(&ws).list())
-        .await
-        .map_err(|e| ApiError::internal("catalog", e))?;
+    let list = s
+        .blocking("catalog", |ws| glue::load_catalog(ws).list())
+        .await?;
     Ok(Json(
         serde_json::json!({ "count": list.len(), "skills": list }),
     ))
@@ -58,13 +57,12 @@ pub async fn show(
     _a: Authed<ReadTickets>,
     Path(name): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ws = s.ws.clone();
-    let entry = tokio::task::spawn_blocking(move || {
-        glue::load_catalog(&ws).get(&name).cloned().ok_or(name)
-    })
-    .await
-    .map_err(|e| ApiError::internal("catalog", e))?
-    .map_err(|name| SkillError::Unknown { name })?;
+    let entry = s
+        .blocking("catalog", move |ws| {
+            glue::load_catalog(ws).get(&name).cloned().ok_or(name)
+        })
+        .await?
+        .map_err(|name| SkillError::Unknown { name })?;
     Ok(Json(serde_json::to_value(entry).unwrap_or_default()))
 }
 
@@ -113,10 +111,9 @@ pub async fn resource(
     _a: Authed<UseSkills>,
     Path((name, path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let ws = s.ws.clone();
-    let r = tokio::task::spawn_blocking(move || glue::resource(&ws, &name, &path))
-        .await
-        .map_err(|e| ApiError::internal("resource", e))??;
+    let r = s
+        .blocking("resource", move |ws| glue::resource(ws, &name, &path))
+        .await??;
     Ok((
         [(header::CONTENT_TYPE, "application/octet-stream")],
         r.bytes,
@@ -129,10 +126,7 @@ pub async fn proposals(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ws = s.ws.clone();
-    let list = tokio::task::spawn_blocking(move || glue::proposals(&ws))
-        .await
-        .map_err(|e| ApiError::internal("proposals", e))??;
+    let list = s.blocking("proposals", glue::proposals).await??;
     Ok(Json(
         serde_json::json!({ "count": list.len(), "proposals": list }),
     ))
@@ -144,13 +138,12 @@ pub async fn propose(
     Authed(c, ..): Authed<ProposeSkill>,
     Body(b): Body<ProposeBody>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
-    let ws = s.ws.clone();
     let who = c.principal.author();
-    let p = tokio::task::spawn_blocking(move || {
-        glue::propose_files(&ws, &b.name, &b.files, &who, now())
-    })
-    .await
-    .map_err(|e| ApiError::internal("proposal", e))??;
+    let p = s
+        .blocking("proposal", move |ws| {
+            glue::propose_files(ws, &b.name, &b.files, &who, now())
+        })
+        .await??;
     Ok((
         StatusCode::CREATED,
         Json(serde_json::to_value(p).unwrap_or_default()),
@@ -163,11 +156,12 @@ pub async fn approve(
     Authed(c, ..): Authed<DecideSkill>,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ws = s.ws.clone();
     let approver = c.principal.author();
-    let p = tokio::task::spawn_blocking(move || glue::approve(&ws, &id, &approver, now()))
-        .await
-        .map_err(|e| ApiError::internal("approve", e))??;
+    let p = s
+        .blocking("approve", move |ws| {
+            glue::approve(ws, &id, &approver, now())
+        })
+        .await??;
     Ok(Json(serde_json::to_value(p).unwrap_or_default()))
 }
 
@@ -178,11 +172,11 @@ pub async fn reject(
     Path(id): Path<String>,
     Body(b): Body<RejectBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ws = s.ws.clone();
     let approver = c.principal.author();
-    let p =
-        tokio::task::spawn_blocking(move || glue::reject(&ws, &id, &approver, &b.reason, now()))
-            .await
-            .map_err(|e| ApiError::internal("reject", e))??;
+    let p = s
+        .blocking("reject", move |ws| {
+            glue::reject(ws, &id, &approver, &b.reason, now())
+        })
+        .await??;
     Ok(Json(serde_json::to_value(p).unwrap_or_default()))
 }

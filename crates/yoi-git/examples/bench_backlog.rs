@@ -9,23 +9,9 @@
 //! `cargo run --release -p yoi-git --example bench_backlog [TICKETS] [RUNS]`
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}");
-}
+use yoi_testkit::git;
 
 fn build(repo: &Path, tickets: usize) {
     std::fs::create_dir_all(repo).unwrap();
@@ -52,8 +38,7 @@ fn build(repo: &Path, tickets: usize) {
         .unwrap();
         std::fs::write(dir.join("artifacts/.gitkeep"), "").unwrap();
     }
-    git(repo, &["add", "-A"]);
-    git(repo, &["commit", "-q", "-m", "base"]);
+    yoi_testkit::commit_all(repo, "base");
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

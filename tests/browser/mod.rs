@@ -1,0 +1,33 @@
+//! A headless-Chromium harness for end-to-end dashboard tests, driven over WebDriver with
+//! fantoccini. Include it from a test file with `#[path = "browser/mod.rs"] mod browser;`.
+//!
+//! [`Driver`] owns one chromedriver process and everything it starts: it runs in its own process
+//! group with its own `HOME` and `TMPDIR` inside a temporary directory, and dropping the driver
+//! (also on a panic's unwind) SIGKILLs the group and waits until no process of it, nor any
+//! process carrying the driver's environment marker, is left. Sessions are plain HTTP to
+//! chromedriver on 127.0.0.1, so no TLS stack is linked. Cleanup needs `Drop` to run: a test
+//! binary killed outright (SIGKILL, or Ctrl-C, which does not reach chromedriver's own group)
+//! leaves its browsers running.
+//!
+//! The harness refuses to skip: missing `chromium` or `chromedriver` is a test failure naming
+//! the install command. It waits on fixed points (chromedriver's start line, `/status` ready, an
+//! element appearing) and polls the page only inside the bounded `wait_*` helpers.
+
+// Each test binary includes this module and uses only part of it, re-exports included.
+#![allow(dead_code, unused_imports)]
+
+mod driver;
+mod procs;
+mod wait;
+
+use std::time::Duration;
+
+pub use driver::{Driver, DriverTrace};
+pub use procs::Proc;
+pub use wait::{screenshot, wait_for, wait_until_text, TextCheck};
+
+/// How long the `wait_*` helpers wait for the page before failing the test.
+pub const BROWSER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The Debian packages the harness needs, named in every failure about a missing binary.
+pub const INSTALL_HINT: &str = "apt-get install -y chromium chromium-driver";

@@ -38,6 +38,9 @@ pub enum Command {
     Reindex(ReindexArgs),
     /// Serve the HTTP API for this workspace.
     Serve(ServeArgs),
+    /// Print a one-time login link to the running server's web dashboard, and open it in a
+    /// browser when one is available.
+    Dashboard(DashboardArgs),
     /// API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -223,6 +226,13 @@ pub enum SkillCommand {
         #[arg(long)]
         reason: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct DashboardArgs {
+    /// Only print the link; do not try to open a browser.
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, Args)]

@@ -59,6 +59,13 @@ impl Remote {
         }))
     }
 
+    /// A one-time dashboard login URL from the server, for the admin token's person.
+    pub fn dashboard_login(&self) -> Result<String, CliError> {
+        let link: Value = self.send("POST", "/dashboard/login".into(), None)?;
+        let path = link["path"].as_str().unwrap_or("/login");
+        Ok(format!("http://{}{path}", self.server.address))
+    }
+
     pub fn create(&self, req: &CreateRequest) -> Result<Outcome, CliError> {
         let body = json!({ "title": req.title, "body": req.body, "depends_on": req.depends_on });
         self.send("POST", "/tickets".into(), Some(body))

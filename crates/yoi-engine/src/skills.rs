@@ -416,3 +416,21 @@ pub fn findings(catalog: &Catalog) -> Vec<Finding> {
     }
     out
 }
+
+/// The `SKILL.md` a proposal would install, and the workspace's current one of that name (for a
+/// change), for a person to compare before deciding.
+pub fn proposal_skill_md(
+    ws: &Workspace,
+    id: &str,
+) -> Result<(Proposal, String, Option<String>), SkillError> {
+    let p = yoi_skills::proposal::load(&proposals_root(ws), id)?;
+    let proposed = proposals_root(ws)
+        .join(&p.id)
+        .join("skill")
+        .join(&p.name)
+        .join("SKILL.md");
+    let proposed = std::fs::read_to_string(&proposed).unwrap_or_default();
+    let current =
+        std::fs::read_to_string(workspace_skills_root(ws).join(&p.name).join("SKILL.md")).ok();
+    Ok((p, proposed, current))
+}

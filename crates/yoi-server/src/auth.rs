@@ -66,6 +66,7 @@ actions! {
     Retry = "retry routing": [Human];
     SubmitPacket = "submit an IntentPacket": [Human, Intake, Orchestrator];
     RunPod = "register a pod or claim and report its role's work": [Pod];
+    OpenDashboard = "open a dashboard session": [Human];
 }
 
 /// The authenticated caller.
@@ -131,10 +132,9 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
+        let Some(header) = parts.headers.get(axum::http::header::AUTHORIZATION) else {
+            return session_caller::<A>(parts, state).await;
+        };
         let secret = header
             .to_str()
             .ok()
@@ -177,6 +177,30 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
         }
         Ok(Authed(caller, PhantomData))
     }
+}
+
+/// A request without a bearer token: a dashboard session may read (its cookie rides along
+/// with `EventSource` and links into the JSON API). It never mutates through the API; the
+/// dashboard's own forms carry the CSRF token for that.
+async fn session_caller<A: Action>(parts: &Parts, state: &AppState) -> Result<Authed<A>, ApiError> {
+    let safe = parts.method == axum::http::Method::GET || parts.method == axum::http::Method::HEAD;
+    let secret = crate::ui::session::secret_of(&parts.headers)
+        .filter(|_| safe && A::ALLOWED.contains(&ScopeClass::Read))
+        .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
+    let token = state
+        .db()
+        .token_by_hash(&hash_secret(&secret))
+        .await
+        .map_err(|e| ApiError::internal("session lookup", e))?
+        .filter(|t| t.scope == Scope::Human)
+        .ok_or_else(|| ApiError::unauthorized("unknown or ended dashboard session"))?;
+    Ok(Authed(
+        Caller {
+            principal: principal_for(&token),
+            token,
+        },
+        PhantomData,
+    ))
 }
 
 /// The caller an agent token speaks for: its live claim's pod, as that pod's role.

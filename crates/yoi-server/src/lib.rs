@@ -17,6 +17,7 @@ pub mod routes;
 pub mod show;
 pub mod state;
 pub mod supervisor;
+pub mod ui;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -120,11 +121,13 @@ pub fn router(state: AppState) -> Router {
             "/skills/{name}/resources/{*path}",
             get(routes::skills::resource),
         )
+        .route("/dashboard/login", post(ui::session::mint_route))
         .route("/openapi.json", get(openapi::serve));
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .nest("/api/v1", api)
+        .merge(ui::routes())
         .fallback(|| async {
             error::ApiError::new(
                 axum::http::StatusCode::NOT_FOUND,
@@ -140,6 +143,10 @@ pub fn router(state: AppState) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ui::guard::hosts,
+        ))
         .with_state(state)
 }
 
@@ -155,12 +162,13 @@ pub struct ServeOptions {
 }
 
 /// Open the database, bind, write server.json, serve until `shutdown` completes, clean up.
-/// `on_ready` receives the bound address (useful with port 0).
+/// `on_ready` receives the bound address (useful with port 0) and the path of a one-time
+/// dashboard login (`/login?code=…`, `None` if one could not be made).
 pub async fn serve(
     ws: Workspace,
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
-    on_ready: impl FnOnce(SocketAddr) + Send,
+    on_ready: impl FnOnce(SocketAddr, Option<String>) + Send,
 ) -> Result<(), ServerError> {
     let local = ws.local_dir();
     if let Some(info) = server_file::live(&local) {
@@ -206,8 +214,9 @@ pub async fn serve(
     )
     .map_err(|e| StoreError::io(&server_file::path(&local), e))?;
     tracing::info!(%addr, "yoi server listening");
-    on_ready(addr);
     let state = AppState::new(ws, index);
+    let login = ui::session::startup_login(&state).await;
+    on_ready(addr, login);
     let orchestrator = opts.orchestrate.then(|| orchestrator::spawn(state.clone()));
     let sweep = leases::spawn(state.clone());
     let pods = opts

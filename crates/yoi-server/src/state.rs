@@ -34,6 +34,8 @@ pub struct AppState {
     pub agent_key: Arc<Vec<u8>>,
     /// What the orchestrator loop is doing (disabled unless the server routes).
     pub router: Arc<std::sync::Mutex<yoi_engine::routing::RouterStatus>>,
+    /// The dashboard's login codes and messages.
+    pub ui: Arc<crate::ui::UiState>,
 }
 
 impl AppState {
@@ -62,6 +64,7 @@ impl AppState {
             writers: Arc::new(Mutex::new(())),
             claims: Arc::default(),
             router: Arc::default(),
+            ui: Arc::default(),
         }
     }
 

@@ -72,7 +72,7 @@ impl Server {
                 async {
                     let _ = stopped.await;
                 },
-                move |addr| addr_tx.send(addr).unwrap(),
+                move |addr, _login| addr_tx.send(addr).unwrap(),
             ))
         });
         let Ok(addr) = addr_rx.recv() else {

@@ -127,12 +127,17 @@ pub struct SkillsSection {
 pub struct ServerSection {
     /// Address `yoi serve` listens on (loopback unless you mean it).
     pub listen: String,
+    /// Host names (without port) the server answers besides IP literals and `localhost`. A
+    /// request naming any other `Host` is refused, so a web page whose name was rebound to this
+    /// machine's address (DNS rebinding) cannot reach the API or the dashboard.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServerSection {
     fn default() -> Self {
         ServerSection {
             listen: "127.0.0.1:7311".into(),
+            allowed_hosts: Vec::new(),
         }
     }
 }

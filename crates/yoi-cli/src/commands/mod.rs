@@ -3,6 +3,7 @@
 
 mod agent;
 mod assignment;
+mod dashboard;
 mod flow;
 mod init;
 mod pod;
@@ -26,6 +27,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Doctor(args) => ticket::doctor(&env, &args),
         Command::Reindex(args) => reindex::run(&env, &args),
         Command::Serve(args) => serve::run(&env, &args),
+        Command::Dashboard(args) => dashboard::run(&env, &args),
         Command::Token(cmd) => token::run(&env, cmd),
         Command::Skill(cmd) => skill::run(&env, cmd),
         Command::Flow(cmd) => flow::run(&env, cmd),

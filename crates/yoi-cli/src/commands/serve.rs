@@ -59,9 +59,20 @@ pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
             pods,
         },
         shutdown,
-        |addr| {
-            // The one line scripts wait for.
-            println!("listening on http://{addr}");
+        |addr, login| {
+            use std::io::Write;
+            // The line scripts wait for, then the dashboard's one-time login link, in one
+            // write: a script that stops reading after the first line must not make the second
+            // fail.
+            let mut out = format!("listening on http://{addr}\n");
+            if let Some(login) = login {
+                out.push_str(&format!(
+                    "dashboard: http://{addr}{login} (one-time login link; `yoi dashboard` makes another)\n"
+                ));
+            }
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(out.as_bytes());
+            let _ = stdout.flush();
         },
     ))
     .map_err(|e| match e {

@@ -78,7 +78,27 @@ pub fn routing_view(
     let snap = Snapshot::load(ws)?;
     let item = ws.read_item(&id)?;
     let thread = ws.read_thread(&id)?;
-    let latest = super::record::last_decision(&thread).map(|e| {
+    let would = decide_for(ws, &snap, &id, &item, &thread, max_inprogress)?;
+    let blockers = snap
+        .graph
+        .blockers(&id, |t| snap.items.get(t).map(|i| i.state));
+    let capacity = Capacity {
+        in_progress: snap.in_progress(),
+        max: max_inprogress,
+    };
+    Ok(view_of(id, &item, &thread, would, blockers, capacity))
+}
+
+/// Assemble a routing view from what the caller has read.
+fn view_of(
+    id: TicketId,
+    item: &yoi_core::Item,
+    thread: &yoi_core::thread::ParsedThread,
+    would: Option<RoutingDecision>,
+    blockers: Vec<Blocker>,
+    capacity: Capacity,
+) -> RoutingView {
+    let latest = super::record::last_decision(thread).map(|e| {
         let read = read_decision(&e.body);
         LatestDecision {
             kind: read.as_ref().map(|r| r.kind.clone()),
@@ -88,7 +108,7 @@ pub fn routing_view(
             body: e.body.clone(),
         }
     });
-    let would = decide_for(ws, &snap, &id, &item, &thread, max_inprogress)?.map(|d| WouldDecide {
+    let would = would.map(|d| WouldDecide {
         kind: d.kind().to_string(),
         rendered: d.render(),
         decision: d,
@@ -96,20 +116,15 @@ pub fn routing_view(
     let completeness = IntentPacket::from_body(item.body_text()).completeness();
     let names =
         |v: &[yoi_core::brief::Section]| v.iter().map(|s| s.heading().to_string()).collect();
-    let circuit = Circuit::of(&thread);
-    Ok(RoutingView {
-        blockers: snap
-            .graph
-            .blockers(&id, |t| snap.items.get(t).map(|i| i.state)),
+    let circuit = Circuit::of(thread);
+    RoutingView {
+        blockers,
         packet: PacketStatus {
             complete: completeness.is_complete(),
             missing_required: names(&completeness.missing_required),
             missing_optional: names(&completeness.missing_optional),
         },
-        capacity: Capacity {
-            in_progress: snap.in_progress(),
-            max: max_inprogress,
-        },
+        capacity,
         circuit: CircuitStatus {
             open: circuit.open,
             consecutive_failures: circuit.consecutive,
@@ -121,5 +136,87 @@ pub fn routing_view(
         state: item.state,
         latest_decision: latest,
         would_decide: would,
+    }
+}
+
+/// [`routing_view`] for a page that has read the ticket's relation view already: every other
+/// ticket is loaded only when this one is queued (what the router would decide needs them);
+/// otherwise the blockers come from `relations` and the capacity from `in_progress`, so a
+/// ticket page costs one ticket's files whatever the backlog.
+pub fn routing_view_for(
+    ws: &Workspace,
+    id: &TicketId,
+    max_inprogress: usize,
+    in_progress: usize,
+    relations: &yoi_store::query::RelationView,
+) -> Result<RoutingView, StoreError> {
+    if relations.state == State::Queued {
+        return routing_view(ws, id.as_str(), max_inprogress);
+    }
+    let item = ws.read_item(id)?;
+    let thread = ws.read_thread(id)?;
+    Ok(view_of(
+        id.clone(),
+        &item,
+        &thread,
+        None,
+        relations.blockers.clone(),
+        Capacity {
+            in_progress,
+            max: max_inprogress,
+        },
+    ))
+}
+
+/// One queued ticket as the queue page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueEntry {
+    pub view: RoutingView,
+    pub title: String,
+    pub queued_at: Option<String>,
+    pub queued_by: Option<String>,
+}
+
+/// Every queued ticket in routing order with its routing view (what the router would decide
+/// now among them, in that order), and the ready tickets that could be queued.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueView {
+    pub queued: Vec<QueueEntry>,
+    pub ready: Vec<(TicketId, String)>,
+    pub capacity: Capacity,
+}
+
+/// The queue, read once: all items and the graph, then each queued ticket's thread.
+pub fn queue_view(ws: &Workspace, max_inprogress: usize) -> Result<QueueView, StoreError> {
+    let snap = Snapshot::load(ws)?;
+    let capacity = Capacity {
+        in_progress: snap.in_progress(),
+        max: max_inprogress,
+    };
+    let mut queued = Vec::new();
+    for id in snap.queued() {
+        let item = &snap.items[&id];
+        let thread = ws.read_thread(&id)?;
+        let would = decide_for(ws, &snap, &id, item, &thread, max_inprogress)?;
+        let blockers = snap
+            .graph
+            .blockers(&id, |t| snap.items.get(t).map(|i| i.state));
+        queued.push(QueueEntry {
+            title: item.title.clone(),
+            queued_at: item.queued_at.map(|t| t.to_string()),
+            queued_by: item.queued_by.clone(),
+            view: view_of(id.clone(), item, &thread, would, blockers, capacity.clone()),
+        });
+    }
+    let ready = snap
+        .items
+        .iter()
+        .filter(|(_, i)| i.state == State::Ready)
+        .map(|(id, i)| (id.clone(), i.title.clone()))
+        .collect();
+    Ok(QueueView {
+        queued,
+        ready,
+        capacity,
     })
 }

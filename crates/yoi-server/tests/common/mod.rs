@@ -213,7 +213,7 @@ impl Server {
                 async move {
                     let _ = stop_rx.await;
                 },
-                move |addr| {
+                move |addr, _login| {
                     let _ = ready_tx.send(addr);
                 },
             ))

@@ -9,6 +9,7 @@
 
 mod activations;
 mod assignments;
+mod board;
 mod facade;
 mod index;
 mod inspect;
@@ -28,6 +29,7 @@ use sqlx::{AnyPool, Row};
 
 pub use activations::ActivationRow;
 pub use assignments::{Assignment, AssignmentStatus, Finish};
+pub use board::{CardFacts, Waiting, Working};
 pub(crate) use facade::now_ms;
 pub use facade::DbIndex;
 pub use index::{event_key, plan_key, IndexStats, ReindexMode};

@@ -33,12 +33,12 @@ pub struct IndexedTicket {
 }
 
 /// Open blockers of the ticket `t` (an SQL alias), as a condition.
-const OPEN_BLOCKER: &str = "( EXISTS (SELECT 1 FROM relations r LEFT JOIN tickets b ON b.id = r.target \
+pub(super) const OPEN_BLOCKER: &str = "( EXISTS (SELECT 1 FROM relations r LEFT JOIN tickets b ON b.id = r.target \
       WHERE r.ticket_id = t.id AND r.kind = 'depends_on' AND (b.id IS NULL OR b.state NOT IN ('done', 'closed'))) \
    OR EXISTS (SELECT 1 FROM relations r LEFT JOIN tickets b ON b.id = r.ticket_id \
       WHERE r.target = t.id AND r.kind = 'blocks' AND (b.id IS NULL OR b.state NOT IN ('done', 'closed'))) )";
 
-fn like_pattern(word: &str) -> String {
+pub(super) fn like_pattern(word: &str) -> String {
     let escaped = word
         .to_lowercase()
         .replace('\\', "\\\\")
@@ -56,6 +56,19 @@ impl Db {
         search: &[String],
         after: Option<&TicketId>,
         limit: usize,
+    ) -> Result<Page, StoreError> {
+        self.list_ordered(filter, search, after, limit, false).await
+    }
+
+    /// [`Db::list`], newest first when `newest_first` (the cursor then pages towards older
+    /// tickets).
+    pub async fn list_ordered(
+        &self,
+        filter: &ListFilter,
+        search: &[String],
+        after: Option<&TicketId>,
+        limit: usize,
+        newest_first: bool,
     ) -> Result<Page, StoreError> {
         let limit = limit.clamp(1, 100_000);
         let mut sql = String::from(
@@ -95,10 +108,18 @@ impl Db {
             sql.push_str(" ESCAPE '\\'");
         }
         if let Some(a) = after {
-            sql.push_str(" AND t.id > ");
+            sql.push_str(if newest_first {
+                " AND t.id < "
+            } else {
+                " AND t.id > "
+            });
             param(&mut sql, a.to_string());
         }
-        sql.push_str(&format!(" ORDER BY t.id LIMIT {}", limit.saturating_add(1)));
+        let order = if newest_first { "DESC" } else { "ASC" };
+        sql.push_str(&format!(
+            " ORDER BY t.id {order} LIMIT {}",
+            limit.saturating_add(1)
+        ));
         let mut q = sqlx::query(&sql);
         for b in &binds {
             q = q.bind(b.clone());
@@ -296,7 +317,7 @@ fn indexed(r: &AnyRow) -> Result<IndexedTicket, StoreError> {
     })
 }
 
-fn summary(r: &AnyRow) -> Result<TicketSummary, StoreError> {
+pub(super) fn summary(r: &AnyRow) -> Result<TicketSummary, StoreError> {
     let id: String = r.try_get(0).map_err(db_err)?;
     let state: String = r.try_get(2).map_err(db_err)?;
     let created: String = r.try_get(3).map_err(db_err)?;

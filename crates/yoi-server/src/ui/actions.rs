@@ -1,0 +1,374 @@
+//! Every dashboard action: a POST form, checked for the session's CSRF token, run through the
+//! same store and engine operation as the API and the CLI (so every guard holds), and answered
+//! with `303 See Other` back to the page, where the outcome (or the guard's refusal) shows once.
+//! Each form carries an operation id rendered into the page, so submitting it twice replays
+//! the first result instead of acting twice.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Redirect, Response};
+use yoi_core::state::State as TicketState;
+use yoi_store::ops::{self, CommentRequest, EditRequest, RelationRequest, TransitionRequest};
+use yoi_store::Ctx;
+
+use super::page::{back_to, Flash, UiError};
+use super::session::{self, Viewer};
+use crate::auth::now;
+use crate::state::AppState;
+
+/// A urlencoded form body, in order, with repeated names kept.
+pub struct Form(Vec<(String, String)>);
+
+impl Form {
+    pub fn parse(body: &[u8]) -> Form {
+        Form(
+            body.split(|b| *b == b'&')
+                .filter(|p| !p.is_empty())
+                .map(|pair| {
+                    let mut it = pair.splitn(2, |b| *b == b'=');
+                    let k = decode(it.next().unwrap_or_default());
+                    let v = decode(it.next().unwrap_or_default());
+                    (k, v)
+                })
+                .collect(),
+        )
+    }
+
+    /// The first value of `name`, trimmed; `None` when absent or empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The first value of `name` exactly as sent (bodies keep their whitespace).
+    pub fn raw(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.trim())
+            .filter(|v| !v.is_empty())
+            .collect()
+    }
+}
+
+fn decode(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    // Forms write CRLF line ends; the store writes LF.
+    String::from_utf8_lossy(&out).replace("\r\n", "\n")
+}
+
+/// The operation context of a form: its principal, now, and its operation id.
+fn ctx(v: &Viewer, form: &Form) -> Ctx {
+    v.caller.ctx(form.get("op").map(str::to_string))
+}
+
+/// Answer a form: remember the outcome for the next page and go back.
+fn done(s: &AppState, v: &Viewer, flash: Flash, to: String) -> Response {
+    s.ui.flashes.push(&v.session, flash);
+    Redirect::to(&to).into_response()
+}
+
+/// Run one state operation named by a form's `action` on ticket `id`.
+async fn transition(
+    s: &AppState,
+    ctx: Ctx,
+    id: String,
+    action: &str,
+    req: TransitionRequest,
+) -> Result<String, String> {
+    type Op = fn(
+        &yoi_store::Workspace,
+        &Ctx,
+        &str,
+        &TransitionRequest,
+    ) -> Result<yoi_store::Outcome, yoi_store::StoreError>;
+    let (f, verb): (Option<Op>, &str) = match action {
+        "mark-ready" => (Some(ops::mark_ready), "marked ready"),
+        "queue" => (Some(ops::queue), "queued"),
+        "return-to-planning" => (Some(ops::return_to_planning), "returned to planning"),
+        "close" => (Some(ops::close), "closed"),
+        "cancel" => (Some(ops::cancel), "cancelled"),
+        "reopen" => (Some(ops::reopen), "reopened"),
+        "retry" => (None, "sent to routing again"),
+        other => return Err(format!("`{other}` is not an action")),
+    };
+    let tid = id.clone();
+    let result = match f {
+        Some(f) => s.op(move |ws| f(ws, &ctx, &tid, &req)).await,
+        None => {
+            s.op(move |ws| ops::retry(ws, &ctx, &tid, req.reason.as_deref()))
+                .await
+        }
+    };
+    match result {
+        Ok(out) if out.replayed => Ok(format!("{id}: already {verb} (this form was sent before)")),
+        Ok(out) => {
+            let mut m = format!("{id}: {verb}");
+            for n in out.notes {
+                m.push_str(". ");
+                m.push_str(&n);
+            }
+            Ok(m)
+        }
+        Err(e) => Err(format!("{id}: {}", e.message)),
+    }
+}
+
+fn request(form: &Form) -> Result<TransitionRequest, UiError> {
+    let expected = form
+        .get("expected_state")
+        .map(|s| {
+            s.parse::<TicketState>()
+                .map_err(|e| UiError::BadRequest(e.to_string()))
+        })
+        .transpose()?;
+    Ok(TransitionRequest {
+        reason: form.get("reason").map(str::to_string),
+        resolution: form.get("resolution").map(str::to_string),
+        expected,
+    })
+}
+
+/// `POST /tickets/{id}/act`: one state operation.
+pub async fn act(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    let form = Form::parse(&body);
+    v.check_csrf(form.get("csrf"))?;
+    let id = super::ticket::resolve(&s, id).await?.to_string();
+    let action = form.get("action").unwrap_or("").to_string();
+    let req = request(&form)?;
+    let back = back_to(form.get("back"), &format!("/tickets/{id}"));
+    let flash = match transition(&s, ctx(&v, &form), id, &action, req).await {
+        Ok(m) => Flash::ok(m),
+        Err(m) => Flash::error(m),
+    };
+    Ok(done(&s, &v, flash, back))
+}
+
+/// `POST /tickets/bulk`: one state operation on every selected ticket, each with its own
+/// result.
+pub async fn bulk(State(s): State<AppState>, v: Viewer, body: Bytes) -> Result<Response, UiError> {
+    let form = Form::parse(&body);
+    v.check_csrf(form.get("csrf"))?;
+    let action = form.get("action").unwrap_or("").to_string();
+    if !matches!(
+        action.as_str(),
+        "mark-ready" | "queue" | "return-to-planning" | "close"
+    ) {
+        return Err(UiError::BadRequest(format!(
+            "`{action}` is not a bulk action (mark-ready, queue, return-to-planning, close)"
+        )));
+    }
+    let back = back_to(form.get("back"), "/");
+    let ids = form.all("id");
+    if ids.is_empty() {
+        return Ok(done(
+            &s,
+            &v,
+            Flash::error("select at least one ticket first"),
+            back,
+        ));
+    }
+    let op = form.get("op").unwrap_or("").to_string();
+    for id in ids.into_iter().take(500) {
+        let mut ctx = v.caller.ctx(None);
+        if !op.is_empty() {
+            ctx = ctx.with_op(Some(format!("{op}-{id}")));
+        }
+        let req = TransitionRequest {
+            reason: form.get("reason").map(str::to_string),
+            resolution: form.get("resolution").map(str::to_string),
+            expected: None,
+        };
+        let flash = match transition(&s, ctx, id.to_string(), &action, req).await {
+            Ok(m) => Flash::ok(m),
+            Err(m) => Flash::error(m),
+        };
+        s.ui.flashes.push(&v.session, flash);
+    }
+    Ok(Redirect::to(&back).into_response())
+}
+
+/// `POST /tickets/{id}/comment`.
+pub async fn comment(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    let form = Form::parse(&body);
+    v.check_csrf(form.get("csrf"))?;
+    let id = super::ticket::resolve(&s, id).await?.to_string();
+    let ctx = ctx(&v, &form);
+    let req = CommentRequest {
+        kind: "comment".into(),
+        body: form.raw("body").unwrap_or("").to_string(),
+    };
+    let tid = id.clone();
+    let flash = match s.op(move |ws| ops::comment(ws, &ctx, &tid, &req)).await {
+        Ok(_) => Flash::ok(format!("{id}: comment added")),
+        Err(e) => Flash::error(format!("{id}: {}", e.message)),
+    };
+    Ok(done(&s, &v, flash, format!("/tickets/{id}#thread")))
+}
+
+/// `POST /tickets/{id}/edit`: title and body (planning only; the store's guard says so).
+pub async fn edit(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    let form = Form::parse(&body);
+    v.check_csrf(form.get("csrf"))?;
+    let id = super::ticket::resolve(&s, id).await?.to_string();
+    let ctx = ctx(&v, &form);
+    let req = EditRequest {
+        title: form.get("title").map(str::to_string),
+        body: form.raw("body").map(str::to_string),
+    };
+    let tid = id.clone();
+    let flash = match s.op(move |ws| ops::edit(ws, &ctx, &tid, &req)).await {
+        Ok(_) => Flash::ok(format!("{id}: saved")),
+        Err(e) => Flash::error(format!("{id}: {}", e.message)),
+    };
+    Ok(done(&s, &v, flash, format!("/tickets/{id}")))
+}
+
+/// `POST /tickets/{id}/relations`: add (`change=add`) or remove (`change=remove`) one.
+pub async fn relation(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    let form = Form::parse(&body);
+    v.check_csrf(form.get("csrf"))?;
+    let id = super::ticket::resolve(&s, id).await?.to_string();
+    let kind_name = form.get("kind").unwrap_or("").to_string();
+    let kind = yoi_core::relation::RelationKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == kind_name)
+        .ok_or_else(|| UiError::BadRequest(format!("`{kind_name}` is not a relation kind")))?;
+    let target = form.get("target").unwrap_or("").to_string();
+    let ctx = ctx(&v, &form);
+    let tid = id.clone();
+    let result = if form.get("change") == Some("remove") {
+        let target = target.clone();
+        s.op(move |ws| ops::remove_relation(ws, &ctx, &tid, kind, &target))
+            .await
+    } else {
+        let req = RelationRequest {
+            kind,
+            target: target.clone(),
+            note: form.get("note").map(str::to_string),
+        };
+        s.op(move |ws| ops::add_relation(ws, &ctx, &tid, &req))
+            .await
+    };
+    let flash = match result {
+        Ok(_) => Flash::ok(format!("{id}: relations updated")),
+        Err(e) => Flash::error(format!("{id}: {}", e.message)),
+    };
+    Ok(done(&s, &v, flash, format!("/tickets/{id}#relations")))
+}
+
+/// `POST /skills/proposals/{id}/{approve|reject}` (people only: a session is a human's).
+pub async fn decide_proposal(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path((id, decision)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    let form = Form::parse(&body);
+    v.check_csrf(form.get("csrf"))?;
+    let who = v.caller.principal.author();
+    let reason = form.get("reason").unwrap_or("").to_string();
+    let pid = id.clone();
+    let result = match decision.as_str() {
+        "approve" => {
+            s.blocking("approve", move |ws| {
+                yoi_engine::skills::approve(ws, &pid, &who, now())
+            })
+            .await?
+        }
+        "reject" => {
+            s.blocking("reject", move |ws| {
+                yoi_engine::skills::reject(ws, &pid, &who, &reason, now())
+            })
+            .await?
+        }
+        other => return Err(UiError::NotFound(format!("no decision `{other}`"))),
+    };
+    s.changed.send_modify(|n| *n += 1);
+    let flash = match result {
+        Ok(p) => Flash::ok(format!(
+            "proposal {id} ({}): {}",
+            p.name,
+            if decision == "approve" {
+                "approved; the skill is in the catalog"
+            } else {
+                "rejected"
+            }
+        )),
+        Err(e) => Flash::error(format!(
+            "proposal {id}: {}",
+            crate::error::ApiError::from(e).message
+        )),
+    };
+    Ok(done(&s, &v, flash, "/skills#proposals".into()))
+}
+
+/// `POST /logout`: end this session.
+pub async fn logout(
+    State(s): State<AppState>,
+    v: Viewer,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    let form = Form::parse(&body);
+    v.check_csrf(form.get("csrf"))?;
+    s.db()
+        .revoke_token(&v.caller.token.id, now().unix_millis())
+        .await
+        .map_err(UiError::from_store)?;
+    Ok((
+        [(header::SET_COOKIE, session::cookie(None))],
+        Redirect::to("/login"),
+    )
+        .into_response())
+}

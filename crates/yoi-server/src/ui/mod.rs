@@ -1,0 +1,60 @@
+//! The web dashboard, served by `yoi serve` at the root (the API stays under `/api/v1`).
+//!
+//! Pages are askama templates from `web/templates`, rendered on the server; the one script
+//! (`web/static/live.js`) only adds live updates and keys on top, so every page and every
+//! action works without JavaScript. Every action is a POST form answered by a redirect, and
+//! calls the same store or engine operation as the API and the CLI: there is no second path
+//! around a guard. Reads need a session (a one-time login link makes one); forms need the
+//! session's CSRF token. See docs/dashboard.md.
+
+pub mod actions;
+pub mod assets;
+pub mod board;
+pub mod guard;
+pub mod markdown;
+pub mod page;
+pub mod pages;
+pub mod session;
+pub mod ticket;
+
+use axum::middleware;
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::state::AppState;
+
+/// What the dashboard keeps in memory: unused login codes and one-shot messages.
+#[derive(Default)]
+pub struct UiState {
+    pub logins: session::Logins,
+    pub flashes: page::Flashes,
+}
+
+/// The dashboard's routes (pages, fragments, forms, static files).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(board::board))
+        .route("/queue", get(pages::queue))
+        .route("/tickets", get(pages::tickets))
+        .route("/tickets/bulk", post(actions::bulk))
+        .route("/tickets/{id}", get(ticket::page))
+        .route("/tickets/{id}/act", post(actions::act))
+        .route("/tickets/{id}/comment", post(actions::comment))
+        .route("/tickets/{id}/edit", post(actions::edit))
+        .route("/tickets/{id}/relations", post(actions::relation))
+        .route("/pods", get(pages::pods))
+        .route("/skills", get(pages::skills))
+        .route("/skills/{name}", get(pages::skill))
+        .route(
+            "/skills/proposals/{id}/{decision}",
+            post(actions::decide_proposal),
+        )
+        .route("/doctor", get(pages::doctor))
+        .route("/login", get(pages::login).post(pages::login_with_token))
+        .route("/logout", post(actions::logout))
+        .route("/fragments/cards", get(board::cards_fragment))
+        .route("/fragments/counts", get(board::counts_fragment))
+        .route("/fragments/ticket/{id}", get(ticket::fragment))
+        .route("/static/{file}", get(assets::serve))
+        .layer(middleware::from_fn(guard::headers))
+}

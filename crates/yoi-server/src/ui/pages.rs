@@ -1,0 +1,426 @@
+//! The other pages: login, the queue with why each ticket waits, the ticket table with bulk
+//! actions, pods, skills (with proposals to approve or reject) and the doctor.
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use yoi_core::state::State as TicketState;
+use yoi_core::TicketId;
+use yoi_engine::routing::view::QueueView;
+use yoi_store::db::{hash_secret, PodRow, Scope};
+use yoi_store::query::ListFilter;
+
+use super::actions::Form;
+use super::board::{cards, Card, Filters};
+use super::page::{age, html, short, Chrome, UiError};
+use super::session::{self, Viewer};
+use crate::auth::now;
+use crate::state::AppState;
+
+// ---- login ----
+
+#[derive(Template)]
+#[template(path = "login.html")]
+pub struct LoginPage {
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct LoginQuery {
+    pub code: Option<String>,
+}
+
+fn logged_in(secret: &str) -> Response {
+    (
+        [(header::SET_COOKIE, session::cookie(Some(secret)))],
+        Redirect::to("/"),
+    )
+        .into_response()
+}
+
+/// `GET /login[?code=…]`: exchange a one-time code for a session, or show how to get one.
+pub async fn login(
+    State(s): State<AppState>,
+    Query(q): Query<LoginQuery>,
+) -> Result<Response, UiError> {
+    let Some(code) = q.code.filter(|c| !c.trim().is_empty()) else {
+        return Ok(html(&LoginPage { message: None }));
+    };
+    let Some(principal) = s.ui.logins.redeem(&code, now().unix_millis()) else {
+        let page = LoginPage {
+            message: Some(
+                "That login link is unknown, used or expired (links work once, for 10 minutes). Run `yoi dashboard` for a new one."
+                    .into(),
+            ),
+        };
+        return Ok((axum::http::StatusCode::UNAUTHORIZED, html(&page)).into_response());
+    };
+    let secret = session::start(&s, &principal)
+        .await
+        .map_err(UiError::from_store)?;
+    Ok(logged_in(&secret))
+}
+
+/// `POST /login`: a pasted human token starts a session for its principal.
+pub async fn login_with_token(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    if headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| matches!(v, "cross-site" | "same-site"))
+    {
+        return Err(UiError::Forbidden(
+            "a login from another site is refused".into(),
+        ));
+    }
+    let form = Form::parse(&body);
+    let token = form.get("token").unwrap_or("");
+    let found = s
+        .db()
+        .token_by_hash(&hash_secret(token))
+        .await
+        .map_err(UiError::from_store)?
+        .filter(|t| t.scope == Scope::Human && !t.name.starts_with("session-"));
+    let Some(t) = found else {
+        let page = LoginPage {
+            message: Some("That is not a live human token.".into()),
+        };
+        return Ok((axum::http::StatusCode::UNAUTHORIZED, html(&page)).into_response());
+    };
+    let secret = session::start(&s, &t.principal)
+        .await
+        .map_err(UiError::from_store)?;
+    Ok(logged_in(&secret))
+}
+
+// ---- queue ----
+
+#[derive(Template)]
+#[template(path = "queue.html")]
+pub struct QueuePage {
+    pub chrome: Chrome,
+    pub q: QueueView,
+    pub op: String,
+}
+
+impl QueuePage {
+    pub fn short(&self, id: &TicketId) -> String {
+        short(id.as_str())
+    }
+}
+
+pub async fn queue(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let max = s.ws.config.router.max_inprogress;
+    let q = s
+        .read(move |ws| yoi_engine::routing::view::queue_view(ws, max))
+        .await?;
+    let chrome = Chrome::new(&s, &v, "Queue", "queue").await?;
+    Ok(html(&QueuePage {
+        chrome,
+        q,
+        op: ulid::Ulid::new().to_string(),
+    }))
+}
+
+// ---- tickets ----
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct TableQuery {
+    #[serde(flatten)]
+    pub filters: Filters,
+    /// `id` (oldest first, default) or `-id` (newest first).
+    pub sort: String,
+}
+
+#[derive(Template)]
+#[template(path = "tickets.html")]
+pub struct TicketsPage {
+    pub chrome: Chrome,
+    pub filters: Filters,
+    pub rows: Vec<Card>,
+    pub newest_first: bool,
+    pub next: Option<String>,
+    pub api: String,
+    pub op: String,
+    pub back: String,
+}
+
+pub async fn tickets(
+    State(s): State<AppState>,
+    v: Viewer,
+    Query(q): Query<TableQuery>,
+) -> Result<Response, UiError> {
+    let p = q.filters.parse()?;
+    let newest_first = q.sort == "-id";
+    let after = (!q.filters.after.is_empty())
+        .then(|| TicketId::parse(&q.filters.after))
+        .transpose()
+        .map_err(|e| UiError::BadRequest(e.to_string()))?;
+    let filter = ListFilter {
+        states: p.states.clone().or(Some(TicketState::ALL.to_vec())),
+        ready: false,
+        blocked: p.blocked,
+    };
+    let page = s
+        .db()
+        .list_ordered(&filter, &p.words, after.as_ref(), 100, newest_first)
+        .await
+        .map_err(UiError::from_store)?;
+    let mut rows = cards(&s, &page.tickets).await?;
+    if p.attention {
+        rows.retain(|c| c.attention);
+    }
+    let base = q.filters.query();
+    let sort = if newest_first { "&sort=-id" } else { "" };
+    let next = page
+        .next
+        .map(|n| format!("/tickets?{base}{sort}&after={n}"));
+    let mut api = vec![format!(
+        "state={}",
+        p.states
+            .as_ref()
+            .map(|v| v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","))
+            .unwrap_or_else(|| "all".into())
+    )];
+    if p.blocked {
+        api.push("blocked=true".into());
+    }
+    if !p.words.is_empty() {
+        api.push(format!(
+            "search={}",
+            super::board::urlencode(&p.words.join(" "))
+        ));
+    }
+    if let Some(a) = &after {
+        api.push(format!("after={a}"));
+    }
+    let chrome = Chrome::new(&s, &v, "Tickets", "tickets").await?;
+    Ok(html(&TicketsPage {
+        chrome,
+        back: format!("/tickets?{base}{sort}"),
+        filters: q.filters,
+        rows,
+        newest_first,
+        next,
+        api: format!("/api/v1/tickets?{}&limit=100", api.join("&")),
+        op: ulid::Ulid::new().to_string(),
+    }))
+}
+
+// ---- pods ----
+
+pub struct PodLine {
+    pub pod: PodRow,
+    pub heartbeat: String,
+}
+
+#[derive(Template)]
+#[template(path = "pods.html")]
+pub struct PodsPage {
+    pub chrome: Chrome,
+    pub pods: Vec<PodLine>,
+    pub open: Vec<yoi_store::db::Assignment>,
+}
+
+pub async fn pods(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let now_ms = now().unix_millis();
+    let pods = s
+        .db()
+        .pods(now_ms, 3_600_000)
+        .await
+        .map_err(UiError::from_store)?
+        .into_iter()
+        .map(|pod| PodLine {
+            heartbeat: format!("{}s", ((now_ms - pod.heartbeat_ms) / 1000).max(0)),
+            pod,
+        })
+        .collect();
+    let open = s
+        .db()
+        .open_assignments()
+        .await
+        .map_err(UiError::from_store)?;
+    let chrome = Chrome::new(&s, &v, "Pods", "pods").await?;
+    Ok(html(&PodsPage { chrome, pods, open }))
+}
+
+// ---- skills ----
+
+pub struct ProposalView {
+    pub p: yoi_skills::Proposal,
+    pub diff: Vec<DiffLine>,
+    pub is_change: bool,
+}
+
+#[derive(Template)]
+#[template(path = "skills.html")]
+pub struct SkillsPage {
+    pub chrome: Chrome,
+    pub skills: Vec<yoi_skills::SkillEntry>,
+    pub proposals: Vec<ProposalView>,
+    pub activations: Vec<yoi_store::db::ActivationRow>,
+}
+
+impl SkillsPage {
+    pub fn at(&self, ms: &i64) -> String {
+        age(
+            &yoi_core::Timestamp::from_unix_millis(*ms).to_string(),
+            now().unix_millis(),
+        )
+    }
+}
+
+pub async fn skills(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let (skills, proposals) = s
+        .blocking("skills page", |ws| {
+            let skills = yoi_engine::skills::load_catalog(ws).skills().to_vec();
+            let proposals: Vec<ProposalView> = yoi_engine::skills::proposals(ws)
+                .unwrap_or_default()
+                .into_iter()
+                .rev()
+                .filter_map(|p| {
+                    let (p, proposed, current) =
+                        yoi_engine::skills::proposal_skill_md(ws, &p.id).ok()?;
+                    Some(ProposalView {
+                        is_change: current.is_some(),
+                        diff: diff_lines(current.as_deref().unwrap_or(""), &proposed),
+                        p,
+                    })
+                })
+                .collect();
+            (skills, proposals)
+        })
+        .await?;
+    let activations = s
+        .db()
+        .activations(None, 50)
+        .await
+        .map_err(UiError::from_store)?;
+    let chrome = Chrome::new(&s, &v, "Skills", "skills").await?;
+    Ok(html(&SkillsPage {
+        chrome,
+        skills,
+        proposals,
+        activations,
+    }))
+}
+
+#[derive(Template)]
+#[template(path = "skill.html")]
+pub struct SkillPage {
+    pub chrome: Chrome,
+    pub skill: yoi_skills::SkillEntry,
+    pub source: String,
+    pub activations: Vec<yoi_store::db::ActivationRow>,
+}
+
+pub async fn skill(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path(name): Path<String>,
+) -> Result<Response, UiError> {
+    let n = name.clone();
+    let skill = s
+        .blocking("skill page", move |ws| {
+            yoi_engine::skills::load_catalog(ws).get(&n).cloned()
+        })
+        .await?
+        .ok_or_else(|| UiError::NotFound(format!("no skill `{name}` in the catalog")))?;
+    let activations = s
+        .db()
+        .activations(Some(&skill.name), 50)
+        .await
+        .map_err(UiError::from_store)?;
+    let chrome = Chrome::new(&s, &v, format!("Skill {}", skill.name), "skills").await?;
+    Ok(html(&SkillPage {
+        chrome,
+        source: yoi_engine::skills::source_name(&skill.source),
+        skill,
+        activations,
+    }))
+}
+
+/// One line of a line diff: ` ` kept, `-` removed, `+` added.
+pub struct DiffLine {
+    pub sign: char,
+    pub text: String,
+}
+
+/// A line diff of `old` to `new` (longest common subsequence; inputs past 2,000 lines are
+/// shown as a whole replacement).
+pub fn diff_lines(old: &str, new: &str) -> Vec<DiffLine> {
+    let a: Vec<&str> = old.lines().collect();
+    let b: Vec<&str> = new.lines().collect();
+    let line = |sign, text: &str| DiffLine {
+        sign,
+        text: text.to_string(),
+    };
+    if a.len() > 2000 || b.len() > 2000 {
+        return a
+            .iter()
+            .map(|l| line('-', l))
+            .chain(b.iter().map(|l| line('+', l)))
+            .collect();
+    }
+    let (n, m) = (a.len(), b.len());
+    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < n || j < m {
+        if i < n && j < m && a[i] == b[j] {
+            out.push(line(' ', a[i]));
+            i += 1;
+            j += 1;
+        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            out.push(line('+', b[j]));
+            j += 1;
+        } else {
+            out.push(line('-', a[i]));
+            i += 1;
+        }
+    }
+    out
+}
+
+// ---- doctor ----
+
+#[derive(Template)]
+#[template(path = "doctor.html")]
+pub struct DoctorPage {
+    pub chrome: Chrome,
+    pub report: yoi_store::doctor::Report,
+}
+
+pub async fn doctor(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let report = s.read(|ws| yoi_engine::doctor::run_full(ws, false)).await?;
+    let chrome = Chrome::new(&s, &v, "Doctor", "doctor").await?;
+    Ok(html(&DoctorPage { chrome, report }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::diff_lines;
+
+    #[test]
+    fn a_line_diff_keeps_removes_and_adds() {
+        let d = diff_lines("a\nb\nc\n", "a\nc\nd\n");
+        let s: Vec<String> = d.iter().map(|l| format!("{}{}", l.sign, l.text)).collect();
+        assert_eq!(s, [" a", "-b", " c", "+d"]);
+    }
+}

@@ -1,0 +1,252 @@
+//! Dashboard sessions: one-time login codes, the session cookie, and the CSRF token of a
+//! session.
+//!
+//! `yoi serve` prints, and `yoi dashboard` asks the API for, a login URL
+//! `/login?code=<one-time code>`. Visiting it exchanges the code (valid [`LOGIN_TTL_MS`], once)
+//! for a session: a human token in the token table, named `session-<ulid>` and bound to the
+//! principal that minted the code, whose secret only the browser holds, in an `HttpOnly;
+//! SameSite=Strict` cookie. The answer is a redirect, so the code leaves the address bar and the
+//! history. Sessions outlive a restart of the server (they are tokens) and end at logout or
+//! `yoi token revoke`.
+//!
+//! Every form carries the session's CSRF token, a keyed hash of the session that a page on
+//! another origin cannot read or compute; a POST without it is refused before anything runs.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, Method};
+use yoi_store::db::{hash_secret, new_secret, Scope};
+
+use super::page::UiError;
+use crate::auth::{now, Caller};
+use crate::state::AppState;
+
+/// The session cookie's name.
+pub const COOKIE: &str = "yoi_session";
+/// How long a login code stays valid.
+pub const LOGIN_TTL_MS: i64 = 10 * 60 * 1000;
+/// Login codes kept at most (older ones are dropped first).
+const MAX_CODES: usize = 64;
+
+/// Login codes not yet used, by hash: when each expires and whom it logs in.
+#[derive(Default)]
+pub struct Logins {
+    codes: Mutex<HashMap<String, (i64, String)>>,
+}
+
+impl Logins {
+    /// A new one-time code that logs in as `principal`.
+    pub fn mint(&self, principal: &str, now_ms: i64) -> Result<String, yoi_store::StoreError> {
+        let code = new_secret()?;
+        let mut codes = self.codes.lock().unwrap_or_else(|p| p.into_inner());
+        codes.retain(|_, (until, _)| *until > now_ms);
+        while codes.len() >= MAX_CODES {
+            let oldest = codes
+                .iter()
+                .min_by_key(|(_, (until, _))| *until)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => codes.remove(&k),
+                None => break,
+            };
+        }
+        codes.insert(
+            hash_secret(&code),
+            (now_ms + LOGIN_TTL_MS, principal.to_string()),
+        );
+        Ok(code)
+    }
+
+    /// Use a code: the principal it logs in, once; `None` for an unknown, used or expired code.
+    pub fn redeem(&self, code: &str, now_ms: i64) -> Option<String> {
+        let mut codes = self.codes.lock().unwrap_or_else(|p| p.into_inner());
+        let (until, principal) = codes.remove(&hash_secret(code.trim()))?;
+        (until > now_ms).then_some(principal)
+    }
+}
+
+/// The human principal a login printed by `yoi serve` is for: the admin token's.
+pub async fn local_human(s: &AppState) -> String {
+    let tokens = s.db().list_tokens().await.unwrap_or_default();
+    tokens
+        .into_iter()
+        .find(|t| t.name == "admin" && t.revoked_ms.is_none())
+        .map(|t| t.principal)
+        .or_else(|| s.ws.config.principal.name.clone())
+        .unwrap_or_else(|| "human".into())
+}
+
+/// Start a session for `principal`; returns the cookie's secret.
+pub async fn start(s: &AppState, principal: &str) -> Result<String, yoi_store::StoreError> {
+    let name = format!("session-{}", ulid::Ulid::new().to_string().to_lowercase());
+    let (_, secret) = s
+        .db()
+        .create_token(&name, &Scope::Human, principal, now().unix_millis())
+        .await?;
+    Ok(secret)
+}
+
+/// The `Set-Cookie` value that stores `secret` (or, with `None`, removes the cookie).
+pub fn cookie(secret: Option<&str>) -> String {
+    match secret {
+        Some(s) => format!("{COOKIE}={s}; Path=/; HttpOnly; SameSite=Strict"),
+        None => format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    }
+}
+
+/// The session secret the request's `Cookie` header carries.
+pub fn secret_of(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The CSRF token of the session whose secret hashes to `session_hash`.
+pub fn csrf_token(s: &AppState, session_hash: &str) -> String {
+    let mut keyed = s.agent_key.as_ref().clone();
+    keyed.extend_from_slice(b"\0dashboard-csrf\0");
+    keyed.extend_from_slice(session_hash.as_bytes());
+    yoi_core::sha256_hex(&keyed)[..32].to_string()
+}
+
+/// A logged-in person looking at the dashboard.
+#[derive(Debug, Clone)]
+pub struct Viewer {
+    pub caller: Caller,
+    /// The token every form of this session must carry.
+    pub csrf: String,
+    /// The hash of the session secret (what the token table stores).
+    pub session: String,
+}
+
+impl Viewer {
+    /// Refuse a form whose CSRF token is missing or wrong.
+    pub fn check_csrf(&self, token: Option<&str>) -> Result<(), UiError> {
+        let ok = token.is_some_and(|t| {
+            use subtle::ConstantTimeEq;
+            bool::from(t.as_bytes().ct_eq(self.csrf.as_bytes()))
+        });
+        if ok {
+            Ok(())
+        } else {
+            Err(UiError::Forbidden(
+                "this form did not carry the session's CSRF token; reload the page and try again"
+                    .into(),
+            ))
+        }
+    }
+}
+
+/// The session of a request, if it has a live one.
+pub async fn viewer_of(s: &AppState, headers: &HeaderMap) -> Result<Option<Viewer>, UiError> {
+    let Some(secret) = secret_of(headers) else {
+        return Ok(None);
+    };
+    let hash = hash_secret(&secret);
+    let token = s
+        .db()
+        .token_by_hash(&hash)
+        .await
+        .map_err(|e| UiError::Internal(e.to_string()))?;
+    Ok(token
+        .filter(|t| t.scope == Scope::Human)
+        .map(|token| Viewer {
+            csrf: csrf_token(s, &hash),
+            caller: Caller {
+                principal: yoi_core::Principal::human(token.principal.clone()),
+                token,
+            },
+            session: hash,
+        }))
+}
+
+impl FromRequestParts<AppState> for Viewer {
+    type Rejection = UiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, UiError> {
+        match viewer_of(s, &parts.headers).await? {
+            Some(v) => {
+                if parts.method != Method::GET && parts.method != Method::HEAD {
+                    same_origin(&parts.headers)?;
+                }
+                Ok(v)
+            }
+            None if parts.method == Method::GET || parts.method == Method::HEAD => {
+                Err(UiError::LoginNeeded)
+            }
+            None => Err(UiError::Forbidden(
+                "no dashboard session: open the login link `yoi dashboard` prints".into(),
+            )),
+        }
+    }
+}
+
+/// A browser marks a cross-site request; refuse one (the CSRF token refuses it too).
+fn same_origin(headers: &HeaderMap) -> Result<(), UiError> {
+    let site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if matches!(site, "cross-site" | "same-site") {
+        return Err(UiError::Forbidden(
+            "a request from another site may not act on the dashboard".into(),
+        ));
+    }
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if let (Some(origin), Some(host)) = (origin, host) {
+        let authority = origin.split_once("://").map(|(_, a)| a).unwrap_or(origin);
+        if origin != "null" && !authority.eq_ignore_ascii_case(host) {
+            return Err(UiError::Forbidden(format!(
+                "a form from {origin} may not act on this dashboard"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The answer of `POST /api/v1/dashboard/login`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct LoginLink {
+    /// Path and query of the one-time login URL on this server.
+    pub path: String,
+    /// How long the link stays valid.
+    pub expires_in_ms: i64,
+}
+
+#[utoipa::path(post, tag = "service", path = "/api/v1/dashboard/login", responses((status = 200, body = LoginLink), (status = 401, description = "missing or unknown token"), (status = 403, description = "not a human token")), security(("bearer" = [])))]
+/// A one-time dashboard login link for the calling person (what `yoi dashboard` opens).
+pub async fn mint_route(
+    axum::extract::State(s): axum::extract::State<AppState>,
+    crate::auth::Authed(c, ..): crate::auth::Authed<crate::auth::OpenDashboard>,
+) -> Result<axum::Json<LoginLink>, crate::error::ApiError> {
+    let code =
+        s.ui.logins
+            .mint(&c.token.principal, now().unix_millis())
+            .map_err(crate::error::ApiError::from)?;
+    Ok(axum::Json(LoginLink {
+        path: format!("/login?code={code}"),
+        expires_in_ms: LOGIN_TTL_MS,
+    }))
+}
+
+/// The login link `yoi serve` prints at start, for the workspace's own person.
+pub async fn startup_login(s: &AppState) -> Option<String> {
+    let who = local_human(s).await;
+    match s.ui.logins.mint(&who, now().unix_millis()) {
+        Ok(code) => Some(format!("/login?code={code}")),
+        Err(e) => {
+            tracing::warn!(error = %e, "no dashboard login link");
+            None
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! The ticket page `/tickets/{id}` and its live fragment: the header with the actions valid now
+//! (a disabled one says which rule blocks it and every one shows its CLI command), the brief,
+//! the IntentPacket frozen at acceptance against the brief now, routing, relations with what
+//! finishing the ticket unblocks, attempts, worktree and branch health, the cost ledger and the
+//! thread. Everything is read through the same store and engine functions as the API.
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use serde::Deserialize;
+use yoi_core::state::{Operation, State as TicketState};
+use yoi_core::{Principal, TicketId};
+use yoi_engine::cost::CostReport;
+use yoi_engine::routing::view::RoutingView;
+use yoi_store::db::Waiting;
+use yoi_store::query::{AttemptDetail, TicketDetail};
+use yoi_store::worktrees::WorktreeRow;
+
+use super::markdown;
+use super::page::{age, html, state_label, Chrome, UiError};
+use super::session::Viewer;
+use crate::auth::now;
+use crate::state::AppState;
+
+/// Thread events per page.
+pub const THREAD_PAGE: usize = 50;
+
+/// One action button.
+#[derive(Debug, Clone)]
+pub struct Action {
+    /// The form's `action` value (`mark-ready`, `queue`, …, `retry`).
+    pub name: &'static str,
+    pub label: &'static str,
+    /// Why it cannot be used now; `None` when it can.
+    pub blocked: Option<String>,
+    pub cli: String,
+    /// The form asks for a reason (`reason`) or a resolution (`resolution`).
+    pub asks: Option<&'static str>,
+}
+
+/// The actions of a ticket in `state` for `who`, each with the rule that blocks it.
+pub fn actions(d: &TicketDetail, routing: &RoutingView, who: &Principal) -> Vec<Action> {
+    let id = d.id.as_str();
+    let mut out = Vec::new();
+    let ops = [
+        (Operation::MarkReady, "Mark ready", None),
+        (Operation::Queue, "Queue", None),
+        (
+            Operation::ReturnToPlanning,
+            "Return to planning",
+            Some("reason"),
+        ),
+        (Operation::Close, "Close", Some("resolution")),
+        (Operation::Cancel, "Cancel", Some("resolution")),
+        (Operation::Reopen, "Reopen", Some("reason")),
+    ];
+    for (op, label, asks) in ops {
+        let mut blocked = op.check(d.state, who).err().map(|e| e.to_string());
+        if blocked.is_none() {
+            blocked = match op {
+                Operation::MarkReady if !d.missing_brief_sections.is_empty() => Some(format!(
+                    "the brief is missing {}; add {} first",
+                    d.missing_brief_sections.join(", "),
+                    if d.missing_brief_sections.len() == 1 {
+                        "it"
+                    } else {
+                        "them"
+                    }
+                )),
+                Operation::Queue if !d.relations.can_queue => d
+                    .relations
+                    .queue_refusal
+                    .clone()
+                    .or_else(|| Some("an open blocker must finish first".into())),
+                _ => None,
+            };
+        }
+        let cli = op
+            .human_command()
+            .unwrap_or("")
+            .replace("ID", id)
+            .replace(" R", " \"…\"");
+        out.push(Action {
+            name: op.as_str(),
+            label,
+            blocked,
+            cli,
+            asks,
+        });
+    }
+    out.push(Action {
+        name: "retry",
+        label: "Retry routing",
+        blocked: (d.state != TicketState::Queued).then(|| {
+            format!(
+                "retry routes a queued ticket again (closing its circuit); this one is {}",
+                d.state
+            )
+        }),
+        cli: format!("yoi ticket retry {id} --reason \"…\""),
+        asks: Some("reason"),
+    });
+    // A circuit that is closed needs no retry, but retrying is harmless; say what it does.
+    if !routing.circuit.open {
+        if let Some(a) = out.last_mut().filter(|a| a.blocked.is_none()) {
+            a.label = "Route again";
+        }
+    }
+    out
+}
+
+/// One event of the thread, rendered.
+pub struct ThreadEvent {
+    pub anchor: String,
+    pub kind: String,
+    pub author: String,
+    pub at: String,
+    pub heading: String,
+    pub html: String,
+    pub facts: Vec<(String, String)>,
+}
+
+/// One section of the brief whose frozen and current texts differ.
+pub struct Drift {
+    pub section: String,
+    pub frozen: String,
+    pub now: String,
+}
+
+pub struct Packet {
+    pub hash: String,
+    pub flow: Option<String>,
+    pub html: String,
+    pub drift: Vec<Drift>,
+}
+
+#[derive(Template)]
+#[template(path = "ticket.html")]
+pub struct TicketPage {
+    pub chrome: Chrome,
+    pub csrf: String,
+    pub t: TicketView,
+    pub op: String,
+}
+
+#[derive(Template)]
+#[template(path = "fragments/ticket.html")]
+pub struct TicketFragment {
+    pub csrf: String,
+    pub t: TicketView,
+    pub op: String,
+}
+
+/// Everything the ticket page shows.
+pub struct TicketView {
+    pub d: TicketDetail,
+    pub state_label: &'static str,
+    pub age: String,
+    pub brief_html: String,
+    pub actions: Vec<Action>,
+    pub routing: RoutingView,
+    pub unblocks: Vec<Waiting>,
+    pub packet: Option<Packet>,
+    pub attempts: Vec<AttemptDetail>,
+    pub worktrees: Vec<WorktreeRow>,
+    pub cost: Option<CostReport>,
+    pub events: Vec<ThreadEvent>,
+    pub events_total: usize,
+    pub events_from: usize,
+    pub earlier: Option<usize>,
+    pub later: Option<usize>,
+    pub is_planning: bool,
+}
+
+impl TicketView {
+    pub fn decision_line(&self) -> String {
+        match &self.routing.latest_decision {
+            Some(l) => l.body.lines().next().unwrap_or("").to_string(),
+            None => String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct TicketQuery {
+    /// First thread event shown (0-based); default: the last page.
+    pub from: Option<usize>,
+}
+
+/// Read everything the page shows (blocking: files and git).
+fn load(
+    s: &AppState,
+    ws: &yoi_store::Workspace,
+    query: &str,
+    from: Option<usize>,
+    who: &Principal,
+    in_progress: usize,
+) -> Result<TicketView, UiError> {
+    let store = UiError::from_store;
+    let d = yoi_store::query::ticket_detail(ws, query).map_err(store)?;
+    let max = s.ws.config.router.max_inprogress;
+    let routing =
+        yoi_engine::routing::view::routing_view_for(ws, &d.id, max, in_progress, &d.relations)
+            .map_err(store)?;
+    let packet = ws.read_frozen_packet(&d.id).map_err(store)?.map(|f| {
+        let frozen = f.packet.render_markdown();
+        let now = yoi_core::packet::IntentPacket::from_body(&d.body).render_markdown();
+        Packet {
+            hash: f.content_hash.clone(),
+            flow: f.flow.as_ref().map(|f| f.name.clone()),
+            html: markdown::render(&frozen),
+            drift: drift(&frozen, &now),
+        }
+    });
+    let worktrees = yoi_store::worktrees::list_worktrees(ws)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|w| w.ticket.as_ref() == Some(&d.id))
+        .collect();
+    let cost = (!d.attempts.is_empty())
+        .then(|| yoi_engine::cost::ticket_cost(ws, d.id.as_str()).ok())
+        .flatten();
+    let total = d.events.len();
+    let from = from.unwrap_or(total.saturating_sub(THREAD_PAGE)).min(total);
+    let events = d.events[from..(from + THREAD_PAGE).min(total)]
+        .iter()
+        .enumerate()
+        .map(|(i, e)| ThreadEvent {
+            anchor: e
+                .id
+                .as_ref()
+                .map(|id| format!("e-{id}"))
+                .unwrap_or_else(|| format!("e-at-{}", from + i)),
+            kind: e.kind.clone(),
+            author: e.author.clone().unwrap_or_default(),
+            at: e.at.clone().unwrap_or_default(),
+            heading: e
+                .heading
+                .clone()
+                .unwrap_or_else(|| e.kind.replace('_', " ")),
+            html: markdown::render(&e.body),
+            facts: e
+                .attrs
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "id" | "author" | "at"))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| v.to_string()),
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let unblocks = s
+        .index
+        .block_on(s.db().waiting_on(&d.id, 50))
+        .map_err(store)?;
+    let since = d
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.kind == "state_changed")
+        .and_then(|e| e.at.clone())
+        .unwrap_or_else(|| d.created_at.to_string());
+    Ok(TicketView {
+        state_label: state_label(d.state),
+        age: age(&since, now().unix_millis()),
+        brief_html: markdown::render(&d.body),
+        actions: actions(&d, &routing, who),
+        attempts: d.attempts.clone(),
+        is_planning: d.state == TicketState::Planning,
+        routing,
+        unblocks,
+        packet,
+        worktrees,
+        cost,
+        events,
+        events_total: total,
+        events_from: from,
+        earlier: (from > 0).then(|| from.saturating_sub(THREAD_PAGE)),
+        later: (from + THREAD_PAGE < total).then_some(from + THREAD_PAGE),
+        d,
+    })
+}
+
+/// The sections (by `## ` heading) whose text differs between two packets.
+fn drift(frozen: &str, now: &str) -> Vec<Drift> {
+    fn sections(text: &str) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for line in text.lines() {
+            if let Some(h) = line.strip_prefix("## ") {
+                out.push((h.trim().to_string(), String::new()));
+            } else if let Some(last) = out.last_mut() {
+                last.1.push_str(line);
+                last.1.push('\n');
+            }
+        }
+        out
+    }
+    let a = sections(frozen);
+    let b = sections(now);
+    let mut names: Vec<&String> = a.iter().chain(b.iter()).map(|(h, _)| h).collect();
+    names.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for name in names {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let get = |v: &[(String, String)]| {
+            v.iter()
+                .find(|(h, _)| h == name)
+                .map(|(_, t)| t.trim().to_string())
+                .unwrap_or_default()
+        };
+        let (f, n) = (get(&a), get(&b));
+        if f != n {
+            out.push(Drift {
+                section: name.clone(),
+                frozen: f,
+                now: n,
+            });
+        }
+    }
+    out
+}
+
+async fn view(
+    s: &AppState,
+    v: &Viewer,
+    id: String,
+    from: Option<usize>,
+) -> Result<TicketView, UiError> {
+    let in_progress = s
+        .db()
+        .count_by_state()
+        .await
+        .map_err(UiError::from_store)?
+        .get(&TicketState::Inprogress)
+        .copied()
+        .unwrap_or(0);
+    let who = v.caller.principal.clone();
+    let st = s.clone();
+    s.blocking("ticket page", move |ws| {
+        load(
+            &st,
+            ws,
+            &id,
+            from,
+            &who,
+            usize::try_from(in_progress).unwrap_or(0),
+        )
+    })
+    .await?
+}
+
+pub async fn page(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path(id): Path<String>,
+    Query(q): Query<TicketQuery>,
+) -> Result<Response, UiError> {
+    let t = view(&s, &v, id, q.from).await?;
+    let mut chrome = Chrome::new(&s, &v, format!("{} {}", t.d.id, t.d.title), "tickets").await?;
+    chrome.live_ticket = Some(t.d.id.to_string());
+    Ok(html(&TicketPage {
+        csrf: chrome.csrf.clone(),
+        chrome,
+        t,
+        op: ulid::Ulid::new().to_string(),
+    }))
+}
+
+/// `GET /fragments/ticket/{id}`: the page's live sections, as the page renders them.
+pub async fn fragment(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path(id): Path<String>,
+    Query(q): Query<TicketQuery>,
+) -> Result<Response, UiError> {
+    let t = view(&s, &v, id, q.from).await?;
+    Ok(html(&TicketFragment {
+        csrf: v.csrf.clone(),
+        t,
+        op: ulid::Ulid::new().to_string(),
+    }))
+}
+
+/// The id a path names, resolved (for redirects after actions).
+pub async fn resolve(s: &AppState, query: String) -> Result<TicketId, UiError> {
+    s.read(move |ws| ws.resolve(&query))
+        .await
+        .map_err(UiError::from)
+}

@@ -162,6 +162,7 @@ on_both_backends!(
     doctor_reports_each_kind_of_index_drift_and_fix_rebuilds_the_index,
     doctor_reports_undelivered_events_per_consumer_and_dead_deliveries,
     open_assignments_exist_only_for_work_in_progress,
+    board_reads_count_lanes_and_give_each_card_its_facts,
 );
 
 fn every_operation_updates_index_and_outbox(b: Backend) {
@@ -903,4 +904,132 @@ fn open_assignments_exist_only_for_work_in_progress(b: Backend) {
         ["assignment asg-3 (implement for coder, pending) is open but its ticket is not in this checkout"]
     );
     assert_eq!(status(&gone), [AssignmentStatus::Pending]);
+}
+
+/// The dashboard's reads (`db/board.rs`): counts by state, the facts behind each card's badges,
+/// cards by id with the board's filters, what finishing a ticket unblocks, newest-first pages.
+fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
+    use yoi_core::decision::RoutingDecision;
+    let fx = Fx::new(b);
+    let db = &fx.index.db;
+    let a = fx.create("Alpha schema", &[]);
+    let bb = fx.create("Bravo build", &[&a]);
+    let c = fx.create("Charlie cleanup", &[&bb]);
+    let bare = ops::create(
+        &fx.ws,
+        &alice(),
+        &CreateRequest {
+            title: "Delta without a brief".into(),
+            body: String::new(),
+            depends_on: Vec::new(),
+        },
+    )
+    .unwrap()
+    .ticket;
+    ops::mark_ready(&fx.ws, &alice(), a.as_str(), &TransitionRequest::default()).unwrap();
+    ops::queue(&fx.ws, &alice(), a.as_str(), &TransitionRequest::default()).unwrap();
+    let orchestrator = Ctx::new(
+        Principal::orchestrator(),
+        Timestamp::parse("2026-11-29T10:05:00Z").unwrap(),
+    );
+    let waiting = RoutingDecision::WaitingCapacity {
+        in_progress: 4,
+        max: 4,
+    };
+    ops::comment(
+        &fx.ws,
+        &orchestrator,
+        a.as_str(),
+        &CommentRequest {
+            kind: "decision".into(),
+            body: waiting.render_event(),
+        },
+    )
+    .unwrap();
+    let mut asg = assignment("asg-board", &bb);
+    asg.role = "reviewer".into();
+    fx.index.block_on(db.create_assignment(&asg)).unwrap();
+
+    let counts = fx.index.block_on(db.count_by_state()).unwrap();
+    assert_eq!(counts.get(&State::Queued), Some(&1));
+    assert_eq!(counts.get(&State::Planning), Some(&3));
+    assert_eq!(counts.get(&State::Ready), None, "no ready ticket, no entry");
+
+    let ids = [a.clone(), bb.clone(), c.clone(), bare.clone()];
+    let facts = fx.index.block_on(db.card_facts(&ids)).unwrap();
+    assert_eq!(facts.len(), 4);
+    let fa = &facts[&a];
+    assert_eq!(fa.unblocks, 1, "Bravo waits on Alpha");
+    assert_eq!(fa.last_decision.as_deref(), Some("waiting_capacity"));
+    assert_eq!(fa.state_since.as_deref(), Some("2026-11-29T10:00:00Z"));
+    assert_eq!(fa.brief_missing, 0);
+    assert_eq!(facts[&bb].unblocks, 1, "Charlie waits on Bravo");
+    assert_eq!(
+        facts[&bb].working.as_ref().map(|w| (w.role.as_str(), w.pod.clone())),
+        Some(("reviewer", None)),
+        "a pending step shows its role, waiting for a pod"
+    );
+    assert_eq!(facts[&bb].state_since, None, "never moved");
+    assert_eq!(facts[&c].unblocks, 0);
+    assert_eq!(facts[&bare].brief_missing, 3);
+    assert!(facts[&c].last_decision.is_none());
+
+    // Cards by id, with the board's filters.
+    let by_id = |words: &[&str], blocked: bool| -> Vec<String> {
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        fx.index
+            .block_on(db.summaries_by_id(&ids, &words, blocked))
+            .unwrap()
+            .into_iter()
+            .map(|t| t.title)
+            .collect()
+    };
+    assert_eq!(by_id(&[], false).len(), 4);
+    assert_eq!(by_id(&["bravo"], false), ["Bravo build"]);
+    assert_eq!(by_id(&[], true), ["Bravo build", "Charlie cleanup"]);
+    let blockers = fx
+        .index
+        .block_on(db.summaries_by_id(std::slice::from_ref(&c), &[], false))
+        .unwrap();
+    assert_eq!(blockers[0].blockers.len(), 1, "blockers are filled in");
+
+    // What finishing Alpha unblocks, transitively, and nothing of a finished ticket.
+    let waits = fx.index.block_on(db.waiting_on(&a, 50)).unwrap();
+    let got: Vec<(String, u32)> = waits.iter().map(|w| (w.title.clone(), w.depth)).collect();
+    assert_eq!(
+        got,
+        [("Bravo build".to_string(), 1), ("Charlie cleanup".to_string(), 2)]
+    );
+    assert_eq!(fx.index.block_on(db.waiting_on(&a, 1)).unwrap().len(), 1);
+    ops::cancel(
+        &fx.ws,
+        &alice(),
+        bb.as_str(),
+        &TransitionRequest {
+            resolution: Some("not needed".into()),
+            ..TransitionRequest::default()
+        },
+    )
+    .unwrap();
+    let waits = fx.index.block_on(db.waiting_on(&a, 50)).unwrap();
+    assert!(waits.is_empty(), "a closed dependent waits on nothing: {waits:?}");
+
+    // Newest first, paged by the cursor towards older tickets.
+    let filter = ListFilter {
+        states: Some(State::ALL.to_vec()),
+        ..ListFilter::default()
+    };
+    let page = fx
+        .index
+        .block_on(db.list_ordered(&filter, &[], None, 2, true))
+        .unwrap();
+    let titles: Vec<&str> = page.tickets.iter().map(|t| t.title.as_str()).collect();
+    assert_eq!(titles, ["Delta without a brief", "Charlie cleanup"]);
+    let next = fx
+        .index
+        .block_on(db.list_ordered(&filter, &[], page.next.as_ref(), 2, true))
+        .unwrap();
+    let titles: Vec<&str> = next.tickets.iter().map(|t| t.title.as_str()).collect();
+    assert_eq!(titles, ["Bravo build", "Alpha schema"]);
+    assert!(next.next.is_none());
 }

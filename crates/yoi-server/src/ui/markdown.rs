@@ -7,13 +7,26 @@
 //! escaped by it. That is the whole sanitizer: no HTML passes through, so no allowlist of tags
 //! and attributes is needed.
 
-use pulldown_cmark::{CowStr, Event, Options, Parser, Tag};
+use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 /// Render `text` as sanitized HTML.
 pub fn render(text: &str) -> String {
     let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let events = Parser::new_ext(text, opts).map(|e| match e {
         Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
+        // The page's own headings are h1 and h2; a brief's `## Intent` sits below them.
+        Event::Start(Tag::Heading {
+            level,
+            id,
+            classes,
+            attrs,
+        }) => Event::Start(Tag::Heading {
+            level: deeper(level),
+            id,
+            classes,
+            attrs,
+        }),
+        Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(deeper(level))),
         Event::Start(Tag::Link {
             link_type,
             dest_url,
@@ -41,6 +54,16 @@ pub fn render(text: &str) -> String {
     let mut out = String::with_capacity(text.len() * 5 / 4);
     pulldown_cmark::html::push_html(&mut out, events);
     out
+}
+
+fn deeper(level: HeadingLevel) -> HeadingLevel {
+    match level {
+        HeadingLevel::H1 => HeadingLevel::H3,
+        HeadingLevel::H2 => HeadingLevel::H3,
+        HeadingLevel::H3 => HeadingLevel::H4,
+        HeadingLevel::H4 => HeadingLevel::H5,
+        _ => HeadingLevel::H6,
+    }
 }
 
 fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
@@ -81,7 +104,7 @@ mod tests {
     #[test]
     fn markdown_still_renders() {
         let out = render("## Intent\n\n- **bold** item\n\n| a | b |\n|---|---|\n| 1 | 2 |\n");
-        assert!(out.contains("<h2>Intent</h2>"), "{out}");
+        assert!(out.contains("<h3>Intent</h3>"), "{out}");
         assert!(out.contains("<strong>bold</strong>"), "{out}");
         assert!(out.contains("<table>"), "{out}");
     }

@@ -36,6 +36,8 @@ pub struct Action {
     pub cli: String,
     /// The form asks for a reason (`reason`) or a resolution (`resolution`).
     pub asks: Option<&'static str>,
+    /// Blocked only because the ticket is in another state (listed apart, folded).
+    pub other_state: bool,
 }
 
 /// The actions of a ticket in `state` for `who`, each with the rule that blocks it.
@@ -55,7 +57,12 @@ pub fn actions(d: &TicketDetail, routing: &RoutingView, who: &Principal) -> Vec<
         (Operation::Reopen, "Reopen", Some("reason")),
     ];
     for (op, label, asks) in ops {
-        let mut blocked = op.check(d.state, who).err().map(|e| e.to_string());
+        let refusal = op.check(d.state, who).err();
+        let other_state = matches!(
+            refusal,
+            Some(yoi_core::state::TransitionError::WrongState { .. })
+        );
+        let mut blocked = refusal.map(|e| e.to_string());
         if blocked.is_none() {
             blocked = match op {
                 Operation::MarkReady if !d.missing_brief_sections.is_empty() => Some(format!(
@@ -86,6 +93,7 @@ pub fn actions(d: &TicketDetail, routing: &RoutingView, who: &Principal) -> Vec<
             blocked,
             cli,
             asks,
+            other_state,
         });
     }
     out.push(Action {
@@ -99,6 +107,7 @@ pub fn actions(d: &TicketDetail, routing: &RoutingView, who: &Principal) -> Vec<
         }),
         cli: format!("yoi ticket retry {id} --reason \"…\""),
         asks: Some("reason"),
+        other_state: d.state != TicketState::Queued,
     });
     // A circuit that is closed needs no retry, but retrying is harmless; say what it does.
     if !routing.circuit.open {
@@ -154,6 +163,8 @@ pub struct TicketFragment {
 /// Everything the ticket page shows.
 pub struct TicketView {
     pub d: TicketDetail,
+    /// Actions blocked only by the state, folded away below the others.
+    pub other_state_actions: usize,
     pub state_label: &'static str,
     pub age: String,
     pub brief_html: String,
@@ -266,11 +277,13 @@ fn load(
         .find(|e| e.kind == "state_changed")
         .and_then(|e| e.at.clone())
         .unwrap_or_else(|| d.created_at.to_string());
+    let actions = actions(&d, &routing, who);
     Ok(TicketView {
+        other_state_actions: actions.iter().filter(|a| a.other_state).count(),
         state_label: state_label(d.state),
         age: age(&since, now().unix_millis()),
         brief_html: markdown::render(&d.body),
-        actions: actions(&d, &routing, who),
+        actions,
         attempts: d.attempts.clone(),
         is_planning: d.state == TicketState::Planning,
         routing,

@@ -89,6 +89,9 @@ echo "# start the server: it routes the queued tickets and its pods finish them"
 "$YOI" -C "$DEMO" serve --listen 127.0.0.1:0 >"$DEMO/.yoi/local/demo-serve.out" 2>"$DEMO/.yoi/local/demo-serve.log" &
 SERVE=$!
 trap 'kill -TERM "$SERVE" 2>/dev/null || true' EXIT
+for _ in $(seq 1 200); do grep -q '^dashboard:' "$DEMO/.yoi/local/demo-serve.out" 2>/dev/null && break; sleep 0.05; done
+echo "# yoi serve prints the dashboard's one-time login link (yoi dashboard makes another):"
+grep '^dashboard:' "$DEMO/.yoi/local/demo-serve.out" || true
 state() { "$YOI" -C "$DEMO" ticket show "$1" --json | grep -o '"state": *"[a-z]*"' | head -1 | grep -o '[a-z]*"$' | tr -d '"'; }
 for _ in $(seq 1 1200); do
   if [ "$(state "$CLI")" = done ]; then break; fi
@@ -108,3 +111,4 @@ wait "$SERVE" || true
 trap - EXIT
 [ "$(state "$CORE")" = done ] && [ "$(state "$CLI")" = done ] || { echo "the demo tickets did not finish; see $DEMO/.yoi/local/demo-serve.log" >&2; exit 1; }
 printf '\nDemo workspace: %s (server log: .yoi/local/demo-serve.log)\n' "$DEMO"
+printf 'The web dashboard of this workspace: %s -C %s serve, then open the login link it prints\n(docs/dashboard.md).\n' "$YOI" "$DEMO"

@@ -1,6 +1,4 @@
-// yoi dashboard: live updates and keys on top of pages that work without this script.
-// Events come from /api/v1/events, resumed after the seq the page was rendered at; each burst
-// refetches only the fragments it touched, rendered by the same templates as the page.
+// yoi dashboard: live updates and keys over pages that work without it (docs/dashboard.md).
 (() => {
   'use strict';
   const $ = (s, r = document) => r.querySelector(s), $$ = (s, r = document) => [...r.querySelectorAll(s)];
@@ -24,7 +22,6 @@
     es.onopen = () => { retry = 0; show('live', 'live'); };
     es.onerror = () => {
       show('reconnecting', 'reconnecting…');
-      // The browser retries by itself after a dropped stream; after a refused one it gives up.
       if (es && es.readyState === EventSource.CLOSED) {
         clearTimeout(retry);
         retry = setTimeout(connect, 1000);
@@ -35,7 +32,7 @@
 
   function onEvent(m) {
     let e; try { e = JSON.parse(m.data); } catch { return; }
-    if (!(e.seq > last)) return; // seen already (a replay after a reconnect)
+    if (!(e.seq > last)) return; // seen already
     last = e.seq;
     touched.add(e.ticket);
     news.push(e.ticket.slice(-6) + ' ' + e.kind.replace(/^ticket_/, '').replace(/_/g, ' '));
@@ -59,7 +56,7 @@
     return t.content;
   };
 
-  // Replace `old` by `neu`, keeping focus (by id) and checkbox state; never move focus.
+  // Swap keeping checkbox state and focus.
   function swap(old, neu) {
     const a = document.activeElement, had = old.contains(a) && a !== body;
     $$('input[type=checkbox]', old).forEach(c => { const n = $(`input[value="${c.value}"]`, neu); if (n) n.checked = c.checked; });
@@ -82,17 +79,18 @@
     const frag = await fetchHtml('/fragments/cards?ids=' + ids.join(',') + (f ? '&' + f : ''));
     const got = new Set();
     $$('li.card', frag).forEach(card => {
-      got.add(card.dataset.id);
+      const id = card.id.slice(2);
+      got.add(id);
       const old = document.getElementById(card.id), ol = $(`ol.cards[data-lane="${card.dataset.state}"]`);
       if (old && old.parentElement === ol) { swap(old, card); return; }
       if (!ol) { if (old) old.remove(); return; }
       const desc = card.dataset.state === 'done', more = !!$('a.more', ol.parentElement);
-      const after = $$('li.card', ol).find(c => desc ? c.dataset.id < card.dataset.id : c.dataset.id > card.dataset.id);
+      const after = $$('li.card', ol).find(c => desc ? c.id < card.id : c.id > card.id);
       if (!after && more) { if (old) old.remove(); return; } // beyond this page of the lane
       const focused = old && old.contains(document.activeElement);
       if (old) old.remove();
       ol.insertBefore(card, after || null);
-      if (focused) $('.card-link', card).focus({ preventScroll: true });
+      if (focused) $('a', card).focus({ preventScroll: true });
     });
     ids.forEach(id => { if (!got.has(id)) { const o = document.getElementById('t-' + id); if (o && !o.contains(document.activeElement)) o.remove(); } });
     const counts = await fetchHtml('/fragments/counts');
@@ -126,7 +124,7 @@
   const keysOff = () => localStorage.getItem('yoi-keys-off') === '1';
   if (off) { off.checked = keysOff(); off.addEventListener('change', () => localStorage.setItem('yoi-keys-off', off.checked ? '1' : '0')); }
   const keysBtn = $('#keys'); if (keysBtn && dlg) keysBtn.addEventListener('click', () => dlg.showModal());
-  const links = () => $$('.card-link, table.tickets td a');
+  const links = () => $$('.card > a, table.tickets td a');
   let g = 0;
   document.addEventListener('keydown', ev => {
     if (ev.ctrlKey || ev.metaKey || ev.altKey || keysOff()) return;
@@ -140,12 +138,14 @@
     else if (k === 'h' || k === 'l' || k === 'ArrowLeft' || k === 'ArrowRight') {
       const lanes = $$('section.lane'), lane = t.closest && t.closest('section.lane');
       const n = lanes[lanes.indexOf(lane) + (k === 'h' || k === 'ArrowLeft' ? -1 : 1)];
-      if (lane && n) go($('.card-link', n));
+      if (lane && n) go($('.card > a', n));
     } else if (k === 'x') { const c = t.closest && $('input[type=checkbox]', t.closest('li, tr') || t); if (c) { c.checked = !c.checked; ev.preventDefault(); } }
     else if (k === '/') go($('#filter'));
     else if (k === '?' && dlg) { dlg.showModal(); ev.preventDefault(); }
     else if (k === 'g') g = 1;
   });
 
+  // A running attempt's log sends no events.
+  if (ticket) setInterval(() => { if (!paused && $('#attempts[data-running]')) ticketPage().catch(() => {}); }, 2000);
   connect();
 })();

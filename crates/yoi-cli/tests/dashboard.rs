@@ -79,12 +79,7 @@ impl Site {
             .spawn()
             .unwrap();
         if let Some(i) = input {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(i.as_bytes())
-                .unwrap();
+            child.stdin.take().unwrap().write_all(i.as_bytes()).unwrap();
         }
         drop(child.stdin.take());
         let out = child.wait_with_output().unwrap();
@@ -151,14 +146,12 @@ impl Site {
     }
 
     fn thread(&self, id: &str) -> String {
-        std::fs::read_to_string(self.root.join(".yoi/tickets").join(id).join("thread.md"))
-            .unwrap()
+        std::fs::read_to_string(self.root.join(".yoi/tickets").join(id).join("thread.md")).unwrap()
     }
 
     fn state(&self, id: &str) -> String {
-        let item =
-            std::fs::read_to_string(self.root.join(".yoi/tickets").join(id).join("item.md"))
-                .unwrap();
+        let item = std::fs::read_to_string(self.root.join(".yoi/tickets").join(id).join("item.md"))
+            .unwrap();
         item.lines()
             .find_map(|l| l.strip_prefix("state:"))
             .unwrap_or_default()
@@ -222,7 +215,12 @@ async fn same_page(c: &Client) -> bool {
 }
 
 async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css)).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
 }
 
 fn card_in(lane: &str, id: &str) -> String {
@@ -238,10 +236,7 @@ async fn queue_from_the_board_and_watch_routing_move_cards_live() {
     let driver = Driver::start();
     let c = driver.session(true).await;
     log_in(&c, &site).await;
-    let cookies = c
-        .execute("return document.cookie;", vec![])
-        .await
-        .unwrap();
+    let cookies = c.execute("return document.cookie;", vec![]).await.unwrap();
     assert!(
         !cookies.as_str().unwrap_or("").contains("yoi_session"),
         "the session cookie is HttpOnly: {cookies}"
@@ -251,7 +246,13 @@ async fn queue_from_the_board_and_watch_routing_move_cards_live() {
     // Queue X from the board: routing has room for one, so it goes to in progress.
     click(&c, &format!("#t-{x} input[type=checkbox]")).await;
     click(&c, "#bulk button[value=queue]").await;
-    wait_until_text(&c, ".flash.ok", format!("{x}: queued").as_str(), BROWSER_TIMEOUT).await;
+    wait_until_text(
+        &c,
+        ".flash.ok",
+        format!("{x}: queued").as_str(),
+        BROWSER_TIMEOUT,
+    )
+    .await;
     wait_for(&c, &card_in("inprogress", &x), BROWSER_TIMEOUT).await;
 
     // Y waits for capacity.
@@ -386,7 +387,9 @@ async fn a_person_approves_a_skill_proposal() {
     click(&c, &format!("#approve-{id}")).await;
     wait_until_text(&c, ".flash.ok", "approved", BROWSER_TIMEOUT).await;
     assert!(
-        site.root.join(".yoi/skills/release-notes/SKILL.md").is_file(),
+        site.root
+            .join(".yoi/skills/release-notes/SKILL.md")
+            .is_file(),
         "the approved skill is in the workspace catalog"
     );
     wait_for(&c, "a[href=\"/skills/release-notes\"]", BROWSER_TIMEOUT).await;
@@ -473,7 +476,14 @@ async fn the_core_flows_work_without_javascript() {
     let mut site = Site::new();
     let a = site.ready_ticket("Queue me without a script", None);
     let b = site.yoi_with_input(
-        &["ticket", "create", "--title", "Mark me ready", "--body-file", "-"],
+        &[
+            "ticket",
+            "create",
+            "--title",
+            "Mark me ready",
+            "--body-file",
+            "-",
+        ],
         Some(BRIEF),
     );
     site.start();
@@ -492,8 +502,13 @@ async fn the_core_flows_work_without_javascript() {
     // Bulk mark-ready from the board.
     click(&c, &format!("#t-{b} input[type=checkbox]")).await;
     click(&c, "#bulk button[value=mark-ready]").await;
-    wait_until_text(&c, ".flash.ok", format!("{b}: marked ready").as_str(), BROWSER_TIMEOUT)
-        .await;
+    wait_until_text(
+        &c,
+        ".flash.ok",
+        format!("{b}: marked ready").as_str(),
+        BROWSER_TIMEOUT,
+    )
+    .await;
     wait_for(&c, &card_in("ready", &b), BROWSER_TIMEOUT).await;
     assert_eq!(site.state(&b), "ready");
 
@@ -502,7 +517,13 @@ async fn the_core_flows_work_without_javascript() {
         .await
         .unwrap();
     click(&c, "#act-queue").await;
-    wait_until_text(&c, ".flash.ok", format!("{a}: queued").as_str(), BROWSER_TIMEOUT).await;
+    wait_until_text(
+        &c,
+        ".flash.ok",
+        format!("{a}: queued").as_str(),
+        BROWSER_TIMEOUT,
+    )
+    .await;
     assert!(matches!(site.state(&a).as_str(), "queued" | "inprogress"));
     c.find(Locator::Css("#comment-body"))
         .await
@@ -578,7 +599,10 @@ async fn forged_posts_and_foreign_hosts_are_refused_and_write_nothing() {
     // refused.
     assert_eq!(agent.get(&site.login).call().unwrap().status(), 401);
     let link = site.yoi(&["dashboard", "--no-open"]);
-    assert!(link.starts_with(&format!("{}/login?code=", site.base())), "{link}");
+    assert!(
+        link.starts_with(&format!("{}/login?code=", site.base())),
+        "{link}"
+    );
     let login = agent.get(&link).call().unwrap();
     assert_eq!(login.status(), 303);
     let cookie = login
@@ -603,7 +627,11 @@ async fn forged_posts_and_foreign_hosts_are_refused_and_write_nothing() {
         r.send(body.to_string()).unwrap().status().as_u16()
     };
     assert_eq!(post("action=queue", None), 403, "no CSRF token");
-    assert_eq!(post("action=queue&csrf=0123456789abcdef", None), 403, "a wrong token");
+    assert_eq!(
+        post("action=queue&csrf=0123456789abcdef", None),
+        403,
+        "a wrong token"
+    );
     let page = agent
         .get(&format!("{}/tickets/{t}", site.base()))
         .header("Cookie", &cookie)

@@ -169,3 +169,54 @@ pub fn commits_between(repo_root: &Path, from: &str, to: &str) -> Result<u32, Gi
     }
     Ok(n)
 }
+
+/// One commit as a history listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitLine {
+    pub id: String,
+    /// The first line of the message.
+    pub summary: String,
+    pub author: String,
+    /// Seconds since the Unix epoch (the committer's time).
+    pub time: i64,
+}
+
+/// The commits reachable from `to` but not from `from`, newest first, at most `limit`.
+pub fn commit_log(
+    repo_root: &Path,
+    from: &str,
+    to: &str,
+    limit: usize,
+) -> Result<Vec<CommitLine>, GitError> {
+    let repo = repo::open(repo_root)?;
+    let f = repo::peel_to_commit(&repo, repo_root, from)?;
+    let t = repo::peel_to_commit(&repo, repo_root, to)?;
+    let walk = repo
+        .rev_walk([t])
+        .with_hidden([f])
+        .all()
+        .map_err(|e| GitError::git(repo_root, "walk the history", e))?;
+    let mut out = Vec::new();
+    for info in walk.take(limit) {
+        let info = info.map_err(|e| GitError::git(repo_root, "walk the history", e))?;
+        let commit = info
+            .object()
+            .map_err(|e| GitError::git(repo_root, "read a commit", e))?;
+        let summary = commit
+            .message()
+            .map(|m| m.summary().to_string())
+            .unwrap_or_default();
+        let author = commit
+            .author()
+            .map(|a| a.name.to_string())
+            .unwrap_or_default();
+        let time = commit.time().map(|t| t.seconds).unwrap_or_default();
+        out.push(CommitLine {
+            id: info.id.to_string(),
+            summary,
+            author,
+            time,
+        });
+    }
+    Ok(out)
+}

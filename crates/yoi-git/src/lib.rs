@@ -22,7 +22,7 @@ pub mod worktree;
 pub use branch::{
     branch_exists, create_branch, delete_branch, list_branches, BranchInfo, BranchOutcome,
 };
-pub use commit::{commit_all, commits_between, head_of, Identity};
+pub use commit::{commit_all, commit_log, commits_between, head_of, CommitLine, Identity};
 pub use error::GitError;
 pub use history::{changed_under, is_ancestor, move_branch, move_branch_back};
 pub use merge::{

@@ -58,6 +58,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/v1/skills/proposals"),
     ("post", "/api/v1/skills/proposals/{id}/approve"),
     ("post", "/api/v1/skills/proposals/{id}/reject"),
+    ("post", "/api/v1/dashboard/login"),
 ];
 
 /// Routes anyone may call; every other route requires a bearer token.

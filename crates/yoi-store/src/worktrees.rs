@@ -173,6 +173,32 @@ pub fn list_worktrees(ws: &Workspace) -> Result<Vec<WorktreeRow>, StoreError> {
     Ok(Listing::read(ws, &repo)?.linked)
 }
 
+/// The worktree of a ticket's latest accepted plan, read alone (its branch, head and
+/// dirtiness; `Gone` when its folder is): what a ticket page shows, without the status of
+/// every other worktree. `None` when the ticket was never accepted onto a worktree.
+pub fn ticket_worktree(ws: &Workspace, id: &TicketId) -> Result<Option<WorktreeRow>, StoreError> {
+    let Some(repo) = git::repo_root(ws.root()) else {
+        return Ok(None);
+    };
+    let Some(facts) = ticket_facts(ws, id)? else {
+        return Ok(None);
+    };
+    let Some(path) = facts.accepted.clone() else {
+        return Ok(None);
+    };
+    let info = yoi_git::worktree_info(&repo, &path).unwrap_or_else(|_| {
+        let plan = ws.read_plan(id).unwrap_or_default();
+        WorktreeInfo {
+            branch: git::latest_accepted(plan.iter()).and_then(|p| p.branch.clone()),
+            path: path.clone(),
+            head: None,
+            dirty: None,
+            prunable: !path.is_dir(),
+        }
+    });
+    Ok(Some(row(&repo, info, Some(id.clone()), Some(&facts))))
+}
+
 /// Remove one linked worktree: its folder and git's record of it. The branch is kept.
 ///
 /// Holds the workspace lock throughout. Refuses the main worktree, a path that is not a linked

@@ -946,26 +946,57 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
         },
     )
     .unwrap();
+    ops::accept(
+        &fx.ws,
+        &orchestrator,
+        a.as_str(),
+        &TransitionRequest::default(),
+        &ops::AcceptEvidence {
+            branch: "yoi/alpha".into(),
+            worktree: ".worktree/alpha".into(),
+            base_commit: "0000000000000000000000000000000000000000".into(),
+            assignment: "asg-alpha".into(),
+            decision: RoutingDecision::ImplementationReady {
+                branch: "yoi/alpha".into(),
+                base_commit: "0000000000000000000000000000000000000000".into(),
+            }
+            .render_event(),
+        },
+    )
+    .unwrap();
     let mut asg = assignment("asg-board", &bb);
     asg.role = "reviewer".into();
     fx.index.block_on(db.create_assignment(&asg)).unwrap();
 
     let counts = fx.index.block_on(db.count_by_state()).unwrap();
-    assert_eq!(counts.get(&State::Queued), Some(&1));
+    assert_eq!(counts.get(&State::Inprogress), Some(&1));
     assert_eq!(counts.get(&State::Planning), Some(&3));
-    assert_eq!(counts.get(&State::Ready), None, "no ready ticket, no entry");
+    assert_eq!(
+        counts.get(&State::Queued),
+        None,
+        "no queued ticket, no entry"
+    );
 
     let ids = [a.clone(), bb.clone(), c.clone(), bare.clone()];
     let facts = fx.index.block_on(db.card_facts(&ids)).unwrap();
     assert_eq!(facts.len(), 4);
     let fa = &facts[&a];
     assert_eq!(fa.unblocks, 1, "Bravo waits on Alpha");
-    assert_eq!(fa.last_decision.as_deref(), Some("waiting_capacity"));
-    assert_eq!(fa.state_since.as_deref(), Some("2026-11-29T10:00:00Z"));
+    assert_eq!(
+        fa.last_decision.as_deref(),
+        Some("implementation_ready"),
+        "the latest of the orchestrator's decisions (it waited for capacity first)"
+    );
+    assert_eq!(fa.state_since.as_deref(), Some("2026-11-29T10:05:00Z"));
     assert_eq!(fa.brief_missing, 0);
+    assert_eq!(fa.worktree.as_deref(), Some(".worktree/alpha"));
+    assert_eq!(facts[&bb].worktree, None);
     assert_eq!(facts[&bb].unblocks, 1, "Charlie waits on Bravo");
     assert_eq!(
-        facts[&bb].working.as_ref().map(|w| (w.role.as_str(), w.pod.clone())),
+        facts[&bb]
+            .working
+            .as_ref()
+            .map(|w| (w.role.as_str(), w.pod.clone())),
         Some(("reviewer", None)),
         "a pending step shows its role, waiting for a pod"
     );
@@ -998,7 +1029,10 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
     let got: Vec<(String, u32)> = waits.iter().map(|w| (w.title.clone(), w.depth)).collect();
     assert_eq!(
         got,
-        [("Bravo build".to_string(), 1), ("Charlie cleanup".to_string(), 2)]
+        [
+            ("Bravo build".to_string(), 1),
+            ("Charlie cleanup".to_string(), 2)
+        ]
     );
     assert_eq!(fx.index.block_on(db.waiting_on(&a, 1)).unwrap().len(), 1);
     ops::cancel(
@@ -1012,7 +1046,10 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
     )
     .unwrap();
     let waits = fx.index.block_on(db.waiting_on(&a, 50)).unwrap();
-    assert!(waits.is_empty(), "a closed dependent waits on nothing: {waits:?}");
+    assert!(
+        waits.is_empty(),
+        "a closed dependent waits on nothing: {waits:?}"
+    );
 
     // Newest first, paged by the cursor towards older tickets.
     let filter = ListFilter {

@@ -181,26 +181,36 @@ pub struct QueueEntry {
 /// now among them, in that order), and the ready tickets that could be queued.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueView {
+    /// The first `limit` queued tickets.
     pub queued: Vec<QueueEntry>,
+    pub queued_total: usize,
+    /// The first `limit` ready tickets.
     pub ready: Vec<(TicketId, String)>,
+    pub ready_total: usize,
     pub capacity: Capacity,
 }
 
-/// The queue, read once: all items and the graph, then each queued ticket's thread.
-pub fn queue_view(ws: &Workspace, max_inprogress: usize) -> Result<QueueView, StoreError> {
+/// The queue, read once: all items and the graph, then the thread of each of the first `limit`
+/// queued tickets.
+pub fn queue_view(
+    ws: &Workspace,
+    max_inprogress: usize,
+    limit: usize,
+) -> Result<QueueView, StoreError> {
     let snap = Snapshot::load(ws)?;
     let capacity = Capacity {
         in_progress: snap.in_progress(),
         max: max_inprogress,
     };
     let mut queued = Vec::new();
-    for id in snap.queued() {
-        let item = &snap.items[&id];
-        let thread = ws.read_thread(&id)?;
-        let would = decide_for(ws, &snap, &id, item, &thread, max_inprogress)?;
+    let order = snap.queued();
+    for id in order.iter().take(limit) {
+        let item = &snap.items[id];
+        let thread = ws.read_thread(id)?;
+        let would = decide_for(ws, &snap, id, item, &thread, max_inprogress)?;
         let blockers = snap
             .graph
-            .blockers(&id, |t| snap.items.get(t).map(|i| i.state));
+            .blockers(id, |t| snap.items.get(t).map(|i| i.state));
         queued.push(QueueEntry {
             title: item.title.clone(),
             queued_at: item.queued_at.map(|t| t.to_string()),
@@ -208,7 +218,7 @@ pub fn queue_view(ws: &Workspace, max_inprogress: usize) -> Result<QueueView, St
             view: view_of(id.clone(), item, &thread, would, blockers, capacity.clone()),
         });
     }
-    let ready = snap
+    let ready: Vec<(TicketId, String)> = snap
         .items
         .iter()
         .filter(|(_, i)| i.state == State::Ready)
@@ -216,7 +226,9 @@ pub fn queue_view(ws: &Workspace, max_inprogress: usize) -> Result<QueueView, St
         .collect();
     Ok(QueueView {
         queued,
-        ready,
+        queued_total: order.len(),
+        ready_total: ready.len(),
+        ready: ready.into_iter().take(limit).collect(),
         capacity,
     })
 }

@@ -153,7 +153,8 @@ pub struct Card {
 }
 
 impl Card {
-    pub fn new(t: &TicketSummary, f: &CardFacts, now_ms: i64) -> Card {
+    /// `root`: the repository root, against which a recorded worktree is looked for.
+    pub fn new(t: &TicketSummary, f: &CardFacts, now_ms: i64, root: &std::path::Path) -> Card {
         let since = f
             .state_since
             .clone()
@@ -211,6 +212,19 @@ impl Card {
                 class: "warn",
             });
         }
+        if t.state == TicketState::Inprogress {
+            let missing = match &f.worktree {
+                Some(w) => !root.join(w).is_dir(),
+                None => true,
+            };
+            if missing {
+                badges.push(Badge {
+                    text: "worktree missing".into(),
+                    class: "bad",
+                });
+                attention = true;
+            }
+        }
         if let Some(w) = &f.working {
             badges.push(Badge {
                 text: match &w.pod {
@@ -265,7 +279,7 @@ pub async fn cards(s: &AppState, tickets: &[TicketSummary]) -> Result<Vec<Card>,
     let none = CardFacts::default();
     Ok(tickets
         .iter()
-        .map(|t| Card::new(t, facts.get(&t.id).unwrap_or(&none), now_ms))
+        .map(|t| Card::new(t, facts.get(&t.id).unwrap_or(&none), now_ms, s.ws.root()))
         .collect())
 }
 
@@ -281,7 +295,8 @@ pub async fn board(
         .filter(|l| p.states.as_ref().is_none_or(|s| s.contains(l)))
         .collect();
     let filtered = !p.words.is_empty() || p.blocked;
-    let mut lanes = Vec::new();
+    // One page per lane, then the facts of every card on the board in one go.
+    let mut pages = Vec::new();
     for state in shown {
         let after = (f.lane == state.as_str() && !f.after.is_empty())
             .then(|| TicketId::parse(&f.after))
@@ -303,9 +318,18 @@ pub async fn board(
             )
             .await
             .map_err(UiError::from_store)?;
-        let mut cards = cards(&s, &page.tickets).await?;
+        pages.push((state, after.is_some(), page));
+    }
+    let all: Vec<TicketSummary> = pages
+        .iter()
+        .flat_map(|(_, _, page)| page.tickets.iter().cloned())
+        .collect();
+    let mut cards = cards(&s, &all).await?.into_iter();
+    let mut lanes = Vec::new();
+    for (state, paged, page) in pages {
+        let mut lane_cards: Vec<Card> = cards.by_ref().take(page.tickets.len()).collect();
         if p.attention {
-            cards.retain(|c| c.attention);
+            lane_cards.retain(|c| c.attention);
         }
         let count = if filtered || p.attention {
             // A filtered lane counts what it shows on this page (and says so).
@@ -327,9 +351,9 @@ pub async fn board(
             state: state.as_str(),
             label: state_label(state),
             count,
-            cards,
+            cards: lane_cards,
             more,
-            paged: after.is_some(),
+            paged,
         });
     }
     let chrome = Chrome::new(&s, &v, "Board", "board").await?;

@@ -102,6 +102,9 @@ pub async fn login_with_token(
 
 // ---- queue ----
 
+/// Queued (and ready) tickets the queue page lists, in routing order.
+pub const QUEUE_PAGE: usize = 100;
+
 #[derive(Template)]
 #[template(path = "queue.html")]
 pub struct QueuePage {
@@ -119,7 +122,7 @@ impl QueuePage {
 pub async fn queue(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
     let max = s.ws.config.router.max_inprogress;
     let q = s
-        .read(move |ws| yoi_engine::routing::view::queue_view(ws, max))
+        .read(move |ws| yoi_engine::routing::view::queue_view(ws, max, QUEUE_PAGE))
         .await?;
     let chrome = Chrome::new(&s, &v, "Queue", "queue").await?;
     Ok(html(&QueuePage {

@@ -129,6 +129,40 @@ pub struct ThreadEvent {
     pub facts: Vec<(String, String)>,
 }
 
+/// One commit of the ticket's branch.
+pub struct Commit {
+    pub id: String,
+    pub summary: String,
+    pub author: String,
+}
+
+/// The end of an attempt's log.
+pub struct LogTail {
+    pub assignment: String,
+    pub role: String,
+    pub running: bool,
+    pub text: String,
+}
+
+/// Bytes of an attempt log the page shows (its end).
+const LOG_TAIL_BYTES: u64 = 8 * 1024;
+
+/// The last [`LOG_TAIL_BYTES`] of a log, from a line start.
+fn tail_of(path: &std::path::Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let start = len.saturating_sub(LOG_TAIL_BYTES);
+    f.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    Some(match (start > 0, text.find('\n')) {
+        (true, Some(i)) => text[i + 1..].to_string(),
+        _ => text,
+    })
+}
+
 /// One section of the brief whose frozen and current texts differ.
 pub struct Drift {
     pub section: String,
@@ -174,6 +208,10 @@ pub struct TicketView {
     pub packet: Option<Packet>,
     pub attempts: Vec<AttemptDetail>,
     pub worktrees: Vec<WorktreeRow>,
+    /// The branch's commits since its base (newest first, at most 50), when accepted.
+    pub commits: Vec<Commit>,
+    /// The last lines of the newest attempt's log, and whether that attempt is still running.
+    pub log_tail: Option<LogTail>,
     pub cost: Option<CostReport>,
     pub events: Vec<ThreadEvent>,
     pub events_total: usize,
@@ -224,11 +262,37 @@ fn load(
             drift: drift(&frozen, &now),
         }
     });
-    let worktrees = yoi_store::worktrees::list_worktrees(ws)
-        .unwrap_or_default()
+    let worktrees = yoi_store::worktrees::ticket_worktree(ws, &d.id)
+        .map_err(store)?
         .into_iter()
-        .filter(|w| w.ticket.as_ref() == Some(&d.id))
         .collect();
+    let accepted = yoi_store::latest_accepted(d.plan.iter());
+    let commits = match (
+        yoi_git::discover(ws.root()).ok().map(|r| r.workdir),
+        accepted.and_then(|a| Some((a.base_commit.clone()?, a.branch.clone()?))),
+    ) {
+        (Some(repo), Some((base, branch))) => {
+            yoi_git::commit_log(&repo, &base, &format!("refs/heads/{branch}"), 50)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| Commit {
+                    id: c.id,
+                    summary: c.summary,
+                    author: c.author,
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let log_tail = d.attempts.last().and_then(|a| {
+        let text = tail_of(&ws.attempt_log(d.id.as_str(), &a.assignment))?;
+        Some(LogTail {
+            assignment: a.assignment.clone(),
+            role: a.role.clone(),
+            running: a.status == yoi_store::db::AssignmentStatus::Claimed,
+            text,
+        })
+    });
     let cost = (!d.attempts.is_empty())
         .then(|| yoi_engine::cost::ticket_cost(ws, d.id.as_str()).ok())
         .flatten();
@@ -290,6 +354,8 @@ fn load(
         unblocks,
         packet,
         worktrees,
+        commits,
+        log_tail,
         cost,
         events,
         events_total: total,

@@ -30,6 +30,8 @@ pub struct CardFacts {
     pub working: Option<Working>,
     /// The latest completed review asked for changes.
     pub changes_requested: bool,
+    /// The worktree of the latest accepted plan (relative to the repository root, as recorded).
+    pub worktree: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -127,13 +129,17 @@ impl Db {
             }
         }
 
+        // CROSS JOIN keeps SQLite from starting at the tickets table (it then scans every
+        // ticket); it starts at the relations of these ids, by index. PostgreSQL plans it freely.
         let sql = format!(
-            "SELECT r.target AS me, COUNT(*) FROM relations r JOIN tickets w ON w.id = r.ticket_id \
-              WHERE r.kind = 'depends_on' AND r.target IN ({list}) AND w.state NOT IN ('done', 'closed') \
+            "SELECT r.target AS me, COUNT(*) FROM relations r CROSS JOIN tickets w \
+              WHERE w.id = r.ticket_id AND r.kind = 'depends_on' AND r.target IN ({list}) \
+                AND w.state NOT IN ('done', 'closed') \
               GROUP BY r.target \
              UNION ALL \
-             SELECT r.ticket_id AS me, COUNT(*) FROM relations r JOIN tickets w ON w.id = r.target \
-              WHERE r.kind = 'blocks' AND r.ticket_id IN ({list}) AND w.state NOT IN ('done', 'closed') \
+             SELECT r.ticket_id AS me, COUNT(*) FROM relations r CROSS JOIN tickets w \
+              WHERE w.id = r.target AND r.kind = 'blocks' AND r.ticket_id IN ({list}) \
+                AND w.state NOT IN ('done', 'closed') \
               GROUP BY r.ticket_id"
         );
         for r in run(sql).await? {
@@ -153,6 +159,19 @@ impl Db {
                     .completeness()
                     .missing_required
                     .len();
+            }
+        }
+
+        let sql = format!(
+            "SELECT ticket_id, record FROM plan_records WHERE kind = 'accepted_plan' \
+              AND ticket_id IN ({list}) ORDER BY at, id"
+        );
+        for r in run(sql).await? {
+            let id: String = r.try_get(0).map_err(db_err)?;
+            let record: String = r.try_get(1).map_err(db_err)?;
+            if let Some(f) = entry(out, &id)? {
+                let plan = serde_json::from_str::<yoi_core::plan::PlanRecord>(&record).ok();
+                f.worktree = plan.and_then(|p| p.accepted_plan).and_then(|a| a.worktree);
             }
         }
 
@@ -250,11 +269,13 @@ impl Db {
             for chunk in frontier.chunks(400) {
                 let list = placeholders(chunk.len());
                 let sql = format!(
-                    "SELECT w.id, w.title, w.state FROM relations r JOIN tickets w ON w.id = r.ticket_id \
-                      WHERE r.kind = 'depends_on' AND r.target IN ({list}) AND w.state NOT IN ('done', 'closed') \
+                    "SELECT w.id, w.title, w.state FROM relations r CROSS JOIN tickets w \
+                      WHERE w.id = r.ticket_id AND r.kind = 'depends_on' AND r.target IN ({list}) \
+                        AND w.state NOT IN ('done', 'closed') \
                      UNION \
-                     SELECT w.id, w.title, w.state FROM relations r JOIN tickets w ON w.id = r.target \
-                      WHERE r.kind = 'blocks' AND r.ticket_id IN ({list}) AND w.state NOT IN ('done', 'closed')"
+                     SELECT w.id, w.title, w.state FROM relations r CROSS JOIN tickets w \
+                      WHERE w.id = r.target AND r.kind = 'blocks' AND r.ticket_id IN ({list}) \
+                        AND w.state NOT IN ('done', 'closed')"
                 );
                 let mut q = sqlx::query(&sql);
                 for id in chunk {

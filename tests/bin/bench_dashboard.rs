@@ -1,0 +1,403 @@
+//! `yoi-bench-dashboard YOI_BINARY [TICKETS] [REQUESTS]`: the dashboard of a real `yoi serve`
+//! over a generated workspace (default 10,000 tickets, see [`yoi_tests::generate`]).
+//!
+//! Measures, with a session cookie from a one-time login link:
+//! - server time (request sent → last byte, sequential, keep-alive) of REQUESTS (default 200)
+//!   GETs of the board `/`, a filtered board, `/tickets`, a fragment of 50 cards, and a ticket page
+//!   whose thread holds 200 comments and which has 20 relations; `/queue` 20 times;
+//! - the board's weight: HTML raw and gzipped (`gzip -9`), CSS, JS, and every other address the
+//!   page loads (fonts and other hosts must be none);
+//! - in headless Chromium (the browser harness), from an API edit to the change seen in the board's
+//!   DOM (a MutationObserver's `Date.now()` against the wall clock before the request), 40 times;
+//!   and the same for an edit by another process (`yoi --local ticket edit`), 10 times.
+//!
+//! With `YOI_SCREENSHOTS=DIR` it saves the board, the ticket page and the queue there.
+
+#[path = "../browser/mod.rs"]
+mod browser;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use yoi_tests::generate::{generate, SEED};
+use yoi_tests::yoi_init;
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+fn summary(label: &str, mut ms: Vec<f64>, bytes: usize) {
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "{label:<42} n={:<4} p50 {:>7.2} ms  p95 {:>7.2} ms  max {:>7.2} ms  {:>8} bytes",
+        ms.len(),
+        pct(&ms, 0.5),
+        pct(&ms, 0.95),
+        ms[ms.len() - 1],
+        bytes
+    );
+}
+
+fn now_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: yoi-bench-dashboard YOI_BINARY [TICKETS] [REQUESTS]";
+    let yoi = std::fs::canonicalize(args.get(1).expect(usage)).expect("YOI_BINARY exists");
+    let tickets: usize = args
+        .get(2)
+        .map(|s| s.parse().expect(usage))
+        .unwrap_or(10_000);
+    let requests: usize = args.get(3).map(|s| s.parse().expect(usage)).unwrap_or(200);
+
+    let dir = tempfile::tempdir().unwrap();
+    // `YOI_BENCH_KEEP=1` keeps the workspace for a look afterwards (its path is printed).
+    let kept = std::env::var_os("YOI_BENCH_KEEP").map(|_| dir.path().to_path_buf());
+    let root = dir.path();
+    if let Some(k) = &kept {
+        println!("workspace kept at {}", k.display());
+    }
+    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
+    yoi_store::init(root, "main").unwrap();
+    let made = generate(root, tickets, tickets * 2);
+    println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
+    // No routing and no pods: the numbers are the dashboard's alone.
+    let cfg = root.join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let text = text
+        .replace("enabled = true", "enabled = false")
+        .replace("coder = 1", "coder = 0")
+        .replace("verifier = 1", "verifier = 0")
+        .replace("reviewer = 1", "reviewer = 0");
+    std::fs::write(&cfg, text).unwrap();
+    let token = yoi_init(&yoi, root);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    let mut child = Command::new(&yoi)
+        .arg("-C")
+        .arg(root)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("YOI_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _listening = lines.next().unwrap().unwrap();
+    let login_line = lines.next().unwrap().unwrap();
+    let _server = Server(child);
+    let login = login_line
+        .strip_prefix("dashboard: ")
+        .and_then(|r| r.split_whitespace().next())
+        .expect("a login link")
+        .to_string();
+    println!("server up in {:.2}s", started.elapsed().as_secs_f64());
+
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let res = agent.get(&login).call().unwrap();
+    assert_eq!(res.status(), 303, "the login link starts a session");
+    let cookie = res
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let get = |path: &str| -> (f64, String) {
+        let t = Instant::now();
+        let mut r = agent
+            .get(&format!("{base}{path}"))
+            .header("Cookie", &cookie)
+            .call()
+            .unwrap();
+        let body = r.body_mut().read_to_string().unwrap();
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        assert_eq!(r.status(), 200, "GET {path}: {body}");
+        (ms, body)
+    };
+    let (first, board) = get("/");
+    println!("first board request after start: {first:.1} ms");
+
+    // The ticket page's subject: the first planning card, with 200 comments and 20 relations.
+    let ids = card_ids(&board);
+    let planning = board
+        .split("data-lane=\"planning\"")
+        .nth(2)
+        .map(card_ids)
+        .unwrap_or_default();
+    let subject = planning.first().expect("a planning card").clone();
+    let api = |method: &str, path: &str, body: serde_json::Value| {
+        let req = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{base}/api/v1{path}"))
+            .header("Authorization", format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .unwrap();
+        let r = agent.run(req).unwrap();
+        assert!(r.status().is_success(), "{method} {path}: {}", r.status());
+    };
+    for i in 0..200 {
+        api(
+            "POST",
+            &format!("/tickets/{subject}/comments"),
+            serde_json::json!({ "body": format!("Comment {i}: **progress** on `the thing`, see [the docs](https://example.invalid/{i}).") }),
+        );
+    }
+    let others: Vec<&String> = ids.iter().filter(|i| **i != subject).take(20).collect();
+    for o in &others {
+        api(
+            "POST",
+            &format!("/tickets/{subject}/relations"),
+            serde_json::json!({ "kind": "related", "target": o }),
+        );
+    }
+
+    let fragment = format!(
+        "/fragments/cards?ids={}",
+        ids[..50.min(ids.len())].join(",")
+    );
+    let word = "ticket";
+    let targets: Vec<(String, String, usize)> = vec![
+        ("board /".into(), "/".into(), requests),
+        (
+            format!("board /?q={word}&blocked=yes"),
+            format!("/?q={word}&blocked=yes"),
+            requests,
+        ),
+        ("/tickets".into(), "/tickets".into(), requests),
+        ("/fragments/cards (50 ids)".into(), fragment, requests),
+        (
+            "ticket page (200 comments, 20 relations)".into(),
+            format!("/tickets/{subject}"),
+            requests,
+        ),
+        ("/queue".into(), "/queue".into(), 20),
+    ];
+    for (label, path, n) in &targets {
+        let _ = get(path); // warm
+        let mut ms = Vec::new();
+        let mut bytes = 0;
+        for _ in 0..*n {
+            let (t, body) = get(path);
+            ms.push(t);
+            bytes = body.len();
+        }
+        summary(label, ms, bytes);
+    }
+
+    // Weight of the board.
+    let (_, board) = get("/");
+    let gz = gzip_len(board.as_bytes());
+    let css_url = attr_after(&board, "<link rel=\"stylesheet\" href=\"");
+    let js_url = attr_after(&board, "<script src=\"");
+    let (_, css) = get(&css_url);
+    let (_, js) = get(&js_url);
+    let cards = board.matches("class=\"card\"").count();
+    println!(
+        "board weight: HTML {} bytes ({gz} gzipped) with {cards} cards; CSS {} bytes; JS {} bytes",
+        board.len(),
+        css.len(),
+        js.len()
+    );
+    let loads = loaded_addresses(&board);
+    let foreign: Vec<&String> = loads.iter().filter(|u| u.contains("://")).collect();
+    let fonts = loads
+        .iter()
+        .filter(|u| [".woff", ".ttf", ".otf"].iter().any(|e| u.contains(e)))
+        .count();
+    println!(
+        "board loads {} addresses besides itself ({}), {} on other hosts, {fonts} fonts",
+        loads.len(),
+        loads.join(", "),
+        foreign.len()
+    );
+
+    // Event → visible change in a real browser.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(browser_latency(&yoi, root, &base, &token, &subject));
+    if kept.is_some() {
+        drop(_server);
+        let _ = dir.keep();
+    }
+}
+
+fn card_ids(html: &str) -> Vec<String> {
+    html.split("<li class=\"card\" id=\"t-")
+        .skip(1)
+        .filter_map(|r| r.split('"').next())
+        .map(str::to_string)
+        .collect()
+}
+
+fn attr_after(html: &str, prefix: &str) -> String {
+    html.split(prefix)
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_else(|| panic!("no {prefix}"))
+        .to_string()
+}
+
+/// Every `src=` and stylesheet `href=` of the page (what a browser fetches on load).
+fn loaded_addresses(html: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in html.split("src=\"").skip(1) {
+        out.push(part.split('"').next().unwrap_or("").to_string());
+    }
+    for part in html.split("<link ").skip(1) {
+        if let Some(h) = part.split("href=\"").nth(1) {
+            out.push(h.split('"').next().unwrap_or("").to_string());
+        }
+    }
+    out
+}
+
+fn gzip_len(bytes: &[u8]) -> usize {
+    let mut gz = Command::new("gzip")
+        .arg("-9c")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("gzip runs");
+    gz.stdin.take().unwrap().write_all(bytes).unwrap();
+    gz.wait_with_output().unwrap().stdout.len()
+}
+
+fn screenshots() -> Option<PathBuf> {
+    std::env::var_os("YOI_SCREENSHOTS").map(PathBuf::from)
+}
+
+async fn browser_latency(yoi: &Path, root: &Path, base: &str, token: &str, subject: &str) {
+    use fantoccini::Locator;
+    let driver = browser::Driver::start();
+    let c = driver.session(true).await;
+    let link = Command::new(yoi)
+        .arg("-C")
+        .arg(root)
+        .args(["dashboard", "--no-open"])
+        .output()
+        .unwrap();
+    let link = String::from_utf8(link.stdout).unwrap().trim().to_string();
+    c.goto(&link).await.unwrap();
+    browser::wait_for(&c, "#live[data-state=\"live\"]", browser::BROWSER_TIMEOUT).await;
+    if let Some(dir) = screenshots() {
+        browser::screenshot(&c, &dir.join("board.png")).await;
+    }
+    let observer = format!(
+        "window.__seen = {{}};
+         const card = document.getElementById('t-{subject}');
+         if (!card) return false;
+         new MutationObserver(() => {{
+           const t = document.querySelector('#t-{subject} .title');
+           const m = t && /^bench (\\d+)$/.exec(t.textContent);
+           if (m && !(m[1] in window.__seen)) window.__seen[m[1]] = Date.now();
+         }}).observe(document.querySelector('.lanes'), {{ subtree: true, childList: true, characterData: true }});
+         return true;"
+    );
+    let ok = c.execute(&observer, vec![]).await.unwrap();
+    assert_eq!(
+        ok,
+        serde_json::json!(true),
+        "the subject's card is on the board"
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let seen = |i: usize| {
+        let c = &c;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let v = c
+                    .execute(&format!("return window.__seen['{i}'] || null;"), vec![])
+                    .await
+                    .unwrap();
+                if let Some(ms) = v.as_f64() {
+                    return ms;
+                }
+                assert!(Instant::now() < deadline, "edit {i} never reached the page");
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+    };
+    let mut api_ms = Vec::new();
+    for i in 0..40 {
+        let t0 = now_ms();
+        let req = ureq::http::Request::builder()
+            .method("PATCH")
+            .uri(format!("{base}/api/v1/tickets/{subject}"))
+            .header("Authorization", format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .body(serde_json::json!({ "title": format!("bench {i}") }).to_string())
+            .unwrap();
+        let r = agent.run(req).unwrap();
+        assert!(r.status().is_success(), "PATCH: {}", r.status());
+        api_ms.push(seen(i).await - t0);
+    }
+    summary("API edit → visible on the board", api_ms, 0);
+    let mut local_ms = Vec::new();
+    for i in 1000..1010 {
+        let t0 = now_ms();
+        let out = Command::new(yoi)
+            .arg("-C")
+            .arg(root)
+            .args(["--local", "ticket", "edit", subject, "--title"])
+            .arg(format!("bench {i}"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        local_ms.push(seen(i).await - t0);
+    }
+    summary("`yoi --local` edit → visible on the board", local_ms, 0);
+    if let Some(dir) = screenshots() {
+        c.goto(&format!("{base}/tickets/{subject}")).await.unwrap();
+        browser::wait_for(&c, "#thread", browser::BROWSER_TIMEOUT).await;
+        browser::screenshot(&c, &dir.join("ticket.png")).await;
+        c.goto(&format!("{base}/queue")).await.unwrap();
+        browser::wait_for(&c, "main h1", browser::BROWSER_TIMEOUT).await;
+        browser::screenshot(&c, &dir.join("queue.png")).await;
+        let _ = c.find(Locator::Css("main")).await;
+    }
+    c.close().await.unwrap();
+}

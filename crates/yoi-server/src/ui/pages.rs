@@ -117,6 +117,11 @@ impl QueuePage {
     pub fn short(&self, id: &TicketId) -> String {
         short(id.as_str())
     }
+
+    /// The router's own Markdown, sanitized.
+    pub fn md(&self, text: &str) -> String {
+        super::markdown::render(text)
+    }
 }
 
 pub async fn queue(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {

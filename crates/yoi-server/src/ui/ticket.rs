@@ -222,11 +222,26 @@ pub struct TicketView {
 }
 
 impl TicketView {
-    pub fn decision_line(&self) -> String {
+    /// The latest decision's prose (without its data block), rendered.
+    pub fn decision_html(&self) -> String {
         match &self.routing.latest_decision {
-            Some(l) => l.body.lines().next().unwrap_or("").to_string(),
+            Some(l) => markdown::render(
+                l.body
+                    .split(yoi_core::decision::DATA_FENCE)
+                    .next()
+                    .unwrap_or(""),
+            ),
             None => String::new(),
         }
+    }
+
+    /// What the router would decide now, rendered.
+    pub fn would_html(&self) -> String {
+        self.routing
+            .would_decide
+            .as_ref()
+            .map(|w| markdown::render(&w.rendered))
+            .unwrap_or_default()
     }
 }
 

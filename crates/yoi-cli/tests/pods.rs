@@ -123,6 +123,45 @@ fn a_queued_ticket_is_implemented_by_a_supervised_coder_pod_and_its_branch_moves
     // `show` lists the attempt.
     assert_eq!(show["attempts"][0]["status"], "completed", "{show}");
 
+    // The dashboard's ticket page shows the branch's commit and the end of the agent's log.
+    let link = repo.yoi(&["dashboard", "--no-open"]).ok().stdout;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let login = agent.get(link.trim()).call().unwrap();
+    assert_eq!(login.status(), 303);
+    let cookie = login.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let page = agent
+        .get(&format!("http://{}/tickets/{id}", server.addr))
+        .header("Cookie", &cookie)
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    let commits = page.split("id=\"commits\"").nth(1).unwrap_or("");
+    assert!(
+        commits.contains(&head[..12]) && commits.contains("Say hello (attempt 1)"),
+        "the commits section lists the pod's commit: {page}"
+    );
+    let coder_row = page
+        .split("<td>implement</td><td>coder</td>")
+        .nth(1)
+        .and_then(|r| r.split("</tr>").next())
+        .unwrap_or("");
+    assert!(
+        coder_row.contains("I wrote hello.txt."),
+        "the coder's row shows the end of what its agent said: {page}"
+    );
+
     // Stopping the server stops its pods: nothing it started is left.
     server.terminate();
     assert!(server.wait().success());

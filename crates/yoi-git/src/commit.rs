@@ -154,6 +154,22 @@ pub fn head_of(worktree: &Path) -> Result<String, GitError> {
 
 /// How many commits are reachable from `to` but not from `from` (linear history walk).
 pub fn commits_between(repo_root: &Path, from: &str, to: &str) -> Result<u32, GitError> {
+    let mut n = 0;
+    walk_between(repo_root, from, to, |_| {
+        n += 1;
+        Ok(true)
+    })?;
+    Ok(n)
+}
+
+/// Visit the commits reachable from `to` but not from `from`, newest first, while `visit`
+/// returns `true`.
+fn walk_between(
+    repo_root: &Path,
+    from: &str,
+    to: &str,
+    mut visit: impl FnMut(gix::revision::walk::Info<'_>) -> Result<bool, GitError>,
+) -> Result<(), GitError> {
     let repo = repo::open(repo_root)?;
     let f = repo::peel_to_commit(&repo, repo_root, from)?;
     let t = repo::peel_to_commit(&repo, repo_root, to)?;
@@ -162,12 +178,13 @@ pub fn commits_between(repo_root: &Path, from: &str, to: &str) -> Result<u32, Gi
         .with_hidden([f])
         .all()
         .map_err(|e| GitError::git(repo_root, "walk the history", e))?;
-    let mut n = 0;
     for info in walk {
-        info.map_err(|e| GitError::git(repo_root, "walk the history", e))?;
-        n += 1;
+        let info = info.map_err(|e| GitError::git(repo_root, "walk the history", e))?;
+        if !visit(info)? {
+            break;
+        }
     }
-    Ok(n)
+    Ok(())
 }
 
 /// One commit as a history listing shows it.
@@ -188,35 +205,27 @@ pub fn commit_log(
     to: &str,
     limit: usize,
 ) -> Result<Vec<CommitLine>, GitError> {
-    let repo = repo::open(repo_root)?;
-    let f = repo::peel_to_commit(&repo, repo_root, from)?;
-    let t = repo::peel_to_commit(&repo, repo_root, to)?;
-    let walk = repo
-        .rev_walk([t])
-        .with_hidden([f])
-        .all()
-        .map_err(|e| GitError::git(repo_root, "walk the history", e))?;
     let mut out = Vec::new();
-    for info in walk.take(limit) {
-        let info = info.map_err(|e| GitError::git(repo_root, "walk the history", e))?;
+    if limit == 0 {
+        return Ok(out);
+    }
+    walk_between(repo_root, from, to, |info| {
         let commit = info
             .object()
             .map_err(|e| GitError::git(repo_root, "read a commit", e))?;
-        let summary = commit
-            .message()
-            .map(|m| m.summary().to_string())
-            .unwrap_or_default();
-        let author = commit
-            .author()
-            .map(|a| a.name.to_string())
-            .unwrap_or_default();
-        let time = commit.time().map(|t| t.seconds).unwrap_or_default();
         out.push(CommitLine {
             id: info.id.to_string(),
-            summary,
-            author,
-            time,
+            summary: commit
+                .message()
+                .map(|m| m.summary().to_string())
+                .unwrap_or_default(),
+            author: commit
+                .author()
+                .map(|a| a.name.to_string())
+                .unwrap_or_default(),
+            time: commit.time().map(|t| t.seconds).unwrap_or_default(),
         });
-    }
+        Ok(out.len() < limit)
+    })?;
     Ok(out)
 }

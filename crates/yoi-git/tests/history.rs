@@ -5,8 +5,8 @@ mod common;
 
 use common::{git, small_repo};
 use yoi_git::{
-    add_worktree_detached, changed_under, commit_all, commits_between, create_branch, head_of,
-    is_ancestor, move_branch, GitError, Identity,
+    add_worktree_detached, changed_under, commit_all, commit_log, commits_between, create_branch,
+    head_of, is_ancestor, move_branch, GitError, Identity,
 };
 
 fn who() -> Identity {
@@ -125,4 +125,41 @@ fn changed_under_names_each_changed_entry_of_a_folder() {
         ["src/other.rs"]
     );
     assert!(changed_under(&repo, &base, &c, "docs").unwrap().is_empty());
+}
+
+#[test]
+fn commit_log_lists_the_commits_since_a_base_newest_first_as_git_log_does() {
+    let (dir, repo, base) = small_repo();
+    let wt = dir.path().join("wt");
+    add_worktree_detached(&repo, &wt, &base).unwrap();
+    let mut made = Vec::new();
+    for (i, summary) in ["first change", "second change", "third change"]
+        .iter()
+        .enumerate()
+    {
+        std::fs::write(wt.join(format!("f{i}.txt")), format!("{i}\n")).unwrap();
+        let message = format!("{summary}\n\nA body that the listing leaves out.");
+        made.push(commit_all(&wt, &message, &who()).unwrap().unwrap());
+    }
+    let head = made.last().unwrap().clone();
+    let log = commit_log(&repo, &base, &head, 10).unwrap();
+    let expected = git(
+        &repo,
+        &["log", "--format=%H %s", &format!("{base}..{head}")],
+    );
+    let got: Vec<String> = log
+        .iter()
+        .map(|c| format!("{} {}", c.id, c.summary))
+        .collect();
+    assert_eq!(got, expected.lines().collect::<Vec<_>>());
+    assert!(log
+        .iter()
+        .all(|c| c.author == "yoi pod" && c.time == 1_700_000_000));
+    assert_eq!(
+        commit_log(&repo, &base, &head, 2).unwrap().len(),
+        2,
+        "at most the limit"
+    );
+    assert!(commit_log(&repo, &head, &head, 10).unwrap().is_empty());
+    assert_eq!(commits_between(&repo, &base, &head).unwrap(), 3);
 }

@@ -93,6 +93,37 @@ fn ctx(v: &Viewer, form: &Form) -> Ctx {
     v.caller.ctx(form.get("op").map(str::to_string))
 }
 
+/// A form posted about one ticket: parsed, its CSRF token checked, its ticket resolved.
+struct TicketForm {
+    form: Form,
+    id: String,
+    ctx: Ctx,
+}
+
+async fn ticket_form(
+    s: &AppState,
+    v: &Viewer,
+    id: String,
+    body: &[u8],
+) -> Result<TicketForm, UiError> {
+    let form = Form::parse(body);
+    v.check_csrf(form.get("csrf"))?;
+    let id = super::ticket::resolve(s, id).await?.to_string();
+    Ok(TicketForm {
+        ctx: ctx(v, &form),
+        form,
+        id,
+    })
+}
+
+/// The message of an operation on ticket `id`: `ok` or the guard's refusal.
+fn outcome<T>(id: &str, result: Result<T, crate::error::ApiError>, ok: &str) -> Flash {
+    match result {
+        Ok(_) => Flash::ok(format!("{id}: {ok}")),
+        Err(e) => Flash::error(format!("{id}: {}", e.message)),
+    }
+}
+
 /// Answer a form: remember the outcome for the next page and go back.
 fn done(s: &AppState, v: &Viewer, flash: Flash, to: String) -> Response {
     s.ui.flashes.push(&v.session, flash);
@@ -167,13 +198,11 @@ pub async fn act(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, UiError> {
-    let form = Form::parse(&body);
-    v.check_csrf(form.get("csrf"))?;
-    let id = super::ticket::resolve(&s, id).await?.to_string();
+    let TicketForm { form, id, ctx } = ticket_form(&s, &v, id, &body).await?;
     let action = form.get("action").unwrap_or("").to_string();
     let req = request(&form)?;
     let back = back_to(form.get("back"), &format!("/tickets/{id}"));
-    let flash = match transition(&s, ctx(&v, &form), id, &action, req).await {
+    let flash = match transition(&s, ctx, id, &action, req).await {
         Ok(m) => Flash::ok(m),
         Err(m) => Flash::error(m),
     };
@@ -231,19 +260,14 @@ pub async fn comment(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, UiError> {
-    let form = Form::parse(&body);
-    v.check_csrf(form.get("csrf"))?;
-    let id = super::ticket::resolve(&s, id).await?.to_string();
-    let ctx = ctx(&v, &form);
+    let TicketForm { form, id, ctx } = ticket_form(&s, &v, id, &body).await?;
     let req = CommentRequest {
         kind: "comment".into(),
         body: form.raw("body").unwrap_or("").to_string(),
     };
     let tid = id.clone();
-    let flash = match s.op(move |ws| ops::comment(ws, &ctx, &tid, &req)).await {
-        Ok(_) => Flash::ok(format!("{id}: comment added")),
-        Err(e) => Flash::error(format!("{id}: {}", e.message)),
-    };
+    let result = s.op(move |ws| ops::comment(ws, &ctx, &tid, &req)).await;
+    let flash = outcome(&id, result, "comment added");
     Ok(done(&s, &v, flash, format!("/tickets/{id}#thread")))
 }
 
@@ -254,19 +278,14 @@ pub async fn edit(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, UiError> {
-    let form = Form::parse(&body);
-    v.check_csrf(form.get("csrf"))?;
-    let id = super::ticket::resolve(&s, id).await?.to_string();
-    let ctx = ctx(&v, &form);
+    let TicketForm { form, id, ctx } = ticket_form(&s, &v, id, &body).await?;
     let req = EditRequest {
         title: form.get("title").map(str::to_string),
         body: form.raw("body").map(str::to_string),
     };
     let tid = id.clone();
-    let flash = match s.op(move |ws| ops::edit(ws, &ctx, &tid, &req)).await {
-        Ok(_) => Flash::ok(format!("{id}: saved")),
-        Err(e) => Flash::error(format!("{id}: {}", e.message)),
-    };
+    let result = s.op(move |ws| ops::edit(ws, &ctx, &tid, &req)).await;
+    let flash = outcome(&id, result, "saved");
     Ok(done(&s, &v, flash, format!("/tickets/{id}")))
 }
 
@@ -277,16 +296,13 @@ pub async fn relation(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, UiError> {
-    let form = Form::parse(&body);
-    v.check_csrf(form.get("csrf"))?;
-    let id = super::ticket::resolve(&s, id).await?.to_string();
+    let TicketForm { form, id, ctx } = ticket_form(&s, &v, id, &body).await?;
     let kind_name = form.get("kind").unwrap_or("").to_string();
     let kind = yoi_core::relation::RelationKind::ALL
         .into_iter()
         .find(|k| k.as_str() == kind_name)
         .ok_or_else(|| UiError::BadRequest(format!("`{kind_name}` is not a relation kind")))?;
     let target = form.get("target").unwrap_or("").to_string();
-    let ctx = ctx(&v, &form);
     let tid = id.clone();
     let result = if form.get("change") == Some("remove") {
         let target = target.clone();
@@ -301,10 +317,7 @@ pub async fn relation(
         s.op(move |ws| ops::add_relation(ws, &ctx, &tid, &req))
             .await
     };
-    let flash = match result {
-        Ok(_) => Flash::ok(format!("{id}: relations updated")),
-        Err(e) => Flash::error(format!("{id}: {}", e.message)),
-    };
+    let flash = outcome(&id, result, "relations updated");
     Ok(done(&s, &v, flash, format!("/tickets/{id}#relations")))
 }
 

@@ -136,12 +136,13 @@ pub struct Commit {
     pub author: String,
 }
 
-/// The end of an attempt's log.
-pub struct LogTail {
-    pub assignment: String,
-    pub role: String,
+/// An attempt with the end of its log.
+pub struct AttemptView {
+    pub a: AttemptDetail,
+    /// The last lines of its log, when it has one.
+    pub log: Option<String>,
+    /// A pod holds its claim now.
     pub running: bool,
-    pub text: String,
 }
 
 /// Bytes of an attempt log the page shows (its end).
@@ -206,12 +207,12 @@ pub struct TicketView {
     pub routing: RoutingView,
     pub unblocks: Vec<Waiting>,
     pub packet: Option<Packet>,
-    pub attempts: Vec<AttemptDetail>,
+    pub attempts: Vec<AttemptView>,
     pub worktrees: Vec<WorktreeRow>,
     /// The branch's commits since its base (newest first, at most 50), when accepted.
     pub commits: Vec<Commit>,
-    /// The last lines of the newest attempt's log, and whether that attempt is still running.
-    pub log_tail: Option<LogTail>,
+    /// Some attempt is running (the page follows its log).
+    pub running: bool,
     pub cost: Option<CostReport>,
     pub events: Vec<ThreadEvent>,
     pub events_total: usize,
@@ -299,15 +300,16 @@ fn load(
         }
         _ => Vec::new(),
     };
-    let log_tail = d.attempts.last().and_then(|a| {
-        let text = tail_of(&ws.attempt_log(d.id.as_str(), &a.assignment))?;
-        Some(LogTail {
-            assignment: a.assignment.clone(),
-            role: a.role.clone(),
+    let attempts: Vec<AttemptView> = d
+        .attempts
+        .iter()
+        .map(|a| AttemptView {
+            log: tail_of(&ws.attempt_log(d.id.as_str(), &a.assignment)),
             running: a.status == yoi_store::db::AssignmentStatus::Claimed,
-            text,
+            a: a.clone(),
         })
-    });
+        .collect();
+    let running = attempts.iter().any(|a| a.running);
     let cost = (!d.attempts.is_empty())
         .then(|| yoi_engine::cost::ticket_cost(ws, d.id.as_str()).ok())
         .flatten();
@@ -363,14 +365,14 @@ fn load(
         age: age(&since, now().unix_millis()),
         brief_html: markdown::render(&d.body),
         actions,
-        attempts: d.attempts.clone(),
+        attempts,
         is_planning: d.state == TicketState::Planning,
         routing,
         unblocks,
         packet,
         worktrees,
         commits,
-        log_tail,
+        running,
         cost,
         events,
         events_total: total,

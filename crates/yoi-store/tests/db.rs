@@ -163,6 +163,7 @@ on_both_backends!(
     doctor_reports_undelivered_events_per_consumer_and_dead_deliveries,
     open_assignments_exist_only_for_work_in_progress,
     board_reads_count_lanes_and_give_each_card_its_facts,
+    the_bulk_rebuild_writes_the_rows_the_per_ticket_writer_wrote,
 );
 
 fn every_operation_updates_index_and_outbox(b: Backend) {
@@ -1069,4 +1070,153 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
     let titles: Vec<&str> = next.tickets.iter().map(|t| t.title.as_str()).collect();
     assert_eq!(titles, ["Bravo build", "Alpha schema"]);
     assert!(next.next.is_none());
+}
+
+impl Fx {
+    /// Every index row, as text, in key order (outbox included).
+    fn index_rows(&self) -> Vec<String> {
+        let queries = [
+            "SELECT id, title, state, created_at, updated_at, COALESCE(target_ref, '-'), COALESCE(flow, '-'), COALESCE(readiness, '-'), COALESCE(priority, '-'), COALESCE(queued_by, '-'), COALESCE(queued_at, '-'), body, search_text FROM tickets ORDER BY id",
+            "SELECT ticket_id, kind, target, COALESCE(note, '-'), author, at FROM relations ORDER BY ticket_id, kind, target",
+            "SELECT ticket_id, id, kind, COALESCE(related_ticket, '-'), at, record FROM plan_records ORDER BY ticket_id, id",
+            "SELECT id, ticket_id, CAST(position AS TEXT), kind, COALESCE(author, '-'), COALESCE(at, '-'), attrs, COALESCE(heading, '-'), body FROM events ORDER BY ticket_id, position",
+            "SELECT ticket_id, name, CAST(size AS TEXT), CAST(mtime_ns AS TEXT), hash FROM ticket_files ORDER BY ticket_id, name",
+            "SELECT CAST(seq AS TEXT), event_id, ticket_id, kind, payload FROM outbox ORDER BY seq",
+            "SELECT id, status FROM assignments ORDER BY id",
+        ];
+        self.index.block_on(async {
+            let pool = sqlx::AnyPool::connect(&self.url).await.unwrap();
+            let mut out = Vec::new();
+            for q in queries {
+                let table = q.split(" FROM ").nth(1).and_then(|t| t.split(' ').next());
+                for row in sqlx::query(q).fetch_all(&pool).await.unwrap() {
+                    use sqlx::Row;
+                    let cols: Vec<String> = (0..row.len())
+                        .map(|i| row.try_get::<String, _>(i).unwrap())
+                        .collect();
+                    out.push(format!("{}: {}", table.unwrap(), cols.join(" | ")));
+                }
+            }
+            pool.close().await;
+            out
+        })
+    }
+}
+
+/// A full rebuild writes many tickets per multi-row statement (`db/bulk.rs`); the rows must be
+/// the ones each operation's own sync wrote, row for row, with no outbox row added twice.
+fn the_bulk_rebuild_writes_the_rows_the_per_ticket_writer_wrote(b: Backend) {
+    let fx = Fx::new(b);
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let deps: Vec<&TicketId> = ids.iter().rev().take(i % 3).collect();
+        let id = fx.create(&format!("Ticket {i} with \"quotes\" and ünïcode"), &deps);
+        ids.push(id);
+    }
+    ops::mark_ready(
+        &fx.ws,
+        &alice(),
+        ids[0].as_str(),
+        &TransitionRequest::default(),
+    )
+    .unwrap();
+    ops::queue(
+        &fx.ws,
+        &alice(),
+        ids[0].as_str(),
+        &TransitionRequest::default(),
+    )
+    .unwrap();
+    ops::comment(
+        &fx.ws,
+        &alice(),
+        ids[5].as_str(),
+        &CommentRequest {
+            kind: "comment".into(),
+            body: "a body\nwith lines, $1 and '; DROP TABLE tickets; --".into(),
+        },
+    )
+    .unwrap();
+    ops::add_relation(
+        &fx.ws,
+        &alice(),
+        ids[7].as_str(),
+        &RelationRequest {
+            kind: RelationKind::Related,
+            target: ids[8].to_string(),
+            note: Some("see also".into()),
+        },
+    )
+    .unwrap();
+    ops::add_plan_record(
+        &fx.ws,
+        &alice(),
+        ids[9].as_str(),
+        &PlanRequest {
+            kind: yoi_core::plan::PlanKind::ConflictsWith,
+            related: Some(ids[10].to_string()),
+            note: Some("same files".into()),
+            accepted_plan: None,
+        },
+    )
+    .unwrap();
+    let mut open = assignment("asg-open", &ids[3]);
+    open.status = yoi_store::db::AssignmentStatus::Claimed;
+    fx.index
+        .block_on(fx.index.db.create_assignment(&open))
+        .unwrap();
+    let before = fx.index_rows();
+    assert!(
+        before.len() > 150,
+        "a real amount of rows: {}",
+        before.len()
+    );
+
+    let stats = fx.index.reindex(&fx.ws, ReindexMode::Full).unwrap();
+    assert_eq!((stats.reindexed, stats.outbox_added), (30, 0));
+    let after = fx.index_rows();
+    let changed: Vec<(&String, &String)> =
+        before.iter().zip(&after).filter(|(x, y)| x != y).collect();
+    // The open assignment of a planning ticket is cancelled, as the per-ticket writer does.
+    assert_eq!(
+        changed,
+        [(
+            &"assignments: asg-open | claimed".to_string(),
+            &"assignments: asg-open | cancelled".to_string()
+        )]
+    );
+    assert_eq!(before.len(), after.len());
+
+    // A first build into an empty index (a fresh clone) takes the same path and restores the
+    // outbox rows the files imply.
+    fx.sql(&[
+        "DELETE FROM tickets".into(),
+        "DELETE FROM ticket_files".into(),
+        "DELETE FROM relations".into(),
+        "DELETE FROM events".into(),
+        "DELETE FROM plan_records".into(),
+        "DELETE FROM outbox".into(),
+    ]);
+    let stats = fx.index.reindex(&fx.ws, ReindexMode::Incremental).unwrap();
+    assert_eq!(stats.reindexed, 30);
+    let outbox = fx.index.block_on(fx.index.db.outbox()).unwrap();
+    assert_eq!(stats.outbox_added, outbox.len());
+    let seqs: Vec<i64> = outbox.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=outbox.len() as i64).collect::<Vec<_>>(),
+        "gap-free seqs"
+    );
+    let not_outbox = |rows: Vec<String>| -> Vec<String> {
+        rows.into_iter()
+            .filter(|r| !r.starts_with("outbox: "))
+            .collect()
+    };
+    let kept = not_outbox(after);
+    assert!(kept.len() > 150);
+    assert_eq!(
+        not_outbox(fx.index_rows()),
+        kept,
+        "the same rows again, outbox aside"
+    );
 }

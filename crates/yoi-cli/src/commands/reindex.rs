@@ -9,13 +9,13 @@ use crate::output;
 
 pub fn run(env: &Env, a: &ReindexArgs) -> Result<(), CliError> {
     let mut ws = env.files_only("yoi reindex")?;
-    // Attaching already runs the incremental pass; --full then rebuilds every row.
-    let (index, incremental) = DbIndex::attach(&mut ws, runtime().handle().clone())?;
-    let stats = if a.full {
-        index.reindex(&ws, ReindexMode::Full)?
+    // Attaching runs the catch-up pass: incremental, or with --full a rebuild of every row.
+    let mode = if a.full {
+        ReindexMode::Full
     } else {
-        incremental
+        ReindexMode::Incremental
     };
+    let (_index, stats) = DbIndex::attach_with(&mut ws, runtime().handle().clone(), mode)?;
     if a.json {
         output::json(&stats);
     } else {

@@ -37,6 +37,16 @@ impl DbIndex {
     /// Open the workspace's database (config `database.url`, else the embedded SQLite file),
     /// migrate it, catch the index up with the files incrementally, and attach it to `ws`.
     pub fn attach(ws: &mut Workspace, rt: Handle) -> Result<(DbIndex, IndexStats), StoreError> {
+        DbIndex::attach_with(ws, rt, ReindexMode::Incremental)
+    }
+
+    /// [`DbIndex::attach`] with the catch-up pass of `mode` (`Full` rebuilds every row: what
+    /// `yoi reindex --full` asks for, without an incremental pass first).
+    pub fn attach_with(
+        ws: &mut Workspace,
+        rt: Handle,
+        mode: ReindexMode,
+    ) -> Result<(DbIndex, IndexStats), StoreError> {
         let url = ws.database_url();
         if url.starts_with("sqlite:") {
             let dir = ws.local_dir();
@@ -44,7 +54,7 @@ impl DbIndex {
         }
         let db = rt.block_on(Db::open(&url))?;
         let index = DbIndex::new(db, rt);
-        let stats = index.reindex(ws, ReindexMode::Incremental)?;
+        let stats = index.reindex(ws, mode)?;
         ws.index = Some(IndexRef(Arc::new(index.clone())));
         Ok((index, stats))
     }

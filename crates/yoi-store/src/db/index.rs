@@ -27,13 +27,16 @@ use crate::workspace::Workspace;
 
 const FILES: [&str; 5] = [ITEM, THREAD, RELATIONS, PLAN, RESOLUTION];
 const BATCH: usize = 250;
+/// Tickets per transaction of a full rebuild (read in parallel, then written in multi-row
+/// statements).
+const BULK_BATCH: usize = 2000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct FileStat {
-    name: &'static str,
-    size: i64,
-    mtime_ns: i64,
-    hash: Option<String>,
+pub(super) struct FileStat {
+    pub(super) name: &'static str,
+    pub(super) size: i64,
+    pub(super) mtime_ns: i64,
+    pub(super) hash: Option<String>,
 }
 
 /// What one ticket's files say, read once. Doctor's index checks compare the database with
@@ -44,9 +47,9 @@ pub(crate) struct Snapshot {
     pub(crate) item: Option<Item>,
     /// Thread events with their index keys (see [`event_key`]).
     pub(crate) events: Vec<(String, Event)>,
-    relations: Vec<Relation>,
+    pub(super) relations: Vec<Relation>,
     pub(crate) plan: Vec<PlanRecord>,
-    files: Vec<FileStat>,
+    pub(super) files: Vec<FileStat>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +208,17 @@ impl Db {
         };
         let on_disk: BTreeSet<&TicketId> = ids.iter().collect();
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        // An index that knows no file at all (a first build, or one whose fingerprints were
+        // lost) is rebuilt whole: every row is derived from the files anyway.
+        let known = match mode {
+            ReindexMode::Incremental => load_file_stats(&mut conn).await?,
+            ReindexMode::Full => BTreeMap::new(),
+        };
+        let mode = if known.is_empty() {
+            ReindexMode::Full
+        } else {
+            mode
+        };
         let (changed, gone): (Vec<TicketId>, Vec<String>) = match mode {
             ReindexMode::Full => {
                 self.begin_write(&mut conn).await?;
@@ -228,7 +242,6 @@ impl Db {
                 (ids.clone(), Vec::new())
             }
             ReindexMode::Incremental => {
-                let known = load_file_stats(&mut conn).await?;
                 let mut changed = Vec::new();
                 for id in &ids {
                     if ticket_changed(ws, id, known.get(id.as_str())) {
@@ -260,6 +273,19 @@ impl Db {
             .await;
             self.end_write(&mut conn, r).await?;
             stats.removed = gone.len();
+        }
+        if mode == ReindexMode::Full {
+            let mut conn = self.pool().acquire().await.map_err(db_err)?;
+            let mut known = super::bulk::outbox_ids(&mut conn).await?;
+            for chunk in changed.chunks(BULK_BATCH) {
+                let snaps: Vec<Snapshot> =
+                    crate::tickets::parallel_map(chunk, |id| Ok(snapshot(ws, id)))?;
+                self.begin_write(&mut conn).await?;
+                let r = super::bulk::write_snapshots(&mut conn, &snaps, &mut known, now_ms).await;
+                stats.outbox_added += self.end_write(&mut conn, r).await?;
+                stats.reindexed += chunk.len();
+            }
+            return Ok(stats);
         }
         for chunk in changed.chunks(BATCH) {
             let snaps: Vec<Snapshot> =
@@ -476,16 +502,7 @@ async fn write_snapshot(
     }
     // Every event, old or new, has its outbox row (idempotent by event id).
     for (key, e) in &s.events[start.min(s.events.len())..] {
-        let payload = json!({
-            "ticket": id,
-            "event_id": key,
-            "event_kind": e.kind.as_str(),
-            "author": e.author(),
-            "at": e.get("at"),
-            "from": e.get("from"),
-            "to": e.get("to"),
-            "reason": e.get("reason"),
-        });
+        let payload = outbox_payload(id, key, e);
         added += add_outbox(conn, key, id, outbox_kind(e), &payload, now_ms).await?;
     }
     sqlx::query("DELETE FROM ticket_files WHERE ticket_id = $1")
@@ -505,6 +522,20 @@ async fn write_snapshot(
             .map_err(db_err)?;
     }
     Ok(added)
+}
+
+/// The outbox payload of a thread event.
+pub(super) fn outbox_payload(ticket: &str, key: &str, e: &Event) -> serde_json::Value {
+    json!({
+        "ticket": ticket,
+        "event_id": key,
+        "event_kind": e.kind.as_str(),
+        "author": e.author(),
+        "at": e.get("at"),
+        "from": e.get("from"),
+        "to": e.get("to"),
+        "reason": e.get("reason"),
+    })
 }
 
 async fn add_outbox(

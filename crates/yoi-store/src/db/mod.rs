@@ -10,6 +10,7 @@
 mod activations;
 mod assignments;
 mod board;
+mod bulk;
 mod facade;
 mod index;
 mod inspect;

@@ -1,0 +1,289 @@
+//! The full rebuild's writer: many tickets' rows into emptied index tables with multi-row
+//! statements, instead of a dozen statements per ticket. The rows are exactly those the
+//! per-ticket writer (`index::write_snapshot`) makes; tests compare the two.
+
+use std::collections::HashSet;
+
+use serde_json::json;
+use sqlx::AnyConnection;
+use sqlx::Row;
+use yoi_core::State;
+
+use super::db_err;
+use super::index::{outbox_kind, outbox_payload, plan_key, Snapshot};
+use crate::error::StoreError;
+
+/// One bound value.
+pub(super) enum Val {
+    Text(Option<String>),
+    Int(i64),
+}
+
+impl From<String> for Val {
+    fn from(s: String) -> Val {
+        Val::Text(Some(s))
+    }
+}
+
+impl From<&str> for Val {
+    fn from(s: &str) -> Val {
+        Val::Text(Some(s.to_string()))
+    }
+}
+
+impl From<Option<String>> for Val {
+    fn from(s: Option<String>) -> Val {
+        Val::Text(s)
+    }
+}
+
+impl From<i64> for Val {
+    fn from(n: i64) -> Val {
+        Val::Int(n)
+    }
+}
+
+/// Bound values per statement. Far fewer than the engines allow: sqlx looks each `$N` up by
+/// name, and SQLite finds a name by walking the statement's list, so binding costs grow with the
+/// square of the count (8,000 per statement spent two thirds of a rebuild there, 900 a third).
+const MAX_PARAMS: usize = 240;
+
+/// `head VALUES (…), (…) tail` for `rows` of `cols` values each, in statements of at most
+/// [`MAX_PARAMS`] values.
+pub(super) async fn insert_rows(
+    conn: &mut AnyConnection,
+    head: &str,
+    tail: &str,
+    cols: usize,
+    rows: Vec<Vec<Val>>,
+) -> Result<(), StoreError> {
+    let per = (MAX_PARAMS / cols).max(1);
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let batch: Vec<Vec<Val>> = rows.by_ref().take(per).collect();
+        let mut sql = String::with_capacity(head.len() + batch.len() * cols * 6);
+        sql.push_str(head);
+        sql.push_str(" VALUES ");
+        let mut n = 0;
+        for (i, row) in batch.iter().enumerate() {
+            debug_assert_eq!(row.len(), cols);
+            sql.push_str(if i == 0 { "(" } else { ", (" });
+            for j in 0..cols {
+                n += 1;
+                if j > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push('$');
+                sql.push_str(&n.to_string());
+            }
+            sql.push(')');
+        }
+        sql.push_str(tail);
+        let mut q = sqlx::query(&sql);
+        for v in batch.into_iter().flatten() {
+            q = match v {
+                Val::Text(t) => q.bind(t),
+                Val::Int(i) => q.bind(i),
+            };
+        }
+        q.execute(&mut *conn).await.map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// The event ids the outbox already holds (so a rebuild adds only what is missing).
+pub(super) async fn outbox_ids(conn: &mut AnyConnection) -> Result<HashSet<String>, StoreError> {
+    let rows = sqlx::query("SELECT event_id FROM outbox")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    rows.iter()
+        .map(|r| r.try_get::<String, _>(0).map_err(db_err))
+        .collect()
+}
+
+/// Write every row of `snaps` into the emptied index tables (inside the caller's write
+/// transaction), cancel open assignments of tickets no longer queued or in progress, and add
+/// the outbox rows `known` lacks (adding them to it). Returns the outbox rows added.
+pub(super) async fn write_snapshots(
+    conn: &mut AnyConnection,
+    snaps: &[Snapshot],
+    known: &mut HashSet<String>,
+    now_ms: i64,
+) -> Result<usize, StoreError> {
+    let mut tickets = Vec::new();
+    let mut relations = Vec::new();
+    let mut plans = Vec::new();
+    let mut events = Vec::new();
+    let mut files = Vec::new();
+    let mut outbox: Vec<(String, String, &'static str, serde_json::Value)> = Vec::new();
+    let mut settled = Vec::new();
+    for s in snaps {
+        let id = s.id.as_str();
+        if let Some(item) = &s.item {
+            if !matches!(item.state, State::Inprogress | State::Queued) {
+                settled.push(id.to_string());
+            }
+            let body = item.body_text().to_string();
+            let search = format!("{}\n{}", item.title, body).to_lowercase();
+            tickets.push(vec![
+                id.into(),
+                item.title.clone().into(),
+                item.state.as_str().into(),
+                item.created_at.to_string().into(),
+                item.updated_at.to_string().into(),
+                item.effective_target_ref().into(),
+                item.flow.clone().into(),
+                item.readiness.clone().into(),
+                item.priority.clone().into(),
+                item.queued_by.clone().into(),
+                item.queued_at.map(|t| t.to_string()).into(),
+                body.into(),
+                search.into(),
+            ]);
+        }
+        for r in &s.relations {
+            relations.push(vec![
+                id.into(),
+                r.kind.as_str().into(),
+                r.target.as_str().into(),
+                r.note.clone().into(),
+                r.author.clone().into(),
+                r.at.to_string().into(),
+            ]);
+        }
+        for p in &s.plan {
+            plans.push(vec![
+                id.into(),
+                p.id.clone().into(),
+                p.kind.as_str().into(),
+                p.related_ticket.as_ref().map(|t| t.to_string()).into(),
+                p.at.to_string().into(),
+                serde_json::to_string(p).unwrap_or_default().into(),
+            ]);
+            let key = plan_key(&s.id, &p.id);
+            if known.insert(key.clone()) {
+                let payload = json!({ "ticket": id, "record": p.id, "kind": p.kind.as_str(), "related": p.related_ticket });
+                outbox.push((key, id.to_string(), "plan_record_added", payload));
+            }
+        }
+        for (position, (key, e)) in s.events.iter().enumerate() {
+            let attrs: serde_json::Map<String, serde_json::Value> =
+                e.attrs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            events.push(vec![
+                key.clone().into(),
+                id.into(),
+                (position as i64).into(),
+                e.kind.as_str().into(),
+                e.author().map(str::to_string).into(),
+                e.get("at").map(str::to_string).into(),
+                serde_json::Value::Object(attrs).to_string().into(),
+                e.heading.clone().into(),
+                e.body.clone().into(),
+            ]);
+            if known.insert(key.clone()) {
+                outbox.push((
+                    key.clone(),
+                    id.to_string(),
+                    outbox_kind(e),
+                    outbox_payload(id, key, e),
+                ));
+            }
+        }
+        for f in &s.files {
+            files.push(vec![
+                id.into(),
+                f.name.into(),
+                f.size.into(),
+                f.mtime_ns.into(),
+                f.hash.clone().unwrap_or_default().into(),
+            ]);
+        }
+    }
+    for chunk in settled.chunks(500) {
+        let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "UPDATE assignments SET status = 'cancelled', updated_ms = $1 \
+              WHERE status IN ('held', 'pending', 'claimed') AND ticket_id IN ({})",
+            list.join(", ")
+        );
+        let mut q = sqlx::query(&sql).bind(now_ms);
+        for id in chunk {
+            q = q.bind(id.clone());
+        }
+        q.execute(&mut *conn).await.map_err(db_err)?;
+    }
+    insert_rows(
+        conn,
+        "INSERT INTO tickets (id, title, state, created_at, updated_at, target_ref, flow, readiness, priority, queued_by, queued_at, body, search_text)",
+        "",
+        13,
+        tickets,
+    )
+    .await?;
+    insert_rows(
+        conn,
+        "INSERT INTO relations (ticket_id, kind, target, note, author, at)",
+        "",
+        6,
+        relations,
+    )
+    .await?;
+    insert_rows(
+        conn,
+        "INSERT INTO plan_records (ticket_id, id, kind, related_ticket, at, record)",
+        " ON CONFLICT (ticket_id, id) DO NOTHING",
+        6,
+        plans,
+    )
+    .await?;
+    insert_rows(
+        conn,
+        "INSERT INTO events (id, ticket_id, position, kind, author, at, attrs, heading, body)",
+        " ON CONFLICT (id) DO NOTHING",
+        9,
+        events,
+    )
+    .await?;
+    insert_rows(
+        conn,
+        "INSERT INTO ticket_files (ticket_id, name, size, mtime_ns, hash)",
+        "",
+        5,
+        files,
+    )
+    .await?;
+    let added = outbox.len();
+    if added > 0 {
+        // Writers are serialised (the workspace lock and the database's write lock), so the
+        // next numbers are ours for this transaction.
+        let last: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM outbox")
+            .fetch_one(&mut *conn)
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(db_err)?;
+        let rows = outbox
+            .into_iter()
+            .enumerate()
+            .map(|(i, (key, ticket, kind, payload))| {
+                vec![
+                    (last + 1 + i as i64).into(),
+                    key.into(),
+                    ticket.into(),
+                    kind.into(),
+                    payload.to_string().into(),
+                    now_ms.into(),
+                ]
+            })
+            .collect();
+        insert_rows(
+            conn,
+            "INSERT INTO outbox (seq, event_id, ticket_id, kind, payload, created_ms)",
+            "",
+            6,
+            rows,
+        )
+        .await?;
+    }
+    Ok(added)
+}

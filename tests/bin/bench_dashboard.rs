@@ -123,18 +123,7 @@ fn main() {
         .max_redirects(0)
         .build()
         .into();
-    let res = agent.get(&login).call().unwrap();
-    assert_eq!(res.status(), 303, "the login link starts a session");
-    let cookie = res
-        .headers()
-        .get("set-cookie")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
+    let cookie = yoi_testkit::dashboard_session(&login);
     let get = |path: &str| -> (f64, String) {
         let t = Instant::now();
         let mut r = agent

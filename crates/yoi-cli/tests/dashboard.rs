@@ -603,18 +603,7 @@ async fn forged_posts_and_foreign_hosts_are_refused_and_write_nothing() {
         link.starts_with(&format!("{}/login?code=", site.base())),
         "{link}"
     );
-    let login = agent.get(&link).call().unwrap();
-    assert_eq!(login.status(), 303);
-    let cookie = login
-        .headers()
-        .get("set-cookie")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
+    let cookie = yoi_testkit::dashboard_session(&link);
     let act = format!("{}/tickets/{t}/act", site.base());
     let post = |body: &str, origin: Option<&str>| {
         let mut r = agent

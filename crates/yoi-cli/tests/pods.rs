@@ -130,15 +130,7 @@ fn a_queued_ticket_is_implemented_by_a_supervised_coder_pod_and_its_branch_moves
         .max_redirects(0)
         .build()
         .into();
-    let login = agent.get(link.trim()).call().unwrap();
-    assert_eq!(login.status(), 303);
-    let cookie = login.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
+    let cookie = yoi_testkit::dashboard_session(&link);
     let page = agent
         .get(&format!("http://{}/tickets/{id}", server.addr))
         .header("Cookie", &cookie)

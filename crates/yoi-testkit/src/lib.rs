@@ -39,3 +39,26 @@ pub fn commit_all(dir: &Path, message: &str) -> String {
     git(dir, &["commit", "-q", "--allow-empty", "-m", message]);
     git(dir, &["rev-parse", "HEAD"]).trim().to_string()
 }
+
+/// Follow a dashboard login link (`yoi serve` prints one, `yoi dashboard` makes one) as a
+/// browser would, and return the session cookie it sets (`yoi_session=…`) for a `Cookie`
+/// header. Panics unless the link answers `303` with the cookie.
+pub fn dashboard_session(link: &str) -> String {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let res = agent
+        .get(link.trim())
+        .call()
+        .unwrap_or_else(|e| panic!("GET {link}: {e}"));
+    assert_eq!(res.status(), 303, "the login link starts a session");
+    res.headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .filter(|c| c.starts_with("yoi_session="))
+        .unwrap_or_else(|| panic!("no session cookie from {link}"))
+        .to_string()
+}

@@ -218,10 +218,42 @@ pub fn short(id: &str) -> String {
 }
 
 /// Where to go after a form: the form's `back` when it is a path on this site, else `fallback`.
+/// Only visible ASCII counts: browsers drop tabs and newlines from a URL, so `/\t/host` would
+/// otherwise become `//host`, another site.
 pub fn back_to(back: Option<&str>, fallback: &str) -> String {
     match back {
-        Some(b) if b.starts_with('/') && !b.starts_with("//") && !b.contains('\\') => b.into(),
+        Some(b)
+            if b.starts_with('/')
+                && !b.starts_with("//")
+                && b.chars().all(|c| c.is_ascii_graphic() && c != '\\') =>
+        {
+            b.into()
+        }
         _ => fallback.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::back_to;
+
+    #[test]
+    fn only_paths_of_this_site_are_followed_back() {
+        for ok in ["/", "/queue", "/?q=a+b&state=ready#lane-ready", "/tickets/01J"] {
+            assert_eq!(back_to(Some(ok), "/x"), ok);
+        }
+        for bad in [
+            "//evil.example",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\\evil.example",
+            "https://evil.example/",
+            "evil",
+            "/ /x",
+        ] {
+            assert_eq!(back_to(Some(bad), "/x"), "/x", "{bad:?}");
+        }
+        assert_eq!(back_to(None, "/x"), "/x");
     }
 }
 

@@ -362,8 +362,8 @@ pub struct DiffLine {
     pub text: String,
 }
 
-/// A line diff of `old` to `new` (longest common subsequence; inputs past 2,000 lines are
-/// shown as a whole replacement).
+/// A line diff of `old` to `new` (longest common subsequence; inputs past 1,000 lines are
+/// shown as a whole replacement, so the table stays under 4 MB).
 pub fn diff_lines(old: &str, new: &str) -> Vec<DiffLine> {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
@@ -371,7 +371,7 @@ pub fn diff_lines(old: &str, new: &str) -> Vec<DiffLine> {
         sign,
         text: text.to_string(),
     };
-    if a.len() > 2000 || b.len() > 2000 {
+    if a.len() > 1000 || b.len() > 1000 {
         return a
             .iter()
             .map(|l| line('-', l))

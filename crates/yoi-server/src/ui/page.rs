@@ -239,7 +239,12 @@ mod tests {
 
     #[test]
     fn only_paths_of_this_site_are_followed_back() {
-        for ok in ["/", "/queue", "/?q=a+b&state=ready#lane-ready", "/tickets/01J"] {
+        for ok in [
+            "/",
+            "/queue",
+            "/?q=a+b&state=ready#lane-ready",
+            "/tickets/01J",
+        ] {
             assert_eq!(back_to(Some(ok), "/x"), ok);
         }
         for bad in [

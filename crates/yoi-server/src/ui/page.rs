@@ -233,6 +233,18 @@ pub fn back_to(back: Option<&str>, fallback: &str) -> String {
     }
 }
 
+/// Labels of the lanes and states.
+pub fn state_label(s: yoi_core::State) -> &'static str {
+    match s {
+        yoi_core::State::Planning => "Planning",
+        yoi_core::State::Ready => "Ready",
+        yoi_core::State::Queued => "Queued",
+        yoi_core::State::Inprogress => "In progress",
+        yoi_core::State::Done => "Done",
+        yoi_core::State::Closed => "Closed",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::back_to;
@@ -259,17 +271,5 @@ mod tests {
             assert_eq!(back_to(Some(bad), "/x"), "/x", "{bad:?}");
         }
         assert_eq!(back_to(None, "/x"), "/x");
-    }
-}
-
-/// Labels of the lanes and states.
-pub fn state_label(s: yoi_core::State) -> &'static str {
-    match s {
-        yoi_core::State::Planning => "Planning",
-        yoi_core::State::Ready => "Ready",
-        yoi_core::State::Queued => "Queued",
-        yoi_core::State::Inprogress => "In progress",
-        yoi_core::State::Done => "Done",
-        yoi_core::State::Closed => "Closed",
     }
 }

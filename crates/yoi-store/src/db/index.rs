@@ -277,13 +277,26 @@ impl Db {
         if mode == ReindexMode::Full {
             let mut conn = self.pool().acquire().await.map_err(db_err)?;
             let mut known = super::bulk::outbox_ids(&mut conn).await?;
-            for chunk in changed.chunks(BULK_BATCH) {
-                let snaps: Vec<Snapshot> =
-                    crate::tickets::parallel_map(chunk, |id| Ok(snapshot(ws, id)))?;
+            // Read the next chunk on other threads while this one is written.
+            let read = |chunk: Vec<TicketId>| {
+                let ws = ws.clone();
+                std::thread::spawn(move || {
+                    crate::tickets::parallel_map(&chunk, |id| Ok(snapshot(&ws, id)))
+                })
+            };
+            let mut chunks = changed.chunks(BULK_BATCH).map(<[TicketId]>::to_vec);
+            let mut next = chunks.next().map(read);
+            while let Some(reading) = next.take() {
+                let snaps: Vec<Snapshot> = reading
+                    .join()
+                    .map_err(|_| StoreError::Database {
+                        reason: "a reader thread of the rebuild panicked".into(),
+                    })??;
+                next = chunks.next().map(read);
                 self.begin_write(&mut conn).await?;
                 let r = super::bulk::write_snapshots(&mut conn, &snaps, &mut known, now_ms).await;
                 stats.outbox_added += self.end_write(&mut conn, r).await?;
-                stats.reindexed += chunk.len();
+                stats.reindexed += snaps.len();
             }
             return Ok(stats);
         }

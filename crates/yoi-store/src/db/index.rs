@@ -287,11 +287,9 @@ impl Db {
             let mut chunks = changed.chunks(BULK_BATCH).map(<[TicketId]>::to_vec);
             let mut next = chunks.next().map(read);
             while let Some(reading) = next.take() {
-                let snaps: Vec<Snapshot> = reading
-                    .join()
-                    .map_err(|_| StoreError::Database {
-                        reason: "a reader thread of the rebuild panicked".into(),
-                    })??;
+                let snaps: Vec<Snapshot> = reading.join().map_err(|_| StoreError::Database {
+                    reason: "a reader thread of the rebuild panicked".into(),
+                })??;
                 next = chunks.next().map(read);
                 self.begin_write(&mut conn).await?;
                 let r = super::bulk::write_snapshots(&mut conn, &snaps, &mut known, now_ms).await;

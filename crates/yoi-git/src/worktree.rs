@@ -280,15 +280,37 @@ fn ensure_vacant(path: &Path) -> Result<(), GitError> {
     Ok(())
 }
 
+/// Which worktrees a listing reads the status (dirtiness) of. A status walks the whole tree:
+/// in the main worktree of a workspace with 10,000 tickets that is most of a listing's cost, so
+/// callers that only need paths, branches and heads ask for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusOf {
+    /// Every worktree, the main one included.
+    All,
+    /// The linked worktrees only; the main one's `dirty` is `None`.
+    Linked,
+    /// None: every `dirty` is `None`.
+    Nothing,
+}
+
 /// Every working tree of the repository at `repo_root`: the main one first, then the linked ones.
 pub fn list_worktrees(repo_root: &Path) -> Result<Vec<WorktreeInfo>, GitError> {
+    list_worktrees_with(repo_root, StatusOf::All)
+}
+
+/// [`list_worktrees`], reading the status of the worktrees `status` names only.
+pub fn list_worktrees_with(
+    repo_root: &Path,
+    status: StatusOf,
+) -> Result<Vec<WorktreeInfo>, GitError> {
     let repo = repo::open(repo_root)?;
     let main = repo
         .main_repo()
         .map_err(|e| GitError::git(repo_root, "open the main worktree", e))?;
     let mut out = Vec::new();
     if let Some(workdir) = main.workdir() {
-        out.push(info(workdir.to_path_buf(), Some(&main), false));
+        let main_status = status == StatusOf::All;
+        out.push(info(workdir.to_path_buf(), Some(&main), false, main_status));
     }
     for proxy in repo
         .worktrees()
@@ -297,7 +319,12 @@ pub fn list_worktrees(repo_root: &Path) -> Result<Vec<WorktreeInfo>, GitError> {
         let Ok(path) = proxy.base() else { continue };
         let prunable = proxy.is_prunable();
         let wt_repo = proxy.into_repo_with_possibly_inaccessible_worktree().ok();
-        out.push(info(path, wt_repo.as_ref(), prunable));
+        out.push(info(
+            path,
+            wt_repo.as_ref(),
+            prunable,
+            status != StatusOf::Nothing,
+        ));
     }
     Ok(out)
 }
@@ -316,7 +343,7 @@ pub fn worktree_info(repo_root: &Path, path: &Path) -> Result<WorktreeInfo, GitE
     if !same_repo || wt.workdir().is_none() || wt.git_dir() == main.git_dir() {
         return Err(not());
     }
-    Ok(info(path.to_path_buf(), Some(&wt), false))
+    Ok(info(path.to_path_buf(), Some(&wt), false, true))
 }
 
 /// The HEAD of the worktree at `path` as `(branch, commit)`, read without a status (cheap):
@@ -336,13 +363,17 @@ pub fn worktree_head(path: &Path) -> Result<(Option<String>, Option<String>), Gi
     Ok((branch, head))
 }
 
-fn info(path: PathBuf, repo: Option<&gix::Repository>, prunable: bool) -> WorktreeInfo {
+fn info(
+    path: PathBuf,
+    repo: Option<&gix::Repository>,
+    prunable: bool,
+    status: bool,
+) -> WorktreeInfo {
     let branch = repo
         .and_then(|r| r.head_name().ok().flatten())
         .map(|name| name.shorten().to_string());
     let head = repo.and_then(|r| r.head_id().ok()).map(|id| id.to_string());
-    let dirty = path
-        .is_dir()
+    let dirty = (status && path.is_dir())
         .then(|| {
             uncommitted_changes(&path)
                 .ok()

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use common::{canon, git, git_worktrees, large_repo, small_repo};
 use yoi_git::{
-    add_worktree, create_branch, is_dirty, list_worktrees, prune_worktrees, remove_worktree,
-    uncommitted_changes, GitError,
+    add_worktree, create_branch, is_dirty, list_worktrees, list_worktrees_with, prune_worktrees,
+    remove_worktree, uncommitted_changes, GitError, StatusOf,
 };
 
 fn start(repo: &Path, head: &str, wt: &Path, branch: &str) {
@@ -118,6 +118,31 @@ fn list_worktrees_reports_path_branch_head_and_dirtiness() {
     assert_eq!(list[1].head.as_deref(), Some(head.as_str()));
     assert_eq!(list[1].dirty, Some(true));
     assert!(!list[0].prunable && !list[1].prunable);
+}
+
+#[test]
+fn a_listing_reads_the_status_only_of_the_worktrees_asked_for() {
+    let (dir, repo, head) = small_repo();
+    let wt = dir.path().join("wt");
+    start(&repo, &head, &wt, "work");
+    std::fs::write(wt.join("README.md"), "changed\n").unwrap();
+    std::fs::write(repo.join("README.md"), "changed in main\n").unwrap();
+
+    let all = list_worktrees(&repo).unwrap();
+    assert_eq!((all[0].dirty, all[1].dirty), (Some(true), Some(true)));
+    let linked = list_worktrees_with(&repo, StatusOf::Linked).unwrap();
+    assert_eq!((linked[0].dirty, linked[1].dirty), (None, Some(true)));
+    let bare = list_worktrees_with(&repo, StatusOf::Nothing).unwrap();
+    assert_eq!((bare[0].dirty, bare[1].dirty), (None, None));
+    // Everything but the status is the same in each.
+    for list in [&linked, &bare] {
+        let strip = |l: &[yoi_git::WorktreeInfo]| -> Vec<_> {
+            l.iter()
+                .map(|w| (canon(&w.path), w.branch.clone(), w.head.clone(), w.prunable))
+                .collect()
+        };
+        assert_eq!(strip(list), strip(&all));
+    }
 }
 
 #[test]

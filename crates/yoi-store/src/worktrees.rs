@@ -331,7 +331,7 @@ struct Listing {
 
 impl Listing {
     fn read(ws: &Workspace, repo: &Path) -> Result<Listing, StoreError> {
-        let all = yoi_git::list_worktrees(repo).map_err(|e| {
+        let all = yoi_git::list_worktrees_with(repo, yoi_git::StatusOf::Linked).map_err(|e| {
             StoreError::invalid(
                 repo,
                 None,

@@ -375,7 +375,7 @@ fn finish_done(
     let place = work_place(ws, ticket)?;
     let repo = ws.root();
     let prefix = place.worktree.display().to_string();
-    for wt in yoi_git::list_worktrees(repo).unwrap_or_default() {
+    for wt in yoi_git::list_worktrees_with(repo, yoi_git::StatusOf::Nothing).unwrap_or_default() {
         let p = wt.path.display().to_string();
         if p == prefix || p.starts_with(&format!("{prefix}.")) {
             if let Err(e) = yoi_git::remove_worktree(repo, &wt.path, false) {

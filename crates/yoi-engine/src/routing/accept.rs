@@ -397,7 +397,8 @@ fn clear_leftovers(
     if !worktree.exists() {
         return Ok(());
     }
-    let listed = yoi_git::list_worktrees(repo).map_err(|e| e.to_string())?;
+    let listed =
+        yoi_git::list_worktrees_with(repo, yoi_git::StatusOf::Linked).map_err(|e| e.to_string())?;
     let same = |p: &Path| p == worktree || p.canonicalize().ok() == worktree.canonicalize().ok();
     let Some(found) = listed.iter().find(|w| same(&w.path)) else {
         return Err(format!(

@@ -348,7 +348,7 @@ fn check_attempt_worktrees(ws: &Workspace, open: &[crate::db::Assignment], out: 
     let Some(root) = crate::git::repo_root(ws.root()) else {
         return;
     };
-    let Ok(listed) = yoi_git::list_worktrees(&root) else {
+    let Ok(listed) = yoi_git::list_worktrees_with(&root, yoi_git::StatusOf::Nothing) else {
         return;
     };
     for w in listed {

@@ -51,7 +51,7 @@ pub(super) fn check_workspace(ws: &Workspace, tickets: &[TicketScan]) -> Vec<Fin
     let Some(root) = git::repo_root(ws.root()) else {
         return Vec::new();
     };
-    let read = yoi_git::list_worktrees(&root)
+    let read = yoi_git::list_worktrees_with(&root, yoi_git::StatusOf::Linked)
         .and_then(|w| yoi_git::list_branches(&root, "").map(|b| (w, b)));
     let (worktrees, branches) = match read {
         Ok(found) => found,

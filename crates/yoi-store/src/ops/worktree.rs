@@ -86,7 +86,7 @@ pub(super) fn inspect(ws: &Workspace, id: &TicketId) -> Result<Option<Disposal>,
 }
 
 fn verdict(repo: &std::path::Path, path: &std::path::Path) -> Verdict {
-    let registered = match yoi_git::list_worktrees(repo) {
+    let registered = match yoi_git::list_worktrees_with(repo, yoi_git::StatusOf::Nothing) {
         Ok(list) => {
             let wanted = git::canonical(path);
             list.iter()

@@ -17,20 +17,19 @@ use super::session::{self, Viewer};
 use crate::auth::now;
 use crate::state::AppState;
 
-/// A urlencoded form body, in order, with repeated names kept.
+/// A urlencoded form body, in order, with repeated names kept (bulk forms send `id` once per
+/// selected ticket).
 pub struct Form(Vec<(String, String)>);
 
 impl Form {
+    /// The pairs of `body`; a body that is not urlencoded reads as an empty form (its CSRF
+    /// token is then missing, so it is refused). Forms write CRLF line ends; the store writes LF.
     pub fn parse(body: &[u8]) -> Form {
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(body).unwrap_or_default();
         Form(
-            body.split(|b| *b == b'&')
-                .filter(|p| !p.is_empty())
-                .map(|pair| {
-                    let mut it = pair.splitn(2, |b| *b == b'=');
-                    let k = decode(it.next().unwrap_or_default());
-                    let v = decode(it.next().unwrap_or_default());
-                    (k, v)
-                })
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k, v.replace("\r\n", "\n")))
                 .collect(),
         )
     }
@@ -60,32 +59,6 @@ impl Form {
             .filter(|v| !v.is_empty())
             .collect()
     }
-}
-
-fn decode(bytes: &[u8]) -> String {
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    // Forms write CRLF line ends; the store writes LF.
-    String::from_utf8_lossy(&out).replace("\r\n", "\n")
 }
 
 /// The operation context of a form: its principal, now, and its operation id.
@@ -384,4 +357,19 @@ pub async fn logout(
         Redirect::to("/login"),
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Form;
+
+    #[test]
+    fn a_form_keeps_repeated_names_decodes_values_and_normalises_line_ends() {
+        let f = Form::parse(b"id=A&id=B&body=two+words%0D%0Aand%20more&csrf=&note=%E2%9C%93");
+        assert_eq!(f.all("id"), ["A", "B"]);
+        assert_eq!(f.raw("body"), Some("two words\nand more"));
+        assert_eq!(f.get("csrf"), None, "an empty value is absent");
+        assert_eq!(f.get("note"), Some("✓"));
+        assert_eq!(f.get("missing"), None);
+    }
 }

@@ -79,18 +79,17 @@ impl Filters {
 
     /// The query string of these filters (without the paging fields).
     pub fn query(&self) -> String {
-        let mut parts = Vec::new();
-        for (k, v) in [
-            ("q", &self.q),
-            ("state", &self.state),
-            ("blocked", &self.blocked),
-            ("attention", &self.attention),
-        ] {
-            if !v.is_empty() {
-                parts.push(format!("{k}={}", urlencode(v)));
-            }
-        }
-        parts.join("&")
+        urlencode(
+            &[
+                ("q", &self.q),
+                ("state", &self.state),
+                ("blocked", &self.blocked),
+                ("attention", &self.attention),
+            ]
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
+            .collect::<Vec<_>>(),
+        )
     }
 
     pub fn is_empty(&self) -> bool {
@@ -115,19 +114,9 @@ fn split_states(spec: &str) -> Result<Vec<TicketState>, UiError> {
         .map(|v| v.into_iter().flatten().collect())
 }
 
-/// Percent-encode a query value.
-pub fn urlencode(v: &str) -> String {
-    let mut out = String::new();
-    for b in v.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+/// A query string of `pairs`, percent-encoded.
+pub fn urlencode(pairs: &[(&str, &String)]) -> String {
+    serde_urlencoded::to_string(pairs).unwrap_or_default()
 }
 
 /// A badge: text always (never colour alone), and a class for its colour.
@@ -363,7 +352,7 @@ pub async fn board(
             q.push("blocked=true".into());
         }
         if !p.words.is_empty() {
-            q.push(format!("search={}", urlencode(&p.words.join(" "))));
+            q.push(urlencode(&[("search", &p.words.join(" "))]));
         }
         format!("/api/v1/tickets?{}", q.join("&"))
     };

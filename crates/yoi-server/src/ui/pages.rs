@@ -202,10 +202,7 @@ pub async fn tickets(
         api.push("blocked=true".into());
     }
     if !p.words.is_empty() {
-        api.push(format!(
-            "search={}",
-            super::board::urlencode(&p.words.join(" "))
-        ));
+        api.push(super::board::urlencode(&[("search", &p.words.join(" "))]));
     }
     if let Some(a) = &after {
         api.push(format!("after={a}"));

@@ -12,7 +12,7 @@ use yoi_core::packet::IntentPacket;
 use yoi_core::state::State;
 use yoi_core::TicketId;
 
-use super::{db_err, Db};
+use super::{db_err, placeholders, Db};
 use crate::error::StoreError;
 
 /// What a card shows beyond its summary row.
@@ -39,14 +39,6 @@ pub struct Working {
     pub role: String,
     /// The pod holding the claim; `None` while the step waits for one.
     pub pod: Option<String>,
-}
-
-/// `$1, $2, …` for `n` parameters.
-fn placeholders(n: usize) -> String {
-    (1..=n)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn entry<'a>(
@@ -94,7 +86,7 @@ impl Db {
         chunk: &[TicketId],
         out: &mut BTreeMap<TicketId, CardFacts>,
     ) -> Result<(), StoreError> {
-        let list = placeholders(chunk.len());
+        let list = placeholders(1, chunk.len());
         let run = |sql: String| async move {
             let mut q = sqlx::query(&sql);
             for id in chunk {
@@ -219,7 +211,7 @@ impl Db {
         for chunk in ids.chunks(200).filter(|c| !c.is_empty()) {
             let mut sql = format!(
                 "SELECT t.id, t.title, t.state, t.created_at, t.updated_at, t.target_ref FROM tickets t WHERE t.id IN ({})",
-                placeholders(chunk.len())
+                placeholders(1, chunk.len())
             );
             let mut binds: Vec<String> = chunk.iter().map(|i| i.to_string()).collect();
             for word in search.iter().filter(|w| !w.trim().is_empty()) {
@@ -267,7 +259,7 @@ impl Db {
             depth += 1;
             let mut next = Vec::new();
             for chunk in frontier.chunks(400) {
-                let list = placeholders(chunk.len());
+                let list = placeholders(1, chunk.len());
                 let sql = format!(
                     "SELECT w.id, w.title, w.state FROM relations r CROSS JOIN tickets w \
                       WHERE w.id = r.ticket_id AND r.kind = 'depends_on' AND r.target IN ({list}) \

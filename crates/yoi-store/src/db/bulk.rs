@@ -201,11 +201,10 @@ pub(super) async fn write_snapshots(
         }
     }
     for chunk in settled.chunks(500) {
-        let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
         let sql = format!(
             "UPDATE assignments SET status = 'cancelled', updated_ms = $1 \
               WHERE status IN ('held', 'pending', 'claimed') AND ticket_id IN ({})",
-            list.join(", ")
+            super::placeholders(2, chunk.len())
         );
         let mut q = sqlx::query(&sql).bind(now_ms);
         for id in chunk {

@@ -85,6 +85,14 @@ pub struct Db {
     dialect: Dialect,
 }
 
+/// `$first, $first+1, …`: `n` numbered parameters for an `IN (…)` list.
+pub(crate) fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
     StoreError::Database {
         reason: e.to_string(),

@@ -123,10 +123,9 @@ impl Db {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
         let sql = format!(
             "SELECT {COLUMNS} FROM pods WHERE id IN ({})",
-            marks.join(", ")
+            super::placeholders(1, ids.len())
         );
         let mut q = sqlx::query(&sql);
         for id in ids {

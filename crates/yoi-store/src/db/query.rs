@@ -174,8 +174,7 @@ impl Db {
             if chunk.is_empty() {
                 continue;
             }
-            let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-            let list = list.join(", ");
+            let list = super::placeholders(1, chunk.len());
             let sql = format!(
                 "SELECT r.ticket_id AS waiter, r.target AS other, 'depends_on' AS why, b.state AS state \
                    FROM relations r LEFT JOIN tickets b ON b.id = r.target \

@@ -286,6 +286,17 @@ async fn queue_from_the_board_and_watch_routing_move_cards_live() {
     assert_eq!(count, "1", "the lane count followed");
     assert_eq!(site.state(&y), "inprogress");
 
+    // In progress, a person may retry the step (the store allows it there too).
+    c.goto(&format!("{}/tickets/{y}", site.base()))
+        .await
+        .unwrap();
+    let retry = wait_for(&c, "#act-retry", BROWSER_TIMEOUT).await;
+    assert!(
+        retry.is_enabled().await.unwrap(),
+        "retry is offered in progress"
+    );
+    assert_eq!(retry.text().await.unwrap(), "Retry the step");
+
     // The queue page says why nothing waits now; take its picture for the docs.
     c.goto(&format!("{}/queue", site.base())).await.unwrap();
     wait_for(&c, "main h1", BROWSER_TIMEOUT).await;

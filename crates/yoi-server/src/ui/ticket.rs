@@ -96,22 +96,27 @@ pub fn actions(d: &TicketDetail, routing: &RoutingView, who: &Principal) -> Vec<
             other_state,
         });
     }
+    let retryable = yoi_store::ops::RETRY_STATES.contains(&d.state);
     out.push(Action {
         name: "retry",
-        label: "Retry routing",
-        blocked: (d.state != TicketState::Queued).then(|| {
+        label: if d.state == TicketState::Inprogress {
+            "Retry the step"
+        } else {
+            "Retry routing"
+        },
+        blocked: (!retryable).then(|| {
             format!(
-                "retry routes a queued ticket again (closing its circuit); this one is {}",
+                "retry tries a queued or in-progress ticket again (closing its circuit); this one is {}",
                 d.state
             )
         }),
         cli: format!("yoi ticket retry {id} --reason \"…\""),
         asks: Some("reason"),
-        other_state: d.state != TicketState::Queued,
+        other_state: !retryable,
     });
-    // A circuit that is closed needs no retry, but retrying is harmless; say what it does.
-    if !routing.circuit.open {
-        if let Some(a) = out.last_mut().filter(|a| a.blocked.is_none()) {
+    // A queued ticket whose circuit is closed needs no retry; retrying just routes it again.
+    if !routing.circuit.open && d.state == TicketState::Queued {
+        if let Some(a) = out.last_mut() {
             a.label = "Route again";
         }
     }

@@ -35,7 +35,7 @@ pub use create::{create, CreateRequest};
 pub use edit::{comment, edit, submit_packet, CommentRequest, EditRequest, COMMENT_KINDS};
 pub use plan::{add_plan_record, PlanRequest};
 pub use relation::{add_relation, remove_relation, RelationRequest};
-pub use signal::{attention, record_attempt, retry, ATTENTION_REASON, CIRCUIT_OPEN};
+pub use signal::{attention, record_attempt, retry, ATTENTION_REASON, CIRCUIT_OPEN, RETRY_STATES};
 pub use transition::{
     accept, cancel, close, complete, mark_ready, queue, reopen, return_to_planning, AcceptEvidence,
     MergeEvidence, TransitionRequest, MAX_REASON_CHARS,

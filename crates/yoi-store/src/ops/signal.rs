@@ -19,6 +19,9 @@ pub const ATTENTION_REASON: &str = "reason";
 /// [`ATTENTION_REASON`] of the event that opens a circuit.
 pub const CIRCUIT_OPEN: &str = "circuit_open";
 
+/// The states a ticket may be retried in.
+pub const RETRY_STATES: [State; 2] = [State::Queued, State::Inprogress];
+
 /// Ask the engine to try a ticket again (humans only): closes an open circuit and resets the run
 /// of consecutive failures — of acceptance for a queued ticket, of a step's attempts for one in
 /// progress. Refused unless the ticket is `queued` or `inprogress`.
@@ -42,14 +45,7 @@ pub fn retry(
         _ => "Retry requested: routing tries this ticket again.".to_string(),
     };
     let event = Event::new(EventKind::Retry, &body);
-    append_in(
-        ws,
-        ctx,
-        query,
-        "retry",
-        event,
-        &[State::Queued, State::Inprogress],
-    )
+    append_in(ws, ctx, query, "retry", event, &RETRY_STATES)
 }
 
 /// Raise an `attention` event (the orchestrator only), with `reason` as its

@@ -20,6 +20,7 @@ pub mod ops;
 pub mod packet;
 pub mod query;
 pub mod server_file;
+pub mod testpoint;
 pub mod tickets;
 pub mod workspace;
 pub mod worktrees;

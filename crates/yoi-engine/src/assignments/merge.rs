@@ -289,6 +289,7 @@ fn land_on(
     now: Timestamp,
 ) -> Result<Landing, AssignmentError> {
     let tickets_dir = ws.config.tickets_prefix();
+    yoi_store::testpoint::hit("merge.before_land");
     match yoi_git::land(
         ws.root(),
         target,
@@ -297,7 +298,10 @@ fn land_on(
         changed,
         &[tickets_dir.as_str()],
     ) {
-        Ok(yoi_git::Landed::Moved { .. }) => Ok(Landing::Moved),
+        Ok(yoi_git::Landed::Moved { .. }) => {
+            yoi_store::testpoint::hit("merge.landed");
+            Ok(Landing::Moved)
+        }
         Err(e) => {
             tracing::info!(ticket = %ticket, error = %e, "the target moved during the merge; trying again");
             Ok(Landing::Raced)
@@ -345,6 +349,7 @@ fn complete_merge(
     else {
         return Ok(Merge::Retry);
     };
+    yoi_store::testpoint::hit("merge.recorded");
     record(ws, &row, "completed", Some(&merged.after), None, None, now)?;
     let ev = MergeEvidence {
         target_ref: merged.target_ref,

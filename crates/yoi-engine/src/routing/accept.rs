@@ -307,6 +307,7 @@ impl Job<'_> {
             .map_err(|e| (step, e.to_string()))?;
         made.worktree = Some(worktree.clone());
         injected(step, fail_at).map_err(|e| (step, e))?;
+        yoi_store::testpoint::hit("accept.worktree");
 
         let step = FailAt::IntentPacket;
         if let Some(p) = flow_problems {
@@ -346,6 +347,7 @@ impl Job<'_> {
         .map_err(|e| (step, e.to_string()))?;
         made.assignment = Some(assignment.clone());
         injected(step, fail_at).map_err(|e| (step, e))?;
+        yoi_store::testpoint::hit("accept.assignment");
 
         let step = FailAt::Accept;
         injected(step, fail_at).map_err(|e| (step, e))?;
@@ -361,6 +363,7 @@ impl Job<'_> {
             ..TransitionRequest::default()
         };
         ops::accept(ws, &ctx, id.as_str(), &req, &evidence).map_err(|e| (step, e.to_string()))?;
+        yoi_store::testpoint::hit("accept.accepted");
         // Accepted: pods may claim the assignment now. Should this fail (or the process die
         // here), the orchestrator's catch-up releases the held rows of in-progress tickets.
         if let Err(e) = db.block_on(db.db.release_held(id.as_str(), now.unix_millis())) {

@@ -165,6 +165,7 @@ pub(crate) fn replay_of(
 
 /// After the files are written (lock still held): update the index and remember the operation.
 pub(crate) fn finish(ws: &Workspace, ctx: &Ctx, fp: &str, mut outcome: Outcome) -> Outcome {
+    crate::testpoint::hit("files.written");
     let Some(index) = &ws.index else {
         return outcome;
     };
@@ -215,6 +216,7 @@ pub(crate) fn append_events(
         e.validate()
             .map_err(|err| StoreError::bad_input("event", err.to_string()))?;
     }
+    crate::testpoint::hit("thread.appending");
     let existing = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut text = String::new();
     for e in events {
@@ -223,7 +225,9 @@ pub(crate) fn append_events(
         }
         text.push_str(&e.render());
     }
-    fsutil::append_sync(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))
+    fsutil::append_sync(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))?;
+    crate::testpoint::hit("thread.appended");
+    Ok(())
 }
 
 /// Write item.md atomically.

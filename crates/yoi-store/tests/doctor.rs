@@ -1269,17 +1269,25 @@ fn queued_ticket_with_a_blocker_queue_would_refuse_is_a_warning() {
 }
 
 #[test]
-fn in_progress_ticket_with_an_open_blocker_is_an_error() {
+fn in_progress_ticket_whose_blocker_was_reopened_is_a_warning() {
     let fx = setup();
     let ws = &fx.ws;
     let a = create(ws, "a");
+    // The blocker was cancelled, so it did not hold `a` back; `a` started; then the blocker
+    // was reopened (the only way there: adding a blocker to a started ticket is refused).
+    let blocker = create(ws, "blocker");
+    cancel(ws, &blocker);
+    relate(ws, &blocker, RelationKind::Blocks, &a);
     queued(ws, &a);
     accept(ws, &a);
-    let blocker = create(ws, "blocker");
-    relate(ws, &blocker, RelationKind::Blocks, &a);
+    let req = TransitionRequest {
+        reason: Some("needed after all".into()),
+        ..TransitionRequest::default()
+    };
+    ops::reopen(ws, &human(), blocker.as_str(), &req).unwrap();
     let report = doctor(ws);
     let f = only(&report, "ticket.blocked_inprogress");
-    is(f, E, &a, "item.md", None);
+    is(f, W, &a, "item.md", None);
     assert!(
         f.seen
             .contains(&format!("{blocker} via blocked_by (state: planning)")),

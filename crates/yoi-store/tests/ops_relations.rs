@@ -1,6 +1,6 @@
 //! Relations: forward storage in the source ticket, thread audit, and every write-time refusal
-//! (self, unknown target, duplicate, a depends_on/blocks cycle shown as a path, a missing
-//! relation to remove).
+//! (self, unknown target, duplicate, a depends_on/blocks cycle shown as a path, a new blocker of
+//! a ticket in progress, a missing relation to remove).
 
 mod common;
 
@@ -171,6 +171,38 @@ fn self_relation_is_refused() {
         assert!(matches!(err, StoreError::SelfRelation { ref ticket } if ticket == &a));
     }
     fx.assert_unchanged(&before);
+}
+
+#[test]
+fn a_new_blocker_of_a_ticket_in_progress_is_refused_and_a_finished_one_is_not() {
+    let fx = Fx::new();
+    let started = fx.inprogress("Started");
+    let open = fx.planning("Open");
+    let done = fx.done("Finished");
+    let before = fx.snapshot();
+    // Either direction: the started ticket depends on an open one, or an open one blocks it.
+    for err in [
+        add(&fx, &started, RelationKind::DependsOn, &open).unwrap_err(),
+        add(&fx, &open, RelationKind::Blocks, &started).unwrap_err(),
+    ] {
+        assert_eq!(err.class(), ErrorClass::Refused, "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("{started} is in progress")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("{open} (planning) would block it")),
+            "{text}"
+        );
+        assert!(text.contains("return-to-planning"), "{text}");
+    }
+    fx.assert_unchanged(&before);
+    // A finished blocker holds nothing back; neither does a non-ordering relation, nor a
+    // started ticket blocking an open one.
+    add(&fx, &started, RelationKind::DependsOn, &done).unwrap();
+    add(&fx, &started, RelationKind::Related, &open).unwrap();
+    add(&fx, &open, RelationKind::DependsOn, &started).unwrap();
 }
 
 #[test]

@@ -349,13 +349,18 @@ pub(super) fn check_workspace(ws: &Workspace, tickets: &[TicketScan]) -> Vec<Fin
                 rms.join(", ")
             ))
         } else {
-            Finding::error(
+            // Accept refuses a blocked ticket and adding a blocker to one in progress is refused,
+            // so this is a blocker reopened after the work started (or a hand edit): worth a
+            // person's look, since the work may need what the blocker will change, but nothing
+            // is broken and the flow goes on.
+            Finding::warning(
                 "ticket.blocked_inprogress",
                 format!("{} is in progress but blocked by {}", t.id, names.join(", ")),
-                "an in-progress ticket has no open blocker (accept refuses any)",
+                "an in-progress ticket has no open blocker (accept refuses one, and so does adding one)",
             )
             .with_fix(format!(
-                "a blocker was added or reopened after acceptance: finish the blockers, or drop the relation if it no longer holds: {}",
+                "a blocker was reopened after the work started: finish the blockers, return the ticket to planning (`yoi ticket return-to-planning {} --reason R`), or drop the relation if it no longer holds: {}",
+                t.id,
                 rms.join(", ")
             ))
         };

@@ -132,7 +132,7 @@ pub const CHECKS: &[CheckInfo] = &[
     check("relations.superseded_active", W, "a ticket and the ticket it supersedes are both still unfinished"),
     check("relations.duplicate_active", W, "a ticket and the ticket it duplicates are both still unfinished"),
     check("ticket.blocked_queued", W, "a queued ticket with a blocker the queue guard would refuse"),
-    check("ticket.blocked_inprogress", E, "an in-progress ticket with an open blocker"),
+    check("ticket.blocked_inprogress", W, "an in-progress ticket with an open blocker (one reopened after it started; adding one is refused)"),
     check("plan.parse", E, "an orchestration-plan.jsonl line that is not a plan record"),
     check("plan.invalid", E, "a plan record that parses but breaks a rule"),
     check("plan.missing_related", W, "a plan record naming a ticket that does not exist"),

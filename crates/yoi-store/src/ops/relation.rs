@@ -6,6 +6,7 @@
 use serde_json::json;
 use yoi_core::relation::{format_cycle, Relation, RelationKind, MAX_NOTE_BYTES};
 use yoi_core::thread::{Event, EventKind};
+use yoi_core::{State, TicketId};
 
 use super::edit::fresh;
 use super::{append_events, fingerprint, finish, replay_of, stamp, write_item, Ctx, Outcome};
@@ -68,6 +69,9 @@ pub fn add_relation(
         }
     }
     let mut item = ws.read_item(&id)?;
+    if req.kind.is_ordering() {
+        refuse_blocking_started(ws, &id, &item, req.kind, &target)?;
+    }
     file.relations.push(Relation {
         ticket_id: id.clone(),
         kind: req.kind,
@@ -95,6 +99,33 @@ pub fn add_relation(
     item.updated_at = ctx.now;
     write_item(ws, &id, &item)?;
     Ok(finish(ws, ctx, &fp, fresh(&id, "relation_add", &event)))
+}
+
+/// A new blocker cannot hold back work that has started: `id depends_on target` (or
+/// `id blocks target`) is refused while the blocked end is in progress and the blocking end is
+/// not finished. Accept refuses a blocked ticket; without this, a relation added afterwards
+/// would leave a ticket in progress behind an open blocker, which nothing would ever act on.
+fn refuse_blocking_started(
+    ws: &Workspace,
+    id: &TicketId,
+    item: &yoi_core::Item,
+    kind: RelationKind,
+    target: &TicketId,
+) -> Result<(), StoreError> {
+    let other = ws.read_item(target)?;
+    let (blocked, blocked_state, blocker, blocker_state) = match kind {
+        RelationKind::Blocks => (target, other.state, id, item.state),
+        _ => (id, item.state, target, other.state),
+    };
+    if blocked_state != State::Inprogress || blocker_state.is_finished() {
+        return Ok(());
+    }
+    Err(StoreError::Refused {
+        reason: format!(
+            "{blocked} is in progress, and {blocker} ({blocker_state}) would block it after its work started; \
+             return it to planning first (`yoi ticket return-to-planning {blocked} --reason R`), or relate them with `related`"
+        ),
+    })
 }
 
 pub fn remove_relation(

@@ -268,9 +268,12 @@ pub fn fail(
     Ok(next)
 }
 
-/// After a person's `retry` of an in-progress ticket: every step of it whose last attempt
-/// failed or expired and that has no live attempt is handed out again (attempt + 1); a ticket
-/// whose fix rounds ran out gets one more round. Returns the new attempts.
+/// After a person's `retry` of an in-progress ticket whose flow stopped: the step that stopped
+/// it — the latest attempt handed out, when it failed or expired — is handed out again
+/// (attempt + 1); a ticket whose fix rounds ran out gets one more round. A ticket with a live
+/// attempt has not stopped and gets nothing: its flow is still moving, and a second live step
+/// would break the one-live-row rule (a merge sent back as `failed` to `merge-verify` is not a
+/// step to hand out again — the simulation found that one). Returns the new attempts.
 pub fn resume_after_retry(
     ws: &Workspace,
     index: &DbIndex,
@@ -279,31 +282,26 @@ pub fn resume_after_retry(
 ) -> Result<Vec<Assignment>, AssignmentError> {
     let _guard = results_lock();
     let all = index.block_on(index.db.assignments_of(ticket.as_str()))?;
-    let mut steps: Vec<&str> = all.iter().map(|a| a.step.as_str()).collect();
-    steps.sort();
-    steps.dedup();
-    let mut made = Vec::new();
-    for step in steps {
-        let attempts: Vec<&Assignment> = all.iter().filter(|a| a.step == step).collect();
-        if attempts.iter().any(|a| a.status.is_live()) {
-            continue;
-        }
-        let Some(last) = attempts.iter().max_by_key(|a| a.attempt) else {
-            continue;
-        };
-        if matches!(
-            last.status,
+    if all.iter().any(|a| a.status.is_live()) {
+        return Ok(Vec::new());
+    }
+    // Ids are ULIDs of their creation time: the greatest is the flow's latest step.
+    let latest = all
+        .iter()
+        .max_by(|a, b| (a.created_ms, a.id.as_str()).cmp(&(b.created_ms, b.id.as_str())));
+    if let Some(last) = latest.filter(|a| {
+        matches!(
+            a.status,
             AssignmentStatus::Failed | AssignmentStatus::Expired
-        ) {
-            let next = next_attempt(last, now);
-            index.block_on(index.db.create_assignment(&next))?;
-            made.push(next);
-        }
+        )
+    }) {
+        let next = next_attempt(last, now);
+        index.block_on(index.db.create_assignment(&next))?;
+        return Ok(vec![next]);
     }
-    if made.is_empty() {
-        made.extend(super::flow::grant_round(ws, index, ticket, now)?);
-    }
-    Ok(made)
+    Ok(super::flow::grant_round(ws, index, ticket, now)?
+        .into_iter()
+        .collect())
 }
 
 pub(crate) fn ticket_of(a: &Assignment) -> Result<TicketId, AssignmentError> {

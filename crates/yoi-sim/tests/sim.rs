@@ -1,0 +1,64 @@
+//! The simulation in the test suite: a batch of seeded schedules must keep every invariant,
+//! a seed must replay the same run, and every reproduction the simulation ever found stays a
+//! regression test (tests/regressions/*.txt, one action per line).
+
+use std::path::Path;
+
+use yoi_sim::{batch, generate, parse, run, Stats};
+
+fn regression(name: &str) -> Stats {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/regressions")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let actions = parse(&text).unwrap();
+    run(&actions).unwrap_or_else(|v| panic!("{name}: {v}\n{}", v.trace.join("\n")))
+}
+
+#[test]
+fn a_batch_of_seeded_schedules_keeps_every_invariant() {
+    // 120 schedules of 150 actions (about 40 s on two cores in a debug build); the long run of
+    // BENCHMARKS.md is the same with a longer seed range.
+    let out = batch(0..120, 150, 2);
+    let report: Vec<String> = out
+        .failures
+        .iter()
+        .map(|(seed, v)| format!("seed {seed}: {v}\n  {}", v.trace.join("\n  ")))
+        .collect();
+    assert!(report.is_empty(), "{}", report.join("\n\n"));
+    assert_eq!(out.schedules, 120);
+    // The batch did what it is for: tickets merged, crashes at write points, restarts,
+    // refused results and refused operations, all checked.
+    let st = &out.stats;
+    assert!(st.merged >= 60, "{st:?}");
+    assert!(st.crashes >= 60, "{st:?}");
+    assert!(st.restarts >= 240, "{st:?}");
+    assert!(st.results_refused >= 20, "{st:?}");
+    assert!(st.human_refusals >= 200, "{st:?}");
+}
+
+#[test]
+fn a_seed_replays_the_same_run() {
+    let a = run(&generate(11, 150)).unwrap();
+    let b = run(&generate(11, 150)).unwrap();
+    assert_eq!(a, b);
+    assert!(a.accepted > 0, "{a:?}");
+}
+
+#[test]
+fn a_retry_while_a_merge_is_sent_back_hands_out_nothing_more() {
+    let st = regression("retry-after-merge-sent-back.txt");
+    assert_eq!((st.accepted, st.merged), (1, 1), "{st:?}");
+}
+
+#[test]
+fn a_blocker_added_to_a_ticket_in_progress_is_refused() {
+    let st = regression("blocker-added-in-progress.txt");
+    // The relation is the one operation refused; the ticket stays in progress behind its
+    // open circuit, and the doctor has no error for it.
+    assert_eq!(
+        (st.accepted, st.merged, st.human_refusals),
+        (1, 0, 1),
+        "{st:?}"
+    );
+}

@@ -117,6 +117,7 @@ pub fn batch(seeds: std::ops::Range<u64>, steps: usize, jobs: usize) -> Batch {
             s.spawn(|| loop {
                 let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if seed >= seeds.end {
+                    world::forget_base_repo();
                     break;
                 }
                 let result = run(&generate(seed, steps));

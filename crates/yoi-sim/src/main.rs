@@ -83,7 +83,26 @@ fn main_inner() -> Result<ExitCode, String> {
         }
         (None, Some(range), None) => {
             let (a, b) = (range.start, range.end);
-            let out = batch(range, steps, jobs);
+            // In chunks of 10,000, with a line after each, so a long run shows where it is.
+            let mut out = yoi_sim::Batch::default();
+            let mut at = a;
+            while at < b {
+                let end = (at + 10_000).min(b);
+                let part = batch(at..end, steps, jobs);
+                out.schedules += part.schedules;
+                out.stats.add(&part.stats);
+                out.failures.extend(part.failures);
+                out.seconds += part.seconds;
+                at = end;
+                if b - a > 10_000 {
+                    println!(
+                        "  .. {} schedules, {} violations, {:.0} s",
+                        out.schedules,
+                        out.failures.len(),
+                        out.seconds
+                    );
+                }
+            }
             let st = &out.stats;
             println!(
                 "seeds {a}..{b}: {} schedules of {steps} actions in {:.1} s ({:.1} schedules/s, {jobs} jobs)",

@@ -129,6 +129,28 @@ fn actor_of(a: Action) -> Actor {
     }
 }
 
+/// Whether `a` can change an assignment row or a worktree when it does not crash.
+fn touches_assignments(a: Action) -> bool {
+    use Action::*;
+    !matches!(
+        a,
+        Create { .. }
+            | Edit { .. }
+            | MarkReady { .. }
+            | Queue { .. }
+            | Relate { .. }
+            | Unrelate { .. }
+            | Heartbeat { .. }
+            | Advance { .. }
+            | Pause { .. }
+            | TargetCommit { .. }
+            | Dirty
+            | Clean
+            | RaceMerge
+            | Crash { .. }
+    )
+}
+
 /// The reference model: the edges each actor may move a ticket along (DESIGN §4, with
 /// docs/cli.md's `return-to-planning` of a ticket in progress).
 fn allowed(actor: Actor, from: State, to: State) -> bool {
@@ -170,6 +192,10 @@ impl Live {
         let (db, _) = DbIndex::attach(&mut ws, rt).map_err(|e| broken("restart", e.to_string()))?;
         let orch = Orchestrator::of(&ws);
         Ok(Live { ws, db, orch })
+    }
+
+    fn close(self) {
+        self.db.block_on(self.db.db.close());
     }
 }
 
@@ -289,6 +315,74 @@ fn panic_text(p: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".into())
 }
 
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+}
+
+thread_local! {
+    static TEMPLATE: std::cell::RefCell<Option<tempfile::TempDir>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The repository every world starts from, copied to `into`: `main` with a README, the shared
+/// file and an initialised workspace committed, and its index built. It is made once per
+/// thread (three git processes and the database's migrations) and copied after that.
+fn base_repo(into: &Path) -> Result<(), String> {
+    TEMPLATE.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            let dir = scratch().map_err(|e| e.to_string())?;
+            let repo = dir.path().join("repo");
+            std::fs::create_dir(&repo).map_err(|e| e.to_string())?;
+            git(&repo, &["init", "-q", "-b", "main"])?;
+            std::fs::write(repo.join("README.md"), "simulated\n").map_err(|e| e.to_string())?;
+            std::fs::write(repo.join("shared.txt"), "base\n").map_err(|e| e.to_string())?;
+            yoi_engine::store::init(&repo, "main").map_err(|e| e.to_string())?;
+            git(&repo, &["add", "-A"])?;
+            git(&repo, &["commit", "-q", "-m", "base"])?;
+            let rt = runtime().map_err(|e| e.to_string())?;
+            let mut ws = Workspace::open(&repo).map_err(|e| e.to_string())?;
+            let (db, _) =
+                DbIndex::attach(&mut ws, rt.handle().clone()).map_err(|e| e.to_string())?;
+            // Closed and checkpointed before anything copies the file.
+            db.block_on(db.db.close());
+            drop(db);
+            *slot = Some(dir);
+        }
+        let from = slot
+            .as_ref()
+            .map(|d| d.path().join("repo"))
+            .unwrap_or_default();
+        copy_tree(&from, into).map_err(|e| format!("copying the base repository: {e}"))
+    })
+}
+
+/// Remove this thread's base repository now. A thread's locals are dropped after the thread
+/// has signalled its end, so a process that exits right after joining it (the end of a
+/// batch) would leave the folder behind.
+pub fn forget_base_repo() {
+    TEMPLATE.with(|slot| drop(slot.borrow_mut().take()));
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
+}
+
 fn scratch() -> Result<tempfile::TempDir, std::io::Error> {
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
@@ -305,19 +399,9 @@ impl World {
         let setup = |e: &dyn std::fmt::Display| broken("setup", e.to_string());
         let dir = scratch().map_err(|e| setup(&e))?;
         let repo = dir.path().join("repo");
-        std::fs::create_dir(&repo).map_err(|e| setup(&e))?;
+        base_repo(&repo).map_err(|e| setup(&e))?;
         let repo = repo.canonicalize().map_err(|e| setup(&e))?;
-        git(&repo, &["init", "-q", "-b", "main"]).map_err(|e| setup(&e))?;
-        std::fs::write(repo.join("README.md"), "simulated\n").map_err(|e| setup(&e))?;
-        std::fs::write(repo.join("shared.txt"), "base\n").map_err(|e| setup(&e))?;
-        yoi_engine::store::init(&repo, "main").map_err(|e| setup(&e))?;
-        git(&repo, &["add", "-A"]).map_err(|e| setup(&e))?;
-        git(&repo, &["commit", "-q", "-m", "base"]).map_err(|e| setup(&e))?;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(|e| setup(&e))?;
+        let rt = runtime().map_err(|e| setup(&e))?;
         let live = Live::open(&repo, rt.handle().clone())?;
         let faults = Rc::new(Faults {
             countdown: Cell::new(0),
@@ -422,8 +506,14 @@ impl World {
             self.restart()?;
         }
         self.observe(&before, actor_of(action))?;
-        // A sweep a crash cut short has not finished its work; the next one must.
-        self.check_assignments(action == Action::Sweep && !crashed)?;
+        // The assignment rows and worktrees change only through the router, the sweep, pods'
+        // results and claims, a person's cancel, return, reopen or retry, a restart's reindex,
+        // or a crash in any of them. (A lease's heartbeat moves `lease_until` alone.) The
+        // check reads every row, so it runs after those.
+        if crashed || touches_assignments(action) {
+            // A sweep a crash cut short has not finished its work; the next one must.
+            self.check_assignments(action == Action::Sweep && !crashed)?;
+        }
         self.check_branches()?;
         if crashed || action == Action::Restart {
             self.check_outbox()?;
@@ -434,7 +524,9 @@ impl World {
     fn restart(&mut self) -> Result<(), Broken> {
         self.stats.restarts += 1;
         // Everything in memory goes: the orchestrator's holds, the database connections.
-        self.live = None;
+        if let Some(l) = self.live.take() {
+            l.close();
+        }
         self.live = Some(Live::open(&self.repo, self.rt.handle().clone())?);
         Ok(())
     }
@@ -1309,18 +1401,27 @@ impl World {
         self.faults.race.set(false);
         self.step(Action::Clean)?;
         self.step(Action::Restart)?;
+        // The claims of pods that died run out (and are handed out again at the next sweep).
+        self.step(Action::Advance {
+            ms: LEASE.lease_ms as u32 + 1_000,
+        })?;
         let mut quiet = 0;
         for _ in 0..60 {
             let before = (self.states.clone(), self.stats.results_applied);
-            // Time passes too, so the claims of pods that died run out and are handed out again.
-            self.step(Action::Advance { ms: 4_000 })?;
             self.step(Action::Route)?;
             self.step(Action::Sweep)?;
-            for _ in 0..self.pods.len() {
+            for _ in 0..self
+                .pods
+                .iter()
+                .filter(|p| p.held.as_ref().is_some_and(|h| h.paused))
+                .count()
+            {
                 self.step(Action::Resume { p: 0 })?;
+            }
+            for _ in 0..self.pods.iter().filter(|p| p.held.is_none()).count() {
                 self.step(Action::Claim { p: 0 })?;
             }
-            for _ in 0..self.pods.len() {
+            for _ in 0..self.pods.iter().filter(|p| p.held.is_some()).count() {
                 self.step(Action::Finish { p: 0, how: 1 })?;
             }
             quiet = if before == (self.states.clone(), self.stats.results_applied) {
@@ -1328,11 +1429,11 @@ impl World {
             } else {
                 0
             };
-            if quiet == 4 {
+            if quiet == 2 {
                 break;
             }
         }
-        if quiet < 4 {
+        if quiet < 2 {
             return Err(broken(
                 "stuck",
                 "the workspace still moved after 60 rounds of work",
@@ -1409,6 +1510,11 @@ impl World {
 impl Drop for World {
     fn drop(&mut self) {
         testpoint::clear();
+        // Closed before the folder goes: a pool closing in the background still touches
+        // the database's files while the folder is being removed, which leaves it half there.
+        if let Some(l) = self.live.take() {
+            l.close();
+        }
     }
 }
 

@@ -13,6 +13,17 @@ use thiserror::Error;
 /// Crockford base32 alphabet (no I, L, O, U).
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
+/// Each Crockford character's value (0 for any other byte, which a parsed id never holds).
+const DIGIT: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 32 {
+        t[CROCKFORD[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Shortest suffix accepted when resolving an id from user input.
 pub const MIN_SUFFIX_LEN: usize = 4;
 
@@ -20,6 +31,13 @@ pub const MIN_SUFFIX_LEN: usize = 4;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct TicketId(String);
+
+/// A [`TicketId`] decoded to its number (`TicketId::key`): equal exactly when the ids are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IdKey {
+    value: u128,
+    legacy: bool,
+}
 
 /// Which shape an id has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +82,19 @@ impl TicketId {
             });
         }
         Ok(TicketId(value.to_string()))
+    }
+
+    /// The id as a fixed-size value, for maps over many tickets: comparing and hashing it reads
+    /// no heap memory (a `TicketId` key costs a cache miss per lookup on its string).
+    pub fn key(&self) -> IdKey {
+        let value = self
+            .0
+            .bytes()
+            .fold(0u128, |v, b| (v << 5) | u128::from(DIGIT[b as usize]));
+        IdKey {
+            value,
+            legacy: self.0.len() == 13,
+        }
     }
 
     /// Make an id from a ULID value (the store supplies time and randomness).

@@ -6,14 +6,14 @@
 //! closed (an unknown other end counts as blocking). `related` never blocks;
 //! `supersedes`/`duplicate_of` produce notices only.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::id::TicketId;
+use crate::id::{IdKey, TicketId};
 use crate::state::State;
 use crate::time::Timestamp;
 
@@ -199,6 +199,43 @@ impl RelationsFile {
     }
 }
 
+/// A hasher for [`IdKey`]s: they are numbers already well mixed (a ULID's random part), so a
+/// fold and Murmur3's finaliser do; the standard SipHash costs more than the lookup.
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        x ^ (x >> 33)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u128(&mut self, v: u128) {
+        self.0 ^= (v as u64) ^ ((v >> 64) as u64).rotate_left(29);
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.0 ^= u64::from(v) << 1;
+    }
+}
+
+/// A map keyed by [`IdKey`] (a ticket id as a number) with [`IdHasher`].
+pub type IdMap<V> = HashMap<IdKey, V, std::hash::BuildHasherDefault<IdHasher>>;
+
+fn push_at(map: &mut IdMap<Vec<u32>>, id: &TicketId, i: u32) {
+    map.entry(id.key()).or_default().push(i);
+}
+
 /// Why a ticket is blocked, one entry per open blocker.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Blocker {
@@ -219,57 +256,107 @@ impl fmt::Display for Blocker {
 }
 
 /// Every relation of a workspace, for deriving views. Build it once per read.
+///
+/// Each relation is stored once; the two maps hold positions in it, so building the graph of
+/// 300,000 relations copies none of them and hashes each end once (issue 16 item 6:
+/// BENCHMARKS.md, "In-process ready and blocked").
 #[derive(Debug, Default, Clone)]
 pub struct RelationGraph {
-    outgoing: BTreeMap<TicketId, Vec<Relation>>,
-    incoming: BTreeMap<TicketId, Vec<Relation>>,
+    rels: Vec<Relation>,
+    outgoing: IdMap<Vec<u32>>,
+    incoming: IdMap<Vec<u32>>,
 }
 
 impl RelationGraph {
     pub fn new<'a>(relations: impl IntoIterator<Item = &'a Relation>) -> Self {
-        let mut g = RelationGraph::default();
-        for r in relations {
-            g.add(r.clone());
+        RelationGraph::from_owned(relations.into_iter().cloned().collect())
+    }
+
+    /// The graph of relations the caller owns (as read from the files), without copying them.
+    pub fn from_owned(rels: Vec<Relation>) -> Self {
+        let mut g = RelationGraph {
+            rels: Vec::new(),
+            outgoing: IdMap::with_capacity_and_hasher(rels.len() / 2, Default::default()),
+            incoming: IdMap::with_capacity_and_hasher(rels.len() / 2, Default::default()),
+        };
+        // Relations come file by file, so a ticket's outgoing ones are usually together: the
+        // previous source's list is reused without a lookup.
+        let mut last: Option<(IdKey, Vec<u32>)> = None;
+        for (i, r) in rels.iter().enumerate() {
+            let i = u32::try_from(i).expect("fewer than 2^32 relations");
+            let key = r.ticket_id.key();
+            match &mut last {
+                Some((k, v)) if *k == key => v.push(i),
+                _ => {
+                    if let Some((k, v)) = last.replace((key, vec![i])) {
+                        g.outgoing.entry(k).or_default().extend(v);
+                    }
+                }
+            }
+            push_at(&mut g.incoming, &r.target, i);
         }
+        if let Some((k, v)) = last {
+            g.outgoing.entry(k).or_default().extend(v);
+        }
+        g.rels = rels;
         g
     }
 
     pub fn add(&mut self, r: Relation) {
-        self.incoming
-            .entry(r.target.clone())
-            .or_default()
-            .push(r.clone());
-        self.outgoing
-            .entry(r.ticket_id.clone())
-            .or_default()
-            .push(r);
+        let i = u32::try_from(self.rels.len()).expect("fewer than 2^32 relations");
+        push_at(&mut self.outgoing, &r.ticket_id, i);
+        push_at(&mut self.incoming, &r.target, i);
+        self.rels.push(r);
     }
 
-    pub fn outgoing(&self, id: &TicketId) -> &[Relation] {
-        self.outgoing.get(id).map(Vec::as_slice).unwrap_or(&[])
+    /// The relations stored on `id` (its relations.json), in the order they were added.
+    pub fn outgoing<'g>(&'g self, id: &TicketId) -> impl Iterator<Item = &'g Relation> + 'g {
+        self.at(&self.outgoing, id)
     }
 
-    pub fn incoming(&self, id: &TicketId) -> &[Relation] {
-        self.incoming.get(id).map(Vec::as_slice).unwrap_or(&[])
+    /// The relations other tickets store with `id` as their target.
+    pub fn incoming<'g>(&'g self, id: &TicketId) -> impl Iterator<Item = &'g Relation> + 'g {
+        self.at(&self.incoming, id)
+    }
+
+    fn at<'g>(
+        &'g self,
+        map: &'g IdMap<Vec<u32>>,
+        id: &TicketId,
+    ) -> impl Iterator<Item = &'g Relation> + 'g {
+        map.get(&id.key())
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .map(|&i| &self.rels[i as usize])
+    }
+
+    /// What `id` waits on, unsorted and possibly repeated: depends_on targets and the sources
+    /// of incoming blocks.
+    fn waits<'g>(&'g self, id: &TicketId) -> impl Iterator<Item = (&'g TicketId, &'static str)> {
+        self.outgoing(id)
+            .filter(|r| r.kind == RelationKind::DependsOn)
+            .map(|r| (&r.target, "depends_on"))
+            .chain(
+                self.incoming(id)
+                    .filter(|r| r.kind == RelationKind::Blocks)
+                    .map(|r| (&r.ticket_id, "blocked_by")),
+            )
     }
 
     /// The tickets `id` waits on: depends_on targets and the sources of incoming blocks.
     pub fn waits_on(&self, id: &TicketId) -> Vec<(TicketId, &'static str)> {
-        let mut out: Vec<(TicketId, &'static str)> = self
-            .outgoing(id)
-            .iter()
-            .filter(|r| r.kind == RelationKind::DependsOn)
-            .map(|r| (r.target.clone(), "depends_on"))
-            .chain(
-                self.incoming(id)
-                    .iter()
-                    .filter(|r| r.kind == RelationKind::Blocks)
-                    .map(|r| (r.ticket_id.clone(), "blocked_by")),
-            )
-            .collect();
+        let mut out: Vec<(TicketId, &'static str)> =
+            self.waits(id).map(|(t, why)| (t.clone(), why)).collect();
         out.sort();
         out.dedup();
         out
+    }
+
+    /// Whether `id` has an open blocker, without building the list.
+    pub fn is_blocked(&self, id: &TicketId, state_of: impl Fn(&TicketId) -> Option<State>) -> bool {
+        self.waits(id)
+            .any(|(t, _)| !state_of(t).is_some_and(State::is_finished))
     }
 
     /// Open blockers of `id` given a state lookup.
@@ -279,18 +366,18 @@ impl RelationGraph {
         state_of: impl Fn(&TicketId) -> Option<State>,
     ) -> Vec<Blocker> {
         let mut out: Vec<Blocker> = self
-            .waits_on(id)
-            .into_iter()
+            .waits(id)
             .filter_map(|(t, why)| {
-                let state = state_of(&t);
+                let state = state_of(t);
                 (!state.is_some_and(State::is_finished)).then(|| Blocker {
-                    ticket: t,
+                    ticket: t.clone(),
                     reason_kind: why.to_string(),
                     state,
                 })
             })
             .collect();
         out.sort();
+        out.dedup();
         out
     }
 
@@ -348,10 +435,9 @@ impl RelationGraph {
         // Tarjan's strongly connected components; each component with more than one node (or a
         // self loop) holds at least one cycle, reported by one representative path.
         let nodes: BTreeSet<TicketId> = self
-            .outgoing
-            .keys()
-            .chain(self.incoming.keys())
-            .cloned()
+            .rels
+            .iter()
+            .flat_map(|r| [r.ticket_id.clone(), r.target.clone()])
             .collect();
         let mut index: HashMap<TicketId, usize> = HashMap::new();
         let mut low: HashMap<TicketId, usize> = HashMap::new();

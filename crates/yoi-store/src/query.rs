@@ -131,9 +131,8 @@ pub fn relation_view_in(
     let state = ws.read_item(id)?.state;
     let others: Vec<TicketId> = graph
         .outgoing(id)
-        .iter()
         .map(|r| r.target.clone())
-        .chain(graph.incoming(id).iter().map(|r| r.ticket_id.clone()))
+        .chain(graph.incoming(id).map(|r| r.ticket_id.clone()))
         .collect();
     let states = ws.states_of(&others)?;
     Ok(build_view(
@@ -147,16 +146,18 @@ pub fn relation_view_in(
 
 /// The relation view from a ticket's outgoing and incoming relations and the states of the
 /// tickets at their other ends (missing tickets absent). Shared by the file and index reads.
-pub fn build_view(
+pub fn build_view<'a>(
     id: &TicketId,
     state: State,
-    outgoing: &[Relation],
-    incoming: &[Relation],
+    outgoing: impl IntoIterator<Item = &'a Relation>,
+    incoming: impl IntoIterator<Item = &'a Relation>,
     states: &BTreeMap<TicketId, State>,
 ) -> RelationView {
+    let outgoing: Vec<&Relation> = outgoing.into_iter().collect();
+    let incoming: Vec<&Relation> = incoming.into_iter().collect();
     let mut relations = Vec::new();
     let mut notices = Vec::new();
-    for r in outgoing {
+    for r in outgoing.iter().copied() {
         relations.push(RelationEntry {
             name: r.kind.as_str().into(),
             kind: r.kind,
@@ -177,7 +178,7 @@ pub fn build_view(
             _ => {}
         }
     }
-    for r in incoming {
+    for r in incoming.iter().copied() {
         relations.push(RelationEntry {
             name: r.kind.inverse_name().into(),
             kind: r.kind,
@@ -198,7 +199,7 @@ pub fn build_view(
             _ => {}
         }
     }
-    let graph = RelationGraph::new(outgoing.iter().chain(incoming));
+    let graph = RelationGraph::new(outgoing.iter().copied().chain(incoming.iter().copied()));
     let blockers = graph.blockers(id, |t| states.get(t).copied());
     let refusing: Vec<&Blocker> = blockers
         .iter()

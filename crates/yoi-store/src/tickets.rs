@@ -148,8 +148,8 @@ impl Workspace {
     pub fn read_graph(&self) -> Result<RelationGraph, StoreError> {
         let ids = self.ticket_ids()?;
         let files = parallel_map(&ids, |id| self.read_relations(id))?;
-        Ok(RelationGraph::new(
-            files.iter().flat_map(|f| f.relations.iter()),
+        Ok(RelationGraph::from_owned(
+            files.into_iter().flat_map(|f| f.relations).collect(),
         ))
     }
 

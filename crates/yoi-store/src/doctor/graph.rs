@@ -279,7 +279,6 @@ pub(super) fn check_workspace(ws: &Workspace, tickets: &[TicketScan]) -> Vec<Fin
         let (a, b) = (&cycle[0], &cycle[1]);
         let via_depends = graph
             .outgoing(a)
-            .iter()
             .any(|r| r.kind == RelationKind::DependsOn && &r.target == b);
         let (owner, kind, target) = if via_depends {
             (a, RelationKind::DependsOn, b)

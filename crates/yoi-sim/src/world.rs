@@ -1109,6 +1109,13 @@ impl World {
         }
         match result {
             Ok(()) => {
+                // A commit whose first send was refused and whose resend was taken (the claim
+                // was live both times) may be on the branch.
+                if let Some(Outcome::Complete(r)) = self.pods[k].last.as_ref().map(|s| &s.outcome) {
+                    if let Some(c) = r.commit.clone() {
+                        self.refused.retain(|(_, refused)| *refused != c);
+                    }
+                }
                 self.stats.results_applied += 1;
                 self.note(format!("  result for {id} applied"));
                 Ok(true)

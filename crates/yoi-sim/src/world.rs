@@ -714,10 +714,8 @@ impl World {
         match ops::create(&self.live().ws, &ctx, &req) {
             Ok(out) => {
                 self.note(format!("  created {}", out.ticket));
+                // The ticket list is read from disk after every step (see `observe`).
                 self.stats.created += 1;
-                if !self.tickets.contains(&out.ticket) {
-                    self.tickets.push(out.ticket);
-                }
             }
             Err(e) => return Err(broken("human", format!("creating a ticket failed: {e}"))),
         }
@@ -1160,15 +1158,13 @@ impl World {
     /// Read every ticket's state and hold the changes against the reference model: each
     /// change is an edge its actor may take, and nothing starts that a person did not queue.
     fn observe(&mut self, before: &BTreeMap<TicketId, State>, actor: Actor) -> Result<(), Broken> {
-        // From disk: a creation a crash cut short may have left its ticket (ids sort in
-        // creation order).
-        let mut ids = self
+        // From disk: a creation a crash cut short may have left its ticket. `ticket_ids` is
+        // sorted, and ids sort in creation order.
+        self.tickets = self
             .live()
             .ws
             .ticket_ids()
             .map_err(|e| broken("files", format!("listing the tickets: {e}")))?;
-        ids.sort();
-        self.tickets = ids;
         let mut now = BTreeMap::new();
         for id in &self.tickets {
             now.insert(id.clone(), self.state_of(id)?);

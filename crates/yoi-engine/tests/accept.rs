@@ -9,7 +9,7 @@ use yoi_core::thread::EventKind;
 use yoi_core::State;
 use yoi_engine::routing::{self as router, AcceptError, FailAt};
 use yoi_store::db::{Assignment, AssignmentStatus};
-use yoi_store::ops::{self, CreateRequest, EditRequest, PlanRequest};
+use yoi_store::ops::{self, CreateRequest, EditRequest, PlanRequest, TransitionRequest};
 use yoi_testkit::git;
 
 mod common;
@@ -362,4 +362,63 @@ fn leftovers_of_a_killed_acceptance_are_cleared_and_anything_else_is_left_alone(
         "precious\n"
     );
     assert_eq!(f.state(&other), State::Queued);
+}
+
+#[test]
+fn a_ticket_accepted_again_never_gets_a_folder_an_earlier_acceptance_was_given() {
+    let f = Fixture::new();
+    let id = f.queued("Again", BRIEF, &[]);
+    let first = f.accept(&id);
+    assert_eq!(
+        first.worktree,
+        f.worktree_root().join(format!("{id}-again"))
+    );
+    let requeue = || {
+        let ctx = f.human();
+        let back = TransitionRequest {
+            reason: Some("rethink".into()),
+            ..TransitionRequest::default()
+        };
+        ops::return_to_planning(&f.ws, &ctx, id.as_str(), &back).unwrap();
+        let req = TransitionRequest::default();
+        ops::mark_ready(&f.ws, &ctx, id.as_str(), &req).unwrap();
+        ops::queue(&f.ws, &ctx, id.as_str(), &req).unwrap();
+    };
+
+    // Nothing was done in the first folder: it goes, and the new acceptance works next to it,
+    // where no pod of the first acceptance (its claim cancelled, maybe still running) can be.
+    requeue();
+    let second = f.accept(&id);
+    assert_eq!(
+        second.worktree,
+        f.worktree_root().join(format!("{id}-again-2"))
+    );
+    assert!(!first.worktree.exists());
+    assert_eq!(git(&second.worktree, &["status", "--porcelain"]), "");
+
+    // A stale pod commits in the second folder after the ticket went back: the folder keeps
+    // its commit, and the third acceptance works in a third folder at the base commit.
+    std::fs::write(second.worktree.join("stale.txt"), "late\n").unwrap();
+    git(&second.worktree, &["add", "stale.txt"]);
+    git(&second.worktree, &["commit", "-qm", "stale work"]);
+    let stale = git(&second.worktree, &["rev-parse", "HEAD"]);
+    requeue();
+    let third = f.accept(&id);
+    assert_eq!(
+        third.worktree,
+        f.worktree_root().join(format!("{id}-again-3"))
+    );
+    assert_eq!(git(&second.worktree, &["rev-parse", "HEAD"]), stale);
+    assert_eq!(
+        git(&third.worktree, &["rev-parse", "HEAD"]).trim(),
+        third.base_commit
+    );
+    assert_eq!(f.state(&id), State::Inprogress);
+    let rows = f.assignments(&id);
+    let live: Vec<_> = rows
+        .iter()
+        .filter(|a| a.id == third.assignment)
+        .map(|a| a.workdir.clone())
+        .collect();
+    assert_eq!(live, vec![Some(third.worktree.display().to_string())]);
 }

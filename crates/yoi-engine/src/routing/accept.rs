@@ -10,6 +10,12 @@
 //! path is removed only when it is exactly what an acceptance makes — registered, detached at
 //! the base commit, with no changes. Anything else at that path fails the
 //! worktree step and is left alone for a person to look at.
+//!
+//! A folder is given to one acceptance only. A ticket accepted again (returned to planning,
+//! then queued) works in `<id>-<slug>-2`, `-3`, …: a pod whose claim on the earlier acceptance
+//! was cancelled may still be running in the earlier folder, and must never commit under the
+//! new attempt. The earlier folder is removed when nothing was done in it (clean, at its base)
+//! and left for a person otherwise.
 
 use std::path::{Path, PathBuf};
 
@@ -283,7 +289,8 @@ impl Job<'_> {
         } = *self;
         let repo = ws.root();
         let name = branch.strip_prefix("yoi/").unwrap_or(branch);
-        let worktree = worktree_root.join(name);
+        let worktree =
+            fresh_place(ws, id, worktree_root, name).map_err(|e| (FailAt::Worktree, e))?;
 
         let step = FailAt::Branch;
         clear_leftovers(db, id, repo, &worktree, branch, base_commit)
@@ -377,6 +384,61 @@ impl Job<'_> {
             assignment,
             packet_hash: packet.content_hash.clone(),
         })
+    }
+}
+
+/// The folder of a new acceptance of `id`: `<root>/<name>`, or the first of `<name>-2`, `-3`, …
+/// that no earlier acceptance of the ticket was given (see the module doc). An earlier folder
+/// with nothing done in it is removed on the way.
+fn fresh_place(ws: &Workspace, id: &TicketId, root: &Path, name: &str) -> Result<PathBuf, String> {
+    let repo = ws.root();
+    let plan = ws.read_plan(id).map_err(|e| e.to_string())?;
+    let earlier: Vec<(PathBuf, Option<&str>)> = plan
+        .iter()
+        .filter_map(|r| r.accepted_plan.as_ref())
+        .filter_map(|p| {
+            let w = p.worktree.as_deref()?;
+            Some((repo.join(w), p.base_commit.as_deref()))
+        })
+        .collect();
+    let same = |a: &Path, b: &Path| {
+        a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+    };
+    let mut n = 1;
+    loop {
+        let path = match n {
+            1 => root.join(name),
+            n => root.join(format!("{name}-{n}")),
+        };
+        let Some((_, base)) = earlier.iter().find(|(w, _)| same(w, &path)) else {
+            return Ok(path);
+        };
+        if path.exists() {
+            drop_if_untouched(repo, id, &path, *base);
+        }
+        n += 1;
+    }
+}
+
+/// Remove the earlier acceptance's folder `path` of `id` when it is a registered worktree,
+/// detached at its `base`, without changes; otherwise it stays for a person (doctor reports it
+/// once the ticket is finished).
+fn drop_if_untouched(repo: &Path, id: &TicketId, path: &Path, base: Option<&str>) {
+    let untouched = matches!(
+        yoi_git::worktree_head(path),
+        Ok((None, Some(head))) if Some(head.as_str()) == base
+    );
+    if !untouched {
+        tracing::info!(ticket = %id, worktree = %path.display(), "keeping the folder of an earlier acceptance: work was done in it");
+        return;
+    }
+    match yoi_git::remove_worktree(repo, path, false) {
+        Ok(()) => {
+            tracing::info!(ticket = %id, worktree = %path.display(), "removed the unused folder of an earlier acceptance")
+        }
+        Err(e) => {
+            tracing::info!(ticket = %id, worktree = %path.display(), error = %e, "keeping the folder of an earlier acceptance")
+        }
     }
 }
 

@@ -129,6 +129,20 @@ fn actor_of(a: Action) -> Actor {
     }
 }
 
+/// The check a real pod makes of the folder it is handed before its agent starts (yoi-pod's
+/// `check_workdir`): a worktree detached at the head the attempt starts from.
+fn workdir_ready(w: &Work) -> Result<(), String> {
+    match ygit::worktree_head(&w.workdir) {
+        Ok((None, Some(head))) if head == w.head_commit => Ok(()),
+        Ok(found) => Err(format!(
+            "{} is not detached at {} ({found:?})",
+            w.workdir.display(),
+            w.head_commit
+        )),
+        Err(e) => Err(format!("{}: {e}", w.workdir.display())),
+    }
+}
+
 /// Whether `a` can change an assignment row or a worktree when it does not crash.
 fn touches_assignments(a: Action) -> bool {
     use Action::*;
@@ -918,6 +932,12 @@ impl World {
                     work.assignment.attempt,
                     work.assignment.fence
                 ));
+                if let Err(e) = workdir_ready(&work) {
+                    // As a real pod does before its agent starts: the attempt fails.
+                    self.note(format!("  {} refuses the folder: {e}", self.pods[k].name));
+                    let a = &work.assignment;
+                    return self.send(k, &a.id, a.fence, Outcome::Fail).map(|_| ());
+                }
                 self.pods[k].held = Some(Held {
                     work,
                     paused: false,

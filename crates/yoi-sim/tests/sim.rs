@@ -62,3 +62,14 @@ fn a_blocker_added_to_a_ticket_in_progress_is_refused() {
         "{st:?}"
     );
 }
+
+#[test]
+fn a_stale_pod_of_an_earlier_acceptance_never_reaches_the_branch() {
+    let st = regression("stale-pod-after-reacceptance.txt");
+    // Accepted twice and merged once; the stale pod's result is the refused one.
+    assert_eq!(
+        (st.accepted, st.merged, st.results_refused),
+        (2, 1, 1),
+        "{st:?}"
+    );
+}

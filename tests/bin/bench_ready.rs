@@ -5,7 +5,8 @@
 //! blocks and related, grouped by source ticket as a read of every relations.json hands them
 //! over), build the relation graph from the relations the read owns, then the blocked set
 //! (an open blocker in the way) and the ready set (ready or queued, nothing open in the way) —
-//! what `yoi ticket list --ready` and `--blocked` select. Prints the median and the spread of
+//! what `yoi ticket list --ready` and `--blocked` select — and checks the sets against asking
+//! each ticket on its own. Prints the median and the spread of
 //! RUNS runs (default 9) for the graph build, the derivation and both.
 
 use std::time::Instant;
@@ -68,6 +69,11 @@ fn main() {
             (id.key(), s)
         })
         .collect::<IdMap<State>>();
+    // The tickets as a read of every item.md hands them over: id and state together.
+    let items: Vec<(TicketId, State)> = ids
+        .iter()
+        .map(|id| (id.clone(), states[&id.key()]))
+        .collect();
     let at = Timestamp::parse("2026-01-02T00:00:00Z").unwrap();
     // Grouped by source ticket, in id order, as a read of every relations.json hands them over.
     let mut sources: Vec<usize> = (0..relations)
@@ -109,12 +115,13 @@ fn main() {
         let graph = RelationGraph::from_owned(owned);
         let t1 = Instant::now();
         let (mut ready, mut blocked) = (0usize, 0usize);
-        for id in &ids {
-            let state = states[&id.key()];
+        let waiting = graph.blocked_set(|t| states.get(&t.key()).copied());
+        for (id, state) in &items {
+            let state = *state;
             if state.is_finished() {
                 continue;
             }
-            if graph.is_blocked(id, |t| states.get(&t.key()).copied()) {
+            if waiting.contains(id) {
                 blocked += 1;
             } else if matches!(state, State::Ready | State::Queued) {
                 ready += 1;
@@ -122,6 +129,17 @@ fn main() {
         }
         let t2 = Instant::now();
         counts = (ready, blocked);
+        // The same answer as asking each ticket on its own (not timed).
+        let one_by_one = items
+            .iter()
+            .filter(|(id, s)| {
+                !s.is_finished() && graph.is_blocked(id, |t| states.get(&t.key()).copied())
+            })
+            .count();
+        assert_eq!(
+            one_by_one, blocked,
+            "the blocked set disagrees with is_blocked"
+        );
         build.push((t1 - t0).as_secs_f64() * 1e3);
         derive.push((t2 - t1).as_secs_f64() * 1e3);
         total.push((t2 - t0).as_secs_f64() * 1e3);

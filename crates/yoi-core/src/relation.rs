@@ -232,10 +232,6 @@ impl std::hash::Hasher for IdHasher {
 /// A map keyed by [`IdKey`] (a ticket id as a number) with [`IdHasher`].
 pub type IdMap<V> = HashMap<IdKey, V, std::hash::BuildHasherDefault<IdHasher>>;
 
-fn push_at(map: &mut IdMap<Vec<u32>>, id: &TicketId, i: u32) {
-    map.entry(id.key()).or_default().push(i);
-}
-
 /// Why a ticket is blocked, one entry per open blocker.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Blocker {
@@ -257,14 +253,70 @@ impl fmt::Display for Blocker {
 
 /// Every relation of a workspace, for deriving views. Build it once per read.
 ///
-/// Each relation is stored once; the two maps hold positions in it, so building the graph of
-/// 300,000 relations copies none of them and hashes each end once (issue 16 item 6:
+/// Each relation is stored once. Every ticket a relation names gets a dense number when the
+/// graph is built (one hash lookup per end), and the relations of each ticket are found through
+/// two compressed arrays (outgoing and incoming, in the order the relations were added), so a
+/// view over the whole workspace runs on arrays that fit in cache (issue 16 item 6:
 /// BENCHMARKS.md, "In-process ready and blocked").
 #[derive(Debug, Default, Clone)]
 pub struct RelationGraph {
     rels: Vec<Relation>,
-    outgoing: IdMap<Vec<u32>>,
-    incoming: IdMap<Vec<u32>>,
+    /// The number of each ticket named by a relation.
+    nodes: IdMap<u32>,
+    /// Per node, where its id is: `relation << 1 | end` (end 0 the source, 1 the target).
+    named_at: Vec<u32>,
+    /// Per relation: its source node, its target node, its kind.
+    ends: Vec<(u32, u32, RelationKind)>,
+    /// The positions in `rels` of node `n`'s outgoing relations are
+    /// `out_rel[out_at[n]..out_at[n + 1]]`; the same for incoming.
+    out_at: Vec<u32>,
+    out_rel: Vec<u32>,
+    in_at: Vec<u32>,
+    in_rel: Vec<u32>,
+}
+
+/// The tickets with an open blocker, over a whole graph: see [`RelationGraph::blocked_set`].
+#[derive(Debug)]
+pub struct BlockedSet<'g> {
+    graph: &'g RelationGraph,
+    blocked: Vec<bool>,
+}
+
+impl BlockedSet<'_> {
+    /// Whether `id` has an open blocker.
+    pub fn contains(&self, id: &TicketId) -> bool {
+        self.graph
+            .node(id)
+            .is_some_and(|n| self.blocked[n as usize])
+    }
+}
+
+/// The number of the ticket `key`, numbering it now (named at `at`) if it is new.
+fn intern(nodes: &mut IdMap<u32>, named_at: &mut Vec<u32>, key: IdKey, at: u32) -> u32 {
+    *nodes.entry(key).or_insert_with(|| {
+        named_at.push(at);
+        u32::try_from(named_at.len() - 1).expect("fewer than 2^32 tickets")
+    })
+}
+
+/// Compressed rows: for `n` nodes and each relation's node (in relation order), where every
+/// node's run starts, and the relation positions, in relation order within a run.
+fn compress(n: usize, node_of: impl Iterator<Item = u32> + Clone) -> (Vec<u32>, Vec<u32>) {
+    let mut at = vec![0u32; n + 1];
+    for v in node_of.clone() {
+        at[v as usize + 1] += 1;
+    }
+    for i in 0..n {
+        at[i + 1] += at[i];
+    }
+    let mut next = at.clone();
+    let mut rel = vec![0u32; at[n] as usize];
+    for (i, v) in node_of.enumerate() {
+        let slot = &mut next[v as usize];
+        rel[*slot as usize] = i as u32;
+        *slot += 1;
+    }
+    (at, rel)
 }
 
 impl RelationGraph {
@@ -274,61 +326,102 @@ impl RelationGraph {
 
     /// The graph of relations the caller owns (as read from the files), without copying them.
     pub fn from_owned(rels: Vec<Relation>) -> Self {
-        let mut g = RelationGraph {
-            rels: Vec::new(),
-            outgoing: IdMap::with_capacity_and_hasher(rels.len() / 2, Default::default()),
-            incoming: IdMap::with_capacity_and_hasher(rels.len() / 2, Default::default()),
-        };
+        assert!(
+            rels.len() < (u32::MAX >> 1) as usize,
+            "fewer than 2^31 relations"
+        );
+        let mut nodes = IdMap::with_capacity_and_hasher(rels.len() / 2, Default::default());
+        let mut named_at = Vec::with_capacity(rels.len() / 2);
+        let mut ends = Vec::with_capacity(rels.len());
         // Relations come file by file, so a ticket's outgoing ones are usually together: the
-        // previous source's list is reused without a lookup.
-        let mut last: Option<(IdKey, Vec<u32>)> = None;
+        // previous source's number is reused without a lookup.
+        let mut last: Option<(IdKey, u32)> = None;
         for (i, r) in rels.iter().enumerate() {
-            let i = u32::try_from(i).expect("fewer than 2^32 relations");
+            let i = i as u32;
             let key = r.ticket_id.key();
-            match &mut last {
-                Some((k, v)) if *k == key => v.push(i),
+            let source = match last {
+                Some((k, n)) if k == key => n,
                 _ => {
-                    if let Some((k, v)) = last.replace((key, vec![i])) {
-                        g.outgoing.entry(k).or_default().extend(v);
-                    }
+                    let n = intern(&mut nodes, &mut named_at, key, i << 1);
+                    last = Some((key, n));
+                    n
                 }
-            }
-            push_at(&mut g.incoming, &r.target, i);
+            };
+            let target = intern(&mut nodes, &mut named_at, r.target.key(), (i << 1) | 1);
+            ends.push((source, target, r.kind));
         }
-        if let Some((k, v)) = last {
-            g.outgoing.entry(k).or_default().extend(v);
+        let n = named_at.len();
+        let (out_at, out_rel) = compress(n, ends.iter().map(|e| e.0));
+        let (in_at, in_rel) = compress(n, ends.iter().map(|e| e.1));
+        RelationGraph {
+            rels,
+            nodes,
+            named_at,
+            ends,
+            out_at,
+            out_rel,
+            in_at,
+            in_rel,
         }
-        g.rels = rels;
-        g
     }
 
-    pub fn add(&mut self, r: Relation) {
-        let i = u32::try_from(self.rels.len()).expect("fewer than 2^32 relations");
-        push_at(&mut self.outgoing, &r.ticket_id, i);
-        push_at(&mut self.incoming, &r.target, i);
-        self.rels.push(r);
+    fn node(&self, id: &TicketId) -> Option<u32> {
+        self.nodes.get(&id.key()).copied()
+    }
+
+    /// The id of node `n`, borrowed from a relation that names it.
+    fn id_of(&self, n: u32) -> &TicketId {
+        let at = self.named_at[n as usize];
+        let r = &self.rels[(at >> 1) as usize];
+        if at & 1 == 0 {
+            &r.ticket_id
+        } else {
+            &r.target
+        }
     }
 
     /// The relations stored on `id` (its relations.json), in the order they were added.
     pub fn outgoing<'g>(&'g self, id: &TicketId) -> impl Iterator<Item = &'g Relation> + 'g {
-        self.at(&self.outgoing, id)
+        self.run(&self.out_at, &self.out_rel, id)
     }
 
     /// The relations other tickets store with `id` as their target.
     pub fn incoming<'g>(&'g self, id: &TicketId) -> impl Iterator<Item = &'g Relation> + 'g {
-        self.at(&self.incoming, id)
+        self.run(&self.in_at, &self.in_rel, id)
     }
 
-    fn at<'g>(
+    fn run<'g>(
         &'g self,
-        map: &'g IdMap<Vec<u32>>,
+        at: &'g [u32],
+        rel: &'g [u32],
         id: &TicketId,
     ) -> impl Iterator<Item = &'g Relation> + 'g {
-        map.get(&id.key())
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-            .iter()
-            .map(|&i| &self.rels[i as usize])
+        let run = match self.node(id) {
+            Some(n) => &rel[at[n as usize] as usize..at[n as usize + 1] as usize],
+            None => &[],
+        };
+        run.iter().map(|&i| &self.rels[i as usize])
+    }
+
+    /// Every ticket with an open blocker, for a view of the whole workspace: each ticket a
+    /// relation names has its state looked up once, then one pass over the relations marks the
+    /// waiters. The rule of [`RelationGraph::is_blocked`], asked of every ticket at once.
+    pub fn blocked_set(&self, state_of: impl Fn(&TicketId) -> Option<State>) -> BlockedSet<'_> {
+        let open: Vec<bool> = (0..self.named_at.len() as u32)
+            .map(|n| !state_of(self.id_of(n)).is_some_and(State::is_finished))
+            .collect();
+        let mut blocked = vec![false; open.len()];
+        for &(source, target, kind) in &self.ends {
+            match kind {
+                RelationKind::DependsOn if open[target as usize] => blocked[source as usize] = true,
+                RelationKind::Blocks if open[source as usize] => blocked[target as usize] = true,
+                _ => {}
+            }
+        }
+        BlockedSet {
+            graph: self,
+            blocked,
+        }
     }
 
     /// What `id` waits on, unsorted and possibly repeated: depends_on targets and the sources

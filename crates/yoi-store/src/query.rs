@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use yoi_core::relation::{Blocker, Relation, RelationGraph, RelationKind};
+use yoi_core::relation::{Blocker, IdMap, Relation, RelationGraph, RelationKind};
 use yoi_core::state::State;
 use yoi_core::{TicketId, Timestamp};
 
@@ -53,8 +53,11 @@ pub struct TicketSummary {
 pub fn list(ws: &Workspace, filter: &ListFilter) -> Result<Vec<TicketSummary>, StoreError> {
     let items = ws.read_all_items()?;
     let graph = ws.read_graph()?;
-    let states: BTreeMap<TicketId, State> =
-        items.iter().map(|(id, i)| (id.clone(), i.state)).collect();
+    let states: IdMap<State> = items.iter().map(|(id, i)| (id.key(), i.state)).collect();
+    let state_of = |t: &TicketId| states.get(&t.key()).copied();
+    // Who waits is decided for every ticket at once; the list of blockers is built only for
+    // the tickets that have one.
+    let waiting = graph.blocked_set(state_of);
     let mut out = Vec::new();
     for (id, item) in items {
         let wanted_state = match &filter.states {
@@ -64,10 +67,10 @@ pub fn list(ws: &Workspace, filter: &ListFilter) -> Result<Vec<TicketSummary>, S
         if !wanted_state {
             continue;
         }
-        let blockers = if item.state.is_finished() {
+        let blockers = if item.state.is_finished() || !waiting.contains(&id) {
             Vec::new()
         } else {
-            graph.blockers(&id, |t| states.get(t).copied())
+            graph.blockers(&id, state_of)
         };
         if filter.ready
             && !(matches!(item.state, State::Ready | State::Queued) && blockers.is_empty())

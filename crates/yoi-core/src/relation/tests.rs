@@ -158,3 +158,58 @@ mod props {
         }
     }
 }
+
+#[test]
+fn the_blocked_set_agrees_with_asking_each_ticket_and_runs_keep_their_order() {
+    // 60 tickets, relations of every kind at random, some targets unknown (70..80), in random
+    // order, so a source's relations are mostly not together.
+    let mut x = 7u64;
+    let mut next = |n: u64| {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (x >> 33) % n
+    };
+    let mut rels = Vec::new();
+    for _ in 0..400 {
+        let a = next(60);
+        let b = if next(10) == 0 {
+            70 + next(10)
+        } else {
+            next(60)
+        };
+        if a != b {
+            rels.push(rel(a, RelationKind::ALL[next(5) as usize], b));
+        }
+    }
+    let states: Vec<State> = (0..60)
+        .map(|_| {
+            [
+                State::Planning,
+                State::Ready,
+                State::Queued,
+                State::Inprogress,
+                State::Done,
+                State::Closed,
+            ][next(6) as usize]
+        })
+        .collect();
+    let state_of = |t: &TicketId| (0..60).find(|&n| &id(n) == t).map(|n| states[n as usize]);
+    let g = RelationGraph::new(&rels);
+    let set = g.blocked_set(state_of);
+    let mut blocked = 0;
+    for n in 0..80 {
+        let t = id(n);
+        assert_eq!(set.contains(&t), g.is_blocked(&t, state_of), "ticket {n}");
+        assert_eq!(set.contains(&t), !g.blockers(&t, state_of).is_empty());
+        blocked += usize::from(set.contains(&t));
+        // Each ticket's runs hold exactly its relations, in the order they were added.
+        let out: Vec<&Relation> = rels.iter().filter(|r| r.ticket_id == t).collect();
+        assert_eq!(g.outgoing(&t).collect::<Vec<_>>(), out);
+        let inc: Vec<&Relation> = rels.iter().filter(|r| r.target == t).collect();
+        assert_eq!(g.incoming(&t).collect::<Vec<_>>(), inc);
+    }
+    assert!(blocked > 10 && blocked < 60, "{blocked} of 60 blocked");
+    assert!(
+        !set.contains(&id(999)),
+        "a ticket no relation names waits on nothing"
+    );
+}

@@ -39,6 +39,14 @@ pub struct Ticket {
 impl Workspace {
     /// Ids of every ticket folder (valid id as name and an item.md inside), sorted.
     pub fn ticket_ids(&self) -> Result<Vec<TicketId>, StoreError> {
+        let mut ids = self.ticket_folders()?;
+        ids.retain(|id| self.ticket_dir(id).join(ITEM).is_file());
+        Ok(ids)
+    }
+
+    /// Ids of every folder named as a ticket, sorted, without looking inside: a caller that
+    /// stats the files anyway tells the tickets (an item.md inside) from the rest itself.
+    pub fn ticket_folders(&self) -> Result<Vec<TicketId>, StoreError> {
         let dir = self.tickets_dir();
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
@@ -54,9 +62,7 @@ impl Workspace {
                 continue;
             }
             if let Ok(id) = TicketId::parse(name) {
-                if entry.path().join(ITEM).is_file() {
-                    ids.push(id);
-                }
+                ids.push(id);
             }
         }
         ids.sort();

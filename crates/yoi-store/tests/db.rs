@@ -368,6 +368,12 @@ fn incremental_reindex_picks_up_hand_edits_and_skips_untouched_files(b: Backend)
         .unwrap();
     let (_, _, stats) = fx.reopen();
     assert_eq!(stats.reindexed, 0);
+    // A folder whose item.md is gone (its other files left behind) is no ticket any more.
+    std::fs::remove_file(fx.ws.path_of(&pulled, "item.md")).unwrap();
+    let (_, index, stats) = fx.reopen();
+    assert_eq!((stats.scanned, stats.removed), (1, 1), "{stats:?}");
+    let rows = index.block_on(index.db.ticket_rows()).unwrap();
+    assert_eq!(rows.len(), 1);
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

@@ -201,12 +201,20 @@ impl Db {
         mode: ReindexMode,
         now_ms: i64,
     ) -> Result<IndexStats, StoreError> {
-        let ids = ws.ticket_ids()?;
-        let mut stats = IndexStats {
-            scanned: ids.len(),
-            ..IndexStats::default()
-        };
-        let on_disk: BTreeSet<&TicketId> = ids.iter().collect();
+        // The files are looked at (on every core) while the index's record of them is read: a
+        // folder is a ticket when its item.md is a file, so that is one stat, not two.
+        let looking = (mode == ReindexMode::Incremental).then(|| {
+            let ws = ws.clone();
+            std::thread::spawn(move || -> Result<Vec<(TicketId, Seen)>, StoreError> {
+                let folders = ws.ticket_folders()?;
+                let seen = crate::tickets::parallel_map(&folders, |id| Ok(look_at(&ws, id)))?;
+                Ok(folders
+                    .into_iter()
+                    .zip(seen)
+                    .filter(|(_, seen)| seen[0].is_some())
+                    .collect())
+            })
+        });
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
         // An index that knows no file at all (a first build, or one whose fingerprints were
         // lost) is rebuilt whole: every row is derived from the files anyway.
@@ -214,6 +222,20 @@ impl Db {
             ReindexMode::Incremental => load_file_stats(&mut conn).await?,
             ReindexMode::Full => BTreeMap::new(),
         };
+        let (ids, seen): (Vec<TicketId>, Vec<Seen>) = match looking.map(|h| h.join()) {
+            Some(Ok(found)) => found?.into_iter().unzip(),
+            Some(Err(_)) => {
+                return Err(StoreError::Database {
+                    reason: "a thread looking at the ticket files panicked".into(),
+                })
+            }
+            None => (ws.ticket_ids()?, Vec::new()),
+        };
+        let mut stats = IndexStats {
+            scanned: ids.len(),
+            ..IndexStats::default()
+        };
+        let on_disk: BTreeSet<&TicketId> = ids.iter().collect();
         let mode = if known.is_empty() {
             ReindexMode::Full
         } else {
@@ -242,12 +264,12 @@ impl Db {
                 (ids.clone(), Vec::new())
             }
             ReindexMode::Incremental => {
-                let mut changed = Vec::new();
-                for id in &ids {
-                    if ticket_changed(ws, id, known.get(id.as_str())) {
-                        changed.push(id.clone());
-                    }
-                }
+                let changed = ids
+                    .iter()
+                    .zip(&seen)
+                    .filter(|(id, now)| ticket_changed(ws, id, now, known.get(id.as_str())))
+                    .map(|(id, _)| id.clone())
+                    .collect();
                 let gone = known
                     .keys()
                     .filter(|k| {
@@ -343,22 +365,38 @@ async fn load_file_stats(
     Ok(out)
 }
 
-/// Whether any file of the ticket differs from what the index saw: by size and mtime first;
-/// when only the mtime moved, by content hash.
-fn ticket_changed(ws: &Workspace, id: &TicketId, known: Option<&Vec<FileStat>>) -> bool {
+/// The size and mtime of each of a ticket's [`FILES`] (`None`: not there, or not a file).
+type Seen = [Option<(i64, i64)>; FILES.len()];
+
+fn look_at(ws: &Workspace, id: &TicketId) -> Seen {
+    FILES.map(|name| {
+        fs::metadata(ws.path_of(id, name))
+            .ok()
+            .filter(fs::Metadata::is_file)
+            .map(|m| (m.len() as i64, mtime_ns(&m)))
+    })
+}
+
+/// Whether any file of the ticket, as `seen`, differs from what the index saw: by size and
+/// mtime first; when only the mtime moved, by content hash.
+fn ticket_changed(
+    ws: &Workspace,
+    id: &TicketId,
+    seen: &Seen,
+    known: Option<&Vec<FileStat>>,
+) -> bool {
     let Some(known) = known else { return true };
-    for name in FILES {
-        let path = ws.path_of(id, name);
-        let meta = fs::metadata(&path).ok();
-        let old = known.iter().find(|f| f.name == name);
-        match (meta, old) {
+    for (name, now) in FILES.iter().zip(seen) {
+        let old = known.iter().find(|f| f.name == *name);
+        match (now, old) {
             (None, None) => {}
             (Some(_), None) | (None, Some(_)) => return true,
-            (Some(m), Some(o)) => {
-                if m.len() as i64 != o.size {
+            (Some((len, mtime)), Some(o)) => {
+                if *len != o.size {
                     return true;
                 }
-                if mtime_ns(&m) != o.mtime_ns {
+                if *mtime != o.mtime_ns {
+                    let path = ws.path_of(id, name);
                     let hash = fs::read(&path).ok().map(|b| sha256_hex(&b));
                     if hash != o.hash {
                         return true;

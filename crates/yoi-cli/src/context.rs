@@ -64,7 +64,7 @@ impl Env {
     /// Like [`Env::workspace`], also returning the database handle for index reads.
     pub fn workspace_with_index(&self, command: &str) -> Result<(Workspace, DbIndex), CliError> {
         let mut ws = self.files_only(command)?;
-        let (index, _) = DbIndex::attach(&mut ws, runtime().handle().clone())?;
+        let (index, _) = crate::context::attach_for_command(&mut ws)?;
         Ok((ws, index))
     }
 
@@ -150,4 +150,17 @@ pub fn read_input(path: &str) -> Result<String, CliError> {
         })?;
     }
     Ok(text)
+}
+
+/// Attach the workspace's database for one command: caught up with the files, with the small
+/// memory of a process that reads each page about once (`Footprint::Command`).
+pub(crate) fn attach_for_command(
+    ws: &mut Workspace,
+) -> Result<(DbIndex, yoi_engine::store::db::IndexStats), StoreError> {
+    DbIndex::attach_as(
+        ws,
+        runtime().handle().clone(),
+        yoi_engine::store::db::ReindexMode::Incremental,
+        yoi_engine::store::db::Footprint::Command,
+    )
 }

@@ -10,14 +10,13 @@
 use yoi_core::plan::PlanRecord;
 use yoi_core::relation::RelationKind;
 use yoi_core::state::Operation;
-use yoi_engine::store::db::DbIndex;
 use yoi_engine::store::ops::{
     self, CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest,
     TransitionRequest,
 };
 use yoi_engine::store::{Ctx, Outcome, Workspace};
 
-use crate::context::{runtime, Env};
+use crate::context::Env;
 use crate::error::CliError;
 use crate::remote::{not_a_human_operation, Remote};
 
@@ -44,7 +43,7 @@ impl Env {
                 });
             }
         }
-        DbIndex::attach(&mut ws, runtime().handle().clone())?;
+        crate::context::attach_for_command(&mut ws)?;
         let ctx = self.human_ctx(&ws)?;
         Ok(Target {
             ws,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio::runtime::Handle;
 use yoi_core::TicketId;
 
-use super::{Db, IndexStats, ReindexMode};
+use super::{Db, Footprint, IndexStats, ReindexMode};
 use crate::error::StoreError;
 use crate::index::{IndexHook, IndexRef, OpRecord};
 use crate::workspace::Workspace;
@@ -47,12 +47,23 @@ impl DbIndex {
         rt: Handle,
         mode: ReindexMode,
     ) -> Result<(DbIndex, IndexStats), StoreError> {
+        DbIndex::attach_as(ws, rt, mode, Footprint::Service)
+    }
+
+    /// [`DbIndex::attach_with`] keeping the memory of `footprint` (a short command asks for
+    /// [`Footprint::Command`]).
+    pub fn attach_as(
+        ws: &mut Workspace,
+        rt: Handle,
+        mode: ReindexMode,
+        footprint: Footprint,
+    ) -> Result<(DbIndex, IndexStats), StoreError> {
         let url = ws.database_url();
         if url.starts_with("sqlite:") {
             let dir = ws.local_dir();
             std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
         }
-        let db = rt.block_on(Db::open(&url))?;
+        let db = rt.block_on(Db::open_as(&url, footprint))?;
         let index = DbIndex::new(db, rt);
         let stats = index.reindex(ws, mode)?;
         ws.index = Some(IndexRef(Arc::new(index.clone())));

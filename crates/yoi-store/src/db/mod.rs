@@ -93,6 +93,15 @@ pub(crate) fn placeholders(first: usize, n: usize) -> String {
         .join(", ")
 }
 
+/// What a process keeps of the embedded database in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Footprint {
+    /// A server: pages mapped and a large cache per connection, so repeated reads are fast.
+    Service,
+    /// A command that reads what it needs once and exits: SQLite's small defaults.
+    Command,
+}
+
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
     StoreError::Database {
         reason: e.to_string(),
@@ -105,8 +114,14 @@ pub fn sqlite_url(path: &Path) -> String {
 }
 
 impl Db {
-    /// Connect and run migrations. Refuses a database written by a newer yoi.
+    /// Connect and run migrations, for a long-running service. Refuses a database written by
+    /// a newer yoi.
     pub async fn open(url: &str) -> Result<Db, StoreError> {
+        Db::open_as(url, Footprint::Service).await
+    }
+
+    /// [`Db::open`] with the memory of `footprint`.
+    pub async fn open_as(url: &str, footprint: Footprint) -> Result<Db, StoreError> {
         sqlx::any::install_default_drivers();
         let dialect = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Dialect::Postgres
@@ -124,17 +139,27 @@ impl Db {
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if dialect == Dialect::Sqlite {
-                        for pragma in [
-                            "PRAGMA journal_mode = WAL",
-                            "PRAGMA busy_timeout = 10000",
-                            "PRAGMA synchronous = NORMAL",
+                        let memory = match footprint {
                             // Reads of a 10,000-ticket index (about 20 MiB) come from memory:
                             // pages are mapped (shared by every connection) and each connection
                             // keeps up to 16 MiB of them decoded, instead of 2 MiB read back
                             // with a system call each (docs/database.md).
-                            "PRAGMA mmap_size = 268435456",
-                            "PRAGMA cache_size = -16384",
-                        ] {
+                            Footprint::Service => {
+                                ["PRAGMA mmap_size = 268435456", "PRAGMA cache_size = -16384"]
+                            }
+                            // A command reads each page about once: SQLite's own defaults.
+                            Footprint::Command => {
+                                ["PRAGMA mmap_size = 0", "PRAGMA cache_size = -2000"]
+                            }
+                        };
+                        for pragma in [
+                            "PRAGMA journal_mode = WAL",
+                            "PRAGMA busy_timeout = 10000",
+                            "PRAGMA synchronous = NORMAL",
+                        ]
+                        .into_iter()
+                        .chain(memory)
+                        {
                             sqlx::query(pragma).execute(&mut *conn).await?;
                         }
                     }

@@ -1,0 +1,136 @@
+//! `yoi-bench-api-ratio YOI_BINARY [SECONDS] [TICKETS] [CONNECTIONS]`: the API's read
+//! throughput against the server's own ceiling, with a standard load tool (issue 16 item 3).
+//!
+//! A workspace of TICKETS generated tickets (default 10,000) is indexed by `yoi init` and
+//! served by `yoi serve` on loopback. `autocannon` (from npm; `AUTOCANNON` names another
+//! binary) then loads, one after another with CONNECTIONS keep-alive connections (default 50)
+//! for SECONDS each (default 10, after a 2-second warm-up): `GET /healthz` (no token, no
+//! database: the ceiling of this server on this machine), `GET /api/v1/tickets/{id}` of one
+//! ticket, and `GET /api/v1/tickets?limit=50`. The table gives requests/s, p50 and p99, and
+//! each read's share of the ceiling.
+
+use std::process::Command;
+use std::time::Instant;
+
+use yoi_tests::generate::{generate, SEED};
+use yoi_tests::{yoi_init, yoi_serve};
+
+struct Load {
+    rps: f64,
+    p50: f64,
+    p99: f64,
+    errors: u64,
+    non2xx: u64,
+}
+
+fn autocannon(
+    tool: &str,
+    url: &str,
+    token: Option<&str>,
+    connections: usize,
+    seconds: u64,
+) -> Load {
+    let mut cmd = Command::new(tool);
+    cmd.args(["-c", &connections.to_string(), "-d", &seconds.to_string()]);
+    cmd.args(["--json", "--renderStatusCodes"]);
+    if let Some(t) = token {
+        cmd.args(["-H", &format!("authorization=Bearer {t}")]);
+    }
+    cmd.arg(url);
+    let out = cmd
+        .output()
+        .expect("autocannon runs (npm install -g autocannon)");
+    assert!(
+        out.status.success(),
+        "autocannon failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("autocannon --json prints JSON");
+    let num = |p: &str| {
+        v.pointer(p)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0)
+    };
+    Load {
+        rps: num("/requests/average"),
+        p50: num("/latency/p50"),
+        p99: num("/latency/p99"),
+        errors: num("/errors") as u64 + num("/timeouts") as u64,
+        non2xx: num("/non2xx") as u64,
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: yoi-bench-api-ratio YOI_BINARY [SECONDS] [TICKETS] [CONNECTIONS]";
+    let yoi = std::fs::canonicalize(args.get(1).expect(usage)).expect("YOI_BINARY exists");
+    let seconds: u64 = args.get(2).map(|s| s.parse().expect(usage)).unwrap_or(10);
+    let tickets: usize = args
+        .get(3)
+        .map(|s| s.parse().expect(usage))
+        .unwrap_or(10_000);
+    let connections: usize = args.get(4).map(|s| s.parse().expect(usage)).unwrap_or(50);
+    let tool = std::env::var("AUTOCANNON").unwrap_or_else(|_| "autocannon".into());
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
+    yoi_store::init(root, "main").unwrap();
+    let made = generate(root, tickets, tickets * 2);
+    println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
+    let t = Instant::now();
+    let token = yoi_init(&yoi, root);
+    println!("indexed by `yoi init` in {:.1}s", t.elapsed().as_secs_f64());
+    let mut ids: Vec<String> = std::fs::read_dir(root.join(".yoi/tickets"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    ids.sort();
+    // A ticket from the middle of the backlog, with relations.
+    let id = &ids[ids.len() / 2];
+
+    let (mut server, addr) = yoi_serve(&yoi, root);
+    let targets = [
+        ("GET /healthz", format!("http://{addr}/healthz"), None),
+        (
+            "GET /api/v1/tickets/{id}",
+            format!("http://{addr}/api/v1/tickets/{id}"),
+            Some(token.as_str()),
+        ),
+        (
+            "GET /api/v1/tickets?limit=50",
+            format!("http://{addr}/api/v1/tickets?limit=50"),
+            Some(token.as_str()),
+        ),
+    ];
+    println!(
+        "autocannon, {connections} connections, {seconds} s each after a 2 s warm-up, one after another"
+    );
+    println!("| request | requests/s | p50 | p99 | of /healthz | errors |");
+    println!("|---|---|---|---|---|---|");
+    let mut ceiling = None;
+    for (name, url, token) in &targets {
+        let _ = autocannon(&tool, url, *token, connections, 2);
+        let l = autocannon(&tool, url, *token, connections, seconds);
+        let share = match ceiling {
+            None => {
+                ceiling = Some(l.rps);
+                "1.00".to_string()
+            }
+            Some(c) => format!("{:.3}", l.rps / c),
+        };
+        println!(
+            "| {name} | {:.0} | {:.1} ms | {:.1} ms | {share} | {} ({} not 2xx) |",
+            l.rps,
+            l.p50,
+            l.p99,
+            l.errors + l.non2xx,
+            l.non2xx
+        );
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let _ = server.wait();
+}

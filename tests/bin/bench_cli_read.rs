@@ -1,0 +1,105 @@
+//! `yoi-bench-cli-read YOI_BINARY [TICKETS] [RUNS]`: a CLI read without a server against
+//! `git status` on the same tree (issue 16 item 1).
+//!
+//! A workspace of TICKETS generated tickets (default 10,000) is indexed by `yoi init` and its
+//! tickets are committed, as a repository that tracks them is. Then, alternating, RUNS times
+//! each (default 9): `git status --porcelain` (git's own freshness check: a stat of every
+//! tracked file against its index) and `yoi --local ticket list --ready --json` (the index's
+//! freshness check, then the query). Prints medians, the spread and the ratio, and the peak
+//! memory of one `yoi` read.
+
+use std::process::Command;
+use std::time::Instant;
+
+use yoi_tests::generate::{generate, SEED};
+use yoi_tests::yoi_init;
+
+fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+/// Run `cmd` in `dir`; its wall time in seconds and its peak RSS in KiB (GNU time).
+fn timed(dir: &std::path::Path, cmd: &[&str]) -> (f64, u64) {
+    let t = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .args(cmd)
+        .current_dir(dir)
+        .output()
+        .expect("runs");
+    let secs = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let kib = stderr
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(0);
+    (secs, kib)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: yoi-bench-cli-read YOI_BINARY [TICKETS] [RUNS]";
+    let yoi = std::fs::canonicalize(args.get(1).expect(usage)).expect("YOI_BINARY exists");
+    let tickets: usize = args
+        .get(2)
+        .map(|s| s.parse().expect(usage))
+        .unwrap_or(10_000);
+    let runs: usize = args.get(3).map(|s| s.parse().expect(usage)).unwrap_or(9);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
+    yoi_store::init(root, "main").unwrap();
+    let made = generate(root, tickets, tickets * 2);
+    println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
+    yoi_init(&yoi, root);
+    yoi_testkit::git(root, &["add", "-A", ".yoi"]);
+    yoi_testkit::git(root, &["commit", "-qm", "tickets"]);
+    let yoi = yoi.display().to_string();
+    let read = [
+        yoi.as_str(),
+        "--local",
+        "ticket",
+        "list",
+        "--ready",
+        "--json",
+    ];
+    let status = ["git", "status", "--porcelain"];
+    // Warm the page cache for both.
+    timed(root, &status);
+    timed(root, &read);
+    let (mut git, mut ours, mut peak) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..runs {
+        git.push(timed(root, &status).0);
+        let (s, kib) = timed(root, &read);
+        ours.push(s);
+        peak = peak.max(kib);
+    }
+    let (g, glo, ghi) = median(git);
+    let (y, ylo, yhi) = median(ours);
+    println!("{runs} runs each, alternating, warm page cache");
+    println!(
+        "  git status --porcelain: median {:.1} ms (min {:.1}, max {:.1})",
+        g * 1e3,
+        glo * 1e3,
+        ghi * 1e3
+    );
+    println!(
+        "  yoi --local ticket list --ready --json: median {:.1} ms (min {:.1}, max {:.1}), peak RSS {:.1} MiB",
+        y * 1e3,
+        ylo * 1e3,
+        yhi * 1e3,
+        peak as f64 / 1024.0
+    );
+    println!("  ratio: {:.2}", y / g);
+    // `YOI_BENCH_KEEP=1` keeps the workspace for a profile afterwards.
+    if std::env::var_os("YOI_BENCH_KEEP").is_some() {
+        println!("kept {}", dir.keep().display());
+    }
+}

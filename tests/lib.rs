@@ -41,6 +41,25 @@ pub fn yoi_init(yoi: &Path, root: &Path) -> String {
         .to_string()
 }
 
+/// A fresh git repository holding `tickets` generated tickets (and about twice as many
+/// `depends_on` relations, [`generate::generate`]) indexed by `yoi init` (the binary at
+/// `yoi`): the folder and the admin token. Prints what was made and how long indexing took.
+pub fn generated_workspace(yoi: &Path, tickets: usize) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let root = dir.path();
+    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
+    yoi_store::init(root, "main").expect("yoi's files initialise");
+    let made = generate::generate(root, tickets, tickets * 2);
+    println!(
+        "seed {:#x}: {tickets} tickets, {made} depends_on relations",
+        generate::SEED
+    );
+    let t = std::time::Instant::now();
+    let token = yoi_init(yoi, root);
+    println!("indexed by `yoi init` in {:.1}s", t.elapsed().as_secs_f64());
+    (dir, token)
+}
+
 /// Start `yoi serve --listen 127.0.0.1:0` in `root` (log level warn, log on this process's
 /// stderr); returns the child and the address from its `listening on http://ADDR` line. The
 /// child's stdout is read up to that line and then left alone.

@@ -12,8 +12,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use yoi_tests::generate::{generate, Rng, SEED};
-use yoi_tests::{yoi_init, yoi_serve};
+use yoi_tests::generate::{Rng, SEED};
+use yoi_tests::yoi_serve;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -48,15 +48,8 @@ fn main() {
     let comments: u64 = args.get(5).map(|s| s.parse().expect(usage)).unwrap_or(10);
     assert!(comments <= 100, "{usage}");
 
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, token) = yoi_tests::generated_workspace(&yoi, tickets);
     let root = dir.path();
-    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
-    yoi_store::init(root, "main").unwrap();
-    let made = generate(root, tickets, tickets * 2);
-    println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
-    let t = Instant::now();
-    let token = yoi_init(&yoi, root);
-    println!("indexed by `yoi init` in {:.1}s", t.elapsed().as_secs_f64());
     let ids: Vec<String> = std::fs::read_dir(root.join(".yoi/tickets"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

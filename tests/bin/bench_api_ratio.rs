@@ -10,10 +10,8 @@
 //! each read's share of the ceiling.
 
 use std::process::Command;
-use std::time::Instant;
 
-use yoi_tests::generate::{generate, SEED};
-use yoi_tests::{yoi_init, yoi_serve};
+use yoi_tests::yoi_serve;
 
 struct Load {
     rps: f64,
@@ -73,15 +71,8 @@ fn main() {
     let connections: usize = args.get(4).map(|s| s.parse().expect(usage)).unwrap_or(50);
     let tool = std::env::var("AUTOCANNON").unwrap_or_else(|_| "autocannon".into());
 
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, token) = yoi_tests::generated_workspace(&yoi, tickets);
     let root = dir.path();
-    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
-    yoi_store::init(root, "main").unwrap();
-    let made = generate(root, tickets, tickets * 2);
-    println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
-    let t = Instant::now();
-    let token = yoi_init(&yoi, root);
-    println!("indexed by `yoi init` in {:.1}s", t.elapsed().as_secs_f64());
     let mut ids: Vec<String> = std::fs::read_dir(root.join(".yoi/tickets"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -11,9 +11,6 @@
 use std::process::Command;
 use std::time::Instant;
 
-use yoi_tests::generate::{generate, SEED};
-use yoi_tests::yoi_init;
-
 fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(|a, b| a.total_cmp(b));
     (v[v.len() / 2], v[0], v[v.len() - 1])
@@ -52,13 +49,8 @@ fn main() {
         .map(|s| s.parse().expect(usage))
         .unwrap_or(10_000);
     let runs: usize = args.get(3).map(|s| s.parse().expect(usage)).unwrap_or(9);
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = yoi_tests::generated_workspace(&yoi, tickets);
     let root = dir.path();
-    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
-    yoi_store::init(root, "main").unwrap();
-    let made = generate(root, tickets, tickets * 2);
-    println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
-    yoi_init(&yoi, root);
     yoi_testkit::git(root, &["add", "-A", ".yoi"]);
     yoi_testkit::git(root, &["commit", "-qm", "tickets"]);
     let yoi = yoi.display().to_string();

@@ -180,18 +180,7 @@ fn the_blocked_set_agrees_with_asking_each_ticket_and_runs_keep_their_order() {
             rels.push(rel(a, RelationKind::ALL[next(5) as usize], b));
         }
     }
-    let states: Vec<State> = (0..60)
-        .map(|_| {
-            [
-                State::Planning,
-                State::Ready,
-                State::Queued,
-                State::Inprogress,
-                State::Done,
-                State::Closed,
-            ][next(6) as usize]
-        })
-        .collect();
+    let states: Vec<State> = (0..60).map(|_| State::ALL[next(6) as usize]).collect();
     let state_of = |t: &TicketId| (0..60).find(|&n| &id(n) == t).map(|n| states[n as usize]);
     let g = RelationGraph::new(&rels);
     let set = g.blocked_set(state_of);

@@ -143,9 +143,11 @@ impl Db {
                             // Reads of a 10,000-ticket index (about 20 MiB) come from memory:
                             // pages are mapped (shared by every connection) and each connection
                             // keeps up to 16 MiB of them decoded, instead of 2 MiB read back
-                            // with a system call each (docs/database.md).
+                            // with a system call each (docs/database.md). The mapping stops at
+                            // 64 MiB: mapped pages count in the server's resident memory, and
+                            // at 100,000 tickets the file is 200 MiB.
                             Footprint::Service => {
-                                ["PRAGMA mmap_size = 268435456", "PRAGMA cache_size = -16384"]
+                                ["PRAGMA mmap_size = 67108864", "PRAGMA cache_size = -16384"]
                             }
                             // A command reads each page about once: SQLite's own defaults.
                             Footprint::Command => {

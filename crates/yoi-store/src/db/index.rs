@@ -27,6 +27,8 @@ use crate::tickets::{ITEM, PLAN, RELATIONS, RESOLUTION, THREAD};
 use crate::workspace::Workspace;
 
 const FILES: [&str; 5] = [ITEM, THREAD, RELATIONS, PLAN, RESOLUTION];
+/// Where item.md is in [`FILES`] (a folder is a ticket when it holds one).
+const ITEM_AT: usize = 0;
 const BATCH: usize = 250;
 /// Tickets per transaction of a full rebuild (read in parallel, then written in multi-row
 /// statements).
@@ -212,7 +214,7 @@ impl Db {
                 Ok(folders
                     .into_iter()
                     .zip(seen)
-                    .filter(|(_, seen)| seen[0].is_some())
+                    .filter(|(_, seen)| seen[ITEM_AT].is_some())
                     .collect())
             })
         });
@@ -370,6 +372,7 @@ async fn load_file_stats(
 type Seen = [Option<(i64, i64)>; FILES.len()];
 
 fn look_at(ws: &Workspace, id: &TicketId) -> Seen {
+    debug_assert_eq!(FILES[ITEM_AT], ITEM);
     FILES.map(|name| {
         fs::metadata(ws.path_of(id, name))
             .ok()

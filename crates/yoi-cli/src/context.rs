@@ -64,7 +64,7 @@ impl Env {
     /// Like [`Env::workspace`], also returning the database handle for index reads.
     pub fn workspace_with_index(&self, command: &str) -> Result<(Workspace, DbIndex), CliError> {
         let mut ws = self.files_only(command)?;
-        let (index, _) = crate::context::attach_for_command(&mut ws)?;
+        let (index, _) = attach_for_command(&mut ws)?;
         Ok((ws, index))
     }
 

@@ -30,7 +30,8 @@ pub use merge::{
 };
 pub use repo::{discover, resolve_commit, RepoInfo};
 pub use worktree::{
-    add_worktree, add_worktree_detached, add_worktree_sparse, discard_worktree, is_dirty,
-    list_worktrees, list_worktrees_with, prune_worktrees, remove_worktree, reset_detached,
-    uncommitted_changes, worktree_head, worktree_info, Reset, StatusOf, WorktreeInfo,
+    add_worktree, add_worktree_detached, add_worktree_sparse, detached_at, discard_worktree,
+    is_dirty, list_worktrees, list_worktrees_with, prune_worktrees, remove_worktree,
+    reset_detached, uncommitted_changes, worktree_head, worktree_info, NotDetachedAt, Reset,
+    StatusOf, WorktreeInfo,
 };

@@ -363,6 +363,29 @@ pub fn worktree_head(path: &Path) -> Result<(Option<String>, Option<String>), Gi
     Ok((branch, head))
 }
 
+/// Why a worktree is not detached at the commit [`detached_at`] was asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotDetachedAt {
+    /// No worktree of a repository is at the path.
+    Missing,
+    /// It is on `branch` (`None`: detached) at `head`.
+    Elsewhere {
+        branch: Option<String>,
+        head: Option<String>,
+    },
+}
+
+/// Whether the worktree at `path` is detached exactly at `commit` (its HEAD only, no status):
+/// the folder a step is handed must be, so that its commits move no branch and sit on nobody
+/// else's.
+pub fn detached_at(path: &Path, commit: &str) -> Result<(), NotDetachedAt> {
+    match worktree_head(path) {
+        Err(_) => Err(NotDetachedAt::Missing),
+        Ok((None, Some(head))) if head == commit => Ok(()),
+        Ok((branch, head)) => Err(NotDetachedAt::Elsewhere { branch, head }),
+    }
+}
+
 fn info(
     path: PathBuf,
     repo: Option<&gix::Repository>,

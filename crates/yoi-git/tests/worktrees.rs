@@ -342,3 +342,34 @@ fn worktree_of_a_5000_file_repository_matches_the_base_tree_exactly() {
         "content 243\n"
     );
 }
+
+#[test]
+fn detached_at_tells_a_missing_folder_a_branch_and_another_commit_apart() {
+    let (dir, repo, head) = small_repo();
+    let wt = dir.path().join("wt");
+    yoi_git::add_worktree_detached(&repo, &wt, &head).unwrap();
+    assert_eq!(yoi_git::detached_at(&wt, &head), Ok(()));
+    assert_eq!(
+        yoi_git::detached_at(&dir.path().join("nowhere"), &head),
+        Err(yoi_git::NotDetachedAt::Missing)
+    );
+    // A commit made in the folder moves its HEAD away from the commit it was handed at.
+    std::fs::write(wt.join("late.txt"), "late\n").unwrap();
+    git(&wt, &["add", "late.txt"]);
+    git(&wt, &["commit", "-qm", "late"]);
+    let moved = git(&wt, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(
+        yoi_git::detached_at(&wt, &head),
+        Err(yoi_git::NotDetachedAt::Elsewhere {
+            branch: None,
+            head: Some(moved)
+        })
+    );
+    // On a branch, even at the right commit, it is not detached.
+    let on_branch = dir.path().join("on-branch");
+    start(&repo, &head, &on_branch, "yoi/2-work");
+    assert!(matches!(
+        yoi_git::detached_at(&on_branch, &head),
+        Err(yoi_git::NotDetachedAt::Elsewhere { branch: Some(b), .. }) if b == "yoi/2-work"
+    ));
+}

@@ -205,20 +205,18 @@ impl Watch for Lease<'_> {
 /// is handed out again in a fresh worktree.
 fn check_workdir(work: &Work) -> Result<(), String> {
     let dir = Path::new(&work.workdir);
-    let (branch, head) = yoi_git::worktree_head(dir).map_err(|_| {
-        format!(
+    match yoi_git::detached_at(dir, &work.head_commit) {
+        Ok(()) => Ok(()),
+        Err(yoi_git::NotDetachedAt::Missing) => Err(format!(
             "the working directory {} is missing or not a git worktree (`yoi ticket doctor` says how to restore it)",
             dir.display()
-        )
-    })?;
-    if branch.is_some() || head.as_deref() != Some(work.head_commit.as_str()) {
-        return Err(format!(
+        )),
+        Err(yoi_git::NotDetachedAt::Elsewhere { branch, head }) => Err(format!(
             "the working directory {} is not detached at {} (branch {branch:?}, head {head:?}); only the server moves the ticket branch",
             dir.display(),
             work.head_commit
-        ));
+        )),
     }
-    Ok(())
 }
 
 /// Check the working directory and make the attempt's run folder (prompt, logs); its path.

@@ -130,17 +130,15 @@ fn actor_of(a: Action) -> Actor {
 }
 
 /// The check a real pod makes of the folder it is handed before its agent starts (yoi-pod's
-/// `check_workdir`): a worktree detached at the head the attempt starts from.
+/// `check_workdir`, through the same `detached_at`).
 fn workdir_ready(w: &Work) -> Result<(), String> {
-    match ygit::worktree_head(&w.workdir) {
-        Ok((None, Some(head))) if head == w.head_commit => Ok(()),
-        Ok(found) => Err(format!(
-            "{} is not detached at {} ({found:?})",
+    ygit::detached_at(&w.workdir, &w.head_commit).map_err(|e| {
+        format!(
+            "{} is not detached at {}: {e:?}",
             w.workdir.display(),
             w.head_commit
-        )),
-        Err(e) => Err(format!("{}: {e}", w.workdir.display())),
-    }
+        )
+    })
 }
 
 /// Whether `a` can change an assignment row or a worktree when it does not crash.

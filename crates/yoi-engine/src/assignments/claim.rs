@@ -504,19 +504,17 @@ fn ready(
 /// without a status: attempt 1 is the first process in it since acceptance, and whatever a
 /// person left there is committed with the agent's work, never lost.
 fn ready_ticket_worktree(worktree: &Path, head: &str) -> Result<(), String> {
-    let Ok((branch, found)) = yoi_git::worktree_head(worktree) else {
-        return Err(format!(
+    match yoi_git::detached_at(worktree, head) {
+        Ok(()) => Ok(()),
+        Err(yoi_git::NotDetachedAt::Missing) => Err(format!(
             "the ticket worktree {} is missing (`yoi ticket doctor` says how to restore it)",
             worktree.display()
-        ));
-    };
-    if branch.is_some() || found.as_deref() != Some(head) {
-        return Err(format!(
+        )),
+        Err(yoi_git::NotDetachedAt::Elsewhere { branch, head: found }) => Err(format!(
             "the ticket worktree {} is not detached at the branch head {head} (branch {branch:?}, head {found:?}); only the server moves the ticket branch",
             worktree.display()
-        ));
+        )),
     }
-    Ok(())
 }
 
 /// The folder of attempt `n` of `step`: next to the ticket worktree — `.attempt-N` for the

@@ -30,6 +30,12 @@ pub struct Env {
     pub local: bool,
 }
 
+/// See [`Env::reader`].
+pub enum Reader {
+    Server(crate::remote::Remote),
+    Files(Box<(Workspace, DbIndex)>),
+}
+
 impl Env {
     pub fn new(dir: Option<PathBuf>, op_id: Option<String>) -> Result<Env, CliError> {
         let start = match dir {
@@ -59,6 +65,21 @@ impl Env {
     /// database attached (opened, migrated and caught up with the files).
     pub fn workspace(&self, command: &str) -> Result<Workspace, CliError> {
         Ok(self.workspace_with_index(command)?.0)
+    }
+
+    /// Where a read of the index is answered: by the workspace's running server unless
+    /// `--local` was given (its index follows the files as they are written, so nothing is
+    /// looked at here), else from the database caught up with the files now.
+    pub fn reader(&self, command: &str) -> Result<Reader, CliError> {
+        let ws = self.files_only(command)?;
+        if !self.local {
+            if let Some(remote) = crate::remote::Remote::find(&ws.local_dir(), None)? {
+                return Ok(Reader::Server(remote));
+            }
+        }
+        let mut ws = ws;
+        let (index, _) = attach_for_command(&mut ws)?;
+        Ok(Reader::Files(Box::new((ws, index))))
     }
 
     /// Like [`Env::workspace`], also returning the database handle for index reads.

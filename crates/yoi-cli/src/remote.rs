@@ -13,10 +13,12 @@ use serde_json::{json, Value};
 use yoi_core::plan::PlanRecord;
 use yoi_core::relation::RelationKind;
 use yoi_core::state::{Operation, State};
+use yoi_core::TicketId;
 use yoi_engine::store::db::ADMIN_TOKEN_FILE;
 use yoi_engine::store::ops::{
     CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest, TransitionRequest,
 };
+use yoi_engine::store::query::{ListFilter, TicketSummary};
 use yoi_engine::store::server_file::{self, ServerInfo};
 use yoi_engine::store::Outcome;
 
@@ -64,6 +66,60 @@ impl Remote {
         let link: Value = self.send("POST", "/dashboard/login".into(), None)?;
         let path = link["path"].as_str().unwrap_or("/login");
         Ok(format!("http://{}{path}", self.server.address))
+    }
+
+    /// Tickets as `GET /tickets` lists them: one page of `limit` after `after`, or (no limit)
+    /// every page. The server reads every ticket file written before the request into its
+    /// index first, so the answer is the one a local read would give.
+    pub fn list(
+        &self,
+        filter: &ListFilter,
+        words: &[String],
+        after: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<(Vec<TicketSummary>, Option<TicketId>), CliError> {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            tickets: Vec<TicketSummary>,
+            next: Option<String>,
+        }
+        let mut query = Vec::new();
+        if let Some(states) = &filter.states {
+            let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
+            query.push(("state", names.join(",")));
+        }
+        if filter.ready {
+            query.push(("ready", "true".into()));
+        }
+        if filter.blocked {
+            query.push(("blocked", "true".into()));
+        }
+        if !words.is_empty() {
+            query.push(("search", words.join(" ")));
+        }
+        let mut tickets = Vec::new();
+        let mut cursor = after.map(str::to_string);
+        loop {
+            let page_size = limit.map_or(1000, |l| l.saturating_sub(tickets.len()).clamp(1, 1000));
+            let mut q = query.clone();
+            q.push(("limit", page_size.to_string()));
+            if let Some(c) = &cursor {
+                q.push(("after", c.clone()));
+            }
+            let encoded = serde_urlencoded::to_string(&q).map_err(|e| self.unreachable(e))?;
+            let page: Page = self.send("GET", format!("/tickets?{encoded}"), None)?;
+            tickets.extend(page.tickets);
+            let next = page.next;
+            let want_more = limit.is_none_or(|l| tickets.len() < l);
+            match next {
+                Some(n) if want_more => cursor = Some(n),
+                Some(n) => {
+                    let next = TicketId::parse(&n).map_err(|e| self.unreachable(e))?;
+                    return Ok((tickets, Some(next)));
+                }
+                None => return Ok((tickets, None)),
+            }
+        }
     }
 
     pub fn create(&self, req: &CreateRequest) -> Result<Outcome, CliError> {

@@ -260,7 +260,61 @@ fn mutations_through_the_server_print_exactly_what_local_mode_prints() {
         step(&["ticket", "show", "$1"], 0),
         step(&["ticket", "show", "$2", "--json"], 0),
         step(&["ticket", "list", "--state", "all"], 0),
+        // Reads go to the server too, and print what the local index answers.
+        step(&["ticket", "list", "--state", "all", "--json"], 0),
+        step(&["ticket", "list", "--json"], 0),
+        step(&["ticket", "list", "--ready", "--json"], 0),
+        step(&["ticket", "list", "--blocked"], 0),
+        step(
+            &["ticket", "list", "--state", "all", "--limit", "1", "--json"],
+            0,
+        ),
+        step(
+            &[
+                "ticket", "list", "--state", "all", "--after", "$1", "--json",
+            ],
+            0,
+        ),
+        step(&["ticket", "list", "--search", "parser", "--json"], 0),
+        step(&["ticket", "list", "--state", "Closed,DONE"], 0),
+        step(&["ticket", "list", "--limit", "0"], 2),
+        step(&["ticket", "list", "--after", "nosuchticket"], 1),
     ]);
+}
+
+#[test]
+fn a_list_through_the_server_has_every_file_written_before_it() {
+    let repo = Repo::init();
+    let server = Server::start(&repo);
+    let id = repo.create("Before the edit", "");
+    let _ = repo.yoi(&["ticket", "list", "--json"]).ok();
+    // An editor changes the title; the next list, answered by the server, has it, and it is
+    // what the files give without the server.
+    let item = repo.path().join(".yoi/tickets").join(&id).join("item.md");
+    let text = std::fs::read_to_string(&item)
+        .unwrap()
+        .replace("title: Before the edit", "title: After the edit");
+    std::fs::write(&item, text).unwrap();
+    // A database this command cannot open: only the server can answer.
+    let out = run_yoi_full(
+        repo.path(),
+        &["ticket", "list", "--json"],
+        None,
+        &[("YOI_DATABASE_URL", "sqlite:///nonexistent/yoi.db")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let through_server = out.stdout;
+    let listed: serde_json::Value = serde_json::from_str(&through_server).unwrap();
+    assert_eq!(
+        listed["tickets"][0]["title"], "After the edit",
+        "{through_server}"
+    );
+    let local = repo
+        .yoi(&["--local", "ticket", "list", "--json"])
+        .ok()
+        .stdout;
+    assert_eq!(through_server, local);
+    drop(server);
 }
 
 #[test]
@@ -604,9 +658,12 @@ fn a_stale_admin_token_is_refused_naming_the_file_not_bypassed() {
         out.stderr,
         "error: the server refused .yoi/local/admin.token (unknown or revoked token); run `yoi init` to renew it, or pass --local\n"
     );
+    // A read is refused the same way, not answered from the files behind the server's back.
+    let read = repo.yoi(&["ticket", "list"]);
+    assert_eq!((read.code, read.stderr.as_str()), (1, out.stderr.as_str()));
     // Nothing was written on the side.
     let listed = repo
-        .yoi(&["ticket", "list", "--state", "all", "--json"])
+        .yoi(&["--local", "ticket", "list", "--state", "all", "--json"])
         .ok();
     assert!(listed.stdout.contains("\"count\": 0"), "{}", listed.stdout);
     drop(server);

@@ -149,6 +149,7 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
                 ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
             })?;
         if yoi_engine::assignments::agent_token::is_agent_token(secret) {
+            state.settle().await?;
             let caller = agent_caller(state, secret).await?;
             if !A::ALLOWED.contains(&ScopeClass::Agent) {
                 return Err(ApiError::forbidden(format!(
@@ -159,10 +160,8 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
             return Ok(Authed(caller, PhantomData));
         }
         let token = state
-            .db()
             .token_by_hash(&hash_secret(secret))
-            .await
-            .map_err(|e| ApiError::internal("token lookup", e))?
+            .await?
             .ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))?;
         let caller = Caller {
             principal: principal_for(&token),
@@ -188,10 +187,8 @@ async fn session_caller<A: Action>(parts: &Parts, state: &AppState) -> Result<Au
         .filter(|_| safe && A::ALLOWED.contains(&ScopeClass::Read))
         .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
     let token = state
-        .db()
         .token_by_hash(&hash_secret(&secret))
-        .await
-        .map_err(|e| ApiError::internal("session lookup", e))?
+        .await?
         .filter(|t| t.scope == Scope::Human)
         .ok_or_else(|| ApiError::unauthorized("unknown or ended dashboard session"))?;
     Ok(Authed(

@@ -10,11 +10,11 @@ pub mod auth;
 pub mod claims;
 pub mod error;
 pub mod extract;
+pub mod fresh;
 pub mod leases;
 pub mod openapi;
 pub mod orchestrator;
 pub mod routes;
-pub mod show;
 pub mod state;
 pub mod supervisor;
 pub mod ui;
@@ -180,8 +180,10 @@ pub async fn serve(
         }
     }
     let handle = tokio::runtime::Handle::current();
-    let (ws, index) = tokio::task::spawn_blocking(move || {
+    let (ws, index, fresh) = tokio::task::spawn_blocking(move || {
         let mut ws = ws;
+        // Watching starts before the catch-up, so a write during it is read afterwards.
+        let fresh = fresh::Fresh::start(&ws);
         let (index, stats) = DbIndex::attach(&mut ws, handle)?;
         tracing::info!(
             scanned = stats.scanned,
@@ -191,7 +193,7 @@ pub async fn serve(
         );
         // A bad flow file is skipped with its problems and never stops the start.
         yoi_engine::flows::warn_invalid(&ws);
-        Ok::<_, StoreError>((ws, index))
+        Ok::<_, StoreError>((ws, index, fresh))
     })
     .await
     .map_err(|e| ServerError::Other(e.to_string()))??;
@@ -214,11 +216,12 @@ pub async fn serve(
     )
     .map_err(|e| StoreError::io(&server_file::path(&local), e))?;
     tracing::info!(%addr, "yoi server listening");
-    let state = AppState::new(ws, index);
+    let state = AppState::watched(ws, index, fresh);
     let login = ui::session::startup_login(&state).await;
     on_ready(addr, login);
     let orchestrator = opts.orchestrate.then(|| orchestrator::spawn(state.clone()));
     let sweep = leases::spawn(state.clone());
+    let full_checks = fresh::spawn_full_checks(state.clone());
     let pods = opts
         .pods
         .map(|l| supervisor::spawn(state.clone(), l, format!("http://{addr}")));
@@ -242,6 +245,9 @@ pub async fn serve(
         if let Err(e) = task.await {
             tracing::error!(error = %e, "the pod supervisor ended abnormally");
         }
+    }
+    if let Err(e) = full_checks.await {
+        tracing::error!(error = %e, "the periodic file check ended abnormally");
     }
     if let Err(e) = sweep.await {
         tracing::error!(error = %e, "the lease sweep task ended abnormally");

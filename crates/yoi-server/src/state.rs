@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use tokio::sync::{watch, Mutex};
-use yoi_store::db::{Db, DbIndex};
+use yoi_store::db::{Db, DbIndex, TokenInfo};
 use yoi_store::{StoreError, Workspace};
 
 use crate::error::ApiError;
@@ -36,10 +36,20 @@ pub struct AppState {
     pub router: Arc<std::sync::Mutex<yoi_engine::routing::RouterStatus>>,
     /// The dashboard's login codes and messages.
     pub ui: Arc<crate::ui::UiState>,
+    /// The file watch that keeps the index fresh, and the caches it keeps exact.
+    pub fresh: Arc<crate::fresh::Fresh>,
 }
 
 impl AppState {
+    /// State for a workspace whose index is attached; the file watch starts now.
     pub fn new(ws: Workspace, index: DbIndex) -> Self {
+        let fresh = crate::fresh::Fresh::start(&ws);
+        AppState::watched(ws, index, fresh)
+    }
+
+    /// State with a file watch that started before the index caught up with the files (so
+    /// nothing written during the catch-up is missed).
+    pub fn watched(ws: Workspace, index: DbIndex, fresh: crate::fresh::Fresh) -> Self {
         let agent_key = ws.agent_key().unwrap_or_else(|e| {
             // Agents still get tokens; they stop working when this server stops.
             tracing::warn!(error = %e, "no agent-token key on disk; using one for this run only");
@@ -65,7 +75,35 @@ impl AppState {
             claims: Arc::default(),
             router: Arc::default(),
             ui: Arc::default(),
+            fresh: Arc::new(fresh),
         }
+    }
+
+    /// Read every write that finished before now into the index (see `fresh.rs`); what may
+    /// be cached for this request.
+    pub async fn settle(&self) -> Result<crate::fresh::View, ApiError> {
+        self.fresh
+            .settle(&self.ws, self.db())
+            .await
+            .map_err(|e| ApiError::internal("reading changed ticket files into the index", e))
+    }
+
+    /// The live token with this secret hash, after [`AppState::settle`]: from memory when
+    /// the database has not changed since it was last looked up.
+    pub async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenInfo>, ApiError> {
+        let view = self.settle().await?;
+        if let Some(t) = self.fresh.token(view, hash) {
+            return Ok(Some(t));
+        }
+        let token = self
+            .db()
+            .token_by_hash(hash)
+            .await
+            .map_err(|e| ApiError::internal("token lookup", e))?;
+        if let Some(t) = &token {
+            self.fresh.keep_token(view, hash.to_string(), t.clone());
+        }
+        Ok(token)
     }
 
     pub fn db(&self) -> &Db {

@@ -378,12 +378,19 @@ fn doctor_is_clean_on_a_fresh_workspace() {
 fn doctor_checks_the_index_against_the_files() {
     let s = Server::start(Backend::Sqlite);
     let id = s.create("Indexed title", "");
-    // A hand edit the running server has not indexed: the files and the index now differ.
-    let item = s.root().join(".yoi/tickets").join(&id).join("item.md");
-    let text = std::fs::read_to_string(&item)
-        .unwrap()
-        .replace("title: Indexed title", "title: Edited by hand");
-    std::fs::write(&item, text).unwrap();
+    // The server reads every file written behind its back into the index before it answers,
+    // so the index can only be made to differ from the files in the database itself.
+    let admin = s.admin();
+    admin.rt.block_on(async {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&s.database_url).await.unwrap();
+        sqlx::query("UPDATE tickets SET title = 'Changed in the index' WHERE id = $1")
+            .bind(&id)
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    });
     let report = s
         .get("/api/v1/doctor")
         .token(&s.tokens.read)
@@ -397,6 +404,74 @@ fn doctor_checks_the_index_against_the_files() {
         .map(|f| f["check"].as_str().unwrap())
         .collect();
     assert!(checks.contains(&"index.stale_ticket"), "{report}");
+}
+
+/// Titles of every active ticket as `GET /tickets` lists them.
+fn listed_titles(s: &Server) -> Vec<String> {
+    let page = s
+        .get("/api/v1/tickets")
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    page["tickets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["title"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn files_written_behind_the_servers_back_are_in_its_next_answer() {
+    let s = Server::start(Backend::Sqlite);
+    let id = s.create("Indexed title", "");
+    let other = s.create("Second ticket", "");
+    assert_eq!(listed_titles(&s), ["Indexed title", "Second ticket"]);
+    // Let the server keep its answers (the database has been quiet long enough), then ask
+    // again so the kept ones are what it would answer.
+    std::thread::sleep(yoi_server::fresh::QUIET + std::time::Duration::from_millis(200));
+    assert_eq!(s.show(&id)["title"], "Indexed title");
+    assert_eq!(listed_titles(&s), ["Indexed title", "Second ticket"]);
+
+    // An editor saves item.md.
+    let item = s.root().join(".yoi/tickets").join(&id).join("item.md");
+    let text = std::fs::read_to_string(&item)
+        .unwrap()
+        .replace("title: Indexed title", "title: Edited by hand");
+    std::fs::write(&item, text).unwrap();
+    assert_eq!(s.show(&id)["title"], "Edited by hand");
+    assert_eq!(listed_titles(&s), ["Edited by hand", "Second ticket"]);
+    // And still so once the server keeps answers again.
+    std::thread::sleep(yoi_server::fresh::QUIET + std::time::Duration::from_millis(200));
+    assert_eq!(s.show(&id)["title"], "Edited by hand");
+    assert_eq!(listed_titles(&s), ["Edited by hand", "Second ticket"]);
+
+    // Another process creates a ticket on the files (as `yoi --local ticket create` does).
+    let ws = s.workspace();
+    let ctx = yoi_store::Ctx::new(yoi_core::Principal::human("carol"), yoi_server::auth::now());
+    let made = yoi_store::ops::create(
+        &ws,
+        &ctx,
+        &yoi_store::ops::CreateRequest {
+            title: "Made on the files".into(),
+            body: String::new(),
+            depends_on: vec![],
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        listed_titles(&s),
+        ["Edited by hand", "Second ticket", "Made on the files"],
+        "{made:?}"
+    );
+
+    // A ticket folder removed by hand (e.g. `git checkout` of an older tree) is gone at once.
+    std::fs::remove_dir_all(s.root().join(".yoi/tickets").join(&other)).unwrap();
+    assert_eq!(listed_titles(&s), ["Edited by hand", "Made on the files"]);
+    s.get(&format!("/api/v1/tickets/{other}"))
+        .token(&s.tokens.read)
+        .send()
+        .expect_error(404, "not_found");
 }
 
 #[test]

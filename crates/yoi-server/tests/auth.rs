@@ -358,6 +358,35 @@ fn a_revoked_token_is_401() {
 }
 
 #[test]
+fn a_token_revoked_by_another_process_is_401_at_once_though_the_server_kept_it() {
+    let s = Server::start(Backend::Sqlite);
+    let secret = s.admin().create_token("kept", "read", "bob");
+    s.get("/api/v1/tickets").token(&secret).send().expect(200);
+    // Once the database has been quiet for a while the server answers this token from
+    // memory; the revocation below comes through a second connection, as `yoi token revoke
+    // --local` in another process would.
+    std::thread::sleep(yoi_server::fresh::QUIET + std::time::Duration::from_millis(200));
+    for _ in 0..3 {
+        s.get("/api/v1/tickets").token(&secret).send().expect(200);
+    }
+    s.admin().revoke_token("kept");
+    s.get("/api/v1/tickets")
+        .token(&secret)
+        .send()
+        .expect_error(401, "unauthorized");
+    // And once the database is quiet again, when the server keeps tokens once more.
+    std::thread::sleep(yoi_server::fresh::QUIET + std::time::Duration::from_millis(200));
+    s.get("/api/v1/tickets")
+        .token(&secret)
+        .send()
+        .expect_error(401, "unauthorized");
+    s.get("/api/v1/tickets")
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+}
+
+#[test]
 fn a_malformed_authorization_header_is_401() {
     let s = Server::start(Backend::Sqlite);
     let secret = s.tokens.human.clone();

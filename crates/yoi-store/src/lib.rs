@@ -22,6 +22,7 @@ pub mod query;
 pub mod server_file;
 pub mod testpoint;
 pub mod tickets;
+pub mod watch;
 pub mod workspace;
 pub mod worktrees;
 

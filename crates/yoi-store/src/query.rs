@@ -37,7 +37,7 @@ pub struct ListFilter {
     pub blocked: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct TicketSummary {
     pub id: TicketId,
     pub title: String,

@@ -143,8 +143,14 @@ fn relation_kind(kind: &str) -> Result<yoi_core::relation::RelationKind, ApiErro
 pub async fn list(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
+    query: axum::extract::RawQuery,
     Params(p): Params<ListParams>,
-) -> ApiResult<ListResponse> {
+) -> Result<crate::fresh::JsonBytes, ApiError> {
+    let view = s.settle().await?;
+    let key = format!("list?{}", query.0.unwrap_or_default());
+    if let Some(kept) = s.fresh.answer(view, &key) {
+        return Ok(crate::fresh::JsonBytes(kept));
+    }
     let filter = ListFilter {
         states: states(p.state.as_deref())?,
         ready: p.ready,
@@ -164,11 +170,13 @@ pub async fn list(
     let limit =
         crate::extract::page_size(p.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)))? as usize;
     let page = s.db().list(&filter, &words, after.as_ref(), limit).await?;
-    Ok(Json(ListResponse {
+    let answer = crate::fresh::JsonBytes::of(&ListResponse {
         count: page.tickets.len(),
         tickets: page.tickets,
         next: page.next.map(|n| n.to_string()),
-    }))
+    })?;
+    s.fresh.keep_answer(view, key, answer.0.clone());
+    Ok(answer)
 }
 
 #[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, description = "created", body = Object), (status = 200, description = "a replay of an earlier create with the same Idempotency-Key", body = Object)), security(("bearer" = [])))]
@@ -198,10 +206,18 @@ pub async fn show(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
     Path(id): Path<String>,
-) -> ApiResult<serde_json::Value> {
-    s.read(move |ws| crate::show::ticket_json(ws, &id))
-        .await
-        .map(Json)
+) -> Result<crate::fresh::JsonBytes, ApiError> {
+    let view = s.settle().await?;
+    let key = format!("ticket/{id}");
+    if let Some(kept) = s.fresh.answer(view, &key) {
+        return Ok(crate::fresh::JsonBytes(kept));
+    }
+    let detail = s
+        .read(move |ws| yoi_store::query::ticket_detail(ws, &id))
+        .await?;
+    let answer = crate::fresh::JsonBytes::of(&detail)?;
+    s.fresh.keep_answer(view, key, answer.0.clone());
+    Ok(answer)
 }
 
 #[utoipa::path(patch, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Object)), security(("bearer" = [])))]

@@ -152,11 +152,7 @@ pub async fn viewer_of(s: &AppState, headers: &HeaderMap) -> Result<Option<Viewe
         return Ok(None);
     };
     let hash = hash_secret(&secret);
-    let token = s
-        .db()
-        .token_by_hash(&hash)
-        .await
-        .map_err(|e| UiError::Internal(e.to_string()))?;
+    let token = s.token_by_hash(&hash).await?;
     Ok(token
         .filter(|t| t.scope == Scope::Human)
         .map(|token| Viewer {

@@ -197,6 +197,71 @@ impl Db {
         self.end_write(&mut conn, result).await
     }
 
+    /// Bring just these tickets in line with their files, as the incremental pass would:
+    /// each ticket whose files differ from what the index saw is read again, a ticket whose
+    /// folder holds no item.md any more loses its rows. Returns how many were re-read or
+    /// removed (a ticket already in step, e.g. one this process just wrote, costs one read).
+    pub async fn refresh(
+        &self,
+        ws: &Workspace,
+        ids: &[TicketId],
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        let mut changed = Vec::new();
+        let mut gone = Vec::new();
+        for id in ids {
+            let seen = look_at(ws, id);
+            let rows = sqlx::query(
+                "SELECT name, size, mtime_ns, hash FROM ticket_files WHERE ticket_id = $1",
+            )
+            .bind(id.as_str())
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            let mut known = Vec::with_capacity(rows.len());
+            for r in rows {
+                let name: String = r.try_get(0).map_err(db_err)?;
+                let Some(name) = FILES.iter().find(|f| **f == name) else {
+                    continue;
+                };
+                known.push(FileStat {
+                    name,
+                    size: r.try_get(1).map_err(db_err)?,
+                    mtime_ns: r.try_get(2).map_err(db_err)?,
+                    hash: Some(r.try_get(3).map_err(db_err)?),
+                });
+            }
+            if seen[ITEM_AT].is_none() {
+                if !known.is_empty() {
+                    gone.push(id.clone());
+                }
+            } else if ticket_changed(ws, id, &seen, (!known.is_empty()).then_some(&known)) {
+                changed.push(id.clone());
+            }
+        }
+        if changed.is_empty() && gone.is_empty() {
+            return Ok(0);
+        }
+        let snaps: Vec<Snapshot> = changed.iter().map(|id| snapshot(ws, id)).collect();
+        self.begin_write(&mut conn).await?;
+        let r = async {
+            for id in &gone {
+                delete_ticket_rows(&mut conn, id.as_str()).await?;
+            }
+            for s in &snaps {
+                write_snapshot(&mut conn, s, now_ms).await?;
+            }
+            Ok(())
+        }
+        .await;
+        self.end_write(&mut conn, r).await?;
+        Ok(changed.len() + gone.len())
+    }
+
     /// Bring the index in line with the files (see [`ReindexMode`]).
     pub async fn reindex(
         &self,

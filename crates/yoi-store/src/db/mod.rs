@@ -113,6 +113,15 @@ pub fn sqlite_url(path: &Path) -> String {
     format!("sqlite://{}?mode=rwc", path.display())
 }
 
+/// The file an `sqlite:` URL names (`None`: not SQLite, or an in-memory database).
+pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    (!path.is_empty() && !path.starts_with(':')).then(|| std::path::PathBuf::from(path))
+}
+
 impl Db {
     /// Connect and run migrations, for a long-running service. Refuses a database written by
     /// a newer yoi.

@@ -2,10 +2,12 @@
 
 use serde::Serialize;
 use yoi_core::state::State;
+use yoi_engine::store::db::DbIndex;
 use yoi_engine::store::query::{self, ListFilter, RelationView, TicketSummary};
+use yoi_engine::store::Workspace;
 
 use crate::cli::ListArgs;
-use crate::context::Env;
+use crate::context::{Env, Reader};
 use crate::error::CliError;
 use crate::output;
 
@@ -21,9 +23,9 @@ struct ListOutput<'a> {
     next: Option<yoi_core::TicketId>,
 }
 
-/// Answered from the database index (caught up with the files when the command starts).
+/// Answered by the workspace's running server (whose index follows the files as they are
+/// written), or from the database index caught up with the files when the command starts.
 pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
-    let (ws, index) = env.workspace_with_index("yoi ticket list")?;
     let filter = ListFilter {
         states: parse_states(a.state.as_deref())?,
         ready: a.ready,
@@ -36,17 +38,12 @@ pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
         .split_whitespace()
         .map(str::to_string)
         .collect();
-    let after = a.after.as_deref().map(|q| ws.resolve(q)).transpose()?;
-    let limit = match a.limit {
-        Some(0) => return Err(CliError::Usage("--limit must be at least 1".into())),
-        Some(n) => n,
-        None => 100_000,
-    };
-    let (tickets, next) = if a.limit.is_none() && after.is_none() {
-        (index.block_on(index.db.list_all(&filter, &words))?, None)
-    } else {
-        let page = index.block_on(index.db.list(&filter, &words, after.as_ref(), limit))?;
-        (page.tickets, page.next)
+    if a.limit == Some(0) {
+        return Err(CliError::Usage("--limit must be at least 1".into()));
+    }
+    let (tickets, next) = match env.reader("yoi ticket list")? {
+        Reader::Server(remote) => remote.list(&filter, &words, a.after.as_deref(), a.limit)?,
+        Reader::Files(local) => list_local(&local.0, &local.1, &filter, &words, a)?,
     };
     if a.json {
         output::json(&ListOutput {
@@ -351,4 +348,20 @@ pub fn cost(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
         }
     );
     Ok(())
+}
+
+fn list_local(
+    ws: &Workspace,
+    index: &DbIndex,
+    filter: &ListFilter,
+    words: &[String],
+    a: &ListArgs,
+) -> Result<(Vec<TicketSummary>, Option<yoi_core::TicketId>), CliError> {
+    let after = a.after.as_deref().map(|q| ws.resolve(q)).transpose()?;
+    if a.limit.is_none() && after.is_none() {
+        return Ok((index.block_on(index.db.list_all(filter, words))?, None));
+    }
+    let limit = a.limit.unwrap_or(100_000);
+    let page = index.block_on(index.db.list(filter, words, after.as_ref(), limit))?;
+    Ok((page.tickets, page.next))
 }

@@ -1,0 +1,310 @@
+//! Answers as fresh as the files, and reads that cost no more than they must.
+//!
+//! The server watches the ticket files and the embedded database ([`FileWatch`]). Before any
+//! authenticated request is answered, [`Fresh::settle`] drains the watch: tickets whose files
+//! changed behind the server's back (an editor, `git pull`, a `--local` command) are read into
+//! the index again, so a read never misses a write that finished before it arrived. When the
+//! watch loses track (the kernel's queue overflowed) the incremental pass looks at every file;
+//! a periodic full check ([`spawn_full_checks`]) is the fallback for anything a watch cannot
+//! see (network filesystems), and the only freshness a server without a watch has.
+//!
+//! The same drain makes two caches exact:
+//! - **Tokens**: a token found in the database is kept until the database changes. Revoking a
+//!   token writes the database, so the next request after a revocation, from any process,
+//!   looks the token up again.
+//! - **Answers** (a ticket's JSON, a list page): kept until anything watched changes.
+//!
+//! One gap is closed by waiting: SQLite makes a commit visible to readers slightly after its
+//! last write to the log (the shared-memory index is updated after the write), so a read in
+//! that instant could compute an old answer after the event was drained. Nothing is cached
+//! until the database has been quiet for [`QUIET`]. A PostgreSQL index cannot be watched:
+//! with it, tokens and answers are never cached, and files are still watched.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use yoi_core::TicketId;
+use yoi_store::db::{Db, ReindexMode, TokenInfo};
+use yoi_store::watch::FileWatch;
+use yoi_store::{StoreError, Workspace};
+
+/// How long the database must have been quiet before an answer computed from it is kept.
+pub const QUIET: Duration = Duration::from_secs(1);
+/// The most answer bytes kept; past it the cache starts over.
+const ANSWER_BUDGET: usize = 16 << 20;
+/// The most tokens kept; past it the cache starts over.
+const TOKEN_BUDGET: usize = 10_000;
+/// How often every file is looked at, with a watch and without one.
+const FULL_CHECK_WATCHED: Duration = Duration::from_secs(600);
+const FULL_CHECK_UNWATCHED: Duration = Duration::from_secs(15);
+
+/// What a request may rely on once [`Fresh::settle`] returned.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct View {
+    /// Answers may be cached at this generation (`None`: not now).
+    answers: Option<u64>,
+    /// Tokens may be cached at this generation (`None`: not now).
+    tokens: Option<u64>,
+}
+
+#[derive(Default)]
+struct Pending {
+    tickets: BTreeSet<TicketId>,
+    lost: bool,
+}
+
+struct Cache<V> {
+    generation: u64,
+    size: usize,
+    map: HashMap<String, V>,
+}
+
+impl<V: Clone> Cache<V> {
+    fn new() -> Self {
+        Cache {
+            generation: 0,
+            size: 0,
+            map: HashMap::new(),
+        }
+    }
+
+    fn get(&mut self, at: Option<u64>, key: &str) -> Option<V> {
+        let at = at?;
+        if at != self.generation {
+            return None;
+        }
+        self.map.get(key).cloned()
+    }
+
+    fn keep(&mut self, at: Option<u64>, key: String, value: V, size: usize, budget: usize) {
+        let Some(at) = at else { return };
+        if at < self.generation {
+            return; // computed before a change this cache already knows of
+        }
+        if at > self.generation || self.size + size > budget {
+            self.map.clear();
+            self.size = 0;
+            self.generation = at;
+        }
+        self.size += size;
+        self.map.insert(key, value);
+    }
+}
+
+pub struct Fresh {
+    /// The watch, and which one it is: generations are told apart from an earlier watch's
+    /// by the number of the watch in their high bits.
+    watch: Mutex<Option<(u64, Arc<FileWatch>)>>,
+    started: std::sync::atomic::AtomicU64,
+    /// Whether a watch ever ran (one that never could start is not tried again).
+    restartable: bool,
+    /// The embedded SQLite database the watch sees (`None`: PostgreSQL, never cached).
+    db_file: Option<std::path::PathBuf>,
+    pending: tokio::sync::Mutex<Pending>,
+    answers: Mutex<Cache<Bytes>>,
+    tokens: Mutex<Cache<TokenInfo>>,
+}
+
+impl Fresh {
+    /// Start watching `ws` (and its database, when that is an SQLite file). A watch that
+    /// cannot start is logged; the server then relies on the periodic full check.
+    pub fn start(ws: &Workspace) -> Fresh {
+        let db_file = yoi_store::db::sqlite_file(&ws.database_url());
+        let watch = match FileWatch::start(ws, db_file.as_deref()) {
+            Ok(w) => {
+                tracing::info!(folders = w.watches(), "watching the ticket files");
+                Some(Arc::new(w))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, every_s = FULL_CHECK_UNWATCHED.as_secs(), "cannot watch the ticket files; looking at them all periodically instead");
+                None
+            }
+        };
+        Fresh {
+            restartable: watch.is_some(),
+            db_file,
+            watch: Mutex::new(watch.map(|w| (1, w))),
+            started: std::sync::atomic::AtomicU64::new(1),
+            pending: tokio::sync::Mutex::new(Pending::default()),
+            answers: Mutex::new(Cache::new()),
+            tokens: Mutex::new(Cache::new()),
+        }
+    }
+
+    fn watch(&self) -> Option<(u64, Arc<FileWatch>)> {
+        lock(&self.watch).clone()
+    }
+
+    pub fn watching(&self) -> bool {
+        self.watch().is_some()
+    }
+
+    /// Bring the index up to every write that finished before this call, and say what may
+    /// be cached now.
+    pub async fn settle(&self, ws: &Workspace, db: &Db) -> Result<View, StoreError> {
+        let Some((epoch, watch)) = self.watch() else {
+            return Ok(View::default());
+        };
+        let mut pending = self.pending.lock().await;
+        let mut polled = watch.poll();
+        // The index's own writes below are events too; a few rounds settle them.
+        for _ in 0..3 {
+            pending.tickets.extend(polled.tickets.drain(..));
+            pending.lost |= polled.lost;
+            if polled.broken {
+                self.drop_watch(ws);
+                pending.lost = true;
+            }
+            if pending.lost {
+                db.reindex(
+                    ws,
+                    ReindexMode::Incremental,
+                    crate::auth::now().unix_millis(),
+                )
+                .await?;
+                pending.lost = false;
+                pending.tickets.clear();
+            } else if !pending.tickets.is_empty() {
+                let ids: Vec<TicketId> = pending.tickets.iter().cloned().collect();
+                let read = db
+                    .refresh(ws, &ids, crate::auth::now().unix_millis())
+                    .await?;
+                if read > 0 {
+                    tracing::debug!(
+                        tickets = read,
+                        "read tickets changed on disk into the index"
+                    );
+                }
+                pending.tickets.clear();
+            } else {
+                break;
+            }
+            polled = watch.poll();
+        }
+        if polled.broken {
+            self.drop_watch(ws);
+        }
+        pending.tickets.extend(polled.tickets.drain(..));
+        pending.lost |= polled.lost || polled.broken;
+        if !pending.tickets.is_empty() || pending.lost || polled.broken {
+            return Ok(View::default());
+        }
+        let quiet = polled.last_db_write.is_none_or(|t| t.elapsed() >= QUIET);
+        let cacheable = self.db_file.is_some() && quiet;
+        Ok(View {
+            answers: cacheable.then_some((epoch << 40) + polled.generation),
+            tokens: cacheable.then_some((epoch << 40) + polled.db_generation),
+        })
+    }
+
+    fn drop_watch(&self, ws: &Workspace) {
+        if lock(&self.watch).take().is_some() {
+            tracing::warn!(tickets = %ws.tickets_dir().display(), "the file watch lost sight of the tickets or the database; starting a new one at the next full check");
+        }
+    }
+
+    /// A kept answer for `key`, if nothing changed since it was made.
+    pub fn answer(&self, view: View, key: &str) -> Option<Bytes> {
+        lock(&self.answers).get(view.answers, key)
+    }
+
+    pub fn keep_answer(&self, view: View, key: String, bytes: Bytes) {
+        let size = key.len() + bytes.len();
+        lock(&self.answers).keep(view.answers, key, bytes, size, ANSWER_BUDGET);
+    }
+
+    /// A kept live token for this secret hash, if the database did not change since.
+    pub fn token(&self, view: View, hash: &str) -> Option<TokenInfo> {
+        lock(&self.tokens).get(view.tokens, hash)
+    }
+
+    pub fn keep_token(&self, view: View, hash: String, token: TokenInfo) {
+        lock(&self.tokens).keep(view.tokens, hash, token, 1, TOKEN_BUDGET);
+    }
+
+    /// Look at every file now (the periodic fallback), and start a watch again if the last
+    /// one broke.
+    async fn full_check(&self, ws: &Workspace, db: &Db) -> Result<(), StoreError> {
+        if self.watch().is_none() && self.restartable {
+            match FileWatch::start(ws, self.db_file.as_deref()) {
+                Ok(w) => {
+                    tracing::info!(folders = w.watches(), "watching the ticket files again");
+                    let epoch = self
+                        .started
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                        + 1;
+                    *lock(&self.watch) = Some((epoch, Arc::new(w)));
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot watch the ticket files again"),
+            }
+        }
+        let mut pending = self.pending.lock().await;
+        let stats = db
+            .reindex(
+                ws,
+                ReindexMode::Incremental,
+                crate::auth::now().unix_millis(),
+            )
+            .await?;
+        pending.lost = false;
+        if stats.reindexed + stats.removed > 0 {
+            tracing::info!(
+                reindexed = stats.reindexed,
+                removed = stats.removed,
+                "the periodic check found ticket files the index had not seen"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A JSON answer already serialized (the bytes `axum::Json` would send).
+pub struct JsonBytes(pub Bytes);
+
+impl JsonBytes {
+    pub fn of<T: serde::Serialize>(value: &T) -> Result<JsonBytes, crate::error::ApiError> {
+        serde_json::to_vec(value)
+            .map(|v| JsonBytes(Bytes::from(v)))
+            .map_err(|e| crate::error::ApiError::internal("serializing the answer", e))
+    }
+}
+
+impl axum::response::IntoResponse for JsonBytes {
+    fn into_response(self) -> axum::response::Response {
+        (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            )],
+            self.0,
+        )
+            .into_response()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Look at every file periodically until the server closes.
+pub fn spawn_full_checks(state: crate::state::AppState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut closing = state.closing.subscribe();
+        loop {
+            let every = if state.fresh.watching() {
+                FULL_CHECK_WATCHED
+            } else {
+                FULL_CHECK_UNWATCHED
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = closing.wait_for(|c| *c) => return,
+            }
+            if let Err(e) = state.fresh.full_check(&state.ws, state.db()).await {
+                tracing::warn!(error = %e, "the periodic look at the ticket files failed");
+            }
+        }
+    })
+}

@@ -6,8 +6,9 @@
 //! binary) then loads, one after another with CONNECTIONS keep-alive connections (default 50)
 //! for SECONDS each (default 10, after a 2-second warm-up): `GET /healthz` (no token, no
 //! database: the ceiling of this server on this machine), `GET /api/v1/tickets/{id}` of one
-//! ticket, and `GET /api/v1/tickets?limit=50`. The table gives requests/s, p50 and p99, and
-//! each read's share of the ceiling.
+//! ticket, the same for 1,000 and for every ticket in turn (a HAR file of those requests, each
+//! connection walking it), and `GET /api/v1/tickets?limit=50`. The table gives requests/s,
+//! p50 and p99, and each read's share of the ceiling.
 
 use std::process::Command;
 
@@ -21,9 +22,18 @@ struct Load {
     non2xx: u64,
 }
 
+/// Where autocannon's requests come from: one URL, or a HAR file of many (for the URL's host).
+enum Target {
+    Url(String),
+    Har {
+        file: std::path::PathBuf,
+        base: String,
+    },
+}
+
 fn autocannon(
     tool: &str,
-    url: &str,
+    target: &Target,
     token: Option<&str>,
     connections: usize,
     seconds: u64,
@@ -34,7 +44,10 @@ fn autocannon(
     if let Some(t) = token {
         cmd.args(["-H", &format!("authorization=Bearer {t}")]);
     }
-    cmd.arg(url);
+    match target {
+        Target::Url(url) => cmd.arg(url),
+        Target::Har { file, base } => cmd.arg("--har").arg(file).arg(base),
+    };
     let out = cmd
         .output()
         .expect("autocannon runs (npm install -g autocannon)");
@@ -82,16 +95,57 @@ fn main() {
     let id = &ids[ids.len() / 2];
 
     let (mut server, addr) = yoi_serve(&yoi, root);
+    let har = |n: usize| {
+        let step = (ids.len() / n).max(1);
+        let entries: Vec<serde_json::Value> = ids
+            .iter()
+            .step_by(step)
+            .take(n)
+            .map(|id| {
+                serde_json::json!({ "request": {
+                    "method": "GET",
+                    "url": format!("http://{addr}/api/v1/tickets/{id}"),
+                    "httpVersion": "HTTP/1.1",
+                    "headers": [],
+                    "queryString": [],
+                    "cookies": [],
+                    "headersSize": -1,
+                    "bodySize": 0,
+                }})
+            })
+            .collect();
+        let file = root.join(format!("tickets-{n}.har"));
+        let log = serde_json::json!({ "log": { "version": "1.2", "entries": entries } });
+        std::fs::write(&file, log.to_string()).unwrap();
+        Target::Har {
+            file,
+            base: format!("http://{addr}"),
+        }
+    };
     let targets = [
-        ("GET /healthz", format!("http://{addr}/healthz"), None),
+        (
+            "GET /healthz",
+            Target::Url(format!("http://{addr}/healthz")),
+            None,
+        ),
         (
             "GET /api/v1/tickets/{id}",
-            format!("http://{addr}/api/v1/tickets/{id}"),
+            Target::Url(format!("http://{addr}/api/v1/tickets/{id}")),
+            Some(token.as_str()),
+        ),
+        (
+            "GET /api/v1/tickets/{id}, 1,000 tickets in turn",
+            har(1000),
+            Some(token.as_str()),
+        ),
+        (
+            "GET /api/v1/tickets/{id}, every ticket in turn",
+            har(ids.len()),
             Some(token.as_str()),
         ),
         (
             "GET /api/v1/tickets?limit=50",
-            format!("http://{addr}/api/v1/tickets?limit=50"),
+            Target::Url(format!("http://{addr}/api/v1/tickets?limit=50")),
             Some(token.as_str()),
         ),
     ];
@@ -101,9 +155,9 @@ fn main() {
     println!("| request | requests/s | p50 | p99 | of /healthz | errors |");
     println!("|---|---|---|---|---|---|");
     let mut ceiling = None;
-    for (name, url, token) in &targets {
-        let _ = autocannon(&tool, url, *token, connections, 2);
-        let l = autocannon(&tool, url, *token, connections, seconds);
+    for (name, target, token) in &targets {
+        let _ = autocannon(&tool, target, *token, connections, 2);
+        let l = autocannon(&tool, target, *token, connections, seconds);
         let share = match ceiling {
             None => {
                 ceiling = Some(l.rps);

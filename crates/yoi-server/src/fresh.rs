@@ -26,9 +26,11 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use yoi_core::TicketId;
-use yoi_store::db::{Db, ReindexMode, TokenInfo};
+use yoi_store::db::{IndexStats, ReindexMode, TokenInfo};
 use yoi_store::watch::FileWatch;
 use yoi_store::{StoreError, Workspace};
+
+use crate::state::AppState;
 
 /// How long the database must have been quiet before an answer computed from it is kept.
 pub const QUIET: Duration = Duration::from_secs(1);
@@ -143,7 +145,8 @@ impl Fresh {
 
     /// Bring the index up to every write that finished before this call, and say what may
     /// be cached now.
-    pub async fn settle(&self, ws: &Workspace, db: &Db) -> Result<View, StoreError> {
+    pub async fn settle(&self, state: &AppState) -> Result<View, StoreError> {
+        let (ws, db) = (&*state.ws, state.db());
         let Some((epoch, watch)) = self.watch() else {
             return Ok(View::default());
         };
@@ -158,24 +161,17 @@ impl Fresh {
                 pending.lost = true;
             }
             if pending.lost {
-                db.reindex(
-                    ws,
-                    ReindexMode::Incremental,
-                    crate::auth::now().unix_millis(),
-                )
-                .await?;
+                write_index(state, None).await?;
                 pending.lost = false;
                 pending.tickets.clear();
             } else if !pending.tickets.is_empty() {
                 let ids: Vec<TicketId> = pending.tickets.iter().cloned().collect();
-                let read = db
-                    .refresh(ws, &ids, crate::auth::now().unix_millis())
-                    .await?;
-                if read > 0 {
-                    tracing::debug!(
-                        tickets = read,
-                        "read tickets changed on disk into the index"
-                    );
+                // Most changes are this server's own writes, already in the index: a look at
+                // the fingerprints, no write.
+                let (changed, gone) = db.stale_tickets(ws, &ids).await?;
+                if !changed.is_empty() || !gone.is_empty() {
+                    let stale: Vec<TicketId> = changed.into_iter().chain(gone).collect();
+                    write_index(state, Some(stale)).await?;
                 }
                 pending.tickets.clear();
             } else {
@@ -226,7 +222,8 @@ impl Fresh {
 
     /// Look at every file now (the periodic fallback), and start a watch again if the last
     /// one broke.
-    async fn full_check(&self, ws: &Workspace, db: &Db) -> Result<(), StoreError> {
+    async fn full_check(&self, state: &AppState) -> Result<(), StoreError> {
+        let ws = &*state.ws;
         if self.watch().is_none() && self.restartable {
             match FileWatch::start(ws, self.db_file.as_deref()) {
                 Ok(w) => {
@@ -241,14 +238,9 @@ impl Fresh {
             }
         }
         let mut pending = self.pending.lock().await;
-        let stats = db
-            .reindex(
-                ws,
-                ReindexMode::Incremental,
-                crate::auth::now().unix_millis(),
-            )
-            .await?;
+        let stats = write_index(state, None).await?;
         pending.lost = false;
+        pending.tickets.clear();
         if stats.reindexed + stats.removed > 0 {
             tracing::info!(
                 reindexed = stats.reindexed,
@@ -284,6 +276,43 @@ impl axum::response::IntoResponse for JsonBytes {
     }
 }
 
+/// Write the index from the files as an operation would: in this server's writer turn and
+/// under the workspace lock (the outbox numbers its rows inside the transaction, and another
+/// process's operation must not interleave). `Some(ids)` re-reads those tickets, `None` runs
+/// the incremental pass over every file.
+async fn write_index(
+    state: &AppState,
+    tickets: Option<Vec<TicketId>>,
+) -> Result<IndexStats, StoreError> {
+    let st = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let _turn = st.write_turn_blocking();
+        match tickets {
+            None => st.index.reindex(&st.ws, ReindexMode::Incremental),
+            Some(ids) => {
+                let _lock = st.ws.lock()?;
+                let n = st.index.block_on(st.db().refresh(
+                    &st.ws,
+                    &ids,
+                    crate::auth::now().unix_millis(),
+                ))?;
+                if n > 0 {
+                    tracing::debug!(tickets = n, "read tickets changed on disk into the index");
+                }
+                Ok(IndexStats {
+                    scanned: ids.len(),
+                    reindexed: n,
+                    ..IndexStats::default()
+                })
+            }
+        }
+    })
+    .await
+    .map_err(|e| StoreError::Database {
+        reason: format!("the index writer stopped: {e}"),
+    })?
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -302,7 +331,7 @@ pub fn spawn_full_checks(state: crate::state::AppState) -> tokio::task::JoinHand
                 _ = tokio::time::sleep(every) => {}
                 _ = closing.wait_for(|c| *c) => return,
             }
-            if let Err(e) = state.fresh.full_check(&state.ws, state.db()).await {
+            if let Err(e) = state.fresh.full_check(&state).await {
                 tracing::warn!(error = %e, "the periodic look at the ticket files failed");
             }
         }

@@ -83,7 +83,7 @@ impl AppState {
     /// be cached for this request.
     pub async fn settle(&self) -> Result<crate::fresh::View, ApiError> {
         self.fresh
-            .settle(&self.ws, self.db())
+            .settle(self)
             .await
             .map_err(|e| ApiError::internal("reading changed ticket files into the index", e))
     }

@@ -197,19 +197,14 @@ impl Db {
         self.end_write(&mut conn, result).await
     }
 
-    /// Bring just these tickets in line with their files, as the incremental pass would:
-    /// each ticket whose files differ from what the index saw is read again, a ticket whose
-    /// folder holds no item.md any more loses its rows. Returns how many were re-read or
-    /// removed (a ticket already in step, e.g. one this process just wrote, costs one read).
-    pub async fn refresh(
+    /// Which of these tickets differ from what the index saw, as the incremental pass tells
+    /// (size and mtime, then the content hash): `(changed, gone)`, gone meaning the folder
+    /// holds no item.md any more while the index has the ticket. Reads only.
+    pub async fn stale_tickets(
         &self,
         ws: &Workspace,
         ids: &[TicketId],
-        now_ms: i64,
-    ) -> Result<usize, StoreError> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
+    ) -> Result<(Vec<TicketId>, Vec<TicketId>), StoreError> {
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
         let mut changed = Vec::new();
         let mut gone = Vec::new();
@@ -243,9 +238,24 @@ impl Db {
                 changed.push(id.clone());
             }
         }
+        Ok((changed, gone))
+    }
+
+    /// Bring just these tickets in line with their files (see [`Db::stale_tickets`]): a
+    /// changed ticket is read again, a gone one loses its rows. Returns how many. Call under
+    /// the workspace lock, as every index write is (the outbox numbers its rows inside the
+    /// transaction).
+    pub async fn refresh(
+        &self,
+        ws: &Workspace,
+        ids: &[TicketId],
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        let (changed, gone) = self.stale_tickets(ws, ids).await?;
         if changed.is_empty() && gone.is_empty() {
             return Ok(0);
         }
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
         let snaps: Vec<Snapshot> = changed.iter().map(|id| snapshot(ws, id)).collect();
         self.begin_write(&mut conn).await?;
         let r = async {

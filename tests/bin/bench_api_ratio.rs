@@ -94,6 +94,16 @@ fn main() {
     // A ticket from the middle of the backlog, with relations.
     let id = &ids[ids.len() / 2];
 
+    // `YOI_BENCH_ROUTING=0`: a server that does not route the backlog meanwhile.
+    if std::env::var("YOI_BENCH_ROUTING").as_deref() == Ok("0") {
+        let config = root.join(".yoi/workspace.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(
+            &config,
+            text.replace("\nenabled = true\n", "\nenabled = false\n"),
+        )
+        .unwrap();
+    }
     let (mut server, addr) = yoi_serve(&yoi, root);
     let har = |n: usize| {
         let step = (ids.len() / n).max(1);

@@ -60,7 +60,8 @@ struct Pending {
 struct Cache<V> {
     generation: u64,
     size: usize,
-    map: HashMap<String, V>,
+    /// Each value with the size it was counted at.
+    map: HashMap<String, (V, usize)>,
 }
 
 impl<V: Clone> Cache<V> {
@@ -77,21 +78,41 @@ impl<V: Clone> Cache<V> {
         if at != self.generation {
             return None;
         }
-        self.map.get(key).cloned()
+        self.map.get(key).map(|(v, _)| v.clone())
     }
 
     fn keep(&mut self, at: Option<u64>, key: String, value: V, size: usize, budget: usize) {
         let Some(at) = at else { return };
-        if at < self.generation {
-            return; // computed before a change this cache already knows of
+        // Computed before a change this cache already knows of; or so large (a page of a
+        // thousand tickets) that keeping it would push out many smaller answers.
+        if at < self.generation || size > budget / 16 {
+            return;
         }
-        if at > self.generation || self.size + size > budget {
+        if at > self.generation {
             self.map.clear();
             self.size = 0;
             self.generation = at;
         }
+        if let Some((_, old)) = self.map.remove(&key) {
+            self.size -= old;
+        }
+        // Full: drop every other entry (in the map's own order, which is random), so a
+        // working set larger than the budget still finds part of itself.
+        if self.size + size > budget {
+            let mut n = 0usize;
+            let mut freed = 0usize;
+            self.map.retain(|_, (_, s)| {
+                n += 1;
+                let keep = n % 2 == 0;
+                if !keep {
+                    freed += *s;
+                }
+                keep
+            });
+            self.size -= freed;
+        }
         self.size += size;
-        self.map.insert(key, value);
+        self.map.insert(key, (value, size));
     }
 }
 
@@ -106,6 +127,8 @@ pub struct Fresh {
     db_file: Option<std::path::PathBuf>,
     pending: tokio::sync::Mutex<Pending>,
     answers: Mutex<Cache<Bytes>>,
+    /// One computation per missing answer: requests for the same answer wait for it.
+    computing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     tokens: Mutex<Cache<TokenInfo>>,
 }
 
@@ -131,6 +154,7 @@ impl Fresh {
             started: std::sync::atomic::AtomicU64::new(1),
             pending: tokio::sync::Mutex::new(Pending::default()),
             answers: Mutex::new(Cache::new()),
+            computing: Mutex::new(HashMap::new()),
             tokens: Mutex::new(Cache::new()),
         }
     }
@@ -201,14 +225,44 @@ impl Fresh {
         }
     }
 
-    /// A kept answer for `key`, if nothing changed since it was made.
-    pub fn answer(&self, view: View, key: &str) -> Option<Bytes> {
-        lock(&self.answers).get(view.answers, key)
-    }
-
-    pub fn keep_answer(&self, view: View, key: String, bytes: Bytes) {
-        let size = key.len() + bytes.len();
-        lock(&self.answers).keep(view.answers, key, bytes, size, ANSWER_BUDGET);
+    /// The answer for `key`: kept if nothing changed since it was made, else `compute`d
+    /// (once, however many requests ask for it meanwhile) and kept when it may be.
+    pub async fn answer<F, Fut>(
+        &self,
+        view: View,
+        key: String,
+        compute: F,
+    ) -> Result<JsonBytes, crate::error::ApiError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<JsonBytes, crate::error::ApiError>>,
+    {
+        let kept = |key: &str| lock(&self.answers).get(view.answers, key).map(JsonBytes);
+        if let Some(b) = kept(&key) {
+            return Ok(b);
+        }
+        if view.answers.is_none() {
+            return compute().await;
+        }
+        let gate = lock(&self.computing)
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let turn = gate.lock().await;
+        if let Some(b) = kept(&key) {
+            return Ok(b);
+        }
+        let made = compute().await;
+        if let Ok(b) = &made {
+            let size = key.len() + b.0.len();
+            lock(&self.answers).keep(view.answers, key.clone(), b.0.clone(), size, ANSWER_BUDGET);
+        }
+        drop(turn);
+        let mut computing = lock(&self.computing);
+        if computing.get(&key).is_some_and(|g| Arc::ptr_eq(g, &gate)) {
+            computing.remove(&key);
+        }
+        made
     }
 
     /// A kept live token for this secret hash, if the database did not change since.
@@ -336,4 +390,44 @@ pub fn spawn_full_checks(state: crate::state::AppState) -> tokio::task::JoinHand
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cache;
+
+    #[test]
+    fn an_answer_is_found_only_at_the_generation_it_was_kept_at() {
+        let mut c: Cache<u32> = Cache::new();
+        c.keep(Some(3), "a".into(), 1, 10, 1000);
+        assert_eq!(c.get(Some(3), "a"), Some(1));
+        assert_eq!(c.get(Some(4), "a"), None, "a later generation");
+        assert_eq!(c.get(None, "a"), None, "nothing may be cached now");
+        // Computed at an older generation than the cache knows: refused.
+        c.keep(Some(2), "b".into(), 2, 10, 1000);
+        assert_eq!(c.get(Some(3), "b"), None);
+        // A newer generation starts over.
+        c.keep(Some(5), "b".into(), 2, 10, 1000);
+        assert_eq!((c.get(Some(5), "a"), c.get(Some(5), "b")), (None, Some(2)));
+        assert_eq!(c.size, 10);
+    }
+
+    #[test]
+    fn the_same_answer_kept_again_counts_once_and_a_full_cache_keeps_half() {
+        let mut c: Cache<u32> = Cache::new();
+        for _ in 0..50 {
+            c.keep(Some(1), "same".into(), 7, 10, 1000);
+        }
+        assert_eq!((c.size, c.map.len()), (10, 1));
+        for i in 0..100 {
+            c.keep(Some(1), format!("k{i}"), i, 10, 1000);
+        }
+        assert!(c.size <= 1000, "{}", c.size);
+        assert_eq!(c.size, c.map.len() * 10);
+        assert!(c.map.len() > 40, "{} left", c.map.len());
+        assert_eq!(c.get(Some(1), "k99"), Some(99), "the newest is kept");
+        // One answer larger than a sixteenth of the budget is not kept at all.
+        c.keep(Some(1), "huge".into(), 0, 100, 1000);
+        assert_eq!(c.get(Some(1), "huge"), None);
+    }
 }

@@ -148,9 +148,10 @@ pub async fn list(
 ) -> Result<crate::fresh::JsonBytes, ApiError> {
     let view = s.settle().await?;
     let key = format!("list?{}", query.0.unwrap_or_default());
-    if let Some(kept) = s.fresh.answer(view, &key) {
-        return Ok(crate::fresh::JsonBytes(kept));
-    }
+    s.fresh.answer(view, key, || list_page(s.clone(), p)).await
+}
+
+async fn list_page(s: AppState, p: ListParams) -> Result<crate::fresh::JsonBytes, ApiError> {
     let filter = ListFilter {
         states: states(p.state.as_deref())?,
         ready: p.ready,
@@ -170,13 +171,11 @@ pub async fn list(
     let limit =
         crate::extract::page_size(p.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)))? as usize;
     let page = s.db().list(&filter, &words, after.as_ref(), limit).await?;
-    let answer = crate::fresh::JsonBytes::of(&ListResponse {
+    crate::fresh::JsonBytes::of(&ListResponse {
         count: page.tickets.len(),
         tickets: page.tickets,
         next: page.next.map(|n| n.to_string()),
-    })?;
-    s.fresh.keep_answer(view, key, answer.0.clone());
-    Ok(answer)
+    })
 }
 
 #[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, description = "created", body = Object), (status = 200, description = "a replay of an earlier create with the same Idempotency-Key", body = Object)), security(("bearer" = [])))]
@@ -209,15 +208,15 @@ pub async fn show(
 ) -> Result<crate::fresh::JsonBytes, ApiError> {
     let view = s.settle().await?;
     let key = format!("ticket/{id}");
-    if let Some(kept) = s.fresh.answer(view, &key) {
-        return Ok(crate::fresh::JsonBytes(kept));
-    }
-    let detail = s
-        .read(move |ws| yoi_store::query::ticket_detail(ws, &id))
-        .await?;
-    let answer = crate::fresh::JsonBytes::of(&detail)?;
-    s.fresh.keep_answer(view, key, answer.0.clone());
-    Ok(answer)
+    let state = s.clone();
+    s.fresh
+        .answer(view, key, || async move {
+            let detail = state
+                .read(move |ws| yoi_store::query::ticket_detail(ws, &id))
+                .await?;
+            crate::fresh::JsonBytes::of(&detail)
+        })
+        .await
 }
 
 #[utoipa::path(patch, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Object)), security(("bearer" = [])))]

@@ -103,7 +103,7 @@ impl<V: Clone> Cache<V> {
             let mut freed = 0usize;
             self.map.retain(|_, (_, s)| {
                 n += 1;
-                let keep = n % 2 == 0;
+                let keep = n.is_multiple_of(2);
                 if !keep {
                     freed += *s;
                 }

@@ -86,3 +86,22 @@ pub fn yoi_serve(yoi: &Path, root: &Path) -> (std::process::Child, String) {
         .to_string();
     (server, addr)
 }
+
+/// Turn the router of the workspace at `root` off (`[router] enabled = false`), so a server
+/// started on it leaves the tickets as they are.
+pub fn disable_routing(root: &Path) {
+    let config = root.join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).expect("read workspace.toml");
+    std::fs::write(
+        &config,
+        text.replace("\nenabled = true\n", "\nenabled = false\n"),
+    )
+    .expect("write workspace.toml");
+}
+
+/// `YOI_BENCH_ROUTING=0` in the environment: [`disable_routing`].
+pub fn disable_routing_if_asked(root: &Path) {
+    if std::env::var("YOI_BENCH_ROUTING").as_deref() == Ok("0") {
+        disable_routing(root);
+    }
+}

@@ -95,15 +95,7 @@ fn main() {
     let id = &ids[ids.len() / 2];
 
     // `YOI_BENCH_ROUTING=0`: a server that does not route the backlog meanwhile.
-    if std::env::var("YOI_BENCH_ROUTING").as_deref() == Ok("0") {
-        let config = root.join(".yoi/workspace.toml");
-        let text = std::fs::read_to_string(&config).unwrap();
-        std::fs::write(
-            &config,
-            text.replace("\nenabled = true\n", "\nenabled = false\n"),
-        )
-        .unwrap();
-    }
+    yoi_tests::disable_routing_if_asked(root);
     let (mut server, addr) = yoi_serve(&yoi, root);
     let har = |n: usize| {
         let step = (ids.len() / n).max(1);

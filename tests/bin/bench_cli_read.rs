@@ -98,13 +98,7 @@ fn main() {
     println!("  ratio: {:.2}", y / g);
 
     // A server that does not route, so the tickets stay as the local read saw them.
-    let config = root.join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replace("\nenabled = true\n", "\nenabled = false\n"),
-    )
-    .unwrap();
+    yoi_tests::disable_routing(root);
     let (mut server, _addr) = yoi_tests::yoi_serve(std::path::Path::new(&yoi), root);
     let through = [yoi.as_str(), "ticket", "list", "--ready", "--json"];
     let local_answer = Command::new(&yoi)

@@ -39,6 +39,8 @@ fn main() {
         .map(|s| s.parse().expect(usage))
         .unwrap_or(100_000);
     let (dir, token) = yoi_tests::generated_workspace(&yoi, tickets);
+    // `YOI_BENCH_ROUTING=0`: a server that does not route the backlog (for a profile).
+    yoi_tests::disable_routing_if_asked(dir.path());
     let (mut server, addr) = yoi_serve(&yoi, dir.path());
     let pid = server.id();
     let agent: ureq::Agent = ureq::Agent::config_builder()

@@ -375,19 +375,24 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub fn spawn_full_checks(state: crate::state::AppState) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut closing = state.closing.subscribe();
+        let mut took = Duration::ZERO;
         loop {
+            // Without a watch the check is the only freshness, but it never takes more than
+            // about a twentieth of a core (at 100,000 tickets one look takes seconds).
             let every = if state.fresh.watching() {
                 FULL_CHECK_WATCHED
             } else {
-                FULL_CHECK_UNWATCHED
+                FULL_CHECK_UNWATCHED.max(took * 20)
             };
             tokio::select! {
                 _ = tokio::time::sleep(every) => {}
                 _ = closing.wait_for(|c| *c) => return,
             }
+            let started = std::time::Instant::now();
             if let Err(e) = state.fresh.full_check(&state).await {
                 tracing::warn!(error = %e, "the periodic look at the ticket files failed");
             }
+            took = started.elapsed();
         }
     })
 }

@@ -136,6 +136,20 @@ mod imp {
         | libc::IN_ONLYDIR;
 
     pub(super) fn start(ws: &Workspace, db_file: Option<&Path>) -> std::io::Result<FileWatch> {
+        let folders = ws.ticket_folders().map_err(std::io::Error::other)?;
+        // Two watches per ticket; say so before taking most of them and failing at the end.
+        let needed = 2 * folders.len() + 2;
+        if let Some(limit) = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+        {
+            if needed > limit {
+                return Err(std::io::Error::other(format!(
+                    "{} tickets need {needed} inotify watches and fs.inotify.max_user_watches is {limit}",
+                    folders.len()
+                )));
+            }
+        }
         // SAFETY: inotify_init1 takes flags only and returns a new descriptor or -1.
         let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if raw < 0 {
@@ -146,7 +160,7 @@ mod imp {
         let mut inner = Inner {
             fd,
             tickets_dir: ws.tickets_dir(),
-            watched: HashMap::new(),
+            watched: HashMap::with_capacity(needed),
             db_name: None,
             generation: 0,
             db_generation: 0,
@@ -164,8 +178,8 @@ mod imp {
                 inner.db_name = Some(name.to_string_lossy().into_owned());
             }
         }
-        for id in ws.ticket_folders().map_err(std::io::Error::other)? {
-            watch_ticket(&mut inner, &id)?;
+        for id in &folders {
+            watch_ticket(&mut inner, id)?;
         }
         Ok(FileWatch {
             inner: Mutex::new(inner),

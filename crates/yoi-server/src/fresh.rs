@@ -342,7 +342,11 @@ async fn write_index(
     tokio::task::spawn_blocking(move || {
         let _turn = st.write_turn_blocking();
         match tickets {
-            None => st.index.reindex(&st.ws, ReindexMode::Incremental),
+            None => {
+                let stats = st.index.reindex(&st.ws, ReindexMode::Incremental);
+                crate::memory::give_back();
+                stats
+            }
             Some(ids) => {
                 let _lock = st.ws.lock()?;
                 let n = st.index.block_on(st.db().refresh(

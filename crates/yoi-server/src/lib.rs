@@ -12,6 +12,7 @@ pub mod error;
 pub mod extract;
 pub mod fresh;
 pub mod leases;
+pub mod memory;
 pub mod openapi;
 pub mod orchestrator;
 pub mod routes;
@@ -193,6 +194,7 @@ pub async fn serve(
         );
         // A bad flow file is skipped with its problems and never stops the start.
         yoi_engine::flows::warn_invalid(&ws);
+        memory::give_back();
         Ok::<_, StoreError>((ws, index, fresh))
     })
     .await

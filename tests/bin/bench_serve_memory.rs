@@ -3,7 +3,9 @@
 //!
 //! A workspace of TICKETS generated tickets (default 100,000) is indexed by `yoi init` and
 //! served. The server's memory is read from `/proc/<pid>/status` when it is up, 10 s later
-//! (the router's first passes run meanwhile), then after the whole backlog was listed through `GET /api/v1/tickets` (pages of 1,000, following `next`).
+//! (the router's first pass over the backlog runs meanwhile), once the router has caught up
+//! and rests (`GET /api/v1/router`), then after the whole backlog was listed through
+//! `GET /api/v1/tickets` (pages of 1,000, following `next`).
 //! `VmRSS` is split into anonymous memory (the heap) and file pages (the mapped database);
 //! `VmHWM` is the peak.
 
@@ -54,6 +56,32 @@ fn main() {
     // The router's first passes and the catch-up run in the background after the start.
     std::thread::sleep(std::time::Duration::from_secs(10));
     show("10 s later, before any request", memory(pid));
+    // Then until the router has caught up with the backlog and rests (at most 10 minutes).
+    let started = std::time::Instant::now();
+    let router = |agent: &ureq::Agent| -> serde_json::Value {
+        agent
+            .get(&format!("http://{addr}/api/v1/router"))
+            .header("Authorization", &auth)
+            .call()
+            .ok()
+            .and_then(|mut r| r.body_mut().read_json().ok())
+            .unwrap_or_default()
+    };
+    loop {
+        let r = router(&agent);
+        let resting = r["caught_up"] == true && r["busy"] == false && r["settled"] == true;
+        if resting || r["enabled"] == false || started.elapsed().as_secs() > 600 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    show(
+        &format!(
+            "router caught up and resting ({:.0} s later)",
+            started.elapsed().as_secs_f64() + 10.0
+        ),
+        memory(pid),
+    );
     let (mut listed, mut after) = (0usize, None::<String>);
     loop {
         let url = match &after {

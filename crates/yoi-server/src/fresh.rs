@@ -248,7 +248,13 @@ impl Fresh {
             .entry(key.clone())
             .or_default()
             .clone();
-        let turn = gate.lock().await;
+        // Forgotten however this ends, also when the request is dropped while it waits.
+        let _forget = Forget {
+            computing: &self.computing,
+            key: &key,
+            gate: &gate,
+        };
+        let _turn = gate.lock().await;
         if let Some(b) = kept(&key) {
             return Ok(b);
         }
@@ -256,11 +262,6 @@ impl Fresh {
         if let Ok(b) = &made {
             let size = key.len() + b.0.len();
             lock(&self.answers).keep(view.answers, key.clone(), b.0.clone(), size, ANSWER_BUDGET);
-        }
-        drop(turn);
-        let mut computing = lock(&self.computing);
-        if computing.get(&key).is_some_and(|g| Arc::ptr_eq(g, &gate)) {
-            computing.remove(&key);
         }
         made
     }
@@ -303,6 +304,25 @@ impl Fresh {
             );
         }
         Ok(())
+    }
+}
+
+/// Removes a finished computation's gate (if no newer one took its place) when dropped.
+struct Forget<'a> {
+    computing: &'a Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    key: &'a str,
+    gate: &'a Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        let mut computing = lock(self.computing);
+        if computing
+            .get(self.key)
+            .is_some_and(|g| Arc::ptr_eq(g, self.gate))
+        {
+            computing.remove(self.key);
+        }
     }
 }
 

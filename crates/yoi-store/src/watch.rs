@@ -7,11 +7,11 @@
 //! write that finished before its request arrived: a server can keep answers in memory and
 //! still never serve one older than a write its caller already saw succeed.
 //!
-//! What a poll reports: a [`FileWatch::generation`] that moves whenever anything watched
-//! changed, the tickets whose files changed (for the index to re-read), and whether the watch
-//! lost track (the kernel's queue overflowed, the tickets folder itself was moved or removed, a
-//! new folder could not be watched) so that only a full look at the files can tell what
-//! changed. Reads by any process are never events (only writes, renames, removals and
+//! What a poll reports ([`Polled`]): a generation that moves whenever anything watched
+//! changed, the tickets whose files changed (for the index to re-read), whether the watch lost
+//! track (the kernel's queue overflowed) so that only a full look at the files can tell what
+//! changed, and whether it is broken (the tickets folder or the database's folder was moved or
+//! removed, a new folder could not be watched) and must be replaced. Reads by any process are never events (only writes, renames, removals and
 //! attribute changes are watched), so a read-only load leaves the generation alone.
 //!
 //! Linux only; elsewhere [`FileWatch::start`] says it cannot watch and callers check the files
@@ -71,6 +71,9 @@ struct Inner {
     lost: bool,
     broken: bool,
     last_db_write: Option<Instant>,
+    /// Where events are read into (kept, so a poll allocates nothing).
+    #[cfg(target_os = "linux")]
+    buf: Vec<u8>,
 }
 
 impl FileWatch {
@@ -104,6 +107,15 @@ impl FileWatch {
 }
 
 impl Inner {
+    /// The watch lost track of what changed (everything must be looked at, nothing kept may
+    /// be trusted); `broken`: and it can no longer see every write.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    fn lose(&mut self, broken: bool) {
+        self.lost = true;
+        self.broken |= broken;
+        self.db_generation += 1;
+    }
+
     fn is_db_file(&self, name: &str) -> bool {
         self.db_name.as_deref().is_some_and(|db| {
             name.strip_prefix(db)
@@ -168,6 +180,8 @@ mod imp {
             lost: false,
             broken: false,
             last_db_write: None,
+            // Room for many events per read; names are at most NAME_MAX bytes.
+            buf: vec![0u8; 64 * 1024],
         };
         std::fs::create_dir_all(&inner.tickets_dir)?;
         let dir = inner.tickets_dir.clone();
@@ -215,8 +229,7 @@ mod imp {
     }
 
     pub(super) fn drain(inner: &mut Inner) {
-        // Room for many events per read; names are at most NAME_MAX bytes.
-        let mut buf = vec![0u8; 64 * 1024];
+        let mut buf = std::mem::take(&mut inner.buf);
         let mut any = false;
         loop {
             // SAFETY: reads into a buffer this function owns, at most its length.
@@ -234,9 +247,7 @@ mod imp {
                     if e.raw_os_error() != Some(libc::EAGAIN)
                         && e.raw_os_error() != Some(libc::EINTR)
                     {
-                        inner.lost = true;
-                        inner.broken = true;
-                        inner.db_generation += 1;
+                        inner.lose(true);
                         any = true;
                     }
                 }
@@ -261,6 +272,7 @@ mod imp {
                 at = name_end;
             }
         }
+        inner.buf = buf;
         if any {
             inner.generation += 1;
         }
@@ -269,16 +281,13 @@ mod imp {
     /// Note one event; whether it changed anything that counts.
     fn handle(inner: &mut Inner, ev: &libc::inotify_event, name: &str) -> bool {
         if ev.mask & libc::IN_Q_OVERFLOW != 0 {
-            inner.lost = true;
-            inner.db_generation += 1;
+            inner.lose(false);
             return true;
         }
         if ev.mask & libc::IN_IGNORED != 0 {
             // The watch is gone (its folder was removed); a removed ticket was already marked.
             if let Some(Watched::TicketsDir | Watched::DbDir) = inner.watched.remove(&ev.wd) {
-                inner.lost = true;
-                inner.broken = true;
-                inner.db_generation += 1;
+                inner.lose(true);
                 return true;
             }
             return false;
@@ -288,15 +297,15 @@ mod imp {
         match inner.watched.get(&ev.wd) {
             Some(Watched::TicketsDir) => {
                 if ev.mask & (libc::IN_DELETE_SELF | libc::IN_MOVE_SELF) != 0 {
-                    inner.lost = true;
-                    inner.broken = true;
+                    inner.lose(true);
                     return true;
                 }
                 let Ok(id) = TicketId::parse(name) else {
                     return false;
                 };
+                // A folder that cannot be watched would go unseen from now on.
                 if is_dir && appeared && watch_ticket(inner, &id).is_err() {
-                    inner.lost = true;
+                    inner.lose(true);
                 }
                 inner.dirty.insert(id);
             }
@@ -305,7 +314,7 @@ mod imp {
                 if is_dir && appeared && name == ARTIFACTS {
                     let path = inner.tickets_dir.join(id.as_str()).join(ARTIFACTS);
                     if add(inner, &path, Watched::Artifacts(id.clone())).is_err() {
-                        inner.lost = true;
+                        inner.lose(true);
                     }
                 }
                 inner.dirty.insert(id);
@@ -316,9 +325,7 @@ mod imp {
             }
             Some(Watched::DbDir) => {
                 if ev.mask & (libc::IN_DELETE_SELF | libc::IN_MOVE_SELF) != 0 {
-                    inner.lost = true;
-                    inner.broken = true;
-                    inner.db_generation += 1;
+                    inner.lose(true);
                     return true;
                 }
                 // The folder holds other files too (the workspace lock, server.json): only

@@ -351,8 +351,8 @@ impl axum::response::IntoResponse for JsonBytes {
 }
 
 /// Write the index from the files as an operation would: in this server's writer turn and
-/// under the workspace lock (the outbox numbers its rows inside the transaction, and another
-/// process's operation must not interleave). `Some(ids)` re-reads those tickets, `None` runs
+/// under the workspace lock (the index takes it; the outbox numbers its rows inside the
+/// transaction, and another process's operation must not interleave). `Some(ids)` re-reads those tickets, `None` runs
 /// the incremental pass over every file.
 async fn write_index(
     state: &AppState,
@@ -368,12 +368,7 @@ async fn write_index(
                 stats
             }
             Some(ids) => {
-                let _lock = st.ws.lock()?;
-                let n = st.index.block_on(st.db().refresh(
-                    &st.ws,
-                    &ids,
-                    crate::auth::now().unix_millis(),
-                ))?;
+                let n = st.index.refresh(&st.ws, &ids)?;
                 if n > 0 {
                     tracing::debug!(tickets = n, "read tickets changed on disk into the index");
                 }

@@ -76,6 +76,13 @@ impl DbIndex {
         self.rt.block_on(self.db.reindex(ws, mode, now_ms()))
     }
 
+    /// Re-read these tickets into the index where their files changed ([`Db::refresh`]),
+    /// under the workspace lock. Returns how many were re-read or removed.
+    pub fn refresh(&self, ws: &Workspace, ids: &[TicketId]) -> Result<usize, StoreError> {
+        let _lock = ws.lock()?;
+        self.rt.block_on(self.db.refresh(ws, ids, now_ms()))
+    }
+
     /// Run any database future to completion (blocking threads only).
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.rt.block_on(f)

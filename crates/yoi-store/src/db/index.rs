@@ -218,17 +218,8 @@ impl Db {
             .await
             .map_err(db_err)?;
             let mut known = Vec::with_capacity(rows.len());
-            for r in rows {
-                let name: String = r.try_get(0).map_err(db_err)?;
-                let Some(name) = FILES.iter().find(|f| **f == name) else {
-                    continue;
-                };
-                known.push(FileStat {
-                    name,
-                    size: r.try_get(1).map_err(db_err)?,
-                    mtime_ns: r.try_get(2).map_err(db_err)?,
-                    hash: Some(r.try_get(3).map_err(db_err)?),
-                });
+            for r in &rows {
+                known.extend(file_stat(r, 0)?);
             }
             if seen[ITEM_AT].is_none() {
                 if !known.is_empty() {
@@ -241,10 +232,11 @@ impl Db {
         Ok((changed, gone))
     }
 
-    /// Bring just these tickets in line with their files (see [`Db::stale_tickets`]): a
-    /// changed ticket is read again, a gone one loses its rows. Returns how many. Call under
-    /// the workspace lock, as every index write is (the outbox numbers its rows inside the
-    /// transaction).
+    /// Bring just these tickets in line with their files (see [`Db::stale_tickets`], which
+    /// this asks again: a caller may have looked before it held the lock): a changed ticket is
+    /// read again, a gone one loses its rows. Returns how many. Call under the workspace lock,
+    /// as every index write is (the outbox numbers its rows inside the transaction);
+    /// [`super::DbIndex::refresh`] takes it.
     pub async fn refresh(
         &self,
         ws: &Workspace,
@@ -427,20 +419,28 @@ async fn load_file_stats(
         sqlx::query("SELECT ticket_id, name, size, mtime_ns, hash FROM ticket_files").fetch(conn);
     let mut out: BTreeMap<String, Vec<FileStat>> = BTreeMap::new();
     while let Some(r) = rows.try_next().await.map_err(db_err)? {
-        let name: String = r.try_get(1).map_err(db_err)?;
-        let Some(name) = FILES.iter().find(|f| **f == name) else {
-            continue;
-        };
-        out.entry(r.try_get(0).map_err(db_err)?)
-            .or_default()
-            .push(FileStat {
-                name,
-                size: r.try_get(2).map_err(db_err)?,
-                mtime_ns: r.try_get(3).map_err(db_err)?,
-                hash: Some(r.try_get(4).map_err(db_err)?),
-            });
+        if let Some(stat) = file_stat(&r, 1)? {
+            out.entry(r.try_get(0).map_err(db_err)?)
+                .or_default()
+                .push(stat);
+        }
     }
     Ok(out)
+}
+
+/// A `ticket_files` row's name, size, mtime and hash, from column `at` on (`None`: a file
+/// this yoi does not fingerprint).
+fn file_stat(r: &sqlx::any::AnyRow, at: usize) -> Result<Option<FileStat>, StoreError> {
+    let name: String = r.try_get(at).map_err(db_err)?;
+    let Some(name) = FILES.iter().find(|f| **f == name) else {
+        return Ok(None);
+    };
+    Ok(Some(FileStat {
+        name,
+        size: r.try_get(at + 1).map_err(db_err)?,
+        mtime_ns: r.try_get(at + 2).map_err(db_err)?,
+        hash: Some(r.try_get(at + 3).map_err(db_err)?),
+    }))
 }
 
 /// The size and mtime of each of a ticket's [`FILES`] (`None`: not there, or not a file).

@@ -74,6 +74,9 @@ actions! {
 pub struct Caller {
     pub token: TokenInfo,
     pub principal: Principal,
+    /// What this request may rely on: the index had every write that finished before the
+    /// request arrived (`AppState::settle`, once per request, before the token was looked up).
+    pub view: crate::fresh::View,
 }
 
 impl Caller {
@@ -132,8 +135,9 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        let view = state.settle().await?;
         let Some(header) = parts.headers.get(axum::http::header::AUTHORIZATION) else {
-            return session_caller::<A>(parts, state).await;
+            return session_caller::<A>(parts, state, view).await;
         };
         let secret = header
             .to_str()
@@ -149,8 +153,7 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
                 ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
             })?;
         if yoi_engine::assignments::agent_token::is_agent_token(secret) {
-            state.settle().await?;
-            let caller = agent_caller(state, secret).await?;
+            let caller = agent_caller(state, secret, view).await?;
             if !A::ALLOWED.contains(&ScopeClass::Agent) {
                 return Err(ApiError::forbidden(format!(
                     "an agent's token may not {}; it may read and use skills for its own assignment",
@@ -160,12 +163,13 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
             return Ok(Authed(caller, PhantomData));
         }
         let token = state
-            .token_by_hash(&hash_secret(secret))
+            .token_by_hash(view, &hash_secret(secret))
             .await?
             .ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))?;
         let caller = Caller {
             principal: principal_for(&token),
             token,
+            view,
         };
         if !A::ALLOWED.contains(&caller.class()) {
             return Err(ApiError::forbidden(format!(
@@ -181,13 +185,17 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
 /// A request without a bearer token: a dashboard session may read (its cookie rides along
 /// with `EventSource` and links into the JSON API). It never mutates through the API; the
 /// dashboard's own forms carry the CSRF token for that.
-async fn session_caller<A: Action>(parts: &Parts, state: &AppState) -> Result<Authed<A>, ApiError> {
+async fn session_caller<A: Action>(
+    parts: &Parts,
+    state: &AppState,
+    view: crate::fresh::View,
+) -> Result<Authed<A>, ApiError> {
     let safe = parts.method == axum::http::Method::GET || parts.method == axum::http::Method::HEAD;
     let secret = crate::ui::session::secret_of(&parts.headers)
         .filter(|_| safe && A::ALLOWED.contains(&ScopeClass::Read))
         .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
     let token = state
-        .token_by_hash(&hash_secret(&secret))
+        .token_by_hash(view, &hash_secret(&secret))
         .await?
         .filter(|t| t.scope == Scope::Human)
         .ok_or_else(|| ApiError::unauthorized("unknown or ended dashboard session"))?;
@@ -195,13 +203,18 @@ async fn session_caller<A: Action>(parts: &Parts, state: &AppState) -> Result<Au
         Caller {
             principal: principal_for(&token),
             token,
+            view,
         },
         PhantomData,
     ))
 }
 
 /// The caller an agent token speaks for: its live claim's pod, as that pod's role.
-async fn agent_caller(state: &AppState, secret: &str) -> Result<Caller, ApiError> {
+async fn agent_caller(
+    state: &AppState,
+    secret: &str,
+    view: crate::fresh::View,
+) -> Result<Caller, ApiError> {
     use yoi_engine::assignments::agent_token::{live_claim_of, AgentRefusal};
     let (st, secret) = (state.clone(), secret.to_string());
     let found = tokio::task::spawn_blocking(move || {
@@ -232,5 +245,6 @@ async fn agent_caller(state: &AppState, secret: &str) -> Result<Caller, ApiError
             created_ms: a.updated_ms,
             revoked_ms: None,
         },
+        view,
     })
 }

@@ -88,10 +88,13 @@ impl AppState {
             .map_err(|e| ApiError::internal("reading changed ticket files into the index", e))
     }
 
-    /// The live token with this secret hash, after [`AppState::settle`]: from memory when
-    /// the database has not changed since it was last looked up.
-    pub async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenInfo>, ApiError> {
-        let view = self.settle().await?;
+    /// The live token with this secret hash, as of `view` (from [`AppState::settle`]): from
+    /// memory when the database has not changed since it was last looked up.
+    pub async fn token_by_hash(
+        &self,
+        view: crate::fresh::View,
+        hash: &str,
+    ) -> Result<Option<TokenInfo>, ApiError> {
         if let Some(t) = self.fresh.token(view, hash) {
             return Ok(Some(t));
         }

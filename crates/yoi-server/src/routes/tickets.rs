@@ -142,13 +142,14 @@ fn relation_kind(kind: &str) -> Result<yoi_core::relation::RelationKind, ApiErro
 #[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets", params(ListParams), responses((status = 200, body = ListResponse)), security(("bearer" = [])))]
 pub async fn list(
     State(s): State<AppState>,
-    _a: Authed<ReadTickets>,
+    Authed(c, ..): Authed<ReadTickets>,
     query: axum::extract::RawQuery,
     Params(p): Params<ListParams>,
 ) -> Result<crate::fresh::JsonBytes, ApiError> {
-    let view = s.settle().await?;
     let key = format!("list?{}", query.0.unwrap_or_default());
-    s.fresh.answer(view, key, || list_page(s.clone(), p)).await
+    s.fresh
+        .answer(c.view, key, || list_page(s.clone(), p))
+        .await
 }
 
 async fn list_page(s: AppState, p: ListParams) -> Result<crate::fresh::JsonBytes, ApiError> {
@@ -203,14 +204,13 @@ pub async fn create(
 #[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
 pub async fn show(
     State(s): State<AppState>,
-    _a: Authed<ReadTickets>,
+    Authed(c, ..): Authed<ReadTickets>,
     Path(id): Path<String>,
 ) -> Result<crate::fresh::JsonBytes, ApiError> {
-    let view = s.settle().await?;
     let key = format!("ticket/{id}");
     let state = s.clone();
     s.fresh
-        .answer(view, key, || async move {
+        .answer(c.view, key, || async move {
             let detail = state
                 .read(move |ws| yoi_store::query::ticket_detail(ws, &id))
                 .await?;

@@ -152,7 +152,8 @@ pub async fn viewer_of(s: &AppState, headers: &HeaderMap) -> Result<Option<Viewe
         return Ok(None);
     };
     let hash = hash_secret(&secret);
-    let token = s.token_by_hash(&hash).await?;
+    let view = s.settle().await?;
+    let token = s.token_by_hash(view, &hash).await?;
     Ok(token
         .filter(|t| t.scope == Scope::Human)
         .map(|token| Viewer {
@@ -160,6 +161,7 @@ pub async fn viewer_of(s: &AppState, headers: &HeaderMap) -> Result<Option<Viewe
             caller: Caller {
                 principal: yoi_core::Principal::human(token.principal.clone()),
                 token,
+                view,
             },
             session: hash,
         }))

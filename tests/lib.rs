@@ -60,10 +60,59 @@ pub fn generated_workspace(yoi: &Path, tickets: usize) -> (tempfile::TempDir, St
     (dir, token)
 }
 
+/// A running `yoi serve`: stopped as `yoi` asks to be (SIGTERM, then SIGKILL after 10 s) by
+/// [`Served::stop`] or when dropped, so a benchmark that panics leaves no server behind.
+pub struct Served(pub std::process::Child);
+
+impl Served {
+    /// Stop the server and wait for it.
+    pub fn stop(mut self) {
+        self.end();
+    }
+
+    fn end(&mut self) {
+        if !matches!(self.0.try_wait(), Ok(None)) {
+            return;
+        }
+        // SAFETY: signals a child this process started and has not reaped.
+        unsafe {
+            libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while matches!(self.0.try_wait(), Ok(None)) {
+            if std::time::Instant::now() > until {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl std::ops::Deref for Served {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Served {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
 /// Start `yoi serve --listen 127.0.0.1:0` in `root` (log level warn, log on this process's
-/// stderr); returns the child and the address from its `listening on http://ADDR` line. The
+/// stderr); returns the server and the address from its `listening on http://ADDR` line. The
 /// child's stdout is read up to that line and then left alone.
-pub fn yoi_serve(yoi: &Path, root: &Path) -> (std::process::Child, String) {
+pub fn yoi_serve(yoi: &Path, root: &Path) -> (Served, String) {
     use std::io::BufRead;
     use std::process::{Command, Stdio};
     let mut server = Command::new(yoi)
@@ -84,7 +133,7 @@ pub fn yoi_serve(yoi: &Path, root: &Path) -> (std::process::Child, String) {
         .strip_prefix("listening on http://")
         .unwrap_or_else(|| panic!("yoi serve printed {line:?}"))
         .to_string();
-    (server, addr)
+    (Served(server), addr)
 }
 
 /// Turn the router of the workspace at `root` off (`[router] enabled = false`), so a server

@@ -3,7 +3,6 @@
 //! `POST /api/v1/skills/yoi-ticket-work/activate` after 200 warm-up requests. Each activation
 //! is recorded in the database before its body is returned, so this measures the record too.
 
-use std::process::Command;
 use std::time::Instant;
 
 use yoi_tests::{yoi_init, yoi_serve};
@@ -20,7 +19,7 @@ fn main() {
     let root = dir.path();
     yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
     let token = yoi_init(&yoi, root);
-    let (mut server, addr) = yoi_serve(&yoi, root);
+    let (server, addr) = yoi_serve(&yoi, root);
     let url = format!("http://{addr}/api/v1/skills/yoi-ticket-work/activate");
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -41,10 +40,7 @@ fn main() {
             micros.push(t.elapsed().as_micros() as u64);
         }
     }
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let _ = server.wait();
+    server.stop();
     micros.sort_unstable();
     let pct =
         |p: f64| micros[((micros.len() as f64 * p) as usize).min(micros.len() - 1)] as f64 / 1000.0;

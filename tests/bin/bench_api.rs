@@ -9,7 +9,6 @@
 //! `GET /api/v1/tickets/{id}` of a random ticket.
 //! Each client's choices come from a fixed seed (printed), so runs send the same mix.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use yoi_tests::generate::{Rng, SEED};
@@ -55,7 +54,7 @@ fn main() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
 
-    let (mut server, addr) = yoi_serve(&yoi, root);
+    let (server, addr) = yoi_serve(&yoi, root);
     let base = format!("http://{addr}/api/v1");
 
     let warmup = Duration::from_secs(3);
@@ -87,10 +86,7 @@ fn main() {
         }
         all.errors += s.errors;
     }
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let _ = server.wait();
+    server.stop();
 
     let secs = seconds as f64;
     let total: usize = all.micros.iter().map(Vec::len).sum();

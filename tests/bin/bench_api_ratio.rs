@@ -96,7 +96,7 @@ fn main() {
 
     // `YOI_BENCH_ROUTING=0`: a server that does not route the backlog meanwhile.
     yoi_tests::disable_routing_if_asked(root);
-    let (mut server, addr) = yoi_serve(&yoi, root);
+    let (server, addr) = yoi_serve(&yoi, root);
     let har = |n: usize| {
         let step = (ids.len() / n).max(1);
         let entries: Vec<serde_json::Value> = ids
@@ -176,8 +176,5 @@ fn main() {
             l.non2xx
         );
     }
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let _ = server.wait();
+    server.stop();
 }

@@ -99,7 +99,7 @@ fn main() {
 
     // A server that does not route, so the tickets stay as the local read saw them.
     yoi_tests::disable_routing(root);
-    let (mut server, _addr) = yoi_tests::yoi_serve(std::path::Path::new(&yoi), root);
+    let (server, _addr) = yoi_tests::yoi_serve(std::path::Path::new(&yoi), root);
     let through = [yoi.as_str(), "ticket", "list", "--ready", "--json"];
     let local_answer = Command::new(&yoi)
         .args(["--local", "ticket", "list", "--ready", "--json"])
@@ -157,10 +157,7 @@ fn main() {
         elo * 1e3,
         ehi * 1e3
     );
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let _ = server.wait();
+    server.stop();
     // `YOI_BENCH_KEEP=1` keeps the workspace for a profile afterwards.
     if std::env::var_os("YOI_BENCH_KEEP").is_some() {
         println!("kept {}", dir.keep().display());

@@ -11,7 +11,6 @@
 //! `settled` (every outbox event handled, no pass running, nothing in a retry backoff).
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use yoi_core::decision::parse_kind;
@@ -50,7 +49,7 @@ fn main() {
     );
     let token = yoi_init(&yoi, root);
 
-    let (mut server, addr) = yoi_serve(&yoi, root);
+    let (server, addr) = yoi_serve(&yoi, root);
     let start = Instant::now();
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -74,10 +73,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(5));
     };
     let elapsed = start.elapsed();
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let _ = server.wait();
+    server.stop();
 
     let ws = yoi_store::Workspace::open(root).unwrap();
     let orchestrator = Principal::orchestrator().author();

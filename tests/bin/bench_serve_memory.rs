@@ -9,8 +9,6 @@
 //! `VmRSS` is split into anonymous memory (the heap) and file pages (the mapped database);
 //! `VmHWM` is the peak.
 
-use std::process::Command;
-
 use yoi_tests::yoi_serve;
 
 /// `VmRSS`, `RssAnon`, `RssFile` and `VmHWM` of `pid`, in MiB.
@@ -43,7 +41,7 @@ fn main() {
     let (dir, token) = yoi_tests::generated_workspace(&yoi, tickets);
     // `YOI_BENCH_ROUTING=0`: a server that does not route the backlog (for a profile).
     yoi_tests::disable_routing_if_asked(dir.path());
-    let (mut server, addr) = yoi_serve(&yoi, dir.path());
+    let (server, addr) = yoi_serve(&yoi, dir.path());
     let pid = server.id();
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -105,8 +103,5 @@ fn main() {
         &format!("after listing all {listed} open tickets"),
         memory(pid),
     );
-    let _ = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status();
-    let _ = server.wait();
+    server.stop();
 }

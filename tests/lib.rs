@@ -148,6 +148,30 @@ pub fn disable_routing(root: &Path) {
     .expect("write workspace.toml");
 }
 
+/// Wait until the router of the server at `addr` has caught up with the backlog and rests
+/// (`GET /api/v1/router`), or is off, for at most `limit`; how long that took.
+pub fn wait_for_router_rest(
+    addr: &str,
+    token: &str,
+    limit: std::time::Duration,
+) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    let auth = format!("Bearer {token}");
+    loop {
+        let r: serde_json::Value = ureq::get(&format!("http://{addr}/api/v1/router"))
+            .header("Authorization", &auth)
+            .call()
+            .ok()
+            .and_then(|mut r| r.body_mut().read_json().ok())
+            .unwrap_or_default();
+        let resting = r["caught_up"] == true && r["busy"] == false && r["settled"] == true;
+        if resting || r["enabled"] == false || started.elapsed() > limit {
+            return started.elapsed();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
 /// `YOI_BENCH_ROUTING=0` in the environment: [`disable_routing`].
 pub fn disable_routing_if_asked(root: &Path) {
     if std::env::var("YOI_BENCH_ROUTING").as_deref() == Ok("0") {

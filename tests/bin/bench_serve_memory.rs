@@ -55,28 +55,12 @@ fn main() {
     std::thread::sleep(std::time::Duration::from_secs(10));
     show("10 s later, before any request", memory(pid));
     // Then until the router has caught up with the backlog and rests (at most 10 minutes).
-    let started = std::time::Instant::now();
-    let router = |agent: &ureq::Agent| -> serde_json::Value {
-        agent
-            .get(&format!("http://{addr}/api/v1/router"))
-            .header("Authorization", &auth)
-            .call()
-            .ok()
-            .and_then(|mut r| r.body_mut().read_json().ok())
-            .unwrap_or_default()
-    };
-    loop {
-        let r = router(&agent);
-        let resting = r["caught_up"] == true && r["busy"] == false && r["settled"] == true;
-        if resting || r["enabled"] == false || started.elapsed().as_secs() > 600 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
+    let waited =
+        yoi_tests::wait_for_router_rest(&addr, &token, std::time::Duration::from_secs(600));
     show(
         &format!(
             "router caught up and resting ({:.0} s later)",
-            started.elapsed().as_secs_f64() + 10.0
+            waited.as_secs_f64() + 10.0
         ),
         memory(pid),
     );

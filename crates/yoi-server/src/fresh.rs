@@ -17,8 +17,12 @@
 //! One gap is closed by waiting: SQLite makes a commit visible to readers slightly after its
 //! last write to the log (the shared-memory index is updated after the write), so a read in
 //! that instant could compute an old answer after the event was drained. Nothing is cached
-//! until the database has been quiet for [`QUIET`]. A PostgreSQL index cannot be watched:
-//! with it, tokens and answers are never cached, and files are still watched.
+//! until the database has been quiet for [`QUIET`].
+//!
+//! A PostgreSQL index cannot be watched. With it, the database's part of a generation is its
+//! commit stamp, read after the request arrived ([`crate::rounds`]): one query in flight at a
+//! time answers every request waiting. A commit is visible to every later snapshot once its
+//! writer has been told it committed, so no quiet time is needed there.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -30,6 +34,7 @@ use yoi_store::db::{IndexStats, ReindexMode, TokenInfo};
 use yoi_store::watch::FileWatch;
 use yoi_store::{StoreError, Workspace};
 
+use crate::rounds::Rounds;
 use crate::state::AppState;
 
 /// How long the database must have been quiet before an answer computed from it is kept.
@@ -42,13 +47,18 @@ const TOKEN_BUDGET: usize = 10_000;
 const FULL_CHECK_WATCHED: Duration = Duration::from_secs(600);
 const FULL_CHECK_UNWATCHED: Duration = Duration::from_secs(15);
 
+/// A generation: the files' part (the watch's number in the high bits, its count of events
+/// below) and the database's (PostgreSQL's commit stamp; 0 with SQLite, whose file is watched).
+/// Both parts only grow, so a later generation never orders before an earlier one.
+type Generation = (u64, u128);
+
 /// What a request may rely on once [`Fresh::settle`] returned.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct View {
     /// Answers may be cached at this generation (`None`: not now).
-    answers: Option<u64>,
+    answers: Option<Generation>,
     /// Tokens may be cached at this generation (`None`: not now).
-    tokens: Option<u64>,
+    tokens: Option<Generation>,
 }
 
 #[derive(Default)]
@@ -58,7 +68,7 @@ struct Pending {
 }
 
 struct Cache<V> {
-    generation: u64,
+    generation: Generation,
     size: usize,
     /// Each value with the size it was counted at.
     map: HashMap<String, (V, usize)>,
@@ -67,13 +77,13 @@ struct Cache<V> {
 impl<V: Clone> Cache<V> {
     fn new() -> Self {
         Cache {
-            generation: 0,
+            generation: (0, 0),
             size: 0,
             map: HashMap::new(),
         }
     }
 
-    fn get(&mut self, at: Option<u64>, key: &str) -> Option<V> {
+    fn get(&mut self, at: Option<Generation>, key: &str) -> Option<V> {
         let at = at?;
         if at != self.generation {
             return None;
@@ -81,7 +91,7 @@ impl<V: Clone> Cache<V> {
         self.map.get(key).map(|(v, _)| v.clone())
     }
 
-    fn keep(&mut self, at: Option<u64>, key: String, value: V, size: usize, budget: usize) {
+    fn keep(&mut self, at: Option<Generation>, key: String, value: V, size: usize, budget: usize) {
         let Some(at) = at else { return };
         // Computed before a change this cache already knows of; or so large (a page of a
         // thousand tickets) that keeping it would push out many smaller answers.
@@ -123,8 +133,10 @@ pub struct Fresh {
     started: std::sync::atomic::AtomicU64,
     /// Whether a watch ever ran (one that never could start is not tried again).
     restartable: bool,
-    /// The embedded SQLite database the watch sees (`None`: PostgreSQL, never cached).
+    /// The embedded SQLite database the watch sees.
     db_file: Option<std::path::PathBuf>,
+    /// The rounds that read PostgreSQL's commit stamp (`None`: not PostgreSQL).
+    rounds: Option<Arc<Rounds>>,
     pending: tokio::sync::Mutex<Pending>,
     answers: Mutex<Cache<Bytes>>,
     /// One computation per missing answer: requests for the same answer wait for it.
@@ -136,7 +148,9 @@ impl Fresh {
     /// Start watching `ws` (and its database, when that is an SQLite file). A watch that
     /// cannot start is logged; the server then relies on the periodic full check.
     pub fn start(ws: &Workspace) -> Fresh {
-        let db_file = yoi_store::db::sqlite_file(&ws.database_url());
+        let url = ws.database_url();
+        let db_file = yoi_store::db::sqlite_file(&url);
+        let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
         let watch = match FileWatch::start(ws, db_file.as_deref()) {
             Ok(w) => {
                 tracing::info!(folders = w.watches(), "watching the ticket files");
@@ -150,6 +164,7 @@ impl Fresh {
         Fresh {
             restartable: watch.is_some(),
             db_file,
+            rounds: postgres.then(Rounds::new),
             watch: Mutex::new(watch.map(|w| (1, w))),
             started: std::sync::atomic::AtomicU64::new(1),
             pending: tokio::sync::Mutex::new(Pending::default()),
@@ -211,11 +226,23 @@ impl Fresh {
         if !pending.tickets.is_empty() || pending.lost || polled.broken {
             return Ok(View::default());
         }
+        // Other requests settle while this one waits for the database.
+        drop(pending);
+        let files = (epoch << 40) + polled.generation;
+        if let Some(rounds) = &self.rounds {
+            let Some(stamp) = rounds.stamp(db).await else {
+                return Ok(View::default());
+            };
+            return Ok(View {
+                answers: Some((files, stamp)),
+                tokens: Some((0, stamp)),
+            });
+        }
         let quiet = polled.last_db_write.is_none_or(|t| t.elapsed() >= QUIET);
         let cacheable = self.db_file.is_some() && quiet;
         Ok(View {
-            answers: cacheable.then_some((epoch << 40) + polled.generation),
-            tokens: cacheable.then_some((epoch << 40) + polled.db_generation),
+            answers: cacheable.then_some((files, 0)),
+            tokens: cacheable.then_some(((epoch << 40) + polled.db_generation, 0)),
         })
     }
 
@@ -418,40 +445,57 @@ pub fn spawn_full_checks(state: crate::state::AppState) -> tokio::task::JoinHand
 
 #[cfg(test)]
 mod tests {
-    use super::Cache;
+    use super::{Cache, Generation};
+
+    fn g(files: u64) -> Option<Generation> {
+        Some((files, 0))
+    }
 
     #[test]
     fn an_answer_is_found_only_at_the_generation_it_was_kept_at() {
         let mut c: Cache<u32> = Cache::new();
-        c.keep(Some(3), "a".into(), 1, 10, 1000);
-        assert_eq!(c.get(Some(3), "a"), Some(1));
-        assert_eq!(c.get(Some(4), "a"), None, "a later generation");
+        c.keep(g(3), "a".into(), 1, 10, 1000);
+        assert_eq!(c.get(g(3), "a"), Some(1));
+        assert_eq!(c.get(g(4), "a"), None, "a later generation");
         assert_eq!(c.get(None, "a"), None, "nothing may be cached now");
         // Computed at an older generation than the cache knows: refused.
-        c.keep(Some(2), "b".into(), 2, 10, 1000);
-        assert_eq!(c.get(Some(3), "b"), None);
+        c.keep(g(2), "b".into(), 2, 10, 1000);
+        assert_eq!(c.get(g(3), "b"), None);
         // A newer generation starts over.
-        c.keep(Some(5), "b".into(), 2, 10, 1000);
-        assert_eq!((c.get(Some(5), "a"), c.get(Some(5), "b")), (None, Some(2)));
+        c.keep(g(5), "b".into(), 2, 10, 1000);
+        assert_eq!((c.get(g(5), "a"), c.get(g(5), "b")), (None, Some(2)));
         assert_eq!(c.size, 10);
+    }
+
+    #[test]
+    fn a_commit_in_the_database_alone_is_a_new_generation() {
+        let mut c: Cache<u32> = Cache::new();
+        c.keep(Some((7, 100)), "a".into(), 1, 10, 1000);
+        assert_eq!(c.get(Some((7, 100)), "a"), Some(1));
+        assert_eq!(c.get(Some((7, 101)), "a"), None, "the database moved on");
+        // Kept at an older database stamp than the cache knows: refused.
+        c.keep(Some((7, 101)), "b".into(), 2, 10, 1000);
+        c.keep(Some((7, 100)), "c".into(), 3, 10, 1000);
+        assert_eq!(c.get(Some((7, 100)), "c"), None);
+        assert_eq!(c.get(Some((7, 101)), "b"), Some(2));
     }
 
     #[test]
     fn the_same_answer_kept_again_counts_once_and_a_full_cache_keeps_half() {
         let mut c: Cache<u32> = Cache::new();
         for _ in 0..50 {
-            c.keep(Some(1), "same".into(), 7, 10, 1000);
+            c.keep(g(1), "same".into(), 7, 10, 1000);
         }
         assert_eq!((c.size, c.map.len()), (10, 1));
         for i in 0..100 {
-            c.keep(Some(1), format!("k{i}"), i, 10, 1000);
+            c.keep(g(1), format!("k{i}"), i, 10, 1000);
         }
         assert!(c.size <= 1000, "{}", c.size);
         assert_eq!(c.size, c.map.len() * 10);
         assert!(c.map.len() > 40, "{} left", c.map.len());
-        assert_eq!(c.get(Some(1), "k99"), Some(99), "the newest is kept");
+        assert_eq!(c.get(g(1), "k99"), Some(99), "the newest is kept");
         // One answer larger than a sixteenth of the budget is not kept at all.
-        c.keep(Some(1), "huge".into(), 0, 100, 1000);
-        assert_eq!(c.get(Some(1), "huge"), None);
+        c.keep(g(1), "huge".into(), 0, 100, 1000);
+        assert_eq!(c.get(g(1), "huge"), None);
     }
 }

@@ -15,6 +15,7 @@ pub mod leases;
 pub mod memory;
 pub mod openapi;
 pub mod orchestrator;
+pub mod rounds;
 pub mod routes;
 pub mod state;
 pub mod supervisor;

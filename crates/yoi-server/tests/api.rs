@@ -423,7 +423,16 @@ fn listed_titles(s: &Server) -> Vec<String> {
 
 #[test]
 fn files_written_behind_the_servers_back_are_in_its_next_answer() {
-    let s = Server::start(Backend::Sqlite);
+    check_files_written_behind_the_servers_back_are_in_its_next_answer(Backend::Sqlite);
+}
+
+#[test]
+fn files_written_behind_the_servers_back_are_in_its_next_answer_on_postgres() {
+    check_files_written_behind_the_servers_back_are_in_its_next_answer(Backend::Postgres);
+}
+
+fn check_files_written_behind_the_servers_back_are_in_its_next_answer(backend: Backend) {
+    let s = Server::start(backend);
     let id = s.create("Indexed title", "");
     let other = s.create("Second ticket", "");
     assert_eq!(listed_titles(&s), ["Indexed title", "Second ticket"]);

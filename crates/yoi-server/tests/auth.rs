@@ -359,7 +359,22 @@ fn a_revoked_token_is_401() {
 
 #[test]
 fn a_token_revoked_by_another_process_is_401_at_once_though_the_server_kept_it() {
-    let s = Server::start(Backend::Sqlite);
+    check_a_token_revoked_by_another_process_is_401_at_once_though_the_server_kept_it(
+        Backend::Sqlite,
+    );
+}
+
+#[test]
+fn a_token_revoked_by_another_process_is_401_at_once_though_the_server_kept_it_on_postgres() {
+    check_a_token_revoked_by_another_process_is_401_at_once_though_the_server_kept_it(
+        Backend::Postgres,
+    );
+}
+
+fn check_a_token_revoked_by_another_process_is_401_at_once_though_the_server_kept_it(
+    backend: Backend,
+) {
+    let s = Server::start(backend);
     let secret = s.admin().create_token("kept", "read", "bob");
     s.get("/api/v1/tickets").token(&secret).send().expect(200);
     // Once the database has been quiet for a while the server answers this token from

@@ -277,9 +277,46 @@ impl Db {
         }
     }
 
+    /// Where PostgreSQL's committed state stands, as one number (`None` with SQLite, whose
+    /// file the server watches instead). It is read from the server's current snapshot, not
+    /// from any table, so writes pay nothing for it: the snapshot's upper bound (the newest
+    /// finished transaction, plus one) only grows, and below it the set of transactions still
+    /// running only shrinks. So two equal stamps read at two moments mean nothing committed in
+    /// between, and a later stamp never orders before an earlier one. Any transaction of the
+    /// cluster that writes moves it, also in other databases: that costs a cache miss, never a
+    /// stale answer. Needs PostgreSQL 13 or newer (`pg_current_snapshot`).
+    pub async fn commit_stamp(&self) -> Result<Option<u128>, StoreError> {
+        if self.dialect == Dialect::Sqlite {
+            return Ok(None);
+        }
+        let text: String = sqlx::query("SELECT CAST(pg_current_snapshot() AS TEXT)")
+            .fetch_one(&self.pool)
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(db_err)?;
+        parse_snapshot(&text)
+            .map(Some)
+            .ok_or_else(|| StoreError::Database {
+                reason: format!("PostgreSQL answered `{text}` for its current snapshot"),
+            })
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// `xmin:xmax:xip,…` (PostgreSQL's text form of a snapshot) as one ordered number: `xmax` in
+/// the high half, and fewer running transactions ordering later in the low half.
+fn parse_snapshot(text: &str) -> Option<u128> {
+    let mut parts = text.trim().split(':');
+    let (_xmin, xmax, running) = (parts.next()?, parts.next()?, parts.next()?);
+    let xmax: u64 = xmax.parse().ok()?;
+    let running = running.split(',').filter(|x| !x.is_empty()).count() as u64;
+    parts
+        .next()
+        .is_none()
+        .then_some((u128::from(xmax) << 64) | u128::from(u64::MAX - running))
 }
 
 /// A database URL without its password, for messages.
@@ -299,6 +336,19 @@ pub fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_snapshot_stamp_grows_with_commits_and_shrinking_running_sets() {
+        let idle = parse_snapshot("750:750:").unwrap();
+        let two_running = parse_snapshot("748:752:748,749").unwrap();
+        let one_running = parse_snapshot("748:752:749").unwrap();
+        let later = parse_snapshot("753:753:").unwrap();
+        assert!(idle < two_running && two_running < one_running && one_running < later);
+        assert_eq!(parse_snapshot("748:752:748,749"), Some(two_running));
+        for bad in ["", "1:2", "1:x:", "1:2:3:4"] {
+            assert_eq!(parse_snapshot(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn redact_hides_passwords() {

@@ -64,11 +64,21 @@ fn eight_processes_appending_two_hundred_comments_each_lose_nothing() {
 
 #[test]
 fn writer_killed_mid_rewrite_leaves_a_whole_item_md() {
+    killed_mid_rewrite(&[]);
+}
+
+#[test]
+fn writer_killed_mid_group_commit_leaves_a_whole_item_md() {
+    killed_mid_rewrite(&["4"]);
+}
+
+fn killed_mid_rewrite(group: &[&str]) {
     let (dir, ticket) = workspace();
     let item_path = dir.path().join(format!(".yoi/tickets/{ticket}/item.md"));
     for round in 0..6u32 {
         let mut child = Command::new(env!("CARGO_BIN_EXE_yoi-rewrite-loop"))
             .args([dir.path().to_str().unwrap(), &ticket])
+            .args(group)
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();

@@ -54,7 +54,12 @@ fn main() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
 
+    yoi_tests::disable_routing_if_asked(root);
     let (server, addr) = yoi_serve(&yoi, root);
+    // Measured once the router's first pass over the backlog is done: its writes take the
+    // same writer turn as the comments (YOI_BENCH_ROUTING=0 skips the pass).
+    let waited = yoi_tests::wait_for_router_rest(&addr, &token, Duration::from_secs(600));
+    println!("router resting after {:.1} s", waited.as_secs_f64());
     let base = format!("http://{addr}/api/v1");
 
     let warmup = Duration::from_secs(3);

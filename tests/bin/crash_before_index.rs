@@ -23,7 +23,7 @@ impl IndexHook for AbortBeforeIndex {
         &self,
         _ws: &Workspace,
         _ids: &[TicketId],
-        _op: Option<&OpRecord>,
+        _ops: &[OpRecord],
     ) -> Result<(), StoreError> {
         eprintln!("{MARKER}");
         std::process::abort()

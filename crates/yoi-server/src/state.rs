@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::{watch, Mutex};
 use yoi_store::db::{Db, DbIndex, TokenInfo};
-use yoi_store::{StoreError, Workspace};
+use yoi_store::{Outcome, StoreError, Workspace};
 
 use crate::error::ApiError;
 
@@ -28,6 +28,8 @@ pub struct AppState {
     /// processes), so without this queue concurrent requests would sleep past each other's
     /// release and the slowest could wait seconds.
     writers: Arc<Mutex<()>>,
+    /// Mutations waiting to be made durable together ([`AppState::grouped`]).
+    grouped: Arc<std::sync::Mutex<Vec<Grouped>>>,
     /// Claims wait here and go to the database in groups (`claims.rs`).
     pub claims: Arc<crate::claims::ClaimQueue>,
     /// The key agent tokens are signed with (`.yoi/local/agent.key`).
@@ -38,6 +40,20 @@ pub struct AppState {
     pub ui: Arc<crate::ui::UiState>,
     /// The file watch that keeps the index fresh, and the caches it keeps exact.
     pub fresh: Arc<crate::fresh::Fresh>,
+}
+
+/// The most mutations one group commit runs; the rest wait for the next turn, which each of
+/// them has queued for.
+const MAX_GROUP: usize = 256;
+
+/// A mutation waiting in [`AppState::grouped`], and where its answer goes.
+type Grouped = (
+    yoi_store::group::Job,
+    tokio::sync::oneshot::Sender<Result<Outcome, ApiError>>,
+);
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl AppState {
@@ -72,6 +88,7 @@ impl AppState {
             closing: Arc::new(watch::channel(false).0),
             flow_wake: Arc::new(tokio::sync::Notify::new()),
             writers: Arc::new(Mutex::new(())),
+            grouped: Arc::default(),
             claims: Arc::default(),
             router: Arc::default(),
             ui: Arc::default(),
@@ -130,6 +147,54 @@ impl AppState {
         .map_err(|e| ApiError::internal("operation task", e))?;
         self.changed.send_modify(|n| *n += 1);
         Ok(result?)
+    }
+
+    /// Run a mutation in a group commit (`yoi_store::group`): it waits for this server's
+    /// writer turn with the others queued, and whichever of them gets the turn first runs
+    /// every mutation queued by then, made durable with one round of syncs. Each is answered
+    /// once the whole group is on disk. For mutations that come in crowds (comments).
+    pub async fn grouped<F>(&self, f: F) -> Result<Outcome, ApiError>
+    where
+        F: FnOnce(&Workspace) -> Result<Outcome, StoreError> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        lock(&self.grouped).push((Box::new(f), tx));
+        // In a task of its own, so a caller that goes away does not take the others' group
+        // with it.
+        let st = self.clone();
+        tokio::spawn(async move {
+            let turn = st.writers.clone().lock_owned().await;
+            let queued: Vec<Grouped> = {
+                let mut q = lock(&st.grouped);
+                let n = q.len().min(MAX_GROUP);
+                q.drain(..n).collect()
+            };
+            if queued.is_empty() {
+                return; // an earlier turn ran this one's mutation
+            }
+            let ws = st.ws.clone();
+            let (jobs, answers): (Vec<_>, Vec<_>) = queued.into_iter().unzip();
+            let outcomes = tokio::task::spawn_blocking(move || {
+                let _turn = turn;
+                yoi_store::group::run(&ws, jobs)
+            })
+            .await;
+            st.changed.send_modify(|n| *n += 1);
+            match outcomes {
+                Ok(outcomes) => {
+                    for (answer, outcome) in answers.into_iter().zip(outcomes) {
+                        let _ = answer.send(outcome.map_err(ApiError::from));
+                    }
+                }
+                Err(e) => {
+                    for answer in answers {
+                        let _ = answer.send(Err(ApiError::internal("group commit task", &e)));
+                    }
+                }
+            }
+        });
+        rx.await
+            .map_err(|e| ApiError::internal("group commit task", e))?
     }
 
     /// Take this server's writer turn from a blocking thread (the orchestrator's writes queue

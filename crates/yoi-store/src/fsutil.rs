@@ -5,6 +5,9 @@
 //! at any point — sees either the old file or the new one, never half of either. An interrupted
 //! write can leave the temporary file behind; doctor reports it and `--fix` removes it.
 //! `append_sync` opens with O_APPEND and fsyncs after writing the whole buffer in one call.
+//!
+//! Inside a group commit ([`crate::group`]) both leave their syncs, and the rename, to the
+//! group's end, and reads through [`read_opt`] see a replacement that waits for it.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -30,6 +33,11 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let result = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
+        // In a group commit the sync and the rename wait for the group's end.
+        let Some(f) = crate::group::defer_sync(f) else {
+            crate::group::defer_rename(&tmp, path);
+            return Ok(());
+        };
         f.sync_all()?;
         drop(f);
         fs::rename(&tmp, path)?;
@@ -42,9 +50,24 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 pub fn append_sync(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+    let target = crate::group::pending(path);
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(target.as_deref().unwrap_or(path))?;
     f.write_all(bytes)?;
-    f.sync_data()
+    match crate::group::defer_sync(f) {
+        Some(f) => f.sync_data(),
+        None => Ok(()),
+    }
+}
+
+/// The length of the file at `path` (0 when there is none), as [`read_opt`] would read it.
+pub fn len(path: &Path) -> u64 {
+    let target = crate::group::pending(path);
+    fs::metadata(target.as_deref().unwrap_or(path))
+        .map(|m| m.len())
+        .unwrap_or(0)
 }
 
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
@@ -53,7 +76,9 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 
 /// Read a file, mapping "not found" to `None`.
 pub fn read_opt(path: &Path) -> io::Result<Option<String>> {
-    match fs::read(path) {
+    // In a group commit, what the file will be once the group's renames are made.
+    let target = crate::group::pending(path);
+    match fs::read(target.as_deref().unwrap_or(path)) {
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| {
             io::Error::new(
                 io::ErrorKind::InvalidData,

@@ -28,12 +28,12 @@ pub struct OpRecord {
 }
 
 pub trait IndexHook: Send + Sync {
-    /// Re-read these tickets' files into the index; record `op` in the same transaction.
+    /// Re-read these tickets' files into the index; record `ops` in the same transaction.
     fn tickets_changed(
         &self,
         ws: &Workspace,
         ids: &[TicketId],
-        op: Option<&OpRecord>,
+        ops: &[OpRecord],
     ) -> Result<(), StoreError>;
 
     /// The operation recorded under `op_id`, if any.

@@ -12,6 +12,7 @@ pub mod doctor;
 pub mod error;
 pub mod fsutil;
 mod git;
+pub mod group;
 pub mod index;
 mod keys;
 pub mod lock;

@@ -15,13 +15,20 @@ use std::time::{Duration, Instant};
 use crate::error::StoreError;
 
 pub struct WorkspaceLock {
-    file: File,
+    /// `None`: the lock is the enclosing group commit's ([`crate::group`]), which releases it.
+    file: Option<File>,
     path: PathBuf,
 }
 
 impl WorkspaceLock {
     /// Wait up to `timeout` for the lock. `holder` describes this process for other waiters.
     pub fn acquire(path: &Path, timeout: Duration, holder: &str) -> Result<Self, StoreError> {
+        if crate::group::holds_lock(path) {
+            return Ok(WorkspaceLock {
+                file: None,
+                path: path.to_path_buf(),
+            });
+        }
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
         }
@@ -52,7 +59,7 @@ impl WorkspaceLock {
             }
         }
         let mut lock = WorkspaceLock {
-            file,
+            file: Some(file),
             path: path.to_path_buf(),
         };
         lock.write_holder(holder);
@@ -61,9 +68,11 @@ impl WorkspaceLock {
 
     fn write_holder(&mut self, holder: &str) {
         // Best effort: the description only helps error messages.
-        let _ = self.file.set_len(0);
-        let _ = self.file.seek(SeekFrom::Start(0));
-        let _ = self.file.write_all(holder.as_bytes());
+        if let Some(file) = &mut self.file {
+            let _ = file.set_len(0);
+            let _ = file.seek(SeekFrom::Start(0));
+            let _ = file.write_all(holder.as_bytes());
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -73,8 +82,10 @@ impl WorkspaceLock {
 
 impl Drop for WorkspaceLock {
     fn drop(&mut self) {
-        let _ = self.file.set_len(0);
-        let _ = self.file.unlock();
+        if let Some(file) = &self.file {
+            let _ = file.set_len(0);
+            let _ = file.unlock();
+        }
     }
 }
 

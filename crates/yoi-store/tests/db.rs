@@ -164,7 +164,181 @@ on_both_backends!(
     open_assignments_exist_only_for_work_in_progress,
     board_reads_count_lanes_and_give_each_card_its_facts,
     the_bulk_rebuild_writes_the_rows_the_per_ticket_writer_wrote,
+    a_group_commit_lands_every_mutation_and_indexes_them_together,
+    a_group_commit_holds_the_lock_and_one_that_dies_replaces_no_file,
 );
+
+fn comment_job(ctx: Ctx, ticket: &str, body: &str) -> yoi_store::group::Job {
+    let (ticket, req) = (
+        ticket.to_string(),
+        CommentRequest {
+            kind: "comment".into(),
+            body: body.into(),
+        },
+    );
+    Box::new(move |ws: &Workspace| ops::comment(ws, &ctx, &ticket, &req))
+}
+
+fn at_minute(m: i64) -> Ctx {
+    let t0 = Timestamp::parse("2026-11-29T10:00:00Z").unwrap();
+    Ctx::new(
+        Principal::human("alice"),
+        Timestamp::from_unix_millis(t0.unix_millis() + m * 60_000),
+    )
+}
+
+fn with_op(mut ctx: Ctx, op: &str) -> Ctx {
+    ctx.op = Some(op.into());
+    ctx
+}
+
+fn comment_bodies(ws: &Workspace, id: &TicketId) -> Vec<String> {
+    let thread = ws.read_thread(id).unwrap();
+    assert!(thread.issues.is_empty(), "{:?}", thread.issues);
+    thread.events[1..].iter().map(|e| e.body.clone()).collect()
+}
+
+fn a_group_commit_lands_every_mutation_and_indexes_them_together(b: Backend) {
+    let fx = Fx::new(b);
+    let a = fx.create("Alpha", &[]);
+    let z = fx.create("Zulu", &[]);
+    let jobs = vec![
+        comment_job(with_op(at_minute(1), "op-1"), a.as_str(), "one"),
+        comment_job(at_minute(2), z.as_str(), "two"),
+        comment_job(at_minute(3), a.as_str(), "three"),
+        // The same operation again, before the index has heard of the first.
+        comment_job(with_op(at_minute(4), "op-1"), a.as_str(), "one"),
+        // The same id for another ticket: refused, as it is once indexed.
+        comment_job(with_op(at_minute(5), "op-1"), z.as_str(), "one"),
+        comment_job(at_minute(6), "01JNOSUCHTICKET000000000000", "lost"),
+    ];
+    let out = yoi_store::group::run(&fx.ws, jobs);
+    assert_eq!(out.len(), 6);
+    let ok: Vec<&yoi_store::Outcome> = out[..4].iter().map(|o| o.as_ref().unwrap()).collect();
+    assert!(ok.iter().all(|o| o.index_error.is_none()), "{ok:?}");
+    assert_eq!(
+        ok.iter().map(|o| o.replayed).collect::<Vec<_>>(),
+        [false, false, false, true]
+    );
+    assert_eq!(
+        ok[3].event_id, ok[0].event_id,
+        "the replay names the first event"
+    );
+    assert!(
+        matches!(out[4], Err(StoreError::ConflictingReplay { .. })),
+        "{:?}",
+        out[4]
+    );
+    assert!(out[5].is_err());
+    // Both mutations of Alpha are in its files: the second built on the first.
+    assert_eq!(comment_bodies(&fx.ws, &a), ["one", "three"]);
+    assert_eq!(comment_bodies(&fx.ws, &z), ["two"]);
+    assert_eq!(
+        fx.ws.read_item(&a).unwrap().updated_at,
+        at_minute(3).now,
+        "item.md is the last replacement"
+    );
+    for id in [&a, &z] {
+        let dir = fx.ws.tickets_dir().join(id.as_str());
+        assert!(yoi_store::fsutil::temp_leftovers(&dir).is_empty());
+    }
+    // The index read the files once they were in place, and recorded the operation.
+    assert!(
+        fx.index_findings(0).is_empty(),
+        "{:?}",
+        fx.index_findings(0)
+    );
+    let replay = ops::comment(
+        &fx.ws,
+        &with_op(at_minute(7), "op-1"),
+        a.as_str(),
+        &CommentRequest {
+            kind: "comment".into(),
+            body: "one".into(),
+        },
+    )
+    .unwrap();
+    assert!(replay.replayed);
+    assert_eq!(comment_bodies(&fx.ws, &a), ["one", "three"]);
+}
+
+fn a_group_commit_holds_the_lock_and_one_that_dies_replaces_no_file(b: Backend) {
+    let fx = Fx::new(b);
+    let a = fx.create("Alpha", &[]);
+    let lock_file = fx.ws.local_dir().join("workspace.lock");
+    // While the group runs, another writer cannot take the workspace lock (the group's own
+    // mutations can).
+    let probe = lock_file.clone();
+    let others_tried: yoi_store::group::Job = Box::new(move |_ws: &Workspace| {
+        let other = std::thread::spawn(move || {
+            yoi_store::lock::WorkspaceLock::acquire(
+                &probe,
+                std::time::Duration::from_millis(50),
+                "other",
+            )
+            .map(|_| ())
+        })
+        .join()
+        .unwrap();
+        Err(other.err().unwrap_or(StoreError::Refused {
+            reason: "another writer took the lock in the middle of a group".into(),
+        }))
+    });
+    let out = yoi_store::group::run(
+        &fx.ws,
+        vec![comment_job(at_minute(1), a.as_str(), "one"), others_tried],
+    );
+    assert!(out[0].is_ok(), "{:?}", out[0]);
+    assert!(
+        matches!(out[1], Err(StoreError::Locked { .. })),
+        "{:?}",
+        out[1]
+    );
+    assert!(
+        yoi_store::lock::WorkspaceLock::acquire(
+            &lock_file,
+            std::time::Duration::from_millis(50),
+            "after"
+        )
+        .is_ok(),
+        "released at the group's end"
+    );
+
+    // A group that dies midway (as a crash would) replaced no item.md and told nobody.
+    let item = fx.ws.tickets_dir().join(a.as_str()).join("item.md");
+    let before = std::fs::read(&item).unwrap();
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        yoi_store::group::run(
+            &fx.ws,
+            vec![
+                comment_job(at_minute(2), a.as_str(), "two"),
+                Box::new(|_: &Workspace| panic!("the writer dies")),
+            ],
+        )
+    }));
+    assert!(died.is_err());
+    assert_eq!(std::fs::read(&item).unwrap(), before, "item.md untouched");
+    let dir = fx.ws.tickets_dir().join(a.as_str());
+    assert!(yoi_store::fsutil::temp_leftovers(&dir).is_empty());
+    // The thread still reads whole, and the next mutation works as ever.
+    comment_bodies(&fx.ws, &a);
+    ops::comment(
+        &fx.ws,
+        &at_minute(3),
+        a.as_str(),
+        &CommentRequest {
+            kind: "comment".into(),
+            body: "three".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(comment_bodies(&fx.ws, &a).last().unwrap(), "three");
+    assert!(
+        fx.index_findings(0).is_empty(),
+        "{:?}",
+        fx.index_findings(0)
+    );
+}
 
 fn every_operation_updates_index_and_outbox(b: Backend) {
     let fx = Fx::new(b);

@@ -250,7 +250,7 @@ pub async fn comment(
         kind: b.kind,
         body: b.body,
     };
-    s.op(move |ws| ops::comment(ws, &ctx, &id, &req))
+    s.grouped(move |ws| ops::comment(ws, &ctx, &id, &req))
         .await
         .map(Json)
 }

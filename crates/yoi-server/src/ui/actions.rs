@@ -239,7 +239,9 @@ pub async fn comment(
         body: form.raw("body").unwrap_or("").to_string(),
     };
     let tid = id.clone();
-    let result = s.op(move |ws| ops::comment(ws, &ctx, &tid, &req)).await;
+    let result = s
+        .grouped(move |ws| ops::comment(ws, &ctx, &tid, &req))
+        .await;
     let flash = outcome(&id, result, "comment added");
     Ok(done(&s, &v, flash, format!("/tickets/{id}#thread")))
 }

@@ -94,10 +94,10 @@ impl IndexHook for DbIndex {
         &self,
         ws: &Workspace,
         ids: &[TicketId],
-        op: Option<&OpRecord>,
+        ops: &[OpRecord],
     ) -> Result<(), StoreError> {
         self.rt
-            .block_on(self.db.sync_tickets(ws, ids, op, now_ms()))
+            .block_on(self.db.sync_tickets(ws, ids, ops, now_ms()))
             .map(|_| ())
     }
 

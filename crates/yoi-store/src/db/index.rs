@@ -172,12 +172,12 @@ pub fn outbox_kind(e: &Event) -> &'static str {
 }
 
 impl Db {
-    /// Re-read these tickets into the index in one transaction; record `op` with them.
+    /// Re-read these tickets into the index in one transaction; record `ops` with them.
     pub async fn sync_tickets(
         &self,
         ws: &Workspace,
         ids: &[TicketId],
-        op: Option<&OpRecord>,
+        ops: &[OpRecord],
         now_ms: i64,
     ) -> Result<usize, StoreError> {
         let snaps: Vec<Snapshot> = ids.iter().map(|id| snapshot(ws, id)).collect();
@@ -188,7 +188,7 @@ impl Db {
             for s in &snaps {
                 added += write_snapshot(&mut conn, s, now_ms).await?;
             }
-            if let Some(op) = op {
+            for op in ops {
                 record_op(&mut conn, op, now_ms).await?;
             }
             Ok(added)

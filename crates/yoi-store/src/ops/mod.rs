@@ -144,17 +144,20 @@ pub(crate) fn replay_of(
         op: op.clone(),
         ticket: ticket.to_string(),
     };
-    if let Some(index) = &ws.index {
-        if let Some(rec) = index.0.find_operation(op)? {
-            if rec.fingerprint != fp {
-                return Err(conflict());
-            }
-            return Ok(Some(Outcome {
-                replayed: true,
-                index_error: None,
-                ..rec.outcome
-            }));
+    let recorded = match &ws.index {
+        Some(index) => index.0.find_operation(op)?,
+        None => None,
+    };
+    // An operation earlier in this group commit is not in the index yet.
+    if let Some(rec) = recorded.or_else(|| crate::group::queued_operation(op)) {
+        if rec.fingerprint != fp {
+            return Err(conflict());
         }
+        return Ok(Some(Outcome {
+            replayed: true,
+            index_error: None,
+            ..rec.outcome
+        }));
     }
     match thread.events.iter().find(|e| e.op() == Some(op.as_str())) {
         None => Ok(None),
@@ -166,9 +169,9 @@ pub(crate) fn replay_of(
 /// After the files are written (lock still held): update the index and remember the operation.
 pub(crate) fn finish(ws: &Workspace, ctx: &Ctx, fp: &str, mut outcome: Outcome) -> Outcome {
     crate::testpoint::hit("files.written");
-    let Some(index) = &ws.index else {
+    if ws.index.is_none() {
         return outcome;
-    };
+    }
     let record = ctx.op.as_ref().map(|op| OpRecord {
         op_id: op.clone(),
         fingerprint: fp.to_string(),
@@ -176,10 +179,17 @@ pub(crate) fn finish(ws: &Workspace, ctx: &Ctx, fp: &str, mut outcome: Outcome) 
         operation: outcome.operation.clone(),
         outcome: outcome.clone(),
     });
+    // In a group commit the index reads the files once they are in place, at its end.
+    if crate::group::defer_index(&outcome.ticket, record.clone()) {
+        return outcome;
+    }
+    let Some(index) = &ws.index else {
+        return outcome;
+    };
     if let Err(e) =
         index
             .0
-            .tickets_changed(ws, std::slice::from_ref(&outcome.ticket), record.as_ref())
+            .tickets_changed(ws, std::slice::from_ref(&outcome.ticket), record.as_slice())
     {
         outcome.index_error = Some(e.to_string());
     }
@@ -217,7 +227,7 @@ pub(crate) fn append_events(
             .map_err(|err| StoreError::bad_input("event", err.to_string()))?;
     }
     crate::testpoint::hit("thread.appending");
-    let existing = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let existing = fsutil::len(&path);
     let mut text = String::new();
     for e in events {
         if existing > 0 || !text.is_empty() {

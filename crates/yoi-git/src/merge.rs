@@ -320,6 +320,7 @@ fn dirty_among(
 /// Write `paths` of commit `commit` into the worktree `wt` — the files and their index entries —
 /// removing those the commit does not have. Paths under any of `leave_out` get only their index
 /// entry, marked skip-worktree (see [`crate::add_worktree_sparse`]); no file is written there.
+/// The index is written without git's tree cache.
 pub(crate) fn update_worktree(
     wt: &Path,
     commit: gix::ObjectId,
@@ -417,6 +418,9 @@ pub(crate) fn update_worktree(
         );
     }
     index.sort_entries();
+    // git's tree cache (written by `git commit`) still describes the old entries; written back
+    // as it is, it would make git's next commit there record the trees from before the update.
+    index.remove_tree();
     index
         .write(Default::default())
         .map_err(|e| fail("write the index")(&e))?;

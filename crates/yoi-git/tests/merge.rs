@@ -62,6 +62,11 @@ fn a_fast_forward_lands_and_brings_the_checked_out_main_worktree_along_clean() {
         "{landed:?}"
     );
     assert_eq!(git(&repo, &["rev-parse", "main"]).trim(), c);
+    // The index is the merged tree, also to git's tree cache (which `git commit` wrote there).
+    assert_eq!(
+        git(&repo, &["write-tree"]).trim(),
+        git(&repo, &["rev-parse", &format!("{c}^{{tree}}")]).trim()
+    );
     // git sees exactly the person's own change, nothing of the merge.
     assert_eq!(git(&repo, &["status", "--porcelain"]), " M run.sh\n");
     assert_eq!(

@@ -2,14 +2,16 @@
 //! deleted and new (not ignored) files — as one commit on its HEAD, like `git add -A && git
 //! commit`. A pod uses it for what an agent left uncommitted in its detached worktree; the
 //! index is rewritten from the new tree so the worktree reads clean afterwards. It never
-//! touches a branch unless HEAD is one (yoi's pod worktrees are detached).
+//! touches a branch unless HEAD is one (yoi's pod worktrees are detached). A folder the index
+//! holds as one entry (a sparse index, [`crate::add_worktree_sparse`]) goes into the commit as
+//! that entry's tree, never read and never taken from the files; it stays one entry in the new
+//! index.
 
 use std::path::Path;
 
 use gix::object::tree::EntryKind;
-use gix::progress::Discard;
 
-use crate::{repo, GitError};
+use crate::{repo, sparse, status, GitError};
 
 /// Who a commit is by.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,20 +50,35 @@ pub fn commit_all(
         .tree_id()
         .map_err(|e| fail("read HEAD")(&e))?
         .detach();
-    let mut paths = Vec::new();
-    let iter = repo
-        .status(Discard)
-        .map_err(|e| fail("read the status")(&e))?
-        .untracked_files(gix::status::UntrackedFiles::Files)
-        .into_iter(Vec::new())
-        .map_err(|e| fail("read the status")(&e))?;
-    for item in iter {
-        let item = item.map_err(|e| fail("read the status")(&e))?;
-        paths.push(item.location().to_string());
+    let old = repo
+        .index_or_empty()
+        .map_err(|e| fail("read the index")(&e))?;
+    // The folders the index holds as one entry (a sparse index) have nothing on disk: the commit
+    // takes each as the index has it, by tree id, and no path under one from the files.
+    let folders = sparse::folders(&old);
+    let skip: Vec<&str> = folders.iter().map(|(f, _)| f.as_str()).collect();
+    let look = status::Look {
+        untracked: gix::status::UntrackedFiles::Files,
+        ignored: false,
+    };
+    let mut paths = status::paths(&repo, worktree, look)?;
+    paths.retain(|p| !sparse::left_out(p, &skip));
+    let committed = repo
+        .find_tree(head_tree)
+        .map_err(|e| fail("read HEAD")(&e))?;
+    let mut moved = Vec::new();
+    for (folder, id) in &folders {
+        let name = folder.trim_end_matches('/');
+        let was = committed
+            .clone()
+            .lookup_entry_by_path(name)
+            .map_err(|e| fail("read HEAD")(&e))?
+            .map(|e| e.object_id());
+        if was != Some(*id) {
+            moved.push((name, *id));
+        }
     }
-    paths.sort();
-    paths.dedup();
-    if paths.is_empty() {
+    if paths.is_empty() && moved.is_empty() {
         return Ok(None);
     }
     let mut editor = repo
@@ -107,6 +124,11 @@ pub fn commit_all(
             Ok(_) => {}
         }
     }
+    for (name, id) in moved {
+        editor
+            .upsert(name, EntryKind::Tree, id)
+            .map_err(|e| fail("edit the tree")(&e))?;
+    }
     let tree = editor
         .write()
         .map_err(|e| fail("write the tree")(&e))?
@@ -121,20 +143,17 @@ pub fn commit_all(
         .commit_as(sig_ref, sig_ref, "HEAD", message, tree, [head])
         .map_err(|e| fail("write the commit")(&e))?
         .detach();
-    let mut index = repo
-        .index_from_tree(&tree)
-        .map_err(|e| fail("write the index")(&e))?;
+    let state = sparse::index_of_tree(&repo, worktree, tree, &skip, None)?;
+    let mut index = gix::index::File::from_state(state, repo.index_path());
     // Entries the commit did not change keep what the old index knew of them: their stat (so
-    // the next status need not read every file again) and the skip-worktree bit of paths left
-    // out of the worktree (without it those would read as deleted).
-    let old = repo
-        .index_or_empty()
-        .map_err(|e| fail("read the index")(&e))?;
+    // the next status need not read every file again) and the skip-worktree bit of files left
+    // out of the worktree in full form, as git writes an index back (without it those would
+    // read as deleted).
     for (entry, path) in index.entries_mut_with_paths() {
         if let Some(was) = old.entry_by_path(path) {
             if was.id == entry.id && was.mode == entry.mode {
                 entry.stat = was.stat;
-                entry.flags |= was.flags & crate::worktree::SKIPPED;
+                entry.flags |= was.flags & sparse::SKIPPED;
             }
         }
     }

@@ -7,7 +7,11 @@
 //! - [`history`]: ancestry, what changed under a folder, and moving a work branch by
 //!   compare-and-swap;
 //! - [`worktree`]: adding (on a branch or detached), listing, checking, removing and pruning linked worktrees, refusing to
-//!   delete uncommitted work unless forced.
+//!   delete uncommitted work unless forced; the ticket worktrees leave `.yoi/tickets/` out;
+//! - [`commit`] and [`merge`]: committing what a worktree holds, landing work on a target;
+//! - `sparse` and `status` (inside the crate): the sparse index of a worktree that leaves a
+//!   folder out (one entry for the folder, git's `sdir` extension) and a status that compares it
+//!   with HEAD without reading what the folder holds.
 //!
 //! Commit ids cross this boundary as lowercase hex strings, paths as `PathBuf`.
 
@@ -17,6 +21,8 @@ mod error;
 pub mod history;
 pub mod merge;
 pub mod repo;
+mod sparse;
+mod status;
 pub mod worktree;
 
 pub use branch::{

@@ -14,7 +14,7 @@ use gix::refs::transaction::PreviousValue;
 use gix::refs::Target;
 
 use crate::branch::{branch_at, branch_ref_name, checked_out_in};
-use crate::{repo, GitError};
+use crate::{repo, sparse, GitError};
 
 /// How `commit` relates to the target branch's head `before`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,9 +103,21 @@ pub(crate) fn changed_between(
     from: gix::ObjectId,
     to: gix::ObjectId,
 ) -> Result<Vec<String>, GitError> {
+    changed_outside(repo, root, from, to, &[])
+}
+
+/// [`changed_between`] without looking into the folders `leave_out` (paths ending in `/`): a
+/// left-out folder that differs is neither listed nor read, whatever it holds.
+pub(crate) fn changed_outside(
+    repo: &gix::Repository,
+    root: &Path,
+    from: gix::ObjectId,
+    to: gix::ObjectId,
+    leave_out: &[&str],
+) -> Result<Vec<String>, GitError> {
     let mut out = Vec::new();
     let (a, b) = (tree_id(repo, root, from)?, tree_id(repo, root, to)?);
-    diff_trees(repo, root, "", Some(a), Some(b), &mut out)?;
+    diff_trees(repo, root, "", Some(a), Some(b), leave_out, &mut out)?;
     out.sort();
     out.dedup();
     Ok(out)
@@ -137,12 +149,16 @@ fn entries(
         .collect())
 }
 
-fn diff_trees(
+/// Push onto `out` every file path under `prefix` (empty or ending in `/`) whose entry differs
+/// between the trees `a` and `b` (`None`: no tree there). Equal subtrees are not read, nor are
+/// the folders `leave_out` (paths ending in `/`).
+pub(crate) fn diff_trees(
     repo: &gix::Repository,
     root: &Path,
     prefix: &str,
     a: Option<gix::ObjectId>,
     b: Option<gix::ObjectId>,
+    leave_out: &[&str],
     out: &mut Vec<String>,
 ) -> Result<(), GitError> {
     if a == b {
@@ -167,8 +183,9 @@ fn diff_trees(
             e.filter(|e| e.1.is_tree()).map(|e| e.2)
         };
         let (lt, rt) = (sub(l), sub(r));
-        if lt.is_some() || rt.is_some() {
-            diff_trees(repo, root, &format!("{path}/"), lt, rt, out)?;
+        let folder = format!("{path}/");
+        if (lt.is_some() || rt.is_some()) && !sparse::left_out(&folder, leave_out) {
+            diff_trees(repo, root, &folder, lt, rt, leave_out, out)?;
         }
         // A file on either side (a tree replaced by a file counts both ways).
         if l.is_some_and(|e| !e.1.is_tree()) || r.is_some_and(|e| !e.1.is_tree()) {
@@ -254,8 +271,25 @@ fn dirty_among(
     let repo = repo::open(wt)?;
     let fail = |e: &dyn std::fmt::Display| GitError::git(wt, "read the index", e);
     let index = repo.index_or_empty().map_err(|e| fail(&e))?;
+    // A folder the index holds as one entry (a sparse index) has no file on disk to be dirty:
+    // its paths are clean while the entry is the folder of `head`.
+    let mut folders = Vec::new();
+    for (folder, id) in sparse::folders(&index) {
+        let committed = head
+            .clone()
+            .lookup_entry_by_path(folder.trim_end_matches('/'))
+            .map_err(|e| fail(&e))?
+            .map(|e| e.object_id());
+        folders.push((folder, committed == Some(id)));
+    }
     let mut dirty = Vec::new();
     for rel in changed {
+        if let Some((_, clean)) = folders.iter().find(|(f, _)| rel.starts_with(f.as_str())) {
+            if !clean {
+                dirty.push(rel.clone());
+            }
+            continue;
+        }
         let committed = head
             .clone()
             .lookup_entry_by_path(rel.as_str())
@@ -318,9 +352,10 @@ fn dirty_among(
 }
 
 /// Write `paths` of commit `commit` into the worktree `wt` — the files and their index entries —
-/// removing those the commit does not have. Paths under any of `leave_out` get only their index
-/// entry, marked skip-worktree (see [`crate::add_worktree_sparse`]); no file is written there.
-/// The index is written without git's tree cache.
+/// removing those the commit does not have. The folders `leave_out` (paths ending in `/`) and
+/// those the index already holds as one folder entry get no file: each becomes the folder entry
+/// of `commit`'s folder (see [`crate::add_worktree_sparse`]), whatever form it had, and a file
+/// still checked out under one is removed. The index is written without git's tree cache.
 pub(crate) fn update_worktree(
     wt: &Path,
     commit: gix::ObjectId,
@@ -335,44 +370,29 @@ pub(crate) fn update_worktree(
         .tree()
         .map_err(|e| fail("read the tree")(&e))?;
     let mut index = repo.open_index().map_err(|e| fail("read the index")(&e))?;
+    let mut folders: Vec<String> = leave_out.iter().map(|p| sparse::folder(p)).collect();
+    folders.extend(sparse::folders(&index).into_iter().map(|(f, _)| f));
+    folders.sort();
+    folders.dedup();
+    let skip: Vec<&str> = folders.iter().map(String::as_str).collect();
     index.remove_entries(|_, path, _| paths.iter().any(|p| p.as_bytes() == path.as_bytes()));
     for rel in paths {
-        let full = wt.join(rel.as_str());
-        let entry = tree
-            .lookup_entry_by_path(rel.as_str())
-            .map_err(|e| fail("read the tree")(&e))?;
-        if crate::worktree::left_out(rel, leave_out) {
-            if let Some(entry) = entry.filter(|e| !e.mode().is_tree()) {
-                let mode = match entry.mode().kind() {
-                    EntryKind::Link => gix::index::entry::Mode::SYMLINK,
-                    EntryKind::BlobExecutable => gix::index::entry::Mode::FILE_EXECUTABLE,
-                    EntryKind::Commit => gix::index::entry::Mode::COMMIT,
-                    _ => gix::index::entry::Mode::FILE,
-                };
-                index.dangerously_push_entry(
-                    gix::index::entry::Stat::default(),
-                    entry.object_id(),
-                    crate::worktree::SKIPPED,
-                    mode,
-                    rel.as_bytes().as_bstr(),
-                );
-            }
+        if sparse::left_out(rel, &skip) {
             continue;
         }
+        let full = wt.join(rel.as_str());
+        let entry = tree
+            .clone()
+            .lookup_entry_by_path(rel.as_str())
+            .map_err(|e| fail("read the tree")(&e))?;
         match std::fs::symlink_metadata(&full) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => std::fs::remove_file(&full).map_err(|e| fail("remove a file")(&e))?,
             Err(_) => {}
         }
         let Some(entry) = entry.filter(|e| !e.mode().is_tree()) else {
-            // Gone in the commit: remove the file and any folders it leaves empty.
-            let mut dir = full.parent();
-            while let Some(d) = dir.filter(|d| *d != wt) {
-                if std::fs::remove_dir(d).is_err() {
-                    break;
-                }
-                dir = d.parent();
-            }
+            // Gone in the commit: the file is removed, and so are the folders it leaves empty.
+            remove_empty_parents(wt, &full);
             continue;
         };
         if let Some(parent) = full.parent() {
@@ -417,14 +437,35 @@ pub(crate) fn update_worktree(
             rel.as_bytes().as_bstr(),
         );
     }
+    for rel in sparse::set_folders(wt, &mut index, &tree, &folders)? {
+        let full = wt.join(rel);
+        if std::fs::symlink_metadata(&full).is_ok_and(|m| !m.is_dir()) {
+            std::fs::remove_file(&full).map_err(|e| fail("remove a file")(&e))?;
+        }
+        remove_empty_parents(wt, &full);
+    }
     index.sort_entries();
     // git's tree cache (written by `git commit`) still describes the old entries; written back
     // as it is, it would make git's next commit there record the trees from before the update.
     index.remove_tree();
-    index
+    let (state, index_path) = index.into_parts();
+    let state = sparse::with_sdir(state, wt)?;
+    gix::index::File::from_state(state, index_path)
         .write(Default::default())
         .map_err(|e| fail("write the index")(&e))?;
     Ok(())
+}
+
+/// Remove the folders above `full` (a path in the worktree `wt`) that are left empty, up to
+/// `wt` itself.
+fn remove_empty_parents(wt: &Path, full: &Path) {
+    let mut dir = full.parent();
+    while let Some(d) = dir.filter(|d| *d != wt) {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
 }
 
 /// What a three-way merge of a ticket's commit into a target that moved on found.

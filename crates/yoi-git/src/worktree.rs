@@ -4,17 +4,25 @@
 //! Never loses work: [`remove_worktree`] refuses a worktree with modified, staged or untracked
 //! files unless forced, and names them. Only linked worktrees are ever removed, never the main
 //! one. Branches are kept when a worktree goes.
+//!
+//! The worktrees yoi makes for its tickets leave folders out ([`add_worktree_sparse`]): no file
+//! under `.yoi/tickets/` is written, and the index holds the folder as one entry, a sparse index
+//! in git's own format (the crate's `sparse` module). Nothing here reads a tree under a left-out
+//! folder — not to check a worktree out, not to read its status, not to move it
+//! ([`reset_detached`]) — so a ticket worktree costs the same with 10,000 tickets committed as
+//! with none. git reads such an index and expands it in memory; when git writes it back in full
+//! form (skip-worktree files), yoi reads that too, and [`reset_detached`] folds it into one entry
+//! again.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use gix::bstr::ByteSlice;
 use gix::progress::Discard;
 use gix::worktree::add::Head;
 use gix::worktree::remove::Force;
 
 use crate::branch::{branch_ref_name, ensure_free};
-use crate::{repo, GitError};
+use crate::{repo, sparse, status, GitError};
 
 /// One working tree of a repository, main or linked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,13 +61,16 @@ pub fn add_worktree_detached(repo_root: &Path, path: &Path, commit: &str) -> Res
     add_worktree_sparse(repo_root, path, commit, &[])
 }
 
-/// [`add_worktree_detached`] without the files under any of `leave_out` (folder prefixes such
-/// as `.yoi/tickets/`): their index entries are kept and carry git's skip-worktree bit, as a
-/// sparse checkout leaves them, so `git status`, `git add -A`, [`crate::commit_all`] and yoi's
-/// own status all take them as unchanged and a commit made there keeps them exactly as they
-/// were. yoi leaves its ticket files out of the worktrees it makes: they are the service's
-/// business, not the agent's, and checking thousands of them out for every step made the cost
-/// of a worktree grow with the backlog.
+/// [`add_worktree_detached`] without the files under any of `leave_out` (folder paths such as
+/// `.yoi/tickets/`), as a sparse checkout with a sparse index leaves them: each such folder is
+/// one index entry (mode `040000`, the folder's tree id, path `.yoi/tickets/`, the skip-worktree
+/// bit) and the index carries git's `sdir` extension. The folder's trees are never read, so the
+/// cost of the worktree does not grow with what the folder holds. `git status`, `git add -A`,
+/// [`crate::commit_all`] and yoi's own status all take the folder as unchanged, and a commit made
+/// there (by yoi, or by git, which expands the entry into skip-worktree files) keeps its tree
+/// exactly as it was. yoi leaves its ticket files out of the worktrees it makes: they are the
+/// service's business, not the agent's, and checking thousands of them out for every step made
+/// the cost of a worktree grow with the backlog.
 pub fn add_worktree_sparse(
     repo_root: &Path,
     path: &Path,
@@ -87,17 +98,9 @@ pub fn add_worktree_sparse(
     }
 }
 
-/// The index flags of an entry left out of a worktree.
-pub(crate) const SKIPPED: gix::index::entry::Flags =
-    gix::index::entry::Flags::SKIP_WORKTREE.union(gix::index::entry::Flags::EXTENDED);
-
-/// Whether `path` lies under one of the folder prefixes `leave_out`.
-pub(crate) fn left_out(path: &str, leave_out: &[&str]) -> bool {
-    leave_out.iter().any(|p| path.starts_with(p))
-}
-
-/// Write the tree of `commit` into the (new, empty) worktree of `wt`, except the paths under
-/// `leave_out`, and its index with those entries marked skip-worktree.
+/// Write the tree of `commit` into the (new, empty) worktree of `wt`, except the folders
+/// `leave_out`, and its sparse index: one folder entry per left-out folder, whose trees are never
+/// read (module `sparse`).
 fn check_out_sparse(
     wt: &gix::Repository,
     commit: gix::ObjectId,
@@ -109,17 +112,16 @@ fn check_out_sparse(
         .find_commit(commit)
         .map_err(|e| fail(&e))?
         .tree_id()
-        .map_err(|e| fail(&e))?;
-    let mut index = wt.index_from_tree(&tree).map_err(|e| fail(&e))?;
-    for (entry, path) in index.entries_mut_with_paths() {
-        if left_out(path.to_str_lossy().as_ref(), leave_out) {
-            entry.flags.insert(SKIPPED);
-        }
-    }
+        .map_err(|e| fail(&e))?
+        .detach();
     let mut options = wt
         .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
         .map_err(|e| fail(&e))?;
     options.destination_is_initially_empty = true;
+    let folders: Vec<String> = leave_out.iter().map(|p| sparse::folder(p)).collect();
+    let folders: Vec<&str> = folders.iter().map(String::as_str).collect();
+    let state = sparse::index_of_tree(wt, &dir, tree, &folders, Some(options.validate))?;
+    let mut index = gix::index::File::from_state(state, wt.index_path());
     let objects = wt.objects.clone().into_arc().map_err(|e| fail(&e))?;
     let never = AtomicBool::new(false);
     let outcome = gix::worktree::state::checkout(
@@ -167,7 +169,8 @@ fn retry_busy<T>(mut add: impl FnMut() -> Result<T, gix::Error>) -> Result<T, gi
 /// What [`reset_detached`] did with a worktree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reset {
-    /// It is now detached at the commit; `written` paths had to change.
+    /// It is now detached at the commit; `written` paths outside the left-out folders had to
+    /// change (a left-out folder is one index entry, whatever changed under it).
     Moved { written: usize },
     /// Nothing was changed: it holds these untracked, ignored or modified paths, so it is not
     /// exactly any commit.
@@ -175,29 +178,21 @@ pub enum Reset {
 }
 
 /// Move the linked worktree at `path` to a detached HEAD at `commit` in place, writing only
-/// the paths that differ between its HEAD and `commit` (paths under `leave_out` get only their
-/// index entry, as in [`add_worktree_sparse`]). Only a pristine worktree is moved: one with any
-/// untracked, ignored or modified file is left exactly as it is ([`Reset::NotPristine`]), so the
-/// result is always a worktree identical to a fresh checkout of `commit`. yoi keeps one such
-/// worktree per read-only pod and moves it from commit to commit instead of checking out the
-/// whole tree for every verification and review.
+/// the paths that differ between its HEAD and `commit`; each folder of `leave_out` becomes the
+/// one folder entry of `commit`'s folder, as in [`add_worktree_sparse`], without reading what is
+/// under it (an index git wrote back in full form is folded into that entry again). Only a
+/// pristine worktree is moved: one with any untracked, ignored or modified file is left exactly
+/// as it is ([`Reset::NotPristine`]), so the result is always a worktree identical to a fresh
+/// checkout of `commit`. yoi keeps one such worktree per read-only pod and moves it from commit
+/// to commit instead of checking out the whole tree for every verification and review.
 pub fn reset_detached(path: &Path, commit: &str, leave_out: &[&str]) -> Result<Reset, GitError> {
     let repo = repo::open(path)?;
-    let fail = |e: gix::Error| GitError::git(path, "read the status", e);
-    let iter = repo
-        .status(Discard)
-        .map_err(fail)?
-        .untracked_files(gix::status::UntrackedFiles::Collapsed)
-        .dirwalk_options(|o| o.emit_ignored(Some(gix::dir::walk::EmissionMode::CollapseDirectory)))
-        .into_iter(Vec::new())
-        .map_err(fail)?;
-    let mut paths = Vec::new();
-    for item in iter {
-        paths.push(item.map_err(fail)?.location().to_string());
-    }
+    let look = status::Look {
+        untracked: gix::status::UntrackedFiles::Collapsed,
+        ignored: true,
+    };
+    let paths = status::paths(&repo, path, look)?;
     if !paths.is_empty() {
-        paths.sort();
-        paths.dedup();
         return Ok(Reset::NotPristine { paths });
     }
     let head = repo
@@ -208,7 +203,9 @@ pub fn reset_detached(path: &Path, commit: &str, leave_out: &[&str]) -> Result<R
     if head == target {
         return Ok(Reset::Moved { written: 0 });
     }
-    let changed = crate::merge::changed_between(&repo, path, head, target)?;
+    let folders: Vec<String> = leave_out.iter().map(|p| sparse::folder(p)).collect();
+    let folders: Vec<&str> = folders.iter().map(String::as_str).collect();
+    let changed = crate::merge::changed_outside(&repo, path, head, target, &folders)?;
     let refs: Vec<&String> = changed.iter().collect();
     crate::merge::update_worktree(path, target, &refs, leave_out)?;
     repo.reference(
@@ -423,21 +420,11 @@ pub fn is_dirty(worktree_path: &Path) -> Result<bool, GitError> {
 /// Empty when it is clean.
 pub fn uncommitted_changes(worktree_path: &Path) -> Result<Vec<String>, GitError> {
     let repo = repo::open(worktree_path)?;
-    let fail = |e: gix::Error| GitError::git(worktree_path, "read the status", e);
-    let iter = repo
-        .status(Discard)
-        .map_err(fail)?
-        .untracked_files(gix::status::UntrackedFiles::Collapsed)
-        .into_iter(Vec::new())
-        .map_err(fail)?;
-    let mut paths = Vec::new();
-    for item in iter {
-        let item = item.map_err(fail)?;
-        paths.push(item.location().to_string());
-    }
-    paths.sort();
-    paths.dedup();
-    Ok(paths)
+    let look = status::Look {
+        untracked: gix::status::UntrackedFiles::Collapsed,
+        ignored: false,
+    };
+    status::paths(&repo, worktree_path, look)
 }
 
 /// Remove the linked worktree at `path` (its folder and its record under `<common>/worktrees/`).
@@ -451,6 +438,7 @@ pub fn remove_worktree(repo_root: &Path, path: &Path, force: bool) -> Result<(),
             repo: repo_root.to_path_buf(),
             path: path.to_path_buf(),
         })?;
+    let mut checked_here = false;
     if !force && target.base().is_dir() {
         let changes = uncommitted_changes(target.base())?;
         if !changes.is_empty() {
@@ -459,8 +447,25 @@ pub fn remove_worktree(repo_root: &Path, path: &Path, force: bool) -> Result<(),
                 changes,
             });
         }
+        // gix checks the status again before it removes, in a way that fails on a sparse index.
+        // For one, the status just read stands, and the one other thing gix's check refuses —
+        // initialized submodules — is checked here.
+        let wt = repo::open(target.base())?;
+        let index = wt
+            .index_or_empty()
+            .map_err(|e| GitError::git(path, "read the index", e))?;
+        if index.is_sparse() {
+            let submodules = populated_submodules(&wt, &index);
+            if !submodules.is_empty() {
+                return Err(GitError::Dirty {
+                    path: path.to_path_buf(),
+                    changes: submodules,
+                });
+            }
+            checked_here = true;
+        }
     }
-    let force = if force {
+    let force = if force || checked_here {
         Force::DiscardChanges
     } else {
         Force::Never
@@ -468,6 +473,26 @@ pub fn remove_worktree(repo_root: &Path, path: &Path, force: bool) -> Result<(),
     target
         .remove(force, Discard)
         .map_err(|e| GitError::git(path, "remove the worktree", e))
+}
+
+/// The submodules initialized in the worktree of `wt`: the submodule entries of `index` whose
+/// folder holds a `.git`, and the worktree's own `modules/` folder of submodule repositories.
+fn populated_submodules(wt: &gix::Repository, index: &gix::index::State) -> Vec<String> {
+    let mut found = Vec::new();
+    if wt.git_dir().join("modules").is_dir() {
+        found.push(wt.git_dir().join("modules").display().to_string());
+    }
+    if let Some(dir) = wt.workdir() {
+        for entry in index.entries() {
+            let path = entry.path(index).to_string();
+            if entry.mode == gix::index::entry::Mode::COMMIT
+                && dir.join(&path).join(".git").exists()
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
 }
 
 /// Remove the linked worktree at `path` whatever state it is in — uncommitted files, a lock, a

@@ -8,9 +8,11 @@ use std::path::Path;
 
 use common::{git, small_repo};
 use yoi_git::{
-    add_worktree_sparse, commit_all, discard_worktree, head_of, remove_worktree, reset_detached,
-    uncommitted_changes, Identity, Reset,
+    add_worktree_detached, add_worktree_sparse, commit_all, discard_worktree, head_of, land,
+    merge_three_way, plan_merge, remove_worktree, reset_detached, uncommitted_changes, Identity,
+    Landed, MergePlan, Reset, ThreeWay,
 };
+use yoi_testkit::git_output;
 
 const LEAVE_OUT: &[&str] = &[".yoi/tickets/"];
 
@@ -145,8 +147,9 @@ fn a_pristine_worktree_moves_to_another_commit_writing_only_what_differs() {
         "next",
     );
 
+    // README.md, run.sh and notes/new.md; the ticket folder is one entry, however much changed.
     let reset = reset_detached(&wt, &next, LEAVE_OUT).unwrap();
-    assert_eq!(reset, Reset::Moved { written: 5 });
+    assert_eq!(reset, Reset::Moved { written: 3 });
     assert_eq!(head_of(&wt).unwrap(), next);
     assert_eq!(
         git(&wt, &["status", "--porcelain", "--branch"]),
@@ -180,7 +183,7 @@ fn a_pristine_worktree_moves_to_another_commit_writing_only_what_differs() {
     // And back again.
     assert_eq!(
         reset_detached(&wt, &base, LEAVE_OUT).unwrap(),
-        Reset::Moved { written: 5 }
+        Reset::Moved { written: 3 }
     );
     assert_eq!(git(&wt, &["status", "--porcelain"]), "");
     assert_eq!(
@@ -265,4 +268,469 @@ fn a_locked_half_made_or_dirty_worktree_is_discarded_with_its_record() {
     std::fs::create_dir_all(wt.join("sub")).unwrap();
     discard_worktree(&repo, &wt).unwrap();
     assert!(!wt.exists());
+}
+
+/// The small repository plus `n` tickets (`item.md`, `thread.md` each) and a workspace file.
+fn repo_with_many_tickets(n: usize) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let (dir, repo, _) = small_repo();
+    let mut files = vec![(
+        ".yoi/workspace.toml".to_string(),
+        "[workspace]\n".to_string(),
+    )];
+    for i in 0..n {
+        files.push((
+            format!(".yoi/tickets/T{i:02}/item.md"),
+            format!("---\nid: T{i}\n---\n"),
+        ));
+        files.push((
+            format!(".yoi/tickets/T{i:02}/thread.md"),
+            format!("ticket {i}\n"),
+        ));
+    }
+    let files: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    let base = commit_on_main(&repo, &files, "tickets");
+    (dir, repo, base)
+}
+
+/// The tree id of `rev:.yoi/tickets`, as git says.
+fn tickets_tree(repo: &Path, rev: &str) -> String {
+    git(repo, &["rev-parse", &format!("{rev}:.yoi/tickets")])
+        .trim()
+        .to_string()
+}
+
+/// Whether git exits with success for `args` in `dir`.
+fn git_succeeds(dir: &Path, args: &[&str]) -> bool {
+    git_output(dir, args).status.success()
+}
+
+/// `git fsck` finds nothing wrong (dangling objects are no fault). git's advice about expanding
+/// a sparse index (`hint:` lines) is no finding either.
+#[track_caller]
+fn assert_fsck_clean(dir: &Path) {
+    let out = git_output(dir, &["fsck", "--no-dangling", "--no-progress"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let findings: Vec<&str> = said.lines().filter(|l| !l.starts_with("hint: ")).collect();
+    assert!(
+        out.status.success() && findings.is_empty(),
+        "git fsck: {said}"
+    );
+}
+
+/// The entries of the worktree's index file as gix reads it: (path, mode, id, skip-worktree),
+/// and whether it is a sparse index.
+fn index_on_disk(wt: &Path) -> (Vec<(String, u32, String, bool)>, bool) {
+    let repo = gix::open(wt).unwrap();
+    let index = repo.open_index().unwrap();
+    let entries = index
+        .entries()
+        .iter()
+        .map(|e| {
+            (
+                e.path(&index).to_string(),
+                e.mode.bits(),
+                e.id.to_string(),
+                e.flags.contains(gix::index::entry::Flags::SKIP_WORKTREE),
+            )
+        })
+        .collect();
+    (entries, index.is_sparse())
+}
+
+/// `git ls-files -s` for the ticket folder, and `git ls-tree -r` of `rev` for it, in one shape.
+fn staged_and_committed_tickets(wt: &Path, rev: &str) -> (String, String) {
+    let staged = git(wt, &["ls-files", "-s", ".yoi/tickets"])
+        .lines()
+        .map(|l| {
+            let (meta, path) = l.split_once('\t').unwrap();
+            let mut m = meta.split(' ');
+            format!("{} {} {path}", m.next().unwrap(), m.next().unwrap())
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let committed = git(wt, &["ls-tree", "-r", rev, ".yoi/tickets"])
+        .lines()
+        .map(|l| {
+            let (meta, path) = l.split_once('\t').unwrap();
+            let mut m = meta.split(' ');
+            let mode = m.next().unwrap();
+            let _kind = m.next();
+            format!("{mode} {} {path}", m.next().unwrap())
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    (staged, committed)
+}
+
+fn agent_commits_with_git(wt: &Path, message: &str) {
+    git(wt, &["add", "-A"]);
+    git(
+        wt,
+        &[
+            "-c",
+            "user.name=agent",
+            "-c",
+            "user.email=agent@a.invalid",
+            "commit",
+            "-q",
+            "-m",
+            message,
+        ],
+    );
+}
+
+#[test]
+fn a_sparse_worktree_holds_the_ticket_folder_as_one_index_entry_in_gits_format() {
+    let (dir, repo, base) = repo_with_many_tickets(12);
+    let wt = dir.path().join("wt");
+    add_worktree_sparse(&repo, &wt, &base, LEAVE_OUT).unwrap();
+
+    let (entries, sparse) = index_on_disk(&wt);
+    assert!(sparse, "gix reads it back as a sparse index");
+    let raw = std::fs::read(gix::open(&wt).unwrap().index_path()).unwrap();
+    assert!(
+        raw.windows(4).any(|w| w == b"sdir"),
+        "the index carries git's sdir extension"
+    );
+    let folders: Vec<_> = entries.iter().filter(|e| e.1 == 0o040000).collect();
+    assert_eq!(
+        folders,
+        [&(
+            ".yoi/tickets/".to_string(),
+            0o040000,
+            tickets_tree(&repo, &base),
+            true
+        )]
+    );
+    // Only the folder entry stands for the 24 ticket files.
+    let files = git(&repo, &["ls-tree", "-r", "--name-only", &base]);
+    let outside = files
+        .lines()
+        .filter(|p| !p.starts_with(".yoi/tickets/"))
+        .count();
+    assert_eq!(entries.len(), outside + 1);
+    assert!(
+        !wt.join(".yoi/tickets").exists(),
+        "no ticket file is written"
+    );
+
+    // git expands the folder entry in memory and finds everything as committed.
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert!(git_succeeds(&wt, &["diff", "--cached", "--quiet"]));
+    assert!(git_succeeds(&wt, &["diff", "--quiet"]));
+    let listed = git(&wt, &["ls-files", ".yoi/tickets"]);
+    assert_eq!(listed.lines().count(), 24, "{listed}");
+    let (staged, committed) = staged_and_committed_tickets(&wt, &base);
+    assert_eq!(staged, committed);
+    assert_eq!(
+        git(&wt, &["write-tree"]).trim(),
+        git(&repo, &["rev-parse", &format!("{base}^{{tree}}")]).trim()
+    );
+    assert!(!wt.join(".yoi/tickets").exists());
+    assert_fsck_clean(&wt);
+    assert_eq!(uncommitted_changes(&wt).unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn an_agents_git_commit_in_a_sparse_worktree_keeps_the_tickets_tree() {
+    let (dir, repo, base) = repo_with_many_tickets(12);
+    let wt = dir.path().join("wt");
+    add_worktree_sparse(&repo, &wt, &base, LEAVE_OUT).unwrap();
+
+    std::fs::write(wt.join("src/deep/a.rs"), "fn a() { 1 }\n").unwrap();
+    std::fs::write(wt.join("src/b.rs"), "fn b() {}\n").unwrap();
+    agent_commits_with_git(&wt, "agent");
+    let commit = head_of(&wt).unwrap();
+    assert_ne!(commit, base);
+    assert_eq!(tickets_tree(&repo, &commit), tickets_tree(&repo, &base));
+    assert_eq!(
+        git(&repo, &["diff", "--name-only", &base, &commit]),
+        "src/b.rs\nsrc/deep/a.rs\n"
+    );
+    assert!(!wt.join(".yoi/tickets").exists());
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&wt);
+
+    // git wrote the index back in full form; yoi reads that too and commits on top of it.
+    let (entries, _) = index_on_disk(&wt);
+    assert!(entries.iter().all(|e| e.1 != 0o040000), "git expanded it");
+    assert_eq!(uncommitted_changes(&wt).unwrap(), Vec::<String>::new());
+    std::fs::write(wt.join("README.md"), "by yoi\n").unwrap();
+    let second = commit_all(&wt, "pod", &who()).unwrap().expect("a commit");
+    assert_eq!(tickets_tree(&repo, &second), tickets_tree(&repo, &base));
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert!(!wt.join(".yoi/tickets").exists());
+}
+
+#[test]
+fn yois_commit_in_a_sparse_worktree_keeps_the_tickets_tree_and_the_index_sparse() {
+    let (dir, repo, base) = repo_with_many_tickets(12);
+    let wt = dir.path().join("wt");
+    add_worktree_sparse(&repo, &wt, &base, LEAVE_OUT).unwrap();
+
+    std::fs::write(wt.join("src/deep/a.rs"), "fn a() { 2 }\n").unwrap();
+    std::fs::remove_file(wt.join("run.sh")).unwrap();
+    std::fs::write(wt.join("new.txt"), "new\n").unwrap();
+    assert_eq!(
+        uncommitted_changes(&wt).unwrap(),
+        ["new.txt", "run.sh", "src/deep/a.rs"]
+    );
+    let commit = commit_all(&wt, "pod", &who()).unwrap().expect("a commit");
+    assert_eq!(head_of(&wt).unwrap(), commit);
+    assert_eq!(tickets_tree(&repo, &commit), tickets_tree(&repo, &base));
+    assert_eq!(
+        git(&repo, &["diff", "--name-only", &base, &commit]),
+        "new.txt\nrun.sh\nsrc/deep/a.rs\n"
+    );
+    let (entries, sparse) = index_on_disk(&wt);
+    assert!(sparse);
+    assert_eq!(
+        entries.iter().filter(|e| e.1 == 0o040000).count(),
+        1,
+        "still one folder entry"
+    );
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(
+        git(&wt, &["write-tree"]).trim(),
+        git(&repo, &["rev-parse", &format!("{commit}^{{tree}}")]).trim()
+    );
+    assert!(!wt.join(".yoi/tickets").exists());
+    assert_fsck_clean(&wt);
+    assert_eq!(commit_all(&wt, "nothing", &who()).unwrap(), None);
+}
+
+#[test]
+fn yois_status_of_a_sparse_index_agrees_with_git_when_head_moves_under_it() {
+    let (dir, repo, base) = repo_with_many_tickets(12);
+    let next = commit_on_main(
+        &repo,
+        &[
+            ("README.md", Some("moved on\n")),
+            (".yoi/tickets/T03/thread.md", Some("more\n")),
+            (".yoi/tickets/T99/item.md", Some("---\nid: T99\n---\n")),
+            (".yoi/tickets/T05/item.md", None),
+        ],
+        "next",
+    );
+    let wt = dir.path().join("wt");
+    add_worktree_sparse(&repo, &wt, &base, LEAVE_OUT).unwrap();
+    // HEAD moves, the index stays at `base`: every difference, tickets included, is staged.
+    git(&wt, &["update-ref", "--no-deref", "HEAD", &next]);
+    std::fs::write(wt.join("src/deep/a.rs"), "changed\n").unwrap();
+    std::fs::write(wt.join("untracked.txt"), "u\n").unwrap();
+
+    let yoi = uncommitted_changes(&wt).unwrap();
+    // --no-optional-locks: git must not write its expanded index back before yoi looks again.
+    let porcelain = git(
+        &wt,
+        &[
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "--no-renames",
+        ],
+    );
+    let mut from_git: Vec<String> = porcelain.lines().map(|l| l[3..].to_string()).collect();
+    from_git.sort();
+    assert_eq!(yoi, from_git);
+    assert!(
+        yoi.contains(&".yoi/tickets/T99/item.md".to_string()),
+        "{yoi:?}"
+    );
+    assert_eq!(
+        index_on_disk(&wt)
+            .0
+            .iter()
+            .filter(|e| e.1 == 0o040000)
+            .count(),
+        1
+    );
+
+    // A commit takes the index's folder, as git's would: the tickets stay as at `base`.
+    let commit = commit_all(&wt, "pod", &who()).unwrap().expect("a commit");
+    assert_eq!(tickets_tree(&repo, &commit), tickets_tree(&repo, &base));
+    assert_eq!(
+        git(&repo, &["show", &format!("{commit}:src/deep/a.rs")]),
+        "changed\n"
+    );
+}
+
+#[test]
+fn moving_a_sparse_worktree_sets_the_folder_entry_to_the_new_commits_tickets() {
+    let (dir, repo, base) = repo_with_many_tickets(12);
+    let wt = dir.path().join("wt");
+    add_worktree_sparse(&repo, &wt, &base, LEAVE_OUT).unwrap();
+    let next = commit_on_main(
+        &repo,
+        &[
+            ("src/deep/a.rs", Some("fn a() { 3 }\n")),
+            (".yoi/tickets/T03/thread.md", Some("more\n")),
+            (".yoi/tickets/T42/item.md", Some("---\nid: T42\n---\n")),
+        ],
+        "next",
+    );
+    assert_ne!(tickets_tree(&repo, &next), tickets_tree(&repo, &base));
+
+    assert_eq!(
+        reset_detached(&wt, &next, LEAVE_OUT).unwrap(),
+        Reset::Moved { written: 1 }
+    );
+    let (entries, sparse) = index_on_disk(&wt);
+    assert!(sparse);
+    let folder: Vec<_> = entries.iter().filter(|e| e.1 == 0o040000).collect();
+    assert_eq!(folder.len(), 1);
+    assert_eq!(folder[0].2, tickets_tree(&repo, &next));
+    assert_eq!(
+        git(&wt, &["write-tree"]).trim(),
+        git(&repo, &["rev-parse", &format!("{next}^{{tree}}")]).trim()
+    );
+    let (staged, committed) = staged_and_committed_tickets(&wt, &next);
+    assert_eq!(staged, committed);
+    assert!(staged.contains(".yoi/tickets/T42/item.md"));
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert!(!wt.join(".yoi/tickets").exists(), "still no ticket file");
+    assert_fsck_clean(&wt);
+}
+
+#[test]
+fn moving_a_worktree_git_wrote_back_in_full_folds_the_tickets_into_one_entry_again() {
+    let (dir, repo, base) = repo_with_many_tickets(12);
+    let wt = dir.path().join("wt");
+    add_worktree_sparse(&repo, &wt, &base, LEAVE_OUT).unwrap();
+    // git writes the index back expanded, with its tree cache describing every folder.
+    std::fs::write(wt.join("src/b.rs"), "fn b() {}\n").unwrap();
+    agent_commits_with_git(&wt, "agent");
+    assert!(index_on_disk(&wt).0.iter().all(|e| e.1 != 0o040000));
+    let next = commit_on_main(
+        &repo,
+        &[
+            ("src/deep/a.rs", Some("fn a() { 4 }\n")),
+            (
+                ".yoi/tickets/T07/item.md",
+                Some("---\nid: T7\nstate: done\n---\n"),
+            ),
+        ],
+        "next",
+    );
+
+    assert!(matches!(
+        reset_detached(&wt, &next, LEAVE_OUT).unwrap(),
+        Reset::Moved { .. }
+    ));
+    assert_eq!(head_of(&wt).unwrap(), next);
+    let (entries, sparse) = index_on_disk(&wt);
+    assert!(sparse);
+    assert!(!entries
+        .iter()
+        .any(|e| e.0.starts_with(".yoi/tickets/") && e.1 != 0o040000));
+    // A stale tree cache would make git write the tree it had before the move.
+    assert_eq!(
+        git(&wt, &["write-tree"]).trim(),
+        git(&repo, &["rev-parse", &format!("{next}^{{tree}}")]).trim()
+    );
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert!(!wt.join("src/b.rs").exists());
+    assert!(!wt.join(".yoi/tickets").exists());
+    // And git commits correctly on top of the moved index.
+    std::fs::write(wt.join("README.md"), "after the move\n").unwrap();
+    agent_commits_with_git(&wt, "agent again");
+    let after = head_of(&wt).unwrap();
+    assert_eq!(tickets_tree(&repo, &after), tickets_tree(&repo, &next));
+    assert_eq!(
+        git(&repo, &["diff", "--name-only", &next, &after]),
+        "README.md\n"
+    );
+    assert_fsck_clean(&wt);
+}
+
+#[test]
+fn moving_a_full_checkout_with_the_tickets_left_out_removes_their_files() {
+    let (dir, repo, base) = repo_with_many_tickets(12);
+    let wt = dir.path().join("wt");
+    add_worktree_detached(&repo, &wt, &base).unwrap();
+    assert!(wt.join(".yoi/tickets/T03/thread.md").is_file());
+    let next = commit_on_main(&repo, &[("README.md", Some("next\n"))], "next");
+
+    assert_eq!(
+        reset_detached(&wt, &next, LEAVE_OUT).unwrap(),
+        Reset::Moved { written: 1 }
+    );
+    assert!(
+        !wt.join(".yoi/tickets").exists(),
+        "the checked-out ticket files went"
+    );
+    assert!(wt.join(".yoi/workspace.toml").is_file());
+    let (entries, sparse) = index_on_disk(&wt);
+    assert!(sparse);
+    assert!(entries.contains(&(
+        ".yoi/tickets/".to_string(),
+        0o040000,
+        tickets_tree(&repo, &next),
+        true
+    )));
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(
+        git(&wt, &["write-tree"]).trim(),
+        git(&repo, &["rev-parse", &format!("{next}^{{tree}}")]).trim()
+    );
+}
+
+#[test]
+fn merging_a_sparse_worktrees_work_carries_the_tickets_unchanged() {
+    let (dir, repo, base) = repo_with_many_tickets(12);
+    let wt = dir.path().join("wt");
+    add_worktree_sparse(&repo, &wt, &base, LEAVE_OUT).unwrap();
+    std::fs::write(wt.join("src/deep/a.rs"), "fn a() { 5 }\n").unwrap();
+    let work = commit_all(&wt, "pod", &who()).unwrap().expect("a commit");
+
+    // Fast-forward: main (checked out in the main worktree) moves; its ticket files stay.
+    let MergePlan::FastForward {
+        before,
+        after,
+        changed,
+    } = plan_merge(&repo, "main", &work).unwrap()
+    else {
+        panic!("a fast-forward");
+    };
+    assert_eq!(changed, ["src/deep/a.rs"]);
+    let landed = land(&repo, "main", &before, &after, &changed, LEAVE_OUT).unwrap();
+    assert!(matches!(landed, Landed::Moved { .. }), "{landed:?}");
+    assert_eq!(tickets_tree(&repo, "main"), tickets_tree(&repo, &base));
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+    // git's commit left a tree cache in the main worktree's index; a stale one would make git
+    // write the tree from before the merge.
+    assert_eq!(
+        git(&repo, &["write-tree"]).trim(),
+        git(&repo, &["rev-parse", "main^{tree}"]).trim()
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".yoi/tickets/T03/thread.md")).unwrap(),
+        "ticket 3\n"
+    );
+
+    // Diverged: main records a new ticket meanwhile; the merge keeps main's tickets as they are.
+    std::fs::write(wt.join("README.md"), "more work\n").unwrap();
+    let more = commit_all(&wt, "pod", &who()).unwrap().expect("a commit");
+    let target = commit_on_main(
+        &repo,
+        &[(".yoi/tickets/T50/item.md", Some("---\nid: T50\n---\n"))],
+        "a new ticket",
+    );
+    let merged = merge_three_way(&repo, &target, &more, "merge", &who()).unwrap();
+    let ThreeWay::Clean {
+        commit, changed, ..
+    } = merged
+    else {
+        panic!("a clean merge: {merged:?}");
+    };
+    assert_eq!(changed, ["README.md"]);
+    assert_eq!(tickets_tree(&repo, &commit), tickets_tree(&repo, &target));
+    assert_fsck_clean(&repo);
 }

@@ -11,8 +11,13 @@
 //! here reads both forms of a left-out folder — one folder entry, or its files with the
 //! skip-worktree bit — and writes the folder entry.
 //!
-//! This module only builds and compares index states; it writes no index and no file (the
-//! worktree and commit code do, and decide which folders are left out).
+//! git also advises, on every command that expands such an index, to look for files outside the
+//! sparse-checkout patterns and to run `git clean`: advice for `git sparse-checkout` users, wrong
+//! here, one an agent might follow, and one a detached `git gc` writes into `gc.log`, which stops
+//! automatic gc. [`quiet_git`] turns that advice off in the repository's config.
+//!
+//! Apart from that setting this module only builds and compares index states; it writes no index
+//! and no file (the worktree and commit code do, and decide which folders are left out).
 
 use std::path::Path;
 
@@ -302,4 +307,27 @@ pub(crate) fn set_folders(
         }
     }
     Ok(checked_out)
+}
+
+/// Turn off git's advice about expanding a sparse index (`advice.sparseIndexExpanded`) in the
+/// repository's shared config, once, keeping the rest of the file as it was (gix edits it under
+/// git's lock). A worktree's own config would not do: git commands in every worktree read the
+/// indexes of all of them (`git fsck`, `git repack -a`, the `git gc` that runs now and then),
+/// expand yoi's sparse ones and give the advice there too. It is advice for `git sparse-checkout`
+/// users only, so nothing else changes for anyone.
+pub(crate) fn quiet_git(wt: &gix::Repository) -> Result<(), GitError> {
+    if wt.config_snapshot().boolean("advice.sparseIndexExpanded") == Some(false) {
+        return Ok(());
+    }
+    let path = wt.common_dir().join("config");
+    let fail = |e: &dyn std::fmt::Display| GitError::git(&path, "write git settings", e);
+    // gix reads the file again under the lock: another worktree may have just been added.
+    let mut config = wt.config_file_mut(&path).map_err(|e| fail(&e))?;
+    if config.boolean("advice.sparseIndexExpanded").ok().flatten() == Some(false) {
+        return Ok(());
+    }
+    config
+        .set_raw_value("advice.sparseIndexExpanded", "false")
+        .map_err(|e| fail(&e))?;
+    config.commit().map_err(|e| fail(&e))
 }

@@ -86,7 +86,9 @@ pub fn add_worktree_sparse(
     let never = AtomicBool::new(false);
     let prepared = retry_busy(|| repo.prepare_add_worktree(path, Head::Detached(id), &never))
         .map_err(|e| GitError::git(path, "add the worktree", e))?;
-    match check_out_sparse(prepared.repo(), id, leave_out) {
+    let made = check_out_sparse(prepared.repo(), id, leave_out)
+        .and_then(|()| sparse::quiet_git(prepared.repo()));
+    match made {
         Ok(()) => prepared
             .persist()
             .map(|_| ())
@@ -206,6 +208,9 @@ pub fn reset_detached(path: &Path, commit: &str, leave_out: &[&str]) -> Result<R
     let folders: Vec<String> = leave_out.iter().map(|p| sparse::folder(p)).collect();
     let folders: Vec<&str> = folders.iter().map(String::as_str).collect();
     let changed = crate::merge::changed_outside(&repo, path, head, target, &folders)?;
+    if !folders.is_empty() {
+        sparse::quiet_git(&repo)?;
+    }
     let refs: Vec<&String> = changed.iter().collect();
     crate::merge::update_worktree(path, target, &refs, leave_out)?;
     repo.reference(

@@ -316,6 +316,7 @@ pub(crate) fn set_folders(
 /// expand yoi's sparse ones and give the advice there too. It is advice for `git sparse-checkout`
 /// users only, so nothing else changes for anyone.
 pub(crate) fn quiet_git(wt: &gix::Repository) -> Result<(), GitError> {
+    clear_advice_gc_log(wt.common_dir());
     if wt.config_snapshot().boolean("advice.sparseIndexExpanded") == Some(false) {
         return Ok(());
     }
@@ -330,4 +331,22 @@ pub(crate) fn quiet_git(wt: &gix::Repository) -> Result<(), GitError> {
         .set_raw_value("advice.sparseIndexExpanded", "false")
         .map_err(|e| fail(&e))?;
     config.commit().map_err(|e| fail(&e))
+}
+
+/// Remove `gc.log` when all it holds is git's sparse-index advice. `git prune` gives that
+/// advice whatever the config says, a detached automatic `git gc` writes it into `gc.log`, and
+/// git then runs no automatic gc until the log is a day old. A log that says anything else is
+/// git's report of a real failure and stays.
+fn clear_advice_gc_log(common_dir: &Path) {
+    let log = common_dir.join("gc.log");
+    let Ok(text) = std::fs::read_to_string(&log) else {
+        return;
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let only_advice = !lines.is_empty()
+        && lines.iter().all(|l| l.starts_with("hint:"))
+        && text.contains("sparse index");
+    if only_advice {
+        let _ = std::fs::remove_file(&log);
+    }
 }

@@ -767,4 +767,21 @@ fn git_gives_no_sparse_index_advice_in_any_worktree() {
     let second = dir.path().join("second");
     add_worktree_sparse(&repo, &second, &base, LEAVE_OUT).unwrap();
     assert_eq!(git(&repo, &["config", "--list", "--local"]), shared_after);
+
+    // `git prune` advises whatever the config says; a detached auto gc keeps that in gc.log,
+    // which holds automatic gc back. yoi removes a log that holds only that advice, and keeps
+    // one that reports anything else.
+    std::fs::write(repo.join("loose.txt"), "a loose object").unwrap();
+    git(&repo, &["hash-object", "-w", "loose.txt"]);
+    let prune = git_output(&repo, &["prune", "--expire=now"]);
+    let advice = String::from_utf8_lossy(&prune.stderr).into_owned();
+    assert!(advice.contains("sparse index"), "{advice:?}");
+    let gc_log = repo.join(".git/gc.log");
+    std::fs::write(&gc_log, &advice).unwrap();
+    add_worktree_sparse(&repo, &dir.path().join("third"), &base, LEAVE_OUT).unwrap();
+    assert!(!gc_log.exists(), "a log of the advice alone is removed");
+    let failure = format!("{advice}error: bad object 0123\n");
+    std::fs::write(&gc_log, &failure).unwrap();
+    add_worktree_sparse(&repo, &dir.path().join("fourth"), &base, LEAVE_OUT).unwrap();
+    assert_eq!(std::fs::read_to_string(&gc_log).unwrap(), failure);
 }

@@ -225,6 +225,7 @@ pub async fn serve(
     let orchestrator = opts.orchestrate.then(|| orchestrator::spawn(state.clone()));
     let sweep = leases::spawn(state.clone());
     let full_checks = fresh::spawn_full_checks(state.clone());
+    let trims = memory::spawn_trims(state.closing.subscribe());
     let pods = opts
         .pods
         .map(|l| supervisor::spawn(state.clone(), l, format!("http://{addr}")));
@@ -251,6 +252,9 @@ pub async fn serve(
     }
     if let Err(e) = full_checks.await {
         tracing::error!(error = %e, "the periodic file check ended abnormally");
+    }
+    if let Err(e) = trims.await {
+        tracing::error!(error = %e, "the memory trim task ended abnormally");
     }
     if let Err(e) = sweep.await {
         tracing::error!(error = %e, "the lease sweep task ended abnormally");

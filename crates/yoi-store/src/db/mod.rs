@@ -149,14 +149,14 @@ impl Db {
                 Box::pin(async move {
                     if dialect == Dialect::Sqlite {
                         let memory = match footprint {
-                            // Reads of a 10,000-ticket index (about 20 MiB) come from memory:
-                            // pages are mapped (shared by every connection) and each connection
-                            // keeps up to 16 MiB of them decoded, instead of 2 MiB read back
-                            // with a system call each (docs/database.md). The mapping stops at
-                            // 64 MiB: mapped pages count in the server's resident memory, and
-                            // at 100,000 tickets the file is 200 MiB.
+                            // Each connection keeps up to 8 MiB of pages decoded, instead of
+                            // 2 MiB read back with a system call each (docs/database.md). No
+                            // mapping: every connection's mapping counts in the server's
+                            // resident memory again (4 × 64 MiB of the same 200 MiB file at
+                            // 100,000 tickets), and repeated reads are answered from the
+                            // server's own caches before they reach SQLite.
                             Footprint::Service => {
-                                ["PRAGMA mmap_size = 67108864", "PRAGMA cache_size = -16384"]
+                                ["PRAGMA mmap_size = 0", "PRAGMA cache_size = -8192"]
                             }
                             // A command reads each page about once: SQLite's own defaults.
                             Footprint::Command => {

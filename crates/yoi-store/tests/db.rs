@@ -248,6 +248,26 @@ fn a_group_commit_lands_every_mutation_and_indexes_them_together(b: Backend) {
         "{:?}",
         fx.index_findings(0)
     );
+    // In the rows the per-ticket writer makes: rewriting each ticket alone changes none.
+    let grouped = fx.index_rows();
+    for id in [&a, &z] {
+        yoi_store::index::IndexHook::tickets_changed(
+            &fx.index,
+            &fx.ws,
+            std::slice::from_ref(id),
+            &[],
+        )
+        .unwrap();
+    }
+    assert_eq!(fx.index_rows(), grouped);
+    // Every event has one outbox row, numbered without gaps.
+    let seqs: Vec<usize> = grouped
+        .iter()
+        .filter_map(|r| r.strip_prefix("outbox: "))
+        .map(|r| r.split(" | ").next().unwrap().parse().unwrap())
+        .collect();
+    let events = grouped.iter().filter(|r| r.starts_with("events: ")).count();
+    assert_eq!(seqs, (1..=events).collect::<Vec<_>>());
     let replay = ops::comment(
         &fx.ws,
         &with_op(at_minute(7), "op-1"),

@@ -185,8 +185,13 @@ impl Db {
         self.begin_write(&mut conn).await?;
         let result = async {
             let mut added = 0;
-            for s in &snaps {
-                added += write_snapshot(&mut conn, s, now_ms).await?;
+            if snaps.len() > 1 {
+                // Many tickets (a group commit): a few multi-row statements for all of them.
+                added = super::bulk::rewrite_snapshots(&mut conn, &snaps, now_ms).await?;
+            } else {
+                for s in &snaps {
+                    added += write_snapshot(&mut conn, s, now_ms).await?;
+                }
             }
             for op in ops {
                 record_op(&mut conn, op, now_ms).await?;

@@ -2,6 +2,7 @@
 
 pub mod fuzz;
 pub mod generate;
+pub mod history;
 pub mod merge_corpus;
 
 use std::path::Path;

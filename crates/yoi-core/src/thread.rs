@@ -288,13 +288,22 @@ impl Event {
 /// Canonical body: LF line ends, no leading or trailing blank lines, no trailing spaces at the
 /// very end. This is what the store writes and what the parser returns.
 pub fn normalize_body(body: &str) -> String {
+    normalize_lines(body.split('\n'))
+}
+
+/// [`normalize_body`] of these lines joined by `\n` (none holds a `\n`).
+fn normalize_lines<'a>(lines: impl Iterator<Item = &'a str>) -> String {
     // Every `\r` before a line end goes, not just one: `"\r\r\n".replace("\r\n", "\n")` is
     // `"\r\n"` again, which the parser then read back one `\r` shorter (found by fuzzing).
-    let lines: Vec<&str> = body.split('\n').map(|l| l.trim_end_matches('\r')).collect();
+    let lines: Vec<&str> = lines.map(|l| l.trim_end_matches('\r')).collect();
     let start = lines.iter().position(|l| !l.trim().is_empty());
     let end = lines.iter().rposition(|l| !l.trim().is_empty());
     match (start, end) {
-        (Some(s), Some(e)) => lines[s..=e].join("\n").trim_end().to_string(),
+        (Some(s), Some(e)) => {
+            let mut body = lines[s..=e].join("\n");
+            body.truncate(body.trim_end().len());
+            body
+        }
         _ => String::new(),
     }
 }
@@ -507,18 +516,19 @@ fn short(s: &str) -> String {
     s.chars().take(24).collect()
 }
 
-struct Open {
+/// An event being read: its body lines borrowed from the text until it ends.
+struct Open<'a> {
     kind: EventKind,
     attrs: Vec<(String, String)>,
     line: usize,
-    lines: Vec<String>,
+    lines: Vec<&'a str>,
 }
 
-impl Open {
+impl Open<'_> {
     fn finish(self) -> (Event, usize) {
         let mut lines = self.lines.into_iter().skip_while(|l| l.trim().is_empty());
         let mut heading = None;
-        let mut body_lines: Vec<String> = Vec::new();
+        let mut body_lines: Vec<&str> = Vec::new();
         if let Some(first) = lines.next() {
             match first.strip_prefix("## ") {
                 Some(h) => heading = Some(h.trim().to_string()),
@@ -526,12 +536,11 @@ impl Open {
             }
         }
         body_lines.extend(lines);
-        let body: Vec<&str> = body_lines.iter().map(|l| unescape_line(l)).collect();
         let event = Event {
             kind: self.kind,
             attrs: self.attrs,
             heading,
-            body: normalize_body(&body.join("\n")),
+            body: normalize_lines(body_lines.into_iter().map(unescape_line)),
         };
         (event, self.line)
     }
@@ -605,7 +614,7 @@ pub fn parse_thread(text: &str) -> ParsedThread {
                     let o = open.take().expect("open");
                     push(&mut out, o);
                 } else {
-                    o.lines.push(raw.to_string());
+                    o.lines.push(raw);
                 }
             }
             None => {

@@ -4,6 +4,8 @@
 //! A finding is data, not control flow: the store's doctor builds them, the CLI and the API
 //! render them, and `--fix` applies only the [`SafeFix`] a finding carries.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -26,10 +28,12 @@ pub struct Finding {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
     pub seen: String,
-    pub expected: String,
-    /// A command that repairs it, when there is one.
+    /// What should have been seen. Usually fixed text, kept without a copy per finding (a large
+    /// tree's report holds tens of thousands of findings).
+    pub expected: Cow<'static, str>,
+    /// A command that repairs it, when there is one (fixed text or made for this finding).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
+    pub fix: Option<Cow<'static, str>>,
     /// `--fix` may apply this repair without losing information.
     #[serde(skip)]
     pub safe_fix: Option<SafeFix>,
@@ -40,7 +44,7 @@ impl Finding {
         severity: Severity,
         check: &'static str,
         seen: impl Into<String>,
-        expected: impl Into<String>,
+        expected: impl Into<Cow<'static, str>>,
     ) -> Self {
         Finding {
             severity,
@@ -58,7 +62,7 @@ impl Finding {
     pub fn error(
         check: &'static str,
         seen: impl Into<String>,
-        expected: impl Into<String>,
+        expected: impl Into<Cow<'static, str>>,
     ) -> Self {
         Finding::new(Severity::Error, check, seen, expected)
     }
@@ -66,7 +70,7 @@ impl Finding {
     pub fn warning(
         check: &'static str,
         seen: impl Into<String>,
-        expected: impl Into<String>,
+        expected: impl Into<Cow<'static, str>>,
     ) -> Self {
         Finding::new(Severity::Warning, check, seen, expected)
     }
@@ -83,7 +87,7 @@ impl Finding {
         self
     }
 
-    pub fn with_fix(mut self, fix: impl Into<String>) -> Self {
+    pub fn with_fix(mut self, fix: impl Into<Cow<'static, str>>) -> Self {
         self.fix = Some(fix.into());
         self
     }

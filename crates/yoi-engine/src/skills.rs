@@ -378,7 +378,7 @@ pub fn findings(catalog: &Catalog) -> Vec<Finding> {
                     errors.join("; ")
                 ),
                 expected: "a SKILL.md that follows the Agent Skills specification".into(),
-                fix: Some(format!("yoi skill lint; then edit {}", s.location)),
+                fix: Some(format!("yoi skill lint; then edit {}", s.location).into()),
                 safe_fix: None,
             });
         }
@@ -396,7 +396,7 @@ pub fn findings(catalog: &Catalog) -> Vec<Finding> {
                     source_name(&s.source)
                 ),
                 expected: "one skill per name, or a deliberate override".into(),
-                fix: Some(format!("rename or remove one of the `{}` skills", s.name)),
+                fix: Some(format!("rename or remove one of the `{}` skills", s.name).into()),
                 safe_fix: None,
             });
         }

@@ -4,10 +4,19 @@ use serde::Serialize;
 use yoi_engine::store::Outcome;
 
 pub fn json<T: Serialize>(value: &T) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("output serializes")
-    );
+    use std::io::Write;
+    // Written as it is serialized: a large report (doctor's, say) is never held as one string.
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
+    match written {
+        Ok(()) => {}
+        // A reader that stopped reading (`| head`) wanted no more.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => panic!("writing the output: {e}"),
+    }
 }
 
 /// A plain table with a header row; columns padded to their widest cell (in characters).

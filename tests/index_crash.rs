@@ -81,8 +81,7 @@ impl Fx {
 
 /// `(check, ticket)` of each index finding, in report order.
 fn checks(index: &DbIndex, ws: &Workspace) -> Vec<(&'static str, String)> {
-    index
-        .block_on(doctor::index_findings(&index.db, ws, 0))
+    doctor::index_findings(index, ws, 0)
         .unwrap()
         .into_iter()
         .map(|f| (f.check, f.ticket.unwrap_or_default()))

@@ -89,6 +89,19 @@ impl Env {
         Ok((ws, index))
     }
 
+    /// The workspace with its database attached but not yet caught up with the files: for
+    /// doctor, which reads every file anyway and catches the index up itself when it finds it
+    /// behind them.
+    pub fn workspace_behind(&self, command: &str) -> Result<Workspace, CliError> {
+        let mut ws = self.files_only(command)?;
+        DbIndex::attach_behind(
+            &mut ws,
+            runtime().handle().clone(),
+            yoi_engine::store::db::Footprint::Command,
+        )?;
+        Ok(ws)
+    }
+
     /// The workspace without its database (for commands that must not depend on it).
     pub fn files_only(&self, command: &str) -> Result<Workspace, CliError> {
         let root = Workspace::find_root(&self.start).ok_or_else(|| StoreError::NotInitialized {

@@ -109,12 +109,7 @@ fn silent_claims_expire_into_fresh_worktrees_and_three_open_the_circuit_until_a_
 
     // Doctor (no server sweeping, pod silent): the leftover attempt worktrees are named.
     let findings =
-        f.db.block_on(yoi_store::doctor::index_findings(
-            &f.db.db,
-            &f.ws,
-            at(40_000).unix_millis(),
-        ))
-        .unwrap();
+        yoi_store::doctor::index_findings(&f.db, &f.ws, at(40_000).unix_millis()).unwrap();
     let checks: Vec<&str> = findings.iter().map(|x| x.check).collect();
     assert_eq!(
         checks
@@ -146,16 +141,12 @@ fn doctor_names_a_lease_past_due_and_a_silent_pod() {
         .unwrap()
         .unwrap();
     let findings = |ms: i64| -> Vec<&'static str> {
-        f.db.block_on(yoi_store::doctor::index_findings(
-            &f.db.db,
-            &f.ws,
-            at(ms).unix_millis(),
-        ))
-        .unwrap()
-        .into_iter()
-        .map(|x| x.check)
-        .filter(|c| c.starts_with("assignment.lease") || c.starts_with("pod."))
-        .collect()
+        yoi_store::doctor::index_findings(&f.db, &f.ws, at(ms).unix_millis())
+            .unwrap()
+            .into_iter()
+            .map(|x| x.check)
+            .filter(|c| c.starts_with("assignment.lease") || c.starts_with("pod."))
+            .collect()
     };
     assert!(
         findings(5_000).is_empty(),

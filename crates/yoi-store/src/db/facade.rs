@@ -58,16 +58,32 @@ impl DbIndex {
         mode: ReindexMode,
         footprint: Footprint,
     ) -> Result<(DbIndex, IndexStats), StoreError> {
+        let index = Self::open_for(ws, rt, footprint)?;
+        let stats = index.reindex(ws, mode)?;
+        ws.index = Some(IndexRef(Arc::new(index.clone())));
+        Ok((index, stats))
+    }
+
+    /// Like [`DbIndex::attach_as`], without catching up with the files first: for doctor, which
+    /// reads every file anyway and catches up only when it finds the index behind them.
+    pub fn attach_behind(
+        ws: &mut Workspace,
+        rt: Handle,
+        footprint: Footprint,
+    ) -> Result<DbIndex, StoreError> {
+        let index = Self::open_for(ws, rt, footprint)?;
+        ws.index = Some(IndexRef(Arc::new(index.clone())));
+        Ok(index)
+    }
+
+    fn open_for(ws: &Workspace, rt: Handle, footprint: Footprint) -> Result<DbIndex, StoreError> {
         let url = ws.database_url();
         if url.starts_with("sqlite:") {
             let dir = ws.local_dir();
             std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
         }
         let db = rt.block_on(Db::open_as(&url, footprint))?;
-        let index = DbIndex::new(db, rt);
-        let stats = index.reindex(ws, mode)?;
-        ws.index = Some(IndexRef(Arc::new(index.clone())));
-        Ok((index, stats))
+        Ok(DbIndex::new(db, rt))
     }
 
     /// Reindex under the workspace lock, so no operation writes files meanwhile.

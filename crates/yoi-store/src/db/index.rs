@@ -42,9 +42,10 @@ pub(super) struct FileStat {
     pub(super) hash: Option<String>,
 }
 
-/// What one ticket's files say, read once. Doctor's index checks compare the database with
-/// this same snapshot, so they and the indexer cannot disagree about what the files hold.
-pub(crate) struct Snapshot {
+/// What one ticket's files say, read once. Doctor derives what the index should hold with the
+/// same rules (`Item::parse`, [`event_key`], `parse_plan` and [`plan_key`]), so it and the
+/// indexer cannot disagree about what the files hold.
+pub(super) struct Snapshot {
     pub(crate) id: TicketId,
     /// `None` when item.md is missing, unreadable or does not parse (no tickets row then).
     pub(crate) item: Option<Item>,
@@ -94,7 +95,7 @@ fn mtime_ns(meta: &fs::Metadata) -> i64 {
         .unwrap_or(0)
 }
 
-pub(crate) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
+pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
     let mut snap = Snapshot {
         id: id.clone(),
         item: None,

@@ -46,10 +46,47 @@ pub struct DeadDelivery {
     pub kind: Option<String>,
 }
 
+/// ` WHERE col IN ($1, …)` for these ids, nothing for all rows.
+fn among(col: &str, ids: Option<&[&str]>) -> String {
+    match ids {
+        Some(ids) => format!(
+            " WHERE {col} IN ({})",
+            super::placeholders(1, ids.len().max(1))
+        ),
+        None => String::new(),
+    }
+}
+
+/// Bind the ids [`among`] wrote placeholders for (an empty list matches nothing).
+fn bind_all<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ids: Option<&[&'q str]>,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    match ids {
+        Some([]) => q.bind(""),
+        Some(ids) => {
+            for id in ids {
+                q = q.bind(*id);
+            }
+            q
+        }
+        None => q,
+    }
+}
+
 impl Db {
     /// Every `tickets` row, by id.
     pub async fn ticket_rows(&self) -> Result<Vec<TicketRow>, StoreError> {
-        let rows = sqlx::query("SELECT id, title, state, updated_at FROM tickets ORDER BY id")
+        self.ticket_rows_of(None).await
+    }
+
+    /// The `tickets` rows of these tickets (every row with `None`), by id.
+    pub async fn ticket_rows_of(&self, ids: Option<&[&str]>) -> Result<Vec<TicketRow>, StoreError> {
+        let sql = format!(
+            "SELECT id, title, state, updated_at FROM tickets{} ORDER BY id",
+            among("id", ids)
+        );
+        let rows = bind_all(sqlx::query(&sql), ids)
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
@@ -67,7 +104,64 @@ impl Db {
 
     /// Every indexed thread event as `(ticket, event key)`, by ticket and position.
     pub async fn event_keys(&self) -> Result<Vec<(String, String)>, StoreError> {
-        let rows = sqlx::query("SELECT ticket_id, id FROM events ORDER BY ticket_id, position")
+        self.event_keys_of(None).await
+    }
+
+    /// The indexed thread events of these tickets (all with `None`) as `(ticket, event key)`,
+    /// by ticket and position.
+    pub async fn event_keys_of(
+        &self,
+        ids: Option<&[&str]>,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let Some(ids) = ids else {
+            let rows = sqlx::query("SELECT ticket_id, id FROM events ORDER BY ticket_id, position")
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?;
+            return rows
+                .iter()
+                .map(|r| Ok((r.try_get(0).map_err(db_err)?, r.try_get(1).map_err(db_err)?)))
+                .collect();
+        };
+        // One row per ticket, `position:key` lines: a row costs far more to hand over than its
+        // bytes (event keys hold no newline: header values are single-line).
+        let mut out = Vec::new();
+        for (ticket, list) in self
+            .grouped("events", "CAST(position AS TEXT) || ':' || id", ids)
+            .await?
+        {
+            let mut keyed: Vec<(i64, &str)> = list
+                .split('\n')
+                .filter_map(|l| l.split_once(':'))
+                .map(|(p, k)| (p.parse().unwrap_or(i64::MAX), k))
+                .collect();
+            keyed.sort();
+            out.extend(
+                keyed
+                    .into_iter()
+                    .map(|(_, k)| (ticket.clone(), k.to_string())),
+            );
+        }
+        Ok(out)
+    }
+
+    /// `(ticket, lines)` for these tickets' rows of `table`, `expr` of each row on its own line,
+    /// by ticket.
+    async fn grouped(
+        &self,
+        table: &str,
+        expr: &str,
+        ids: &[&str],
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let agg = match self.dialect() {
+            super::Dialect::Sqlite => format!("group_concat({expr}, char(10))"),
+            super::Dialect::Postgres => format!("string_agg({expr}, chr(10))"),
+        };
+        let sql = format!(
+            "SELECT ticket_id, {agg} FROM {table}{} GROUP BY ticket_id ORDER BY ticket_id",
+            among("ticket_id", Some(ids))
+        );
+        let rows = bind_all(sqlx::query(&sql), Some(ids))
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
@@ -78,19 +172,60 @@ impl Db {
 
     /// The key of every outbox row, oldest first.
     pub async fn outbox_keys(&self) -> Result<Vec<OutboxKey>, StoreError> {
-        let rows = sqlx::query("SELECT seq, event_id, ticket_id FROM outbox ORDER BY seq")
-            .fetch_all(self.pool())
-            .await
-            .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(OutboxKey {
-                    seq: r.try_get(0).map_err(db_err)?,
-                    event_id: r.try_get(1).map_err(db_err)?,
-                    ticket: r.try_get(2).map_err(db_err)?,
+        self.outbox_keys_of(None).await
+    }
+
+    /// The keys of these tickets' outbox rows (every row with `None`), oldest first.
+    pub async fn outbox_keys_of(&self, ids: Option<&[&str]>) -> Result<Vec<OutboxKey>, StoreError> {
+        let Some(ids) = ids else {
+            let rows = sqlx::query("SELECT seq, event_id, ticket_id FROM outbox ORDER BY seq")
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?;
+            return rows
+                .iter()
+                .map(|r| {
+                    Ok(OutboxKey {
+                        seq: r.try_get(0).map_err(db_err)?,
+                        event_id: r.try_get(1).map_err(db_err)?,
+                        ticket: r.try_get(2).map_err(db_err)?,
+                    })
                 })
-            })
-            .collect()
+                .collect();
+        };
+        let mut out = Vec::new();
+        for (ticket, list) in self
+            .grouped("outbox", "CAST(seq AS TEXT) || ':' || event_id", ids)
+            .await?
+        {
+            out.extend(list.split('\n').filter_map(|l| {
+                let (seq, key) = l.split_once(':')?;
+                Some(OutboxKey {
+                    seq: seq.parse().ok()?,
+                    event_id: key.to_string(),
+                    ticket: ticket.clone(),
+                })
+            }));
+        }
+        out.sort_by_key(|k| k.seq);
+        Ok(out)
+    }
+
+    /// Every ticket id the index holds rows for: tickets, thread events or outbox rows.
+    pub async fn indexed_ticket_ids(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id FROM tickets UNION SELECT ticket_id FROM events \
+             UNION SELECT ticket_id FROM outbox",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut ids = rows
+            .iter()
+            .map(|r| r.try_get(0).map_err(db_err))
+            .collect::<Result<Vec<String>, _>>()?;
+        ids.sort();
+        Ok(ids)
     }
 
     /// Per registered consumer, the outbox rows created before `before_ms` that it has neither

@@ -34,7 +34,6 @@ pub use board::{CardFacts, Waiting, Working};
 pub(crate) use facade::now_ms;
 pub use facade::DbIndex;
 pub use index::{event_key, plan_key, IndexStats, ReindexMode};
-pub(crate) use index::{snapshot, Snapshot};
 pub use inspect::{DeadDelivery, OutboxKey, TicketRow, Undelivered};
 pub use outbox::{Delivery, OutboxEvent, MAX_ATTEMPTS};
 pub use pods::{PodRow, PodState};
@@ -69,6 +68,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         5,
         "pods",
         include_str!("../../../../migrations/0005_pods.sql"),
+    ),
+    (
+        6,
+        "covering_ticket_indexes",
+        include_str!("../../../../migrations/0006_covering_ticket_indexes.sql"),
     ),
 ];
 

@@ -6,8 +6,9 @@
 //! naming nothing on disk. Two more look at runtime state only: events a registered consumer has
 //! left unacknowledged past a threshold, and deliveries parked as dead.
 //!
-//! What the files say is read with the indexer's own snapshot, so doctor and `reindex` cannot
-//! disagree about it. Event-level findings come one per ticket (naming the first few events), so
+//! What the files say is read with the indexer's own rules (see `ticket::IndexFacts`), so doctor
+//! and `reindex` cannot disagree about it. The index is compared chunk by chunk as the file
+//! checks read the tickets, so each file is read once and only one chunk's rows are held. Event-level findings come one per ticket (naming the first few events), so
 //! a deleted ticket with hundreds of events is one line, not hundreds.
 //!
 //! **What `--fix` does here.** When a drift check fails ([`DRIFT`]), it rebuilds the index from
@@ -19,9 +20,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use yoi_core::finding::Finding;
+use yoi_core::TicketId;
 
-use super::{check_all, fix_files, Report};
-use crate::db::{snapshot, Db, DbIndex, ReindexMode, Snapshot, TicketRow};
+use super::ticket::TicketScan;
+use super::{fix_files, Report};
+use crate::db::{Db, DbIndex, ReindexMode, TicketRow};
 use crate::error::StoreError;
 use crate::tickets::{ITEM, THREAD};
 use crate::workspace::Workspace;
@@ -49,33 +52,135 @@ const FIX_REINDEX: &str =
 /// The index checks with the default threshold ([`UNDELIVERED_AFTER_MS`]). Hold the workspace
 /// lock around this call for an exact answer: an operation landing between the file reads and
 /// the database reads would otherwise look like drift.
-pub async fn index_findings(
-    db: &Db,
+pub fn index_findings(
+    index: &DbIndex,
     ws: &Workspace,
     now_ms: i64,
 ) -> Result<Vec<Finding>, StoreError> {
-    index_findings_with(db, ws, now_ms, UNDELIVERED_AFTER_MS).await
+    index_findings_with(index, ws, now_ms, UNDELIVERED_AFTER_MS)
 }
 
 /// The index checks, reporting deliveries older than `undelivered_after_ms` at `now_ms`.
 /// Ticket findings come first, by ticket and check; then undelivered (by consumer) and dead
 /// deliveries (by sequence number).
-pub async fn index_findings_with(
-    db: &Db,
+pub fn index_findings_with(
+    index: &DbIndex,
     ws: &Workspace,
     now_ms: i64,
     undelivered_after_ms: i64,
 ) -> Result<Vec<Finding>, StoreError> {
-    let ids = ws.ticket_ids()?;
-    let snaps = crate::tickets::parallel_map(&ids, |id| Ok(snapshot(ws, id)))?;
-    let rows = db.ticket_rows().await?;
-    let events = db.event_keys().await?;
-    let outbox = db.outbox_keys().await?;
+    Ok(check_everything(index, ws, now_ms, undelivered_after_ms)?.1)
+}
+
+/// One pass over the tickets: the file checks, and the index compared with each chunk of
+/// tickets as it is read. A thread reads and checks the files (itself on every core) while this
+/// one reads the same chunk's rows, so each file is read once and only a chunk's texts and rows
+/// are held at a time. Returns the file findings (sorted as [`check_all`](super::check_all)
+/// sorts them) and the index findings.
+fn check_everything(
+    index: &DbIndex,
+    ws: &Workspace,
+    now_ms: i64,
+    undelivered_after_ms: i64,
+) -> Result<(Vec<Finding>, Vec<Finding>), StoreError> {
+    let db = &index.db;
+    let scan = super::layout::scan_root(ws)?;
+    let folders = &scan.ticket_dirs;
     let mut out = Vec::new();
-    check_tickets(ws, &snaps, &rows, &mut out);
-    check_events(ws, &snaps, &events, &mut out);
-    check_outbox(&snaps, &outbox, &mut out);
+    let mut tickets = Vec::with_capacity(folders.len());
+    std::thread::scope(|s| -> Result<(), StoreError> {
+        // Two chunks ahead at most: the reader never holds more than that.
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        s.spawn(move || {
+            for chunk in folders.chunks(super::CHUNK) {
+                if tx.send(super::check_chunk(ws, chunk)).is_err() {
+                    break;
+                }
+            }
+        });
+        for chunk in folders.chunks(super::CHUNK) {
+            // Rows for every folder of the chunk: one without item.md is no ticket, so its
+            // rows are reported as extra.
+            let ids: Vec<&str> = chunk.iter().map(TicketId::as_str).collect();
+            let rows = index.block_on(Rows::of(db, &ids))?;
+            let mut part = rx.recv().map_err(|_| {
+                let why = std::io::Error::other("doctor's file reader stopped");
+                StoreError::io(&ws.tickets_dir(), why)
+            })??;
+            let on_disk: Vec<&TicketScan> = part.iter().filter(|t| t.exists).collect();
+            rows.compare(ws, &on_disk, &mut out);
+            for t in &mut part {
+                t.facts = Default::default();
+            }
+            tickets.extend(part);
+        }
+        Ok(())
+    })?;
+    // Rows naming tickets that have no folder at all.
+    let folder_ids: BTreeSet<&str> = folders.iter().map(TicketId::as_str).collect();
+    let gone: Vec<String> = index
+        .block_on(db.indexed_ticket_ids())?
+        .into_iter()
+        .filter(|id| !folder_ids.contains(id.as_str()))
+        .collect();
+    for chunk in gone.chunks(super::CHUNK) {
+        let ids: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        index
+            .block_on(Rows::of(db, &ids))?
+            .compare(ws, &[], &mut out);
+    }
     out.sort_by(|a, b| (&a.ticket, a.check, &a.seen).cmp(&(&b.ticket, b.check, &b.seen)));
+    let states: BTreeMap<&str, Option<yoi_core::State>> = tickets
+        .iter()
+        .filter(|t| t.exists)
+        .map(|t| (t.id.as_str(), t.state))
+        .collect();
+    index.block_on(runtime_findings(
+        db,
+        ws,
+        now_ms,
+        undelivered_after_ms,
+        &states,
+        &mut out,
+    ))?;
+    let more = out.len() + super::SLACK;
+    Ok((super::file_findings(ws, scan.findings, tickets, more), out))
+}
+
+/// What the index holds for one chunk of tickets.
+struct Rows {
+    tickets: Vec<TicketRow>,
+    events: Vec<(String, String)>,
+    outbox: Vec<crate::db::OutboxKey>,
+}
+
+impl Rows {
+    async fn of(db: &Db, ids: &[&str]) -> Result<Rows, StoreError> {
+        Ok(Rows {
+            tickets: db.ticket_rows_of(Some(ids)).await?,
+            events: db.event_keys_of(Some(ids)).await?,
+            outbox: db.outbox_keys_of(Some(ids)).await?,
+        })
+    }
+
+    /// These rows against the chunk's tickets on disk.
+    fn compare(&self, ws: &Workspace, on_disk: &[&TicketScan], out: &mut Vec<Finding>) {
+        check_tickets(ws, on_disk, &self.tickets, out);
+        check_events(ws, on_disk, &self.events, out);
+        check_outbox(on_disk, &self.outbox, out);
+    }
+}
+
+/// The checks of runtime state: undelivered and dead deliveries, assignments, leases, pods
+/// and attempt worktrees.
+async fn runtime_findings(
+    db: &Db,
+    ws: &Workspace,
+    now_ms: i64,
+    undelivered_after_ms: i64,
+    states: &BTreeMap<&str, Option<yoi_core::State>>,
+    out: &mut Vec<Finding>,
+) -> Result<(), StoreError> {
     let age = duration(undelivered_after_ms);
     for u in db
         .undelivered_by_consumer(now_ms.saturating_sub(undelivered_after_ms))
@@ -124,22 +229,40 @@ pub async fn index_findings_with(
         out.push(f);
     }
     let open = db.open_assignments().await?;
-    check_assignments(&snaps, &open, &mut out);
-    check_leases(&open, &db.pods(now_ms, 0).await?, now_ms, &mut out);
-    check_attempt_worktrees(ws, &open, &mut out);
-    Ok(out)
+    check_assignments(states, &open, out);
+    check_leases(&open, &db.pods(now_ms, 0).await?, now_ms, out);
+    check_attempt_worktrees(ws, &open, out);
+    Ok(())
 }
 
 /// Run the file checks and the index checks; with `fix`, apply the file repairs and, when the
-/// index drifted from the files, rebuild it (full reindex), then check again. Everything runs
+/// index drifted from the files, rebuild it (full reindex), then check again. Each pass runs
 /// under the workspace lock, so no operation lands between reading a file and reading its row.
+///
+/// The index need not have caught up with the files first (`DbIndex::attach_behind`): a drift
+/// finding is then followed by the catch-up every other command makes when it opens the
+/// workspace (an incremental reindex), and, if that changed anything, by a second pass. So the
+/// report is the one a caught-up index gives, and a clean workspace costs one pass.
 pub fn run_with_index(ws: &Workspace, index: &DbIndex, fix: bool) -> Result<Report, StoreError> {
+    let report = checked(ws, index, fix)?;
+    if fix || !report.findings.iter().any(|f| DRIFT.contains(&f.check)) {
+        return Ok(report);
+    }
+    let caught_up = index.reindex(ws, ReindexMode::Incremental)?;
+    if caught_up.reindexed + caught_up.removed + caught_up.outbox_added == 0 {
+        return Ok(report);
+    }
+    checked(ws, index, false)
+}
+
+/// One pass of [`run_with_index`], under the lock.
+fn checked(ws: &Workspace, index: &DbIndex, fix: bool) -> Result<Report, StoreError> {
     let _lock = ws.lock()?;
     let now = crate::db::now_ms();
     let mut fixed = Vec::new();
     if fix {
         fixed = fix_files(ws)?;
-        let before = index.block_on(index_findings(&index.db, ws, now))?;
+        let before = index_findings(index, ws, now)?;
         if before.iter().any(|f| DRIFT.contains(&f.check)) {
             let stats = index.block_on(index.db.reindex(ws, ReindexMode::Full, now))?;
             fixed.push(format!(
@@ -149,8 +272,8 @@ pub fn run_with_index(ws: &Workspace, index: &DbIndex, fix: bool) -> Result<Repo
             ));
         }
     }
-    let mut findings = check_all(ws)?;
-    findings.extend(index.block_on(index_findings(&index.db, ws, now))?);
+    let (mut findings, drift) = check_everything(index, ws, now, UNDELIVERED_AFTER_MS)?;
+    findings.extend(drift);
     Ok(Report::new(findings, fixed))
 }
 
@@ -163,18 +286,23 @@ pub fn run_attached(ws: &Workspace, fix: bool) -> Result<Report, StoreError> {
     }
 }
 
-fn check_tickets(ws: &Workspace, snaps: &[Snapshot], rows: &[TicketRow], out: &mut Vec<Finding>) {
+fn check_tickets(
+    ws: &Workspace,
+    snaps: &[&TicketScan],
+    rows: &[TicketRow],
+    out: &mut Vec<Finding>,
+) {
     let by_id: BTreeMap<&str, &TicketRow> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
-    let on_disk: BTreeMap<&str, &Snapshot> = snaps.iter().map(|s| (s.id.as_str(), s)).collect();
+    let on_disk: BTreeMap<&str, &TicketScan> = snaps.iter().map(|s| (s.id.as_str(), *s)).collect();
     for s in snaps {
-        let Some(item) = &s.item else { continue };
+        let Some(item) = &s.facts.item else { continue };
         let id = s.id.as_str();
         let item_rel = ws.rel(&ws.path_of(&s.id, ITEM));
         let Some(row) = by_id.get(id) else {
             out.push(
                 Finding::error(
                     "index.missing_ticket",
-                    format!("ticket {id} (`{}`) has no row in the index", item.title),
+                    format!("ticket {id} (`{}`) has no row in the index", item[0]),
                     "a tickets row for every ticket whose item.md parses",
                 )
                 .with_ticket(id)
@@ -184,16 +312,16 @@ fn check_tickets(ws: &Workspace, snaps: &[Snapshot], rows: &[TicketRow], out: &m
             continue;
         };
         let file = [
-            ("title", item.title.clone()),
-            ("state", item.state.as_str().to_string()),
-            ("updated_at", item.updated_at.to_string()),
+            ("title", &item[0]),
+            ("state", &item[1]),
+            ("updated_at", &item[2]),
         ];
         let indexed = [&row.title, &row.state, &row.updated_at];
         let differ: Vec<(&str, &String, &String)> = file
             .iter()
             .zip(indexed)
-            .filter(|((_, f), i)| f != *i)
-            .map(|((name, f), i)| (*name, i, f))
+            .filter(|((_, f), i)| f != i)
+            .map(|((name, f), i)| (*name, i, *f))
             .collect();
         if differ.is_empty() {
             continue;
@@ -220,7 +348,7 @@ fn check_tickets(ws: &Workspace, snaps: &[Snapshot], rows: &[TicketRow], out: &m
     }
     for row in rows {
         let why = match on_disk.get(row.id.as_str()) {
-            Some(s) if s.item.is_some() => continue,
+            Some(s) if s.facts.item.is_some() => continue,
             Some(_) => "its item.md does not parse",
             None => "there is no ticket folder with an item.md",
         };
@@ -241,13 +369,13 @@ fn check_tickets(ws: &Workspace, snaps: &[Snapshot], rows: &[TicketRow], out: &m
 
 fn check_events(
     ws: &Workspace,
-    snaps: &[Snapshot],
+    snaps: &[&TicketScan],
     indexed: &[(String, String)],
     out: &mut Vec<Finding>,
 ) {
     let on_disk: BTreeSet<(&str, &str)> = snaps
         .iter()
-        .flat_map(|s| s.events.iter().map(|(k, _)| (s.id.as_str(), k.as_str())))
+        .flat_map(|s| s.facts.events.iter().map(|k| (s.id.as_str(), k.as_str())))
         .collect();
     let in_db: BTreeSet<(&str, &str)> = indexed
         .iter()
@@ -396,12 +524,12 @@ fn check_attempt_worktrees(ws: &Workspace, open: &[crate::db::Assignment], out: 
 /// Open assignments belong to in-progress tickets (and, while an acceptance makes the first one,
 /// to a queued ticket: a `pending` row there is that, or what a killed acceptance left, which
 /// the next acceptance discards).
-fn check_assignments(snaps: &[Snapshot], open: &[crate::db::Assignment], out: &mut Vec<Finding>) {
+fn check_assignments(
+    states: &BTreeMap<&str, Option<yoi_core::State>>,
+    open: &[crate::db::Assignment],
+    out: &mut Vec<Finding>,
+) {
     use yoi_core::State;
-    let states: BTreeMap<&str, Option<State>> = snaps
-        .iter()
-        .map(|s| (s.id.as_str(), s.item.as_ref().map(|i| i.state)))
-        .collect();
     for a in open {
         let what = format!(
             "assignment {} ({} for {}, {})",
@@ -441,23 +569,20 @@ fn check_assignments(snaps: &[Snapshot], open: &[crate::db::Assignment], out: &m
     }
 }
 
-fn check_outbox(snaps: &[Snapshot], outbox: &[crate::db::OutboxKey], out: &mut Vec<Finding>) {
+fn check_outbox(snaps: &[&TicketScan], outbox: &[crate::db::OutboxKey], out: &mut Vec<Finding>) {
     // Every key the files define, with its ticket, in file order.
-    let mut known: Vec<(&str, String)> = Vec::new();
+    let mut known: Vec<(&str, &str)> = Vec::new();
     for s in snaps {
-        known.extend(s.events.iter().map(|(k, _)| (s.id.as_str(), k.clone())));
-        known.extend(
-            s.plan
-                .iter()
-                .map(|p| (s.id.as_str(), crate::db::plan_key(&s.id, &p.id))),
-        );
+        let id = s.id.as_str();
+        known.extend(s.facts.events.iter().map(|k| (id, k.as_str())));
+        known.extend(s.facts.plans.iter().map(|k| (id, k.as_str())));
     }
-    let known_keys: BTreeSet<&str> = known.iter().map(|(_, k)| k.as_str()).collect();
+    let known_keys: BTreeSet<&str> = known.iter().map(|(_, k)| *k).collect();
     let in_outbox: BTreeSet<&str> = outbox.iter().map(|o| o.event_id.as_str()).collect();
     let missing = known
         .iter()
-        .filter(|(_, k)| !in_outbox.contains(k.as_str()))
-        .map(|(t, k)| (*t, k.as_str()));
+        .filter(|(_, k)| !in_outbox.contains(k))
+        .copied();
     for (ticket, keys) in group(missing) {
         out.push(
             Finding::error(

@@ -182,14 +182,48 @@ fn fix_files(ws: &Workspace) -> Result<Vec<String>, StoreError> {
     Ok(fixed)
 }
 
+/// Room left in a report for the findings added after the file checks (the skill catalog's).
+const SLACK: usize = 64;
+
+/// Tickets read and checked together (in parallel) before the index is compared with them.
+/// It is also the most ids one query binds.
+const CHUNK: usize = 240;
+
+/// One chunk of ticket folders, read and checked in parallel.
+fn check_chunk(ws: &Workspace, ids: &[TicketId]) -> Result<Vec<ticket::TicketScan>, StoreError> {
+    crate::tickets::parallel_map(ids, |id| Ok(ticket::check_ticket(ws, id)))
+}
+
 /// Every finding, sorted by path, line and check.
 fn check_all(ws: &Workspace) -> Result<Vec<Finding>, StoreError> {
     let scan = layout::scan_root(ws)?;
-    let mut findings = scan.findings;
-    let tickets =
-        crate::tickets::parallel_map(&scan.ticket_dirs, |id| Ok(ticket::check_ticket(ws, id)))?;
-    findings.extend(graph::check_workspace(ws, &tickets));
-    findings.extend(worktrees::check_workspace(ws, &tickets));
+    let mut tickets = Vec::with_capacity(scan.ticket_dirs.len());
+    for chunk in scan.ticket_dirs.chunks(CHUNK) {
+        let mut part = check_chunk(ws, chunk)?;
+        for t in &mut part {
+            t.facts = Default::default();
+        }
+        tickets.extend(part);
+    }
+    Ok(file_findings(ws, scan.findings, tickets, SLACK))
+}
+
+/// The cross-ticket checks over what the per-ticket checks kept, then every finding sorted by
+/// path, line and check. The list has room for `more` findings after these (a large tree's
+/// report is tens of thousands: growing it by doubling would hold it twice).
+fn file_findings(
+    ws: &Workspace,
+    root: Vec<Finding>,
+    tickets: Vec<ticket::TicketScan>,
+    more: usize,
+) -> Vec<Finding> {
+    let cross = graph::check_workspace(ws, &tickets);
+    let git = worktrees::check_workspace(ws, &tickets);
+    let own: usize = tickets.iter().map(|t| t.findings.len()).sum();
+    let mut findings = Vec::with_capacity(root.len() + cross.len() + git.len() + own + more);
+    findings.extend(root);
+    findings.extend(cross);
+    findings.extend(git);
     for t in tickets {
         findings.extend(t.findings);
     }
@@ -201,7 +235,7 @@ fn check_all(ws: &Workspace) -> Result<Vec<Finding>, StoreError> {
             &b.seen,
         ))
     });
-    Ok(findings)
+    findings
 }
 
 /// Apply one repair. Each re-checks, inside the lock, that it still loses nothing; `None` means

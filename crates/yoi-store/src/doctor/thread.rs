@@ -19,6 +19,8 @@ pub(super) struct ThreadFacts {
     pub last_close: Option<usize>,
     pub first_at: Option<String>,
     pub last_at: Option<String>,
+    /// Each event's index key, in order (`db::event_key`, the indexer's own rule).
+    pub keys: Vec<String>,
 }
 
 pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>) -> ThreadFacts {
@@ -201,5 +203,11 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
             .with_fix("nothing to do: events yoi writes carry ids, and older ones are kept as written"),
         );
     }
+    facts.keys = parsed
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| crate::db::event_key(id, i, e))
+        .collect();
     facts
 }

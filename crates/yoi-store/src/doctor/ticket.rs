@@ -30,17 +30,61 @@ pub(super) struct TicketScan {
     pub relations_text: String,
     /// Valid plan records with their line.
     pub plan: Vec<(usize, PlanRecord)>,
+    /// What the database index should hold for this ticket, read from the same text.
+    pub facts: IndexFacts,
+}
+
+/// What the index should hold for one ticket, by the indexer's own rules (`Item::parse`,
+/// `db::event_key`, `parse_plan` and `db::plan_key`) applied to the text the file checks read,
+/// so doctor and `reindex` cannot disagree about what the files say. Empty for a folder without
+/// item.md (not a ticket).
+#[derive(Debug, Default)]
+pub(super) struct IndexFacts {
+    /// Title, state and updated_at, when item.md parses.
+    pub item: Option<[String; 3]>,
+    pub events: Vec<String>,
+    /// The outbox keys of the plan records.
+    pub plans: Vec<String>,
 }
 
 /// Read a file once: `Ok(None)` when it is missing, `Err` with a reason when unreadable.
 fn read(path: &Path) -> Result<Option<String>, String> {
-    match fs::read(path) {
+    match read_whole(path) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|e| format!("it is not UTF-8 (byte {})", e.utf8_error().valid_up_to())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("it cannot be read: {e}")),
     }
+}
+
+/// A file's bytes in as few system calls as the file allows: open, one read per 64 KiB, close.
+/// (`fs::read` also asks for the size and reads once more to see the end; doctor reads every
+/// ticket file, and on a virtual machine a system call costs microseconds.) A read that returns
+/// less than was asked for is the end of a regular file; doctor holds the workspace lock, so no
+/// operation appends meanwhile.
+fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    const STEP: usize = 64 * 1024;
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; STEP]);
+    }
+    let mut file = fs::File::open(path)?;
+    BUF.with_borrow_mut(|buf| {
+        let mut out = Vec::new();
+        loop {
+            match file.read(buf) {
+                Ok(n) => {
+                    out.extend_from_slice(&buf[..n]);
+                    if n < STEP {
+                        return Ok(out);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    })
 }
 
 fn unreadable(id: &TicketId, rel: &str, why: String) -> Finding {
@@ -67,6 +111,7 @@ pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
         relations: None,
         relations_text: String::new(),
         plan: Vec::new(),
+        facts: IndexFacts::default(),
     };
     let out = &mut scan.findings;
     let entries = match layout::list(&dir) {
@@ -187,6 +232,14 @@ pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
         }
     };
     scan.state = item.as_ref().map(|i| i.state);
+    scan.facts.item = item.map(|i| {
+        [
+            i.title,
+            i.state.as_str().to_string(),
+            i.updated_at.to_string(),
+        ]
+    });
+    scan.facts.events = std::mem::take(&mut facts.keys);
 
     if let Some(state) = scan.state {
         if let Some((line, to)) = facts.last_state {
@@ -320,7 +373,12 @@ fn check_artifacts(ws: &Workspace, id: &TicketId, dir: &Path, scan: &mut TicketS
         let rel = ws.rel(&path);
         match read(&path) {
             Ok(Some(text)) => {
-                scan.plan = graph::check_plan_file(id, &rel, &text, &mut scan.findings)
+                scan.plan = graph::check_plan_file(id, &rel, &text, &mut scan.findings);
+                scan.facts.plans = yoi_core::plan::parse_plan(&text, id)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|p| crate::db::plan_key(id, &p.id))
+                    .collect();
             }
             Ok(None) => {}
             Err(why) => scan.findings.push(unreadable(id, &rel, why)),

@@ -1,6 +1,8 @@
 //! `yoi ticket doctor [--json] [--fix]`: the engine's one doctor (the same findings as
 //! `GET /api/v1/doctor`), printed; exit 1 when errors remain. With the database index attached,
-//! the index and outbox checks run too, and `--fix` rebuilds a drifted index.
+//! the index and outbox checks run too, and `--fix` rebuilds a drifted index. The index is not
+//! caught up with the files on the way in, as other commands do: doctor reads every file anyway
+//! and catches up itself when it finds the index behind them.
 
 use crate::cli::DoctorArgs;
 use crate::context::Env;
@@ -8,13 +10,27 @@ use crate::error::CliError;
 use crate::output;
 
 pub fn run(env: &Env, a: &DoctorArgs) -> Result<(), CliError> {
-    let ws = env.workspace("yoi ticket doctor")?;
+    let ws = env.workspace_behind("yoi ticket doctor")?;
     let report = yoi_engine::doctor::run_full(&ws, a.fix)?;
     if a.json {
         output::json(&report);
     } else {
+        print_text(&report);
+    }
+    if report.ok {
+        Ok(())
+    } else {
+        Err(CliError::DoctorFailed)
+    }
+}
+
+/// The report as text, buffered: a large tree's report is tens of thousands of lines.
+fn print_text(report: &yoi_engine::store::doctor::Report) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    let mut write = || -> std::io::Result<()> {
         for f in &report.fixed {
-            println!("fixed: {f}");
+            writeln!(out, "fixed: {f}")?;
         }
         for f in &report.findings {
             let sev = match f.severity {
@@ -26,22 +42,24 @@ pub fn run(env: &Env, a: &DoctorArgs) -> Result<(), CliError> {
                 (Some(p), None) => p.clone(),
                 _ => f.ticket.clone().unwrap_or_default(),
             };
-            println!("{sev}[{}] {place}: {}", f.check, f.seen);
-            println!("    expected: {}", f.expected);
+            writeln!(out, "{sev}[{}] {place}: {}", f.check, f.seen)?;
+            writeln!(out, "    expected: {}", f.expected)?;
             if let Some(fix) = &f.fix {
-                println!("    fix: {fix}");
+                writeln!(out, "    fix: {fix}")?;
             }
         }
-        println!(
+        writeln!(
+            out,
             "{}: {} errors, {} warnings",
             if report.ok { "ok" } else { "problems found" },
             report.errors,
             report.warnings
-        );
-    }
-    if report.ok {
-        Ok(())
-    } else {
-        Err(CliError::DoctorFailed)
+        )?;
+        out.flush()
+    };
+    match write() {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => panic!("writing the report: {e}"),
     }
 }

@@ -29,5 +29,10 @@ pub use wait::{screenshot, wait_for, wait_until_text, TextCheck};
 /// How long the `wait_*` helpers wait for the page before failing the test.
 pub const BROWSER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long to wait for what the router does (accept a queued ticket: a worktree is made). Its
+/// pass runs on the same two cores as every other browser test and its server, so under the
+/// suite's load it takes longer than a page does.
+pub const ROUTING_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The Debian packages the harness needs, named in every failure about a missing binary.
 pub const INSTALL_HINT: &str = "apt-get install -y chromium chromium-driver";

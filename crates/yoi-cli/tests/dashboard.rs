@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use browser::{screenshot, wait_for, wait_until_text, Driver, BROWSER_TIMEOUT};
+use browser::{screenshot, wait_for, wait_until_text, Driver, BROWSER_TIMEOUT, ROUTING_TIMEOUT};
 use fantoccini::{Client, Locator};
 use serde_json::json;
 
@@ -253,7 +253,7 @@ async fn queue_from_the_board_and_watch_routing_move_cards_live() {
         BROWSER_TIMEOUT,
     )
     .await;
-    wait_for(&c, &card_in("inprogress", &x), BROWSER_TIMEOUT).await;
+    wait_for(&c, &card_in("inprogress", &x), ROUTING_TIMEOUT).await;
 
     // Y waits for capacity.
     click(&c, &format!("#t-{y} input[type=checkbox]")).await;
@@ -274,7 +274,7 @@ async fn queue_from_the_board_and_watch_routing_move_cards_live() {
         "needs a decision on scope",
     ]);
     wait_for(&c, &card_in("planning", &x), BROWSER_TIMEOUT).await;
-    wait_for(&c, &card_in("inprogress", &y), BROWSER_TIMEOUT).await;
+    wait_for(&c, &card_in("inprogress", &y), ROUTING_TIMEOUT).await;
     assert!(same_page(&c).await, "the cards moved without a reload");
     let count = c
         .find(Locator::Css("[data-count=\"inprogress\"]"))

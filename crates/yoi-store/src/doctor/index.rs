@@ -156,11 +156,17 @@ struct Rows {
 
 impl Rows {
     async fn of(db: &Db, ids: &[&str]) -> Result<Rows, StoreError> {
-        Ok(Rows {
-            tickets: db.ticket_rows_of(Some(ids)).await?,
-            events: db.event_keys_of(Some(ids)).await?,
-            outbox: db.outbox_keys_of(Some(ids)).await?,
-        })
+        let mut rows = Rows {
+            tickets: Vec::new(),
+            events: Vec::new(),
+            outbox: Vec::new(),
+        };
+        for ids in ids.chunks(super::IDS_PER_QUERY) {
+            rows.tickets.extend(db.ticket_rows_of(Some(ids)).await?);
+            rows.events.extend(db.event_keys_of(Some(ids)).await?);
+            rows.outbox.extend(db.outbox_keys_of(Some(ids)).await?);
+        }
+        Ok(rows)
     }
 
     /// These rows against the chunk's tickets on disk.

@@ -185,9 +185,12 @@ fn fix_files(ws: &Workspace) -> Result<Vec<String>, StoreError> {
 /// Room left in a report for the findings added after the file checks (the skill catalog's).
 const SLACK: usize = 64;
 
-/// Tickets read and checked together (in parallel) before the index is compared with them.
-/// It is also the most ids one query binds.
-const CHUNK: usize = 240;
+/// Tickets read and checked together (on every core: `parallel_map` splits no fewer than 256)
+/// before the index is compared with them.
+const CHUNK: usize = 512;
+
+/// The most ticket ids one query binds (see `db::bulk`: binding costs grow with the square).
+const IDS_PER_QUERY: usize = 256;
 
 /// One chunk of ticket folders, read and checked in parallel.
 fn check_chunk(ws: &Workspace, ids: &[TicketId]) -> Result<Vec<ticket::TicketScan>, StoreError> {

@@ -1,0 +1,88 @@
+//! Doctor compares the index with the files chunk by chunk (512 tickets, 256 ids per query):
+//! drift is found whichever chunk holds it, and rows naming a ticket with no folder are found
+//! after the last chunk. Runs on SQLite and on PostgreSQL.
+
+#[path = "../crates/yoi-store/tests/support/pg.rs"]
+mod pg;
+
+use yoi_store::db::DbIndex;
+use yoi_store::doctor;
+
+/// More than two chunks.
+const TICKETS: usize = 1_300;
+
+fn drift_in_every_chunk_is_found(url: Option<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    yoi_store::init(root, "main").unwrap();
+    yoi_tests::generate::generate(root, TICKETS, 0);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut ws = yoi_tests::open(root);
+    ws.config.database.url = url;
+    let (index, _) = DbIndex::attach(&mut ws, rt.handle().clone()).unwrap();
+    let findings = |index: &DbIndex| -> Vec<(&'static str, String)> {
+        doctor::index_findings(index, &ws, 0)
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.check, f.ticket.unwrap_or_default()))
+            .collect()
+    };
+    assert_eq!(
+        findings(&index),
+        Vec::new(),
+        "a fresh index matches its files"
+    );
+
+    let ids = ws.ticket_ids().unwrap();
+    assert_eq!(ids.len(), TICKETS);
+    // One ticket per chunk loses a row of a different table; a ticket with no folder gains one.
+    let (first, second, third) = (ids[3].as_str(), ids[700].as_str(), ids[1_290].as_str());
+    let ghost = "01ZZZZZZZZZZZZZZZZZZZZZZZZ";
+    let url = ws.database_url();
+    index
+        .block_on(async {
+            let pool = &sqlx::AnyPool::connect(&url).await?;
+            sqlx::query("DELETE FROM tickets WHERE id = $1")
+                .bind(first)
+                .execute(pool)
+                .await?;
+            sqlx::query("DELETE FROM events WHERE ticket_id = $1")
+                .bind(second)
+                .execute(pool)
+                .await?;
+            sqlx::query("DELETE FROM outbox WHERE ticket_id = $1")
+                .bind(third)
+                .execute(pool)
+                .await?;
+            sqlx::query(
+                "INSERT INTO events (id, ticket_id, position, kind, attrs, body) \
+                 VALUES ('ghost-event', $1, 0, 'comment', '[]', '')",
+            )
+            .bind(ghost)
+            .execute(pool)
+            .await
+        })
+        .unwrap();
+    let mut want = vec![
+        ("index.missing_ticket", first.to_string()),
+        ("index.missing_event", second.to_string()),
+        ("outbox.missing", third.to_string()),
+        ("index.extra_event", ghost.to_string()),
+    ];
+    want.sort_by(|a, b| (&a.1, a.0).cmp(&(&b.1, b.0)));
+    assert_eq!(findings(&index), want);
+}
+
+#[test]
+fn drift_in_every_chunk_is_found_on_sqlite() {
+    drift_in_every_chunk_is_found(None);
+}
+
+#[test]
+fn drift_in_every_chunk_is_found_on_postgres() {
+    drift_in_every_chunk_is_found(Some(pg::database()));
+}

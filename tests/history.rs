@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use yoi_core::{TicketId, Timestamp};
+use yoi_core::{State, TicketId, Timestamp};
 
 use crate::generate::{Rng, SEED};
 
@@ -203,14 +203,7 @@ impl<'a> TicketScript<'a> {
             );
         }
         let mut clock = 1_200;
-        let order = [
-            "planning",
-            "ready",
-            "queued",
-            "inprogress",
-            "done",
-            "closed",
-        ];
+        let order = State::ALL.map(State::as_str);
         let reached = order.iter().position(|s| *s == self.state).unwrap_or(0);
         let reasons = [
             "intake_ready",

@@ -179,3 +179,31 @@ pub fn disable_routing_if_asked(root: &Path) {
         disable_routing(root);
     }
 }
+
+/// `(median, min, max)` of benchmark samples.
+pub fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+/// Run `cmd` in `dir` under GNU time with its output discarded: its wall time in seconds and
+/// its peak RSS in KiB. Panics unless it exits with `want_code`.
+pub fn timed_peak(dir: &Path, cmd: &[&str], want_code: i32) -> (f64, u64) {
+    let t = std::time::Instant::now();
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .args(cmd)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    let secs = t.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(want_code), "{cmd:?}: {stderr}");
+    let kib = stderr
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(0);
+    (secs, kib)
+}

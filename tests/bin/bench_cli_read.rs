@@ -15,35 +15,12 @@
 //! change into its index before it answers; the first read after it is answered afresh).
 
 use std::process::Command;
-use std::time::Instant;
 
-fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(|a, b| a.total_cmp(b));
-    (v[v.len() / 2], v[0], v[v.len() - 1])
-}
+use yoi_tests::median;
 
 /// Run `cmd` in `dir`; its wall time in seconds and its peak RSS in KiB (GNU time).
 fn timed(dir: &std::path::Path, cmd: &[&str]) -> (f64, u64) {
-    let t = Instant::now();
-    let out = Command::new("/usr/bin/time")
-        .args(["-f", "%M"])
-        .args(cmd)
-        .current_dir(dir)
-        .output()
-        .expect("runs");
-    let secs = t.elapsed().as_secs_f64();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let kib = stderr
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or(0);
-    (secs, kib)
+    yoi_tests::timed_peak(dir, cmd, 0)
 }
 
 fn main() {

@@ -9,33 +9,14 @@
 //! output to /dev/null (files, relations, plans, worktrees, and the index and outbox against
 //! the files). Prints medians, the spread, the ratio and the doctor's peak RSS (GNU time).
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
-fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(|a, b| a.total_cmp(b));
-    (v[v.len() / 2], v[0], v[v.len() - 1])
-}
+use yoi_tests::median;
 
-/// Run `sh -c script` in `dir`; its wall time in seconds and its peak RSS in KiB (GNU time),
-/// with the exit code it must end with.
+/// Run `sh -c script` in `dir`; its wall time and peak RSS (KiB). It must exit with `want_code`.
 fn timed(dir: &std::path::Path, script: &str, want_code: i32) -> (f64, u64) {
-    let t = Instant::now();
-    let out = Command::new("/usr/bin/time")
-        .args(["-f", "%M", "sh", "-c", script])
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .output()
-        .expect("runs");
-    let secs = t.elapsed().as_secs_f64();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(want_code), "{script}: {stderr}");
-    let kib = stderr
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or(0);
-    (secs, kib)
+    yoi_tests::timed_peak(dir, &["sh", "-c", script], want_code)
 }
 
 fn main() {

@@ -26,10 +26,7 @@ impl Lcg {
     }
 }
 
-fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(|a, b| a.total_cmp(b));
-    (v[v.len() / 2], v[0], v[v.len() - 1])
-}
+use yoi_tests::median;
 
 fn main() {
     let args: Vec<usize> = std::env::args()

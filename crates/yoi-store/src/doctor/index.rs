@@ -8,8 +8,9 @@
 //!
 //! What the files say is read with the indexer's own rules (see `ticket::IndexFacts`), so doctor
 //! and `reindex` cannot disagree about it. The index is compared chunk by chunk as the file
-//! checks read the tickets, so each file is read once and only one chunk's rows are held. Event-level findings come one per ticket (naming the first few events), so
-//! a deleted ticket with hundreds of events is one line, not hundreds.
+//! checks read the tickets, so each file is read once and only one chunk's rows are held.
+//! Event-level findings come one per ticket (naming the first few events), so a deleted ticket
+//! with hundreds of events is one line, not hundreds.
 //!
 //! **What `--fix` does here.** When a drift check fails ([`DRIFT`]), it rebuilds the index from
 //! the files — a full reindex, under the workspace lock — and checks again. That re-creates rows

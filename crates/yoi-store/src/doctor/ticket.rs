@@ -60,9 +60,10 @@ fn read(path: &Path) -> Result<Option<String>, String> {
 
 /// A file's bytes in as few system calls as the file allows: open, one read per 64 KiB, close.
 /// (`fs::read` also asks for the size and reads once more to see the end; doctor reads every
-/// ticket file, and on a virtual machine a system call costs microseconds.) A read that returns
-/// less than was asked for is the end of a regular file; doctor holds the workspace lock, so no
-/// operation appends meanwhile.
+/// ticket file, and on a virtual machine a system call costs microseconds.) A read of a regular
+/// file on a local file system returns less than was asked for only at the end. Were a file
+/// system to return less in the middle, doctor would see a shorter file and report it: these
+/// reads only feed findings, nothing is written from them.
 fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     const STEP: usize = 64 * 1024;

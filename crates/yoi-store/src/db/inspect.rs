@@ -46,85 +46,66 @@ pub struct DeadDelivery {
     pub kind: Option<String>,
 }
 
-/// ` WHERE col IN ($1, …)` for these ids, nothing for all rows.
-fn among(col: &str, ids: Option<&[&str]>) -> String {
-    match ids {
-        Some(ids) => format!(
-            " WHERE {col} IN ({})",
-            super::placeholders(1, ids.len().max(1))
-        ),
-        None => String::new(),
-    }
+/// `SELECT … WHERE col IN ($1, …)` for `ids`, with the ids bound.
+fn among<'q>(
+    sql: &'q str,
+    ids: &[&'q str],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    ids.iter().fold(sqlx::query(sql), |q, id| q.bind(*id))
 }
 
-/// Bind the ids [`among`] wrote placeholders for (an empty list matches nothing).
-fn bind_all<'q>(
-    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    ids: Option<&[&'q str]>,
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    match ids {
-        Some([]) => q.bind(""),
-        Some(ids) => {
-            for id in ids {
-                q = q.bind(*id);
-            }
-            q
-        }
-        None => q,
-    }
+/// A row's first two columns as text.
+fn text_pair(r: &sqlx::any::AnyRow) -> Result<(String, String), StoreError> {
+    Ok((r.try_get(0).map_err(db_err)?, r.try_get(1).map_err(db_err)?))
+}
+
+fn ticket_row(r: &sqlx::any::AnyRow) -> Result<TicketRow, StoreError> {
+    Ok(TicketRow {
+        id: r.try_get(0).map_err(db_err)?,
+        title: r.try_get(1).map_err(db_err)?,
+        state: r.try_get(2).map_err(db_err)?,
+        updated_at: r.try_get(3).map_err(db_err)?,
+    })
 }
 
 impl Db {
     /// Every `tickets` row, by id.
     pub async fn ticket_rows(&self) -> Result<Vec<TicketRow>, StoreError> {
-        self.ticket_rows_of(None).await
-    }
-
-    /// The `tickets` rows of these tickets (every row with `None`), by id.
-    pub async fn ticket_rows_of(&self, ids: Option<&[&str]>) -> Result<Vec<TicketRow>, StoreError> {
-        let sql = format!(
-            "SELECT id, title, state, updated_at FROM tickets{} ORDER BY id",
-            among("id", ids)
-        );
-        let rows = bind_all(sqlx::query(&sql), ids)
+        let rows = sqlx::query("SELECT id, title, state, updated_at FROM tickets ORDER BY id")
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(TicketRow {
-                    id: r.try_get(0).map_err(db_err)?,
-                    title: r.try_get(1).map_err(db_err)?,
-                    state: r.try_get(2).map_err(db_err)?,
-                    updated_at: r.try_get(3).map_err(db_err)?,
-                })
-            })
-            .collect()
+        rows.iter().map(ticket_row).collect()
+    }
+
+    /// The `tickets` rows of these tickets, by id.
+    pub async fn ticket_rows_of(&self, ids: &[&str]) -> Result<Vec<TicketRow>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT id, title, state, updated_at FROM tickets WHERE id IN ({}) ORDER BY id",
+            super::placeholders(1, ids.len())
+        );
+        let rows = among(&sql, ids)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(ticket_row).collect()
     }
 
     /// Every indexed thread event as `(ticket, event key)`, by ticket and position.
     pub async fn event_keys(&self) -> Result<Vec<(String, String)>, StoreError> {
-        self.event_keys_of(None).await
+        let rows = sqlx::query("SELECT ticket_id, id FROM events ORDER BY ticket_id, position")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(text_pair).collect()
     }
 
-    /// The indexed thread events of these tickets (all with `None`) as `(ticket, event key)`,
-    /// by ticket and position.
-    pub async fn event_keys_of(
-        &self,
-        ids: Option<&[&str]>,
-    ) -> Result<Vec<(String, String)>, StoreError> {
-        let Some(ids) = ids else {
-            let rows = sqlx::query("SELECT ticket_id, id FROM events ORDER BY ticket_id, position")
-                .fetch_all(self.pool())
-                .await
-                .map_err(db_err)?;
-            return rows
-                .iter()
-                .map(|r| Ok((r.try_get(0).map_err(db_err)?, r.try_get(1).map_err(db_err)?)))
-                .collect();
-        };
-        // One row per ticket, `position:key` lines: a row costs far more to hand over than its
-        // bytes (event keys hold no newline: header values are single-line).
+    /// The indexed thread events of these tickets as `(ticket, event key)`, by ticket and
+    /// position.
+    pub async fn event_keys_of(&self, ids: &[&str]) -> Result<Vec<(String, String)>, StoreError> {
         let mut out = Vec::new();
         for (ticket, list) in self
             .grouped("events", "CAST(position AS TEXT) || ':' || id", ids)
@@ -146,53 +127,52 @@ impl Db {
     }
 
     /// `(ticket, lines)` for these tickets' rows of `table`, `expr` of each row on its own line,
-    /// by ticket.
+    /// by ticket. One row per ticket: a row costs far more to hand over than its bytes. (The
+    /// keys hold no newline: thread header values and plan record ids are single-line.)
     async fn grouped(
         &self,
         table: &str,
         expr: &str,
         ids: &[&str],
     ) -> Result<Vec<(String, String)>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let agg = match self.dialect() {
             super::Dialect::Sqlite => format!("group_concat({expr}, char(10))"),
             super::Dialect::Postgres => format!("string_agg({expr}, chr(10))"),
         };
         let sql = format!(
-            "SELECT ticket_id, {agg} FROM {table}{} GROUP BY ticket_id ORDER BY ticket_id",
-            among("ticket_id", Some(ids))
+            "SELECT ticket_id, {agg} FROM {table} WHERE ticket_id IN ({}) \
+             GROUP BY ticket_id ORDER BY ticket_id",
+            super::placeholders(1, ids.len())
         );
-        let rows = bind_all(sqlx::query(&sql), Some(ids))
+        let rows = among(&sql, ids)
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|r| Ok((r.try_get(0).map_err(db_err)?, r.try_get(1).map_err(db_err)?)))
-            .collect()
+        rows.iter().map(text_pair).collect()
     }
 
     /// The key of every outbox row, oldest first.
     pub async fn outbox_keys(&self) -> Result<Vec<OutboxKey>, StoreError> {
-        self.outbox_keys_of(None).await
+        let rows = sqlx::query("SELECT seq, event_id, ticket_id FROM outbox ORDER BY seq")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(OutboxKey {
+                    seq: r.try_get(0).map_err(db_err)?,
+                    event_id: r.try_get(1).map_err(db_err)?,
+                    ticket: r.try_get(2).map_err(db_err)?,
+                })
+            })
+            .collect()
     }
 
-    /// The keys of these tickets' outbox rows (every row with `None`), oldest first.
-    pub async fn outbox_keys_of(&self, ids: Option<&[&str]>) -> Result<Vec<OutboxKey>, StoreError> {
-        let Some(ids) = ids else {
-            let rows = sqlx::query("SELECT seq, event_id, ticket_id FROM outbox ORDER BY seq")
-                .fetch_all(self.pool())
-                .await
-                .map_err(db_err)?;
-            return rows
-                .iter()
-                .map(|r| {
-                    Ok(OutboxKey {
-                        seq: r.try_get(0).map_err(db_err)?,
-                        event_id: r.try_get(1).map_err(db_err)?,
-                        ticket: r.try_get(2).map_err(db_err)?,
-                    })
-                })
-                .collect();
-        };
+    /// The keys of these tickets' outbox rows, oldest first.
+    pub async fn outbox_keys_of(&self, ids: &[&str]) -> Result<Vec<OutboxKey>, StoreError> {
         let mut out = Vec::new();
         for (ticket, list) in self
             .grouped("outbox", "CAST(seq AS TEXT) || ':' || event_id", ids)
@@ -220,12 +200,7 @@ impl Db {
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        let mut ids = rows
-            .iter()
-            .map(|r| r.try_get(0).map_err(db_err))
-            .collect::<Result<Vec<String>, _>>()?;
-        ids.sort();
-        Ok(ids)
+        rows.iter().map(|r| r.try_get(0).map_err(db_err)).collect()
     }
 
     /// Per registered consumer, the outbox rows created before `before_ms` that it has neither

@@ -163,9 +163,9 @@ impl Rows {
             outbox: Vec::new(),
         };
         for ids in ids.chunks(super::IDS_PER_QUERY) {
-            rows.tickets.extend(db.ticket_rows_of(Some(ids)).await?);
-            rows.events.extend(db.event_keys_of(Some(ids)).await?);
-            rows.outbox.extend(db.outbox_keys_of(Some(ids)).await?);
+            rows.tickets.extend(db.ticket_rows_of(ids).await?);
+            rows.events.extend(db.event_keys_of(ids).await?);
+            rows.outbox.extend(db.outbox_keys_of(ids).await?);
         }
         Ok(rows)
     }

@@ -1,19 +1,24 @@
 //! Printing: JSON for `--json`, aligned plain-text tables otherwise.
 
+use std::io::Write;
+
 use serde::Serialize;
 use yoi_engine::store::Outcome;
 
 pub fn json<T: Serialize>(value: &T) {
-    use std::io::Write;
     // Written as it is serialized: a large report (doctor's, say) is never held as one string.
+    to_stdout(|out| {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+        writeln!(out)
+    });
+}
+
+/// Write to standard output through one buffer. A reader that stopped reading (`| head`)
+/// wanted no more, so a closed pipe ends the output quietly; any other failure is fatal.
+pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-    let written = serde_json::to_writer_pretty(&mut out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| writeln!(out))
-        .and_then(|()| out.flush());
-    match written {
+    match write(&mut out).and_then(|()| out.flush()) {
         Ok(()) => {}
-        // A reader that stopped reading (`| head`) wanted no more.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         Err(e) => panic!("writing the output: {e}"),
     }

@@ -24,11 +24,9 @@ pub fn run(env: &Env, a: &DoctorArgs) -> Result<(), CliError> {
     }
 }
 
-/// The report as text, buffered: a large tree's report is tens of thousands of lines.
+/// The report as text: a large tree's report is tens of thousands of lines.
 fn print_text(report: &yoi_engine::store::doctor::Report) {
-    use std::io::Write;
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-    let mut write = || -> std::io::Result<()> {
+    output::to_stdout(|out| {
         for f in &report.fixed {
             writeln!(out, "fixed: {f}")?;
         }
@@ -54,12 +52,6 @@ fn print_text(report: &yoi_engine::store::doctor::Report) {
             if report.ok { "ok" } else { "problems found" },
             report.errors,
             report.warnings
-        )?;
-        out.flush()
-    };
-    match write() {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => panic!("writing the report: {e}"),
-    }
+        )
+    });
 }

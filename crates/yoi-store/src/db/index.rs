@@ -43,7 +43,7 @@ pub(super) struct FileStat {
 }
 
 /// What one ticket's files say, read once. Doctor derives what the index should hold with the
-/// same rules (`Item::parse`, [`event_key`], `parse_plan` and [`plan_key`]), so it and the
+/// same rules (`Item::parse`, [`event_key`], [`indexed_plan`] and [`plan_key`]), so it and the
 /// indexer cannot disagree about what the files hold.
 pub(super) struct Snapshot {
     pub(crate) id: TicketId,
@@ -127,11 +127,17 @@ pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
                     .map(|f| f.relations)
                     .unwrap_or_default()
             }
-            PLAN => snap.plan = parse_plan(&text, id).unwrap_or_default(),
+            PLAN => snap.plan = indexed_plan(&text, id),
             _ => {}
         }
     }
     snap
+}
+
+/// The plan records the index holds for a plan file: all of them, or none while a line is bad
+/// (doctor reports the line; the index keeps no half of a plan).
+pub(crate) fn indexed_plan(text: &str, ticket: &TicketId) -> Vec<PlanRecord> {
+    parse_plan(text, ticket).unwrap_or_default()
 }
 
 /// The index key of a thread event: its id, or its position for events written without one.

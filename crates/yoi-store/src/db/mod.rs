@@ -33,6 +33,7 @@ pub use assignments::{Assignment, AssignmentStatus, Finish};
 pub use board::{CardFacts, Waiting, Working};
 pub(crate) use facade::now_ms;
 pub use facade::DbIndex;
+pub(crate) use index::indexed_plan;
 pub use index::{event_key, plan_key, IndexStats, ReindexMode};
 pub use inspect::{DeadDelivery, OutboxKey, TicketRow, Undelivered};
 pub use outbox::{Delivery, OutboxEvent, MAX_ATTEMPTS};

@@ -35,7 +35,7 @@ pub(super) struct TicketScan {
 }
 
 /// What the index should hold for one ticket, by the indexer's own rules (`Item::parse`,
-/// `db::event_key`, `parse_plan` and `db::plan_key`) applied to the text the file checks read,
+/// `db::event_key`, `db::indexed_plan` and `db::plan_key`) applied to the text the file checks read,
 /// so doctor and `reindex` cannot disagree about what the files say. Empty for a folder without
 /// item.md (not a ticket).
 #[derive(Debug, Default)]
@@ -375,8 +375,7 @@ fn check_artifacts(ws: &Workspace, id: &TicketId, dir: &Path, scan: &mut TicketS
         match read(&path) {
             Ok(Some(text)) => {
                 scan.plan = graph::check_plan_file(id, &rel, &text, &mut scan.findings);
-                scan.facts.plans = yoi_core::plan::parse_plan(&text, id)
-                    .unwrap_or_default()
+                scan.facts.plans = crate::db::indexed_plan(&text, id)
                     .iter()
                     .map(|p| crate::db::plan_key(id, &p.id))
                     .collect();

@@ -10,6 +10,7 @@ use serde_yaml_ng::{Mapping, Value};
 use thiserror::Error;
 
 use crate::state::State;
+use crate::thread::Event;
 use crate::time::Timestamp;
 
 /// Keys written by this version, in the order they are rendered.
@@ -111,6 +112,17 @@ impl Item {
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
             _ => None,
         }
+    }
+
+    /// When the ticket last changed: `updated_at`, or the latest time among `events` (its
+    /// thread) if that is later. An operation that only appends to the thread (a comment, a
+    /// retry or attention signal) leaves item.md as it is, so `updated_at` there is the last
+    /// change of the item's own fields and the thread says the rest (docs/formats.md).
+    pub fn last_changed<'a>(&self, events: impl IntoIterator<Item = &'a Event>) -> Timestamp {
+        events
+            .into_iter()
+            .filter_map(Event::at)
+            .fold(self.updated_at, Timestamp::max)
     }
 
     /// Keys present that belong to the older format.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use yoi_core::relation::{Blocker, IdMap, Relation, RelationGraph, RelationKind};
 use yoi_core::state::State;
+use yoi_core::thread::Event;
 use yoi_core::{TicketId, Timestamp};
 
 use crate::error::StoreError;
@@ -89,6 +90,15 @@ pub fn list(ws: &Workspace, filter: &ListFilter) -> Result<Vec<TicketSummary>, S
             updated_at: item.updated_at,
             blockers,
         });
+    }
+    // The time of last change counts the thread (`Item::last_changed`).
+    let threads = crate::tickets::parallel_map(&out, |t| ws.read_thread(&t.id))?;
+    for (t, thread) in out.iter_mut().zip(threads) {
+        t.updated_at = thread
+            .events
+            .iter()
+            .filter_map(Event::at)
+            .fold(t.updated_at, Timestamp::max);
     }
     Ok(out)
 }
@@ -449,10 +459,10 @@ pub fn ticket_detail(ws: &Workspace, query: &str) -> Result<TicketDetail, StoreE
         target_ref: item.effective_target_ref(),
         extra_keys: item.extra.iter().map(|(k, _)| k.clone()).collect(),
         id,
+        updated_at: item.last_changed(&t.thread.events),
         title: item.title,
         state: item.state,
         created_at: item.created_at,
-        updated_at: item.updated_at,
         readiness: item.readiness,
         risk_flags: item.risk_flags,
         queued_by: item.queued_by,

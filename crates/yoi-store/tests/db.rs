@@ -13,7 +13,9 @@ use yoi_core::{Principal, TicketId, Timestamp};
 use yoi_store::db::{DbIndex, ReindexMode};
 use yoi_store::doctor;
 use yoi_store::ops::TransitionRequest;
-use yoi_store::ops::{self, CommentRequest, CreateRequest, PlanRequest, RelationRequest};
+use yoi_store::ops::{
+    self, CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest,
+};
 use yoi_store::query::{self, ListFilter};
 use yoi_store::{Ctx, StoreError, Workspace};
 
@@ -177,6 +179,12 @@ fn comment_job(ctx: Ctx, ticket: &str, body: &str) -> yoi_store::group::Job {
     Box::new(move |ws: &Workspace| ops::comment(ws, &ctx, &ticket, &req))
 }
 
+/// An edit (which rewrites item.md, unlike a comment) as a group job.
+fn edit_job(ctx: Ctx, ticket: &str, req: EditRequest) -> yoi_store::group::Job {
+    let ticket = ticket.to_string();
+    Box::new(move |ws: &Workspace| ops::edit(ws, &ctx, &ticket, &req))
+}
+
 fn at_minute(m: i64) -> Ctx {
     let t0 = Timestamp::parse("2026-11-29T10:00:00Z").unwrap();
     Ctx::new(
@@ -193,7 +201,11 @@ fn with_op(mut ctx: Ctx, op: &str) -> Ctx {
 fn comment_bodies(ws: &Workspace, id: &TicketId) -> Vec<String> {
     let thread = ws.read_thread(id).unwrap();
     assert!(thread.issues.is_empty(), "{:?}", thread.issues);
-    thread.events[1..].iter().map(|e| e.body.clone()).collect()
+    thread.events[1..]
+        .iter()
+        .filter(|e| e.kind.as_str() == "comment")
+        .map(|e| e.body.clone())
+        .collect()
 }
 
 fn a_group_commit_lands_every_mutation_and_indexes_them_together(b: Backend) {
@@ -209,9 +221,27 @@ fn a_group_commit_lands_every_mutation_and_indexes_them_together(b: Backend) {
         // The same id for another ticket: refused, as it is once indexed.
         comment_job(with_op(at_minute(5), "op-1"), z.as_str(), "one"),
         comment_job(at_minute(6), "01JNOSUCHTICKET000000000000", "lost"),
+        // Two edits of Alpha's item.md: the second builds on the first's waiting file.
+        edit_job(
+            at_minute(7),
+            a.as_str(),
+            EditRequest {
+                title: Some("Alpha, renamed".into()),
+                body: None,
+            },
+        ),
+        edit_job(
+            at_minute(8),
+            a.as_str(),
+            EditRequest {
+                title: None,
+                body: Some("A new body.".into()),
+            },
+        ),
     ];
     let out = yoi_store::group::run(&fx.ws, jobs);
-    assert_eq!(out.len(), 6);
+    assert_eq!(out.len(), 8);
+    assert!(out[6].is_ok() && out[7].is_ok(), "{:?}", &out[6..]);
     let ok: Vec<&yoi_store::Outcome> = out[..4].iter().map(|o| o.as_ref().unwrap()).collect();
     assert!(ok.iter().all(|o| o.index_error.is_none()), "{ok:?}");
     assert_eq!(
@@ -231,10 +261,18 @@ fn a_group_commit_lands_every_mutation_and_indexes_them_together(b: Backend) {
     // Both mutations of Alpha are in its files: the second built on the first.
     assert_eq!(comment_bodies(&fx.ws, &a), ["one", "three"]);
     assert_eq!(comment_bodies(&fx.ws, &z), ["two"]);
+    let item = fx.ws.read_item(&a).unwrap();
     assert_eq!(
-        fx.ws.read_item(&a).unwrap().updated_at,
-        at_minute(3).now,
+        item.updated_at,
+        at_minute(8).now,
         "item.md is the last replacement"
+    );
+    assert_eq!(item.title, "Alpha, renamed");
+    assert_eq!(item.body_text().trim(), "A new body.");
+    // Zulu's item.md was never rewritten: a comment only appends.
+    assert_eq!(
+        fx.ws.read_item(&z).unwrap().updated_at,
+        fx.ws.read_item(&z).unwrap().created_at
     );
     for id in [&a, &z] {
         let dir = fx.ws.tickets_dir().join(id.as_str());
@@ -330,6 +368,14 @@ fn a_group_commit_holds_the_lock_and_one_that_dies_replaces_no_file(b: Backend) 
             &fx.ws,
             vec![
                 comment_job(at_minute(2), a.as_str(), "two"),
+                edit_job(
+                    at_minute(2),
+                    a.as_str(),
+                    EditRequest {
+                        title: Some("Alpha, lost".into()),
+                        body: None,
+                    },
+                ),
                 Box::new(|_: &Workspace| panic!("the writer dies")),
             ],
         )

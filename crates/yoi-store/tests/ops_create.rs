@@ -261,6 +261,8 @@ fn edit_refuses_an_empty_request_and_bad_titles() {
 fn comment_accepts_every_allowed_kind() {
     let fx = Fx::new();
     let id = fx.create("T", "");
+    let item_md = fx.ws.tickets_dir().join(id.as_str()).join("item.md");
+    let item_before = std::fs::read(&item_md).unwrap();
     for (n, kind) in COMMENT_KINDS.iter().enumerate() {
         let out = ops::comment(
             &fx.ws,
@@ -281,7 +283,12 @@ fn comment_accepts_every_allowed_kind() {
     let mut want = vec!["create".to_string()];
     want.extend(COMMENT_KINDS.iter().map(|k| k.to_string()));
     assert_eq!(fx.kinds(&id), want);
-    assert_eq!(fx.item(&id).updated_at, ts(COMMENT_KINDS.len() as i64));
+    // A comment only appends: item.md keeps its bytes (and its `updated_at`), and the
+    // ticket's time of last change is its thread's last event.
+    assert_eq!(std::fs::read(&item_md).unwrap(), item_before);
+    assert_eq!(fx.item(&id).updated_at, ts(0));
+    let detail = yoi_store::query::ticket_detail(&fx.ws, id.as_str()).unwrap();
+    assert_eq!(detail.updated_at, ts(COMMENT_KINDS.len() as i64));
     assert!(fx.thread(&id).issues.is_empty());
 }
 

@@ -131,6 +131,10 @@ pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
             _ => {}
         }
     }
+    // The index's `updated_at` is the ticket's last change, thread included.
+    if let Some(item) = &mut snap.item {
+        item.updated_at = item.last_changed(snap.events.iter().map(|(_, e)| e));
+    }
     snap
 }
 

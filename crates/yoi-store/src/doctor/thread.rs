@@ -19,6 +19,8 @@ pub(super) struct ThreadFacts {
     pub last_close: Option<usize>,
     pub first_at: Option<String>,
     pub last_at: Option<String>,
+    /// The latest time of any event (what the index counts as a change, `Item::last_changed`).
+    pub latest_at: Option<Timestamp>,
     /// Each event's index key, in order (`db::event_key`, the indexer's own rule).
     pub keys: Vec<String>,
 }
@@ -94,6 +96,7 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
                         facts.first_at = Some(t.to_string());
                     }
                     facts.last_at = Some(t.to_string());
+                    facts.latest_at = facts.latest_at.max(Some(t));
                 }
                 Err(e) => push(
                     Finding::error(

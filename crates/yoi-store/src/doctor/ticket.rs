@@ -237,7 +237,10 @@ pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
         [
             i.title,
             i.state.as_str().to_string(),
-            i.updated_at.to_string(),
+            facts
+                .latest_at
+                .map_or(i.updated_at, |t| t.max(i.updated_at))
+                .to_string(),
         ]
     });
     scan.facts.events = std::mem::take(&mut facts.keys);

@@ -1,4 +1,5 @@
-//! `edit` (title and body) and `comment` (free-form thread events). Both bump `updated_at`.
+//! `edit` (title and body) and `comment` (free-form thread events). An edit that changes the
+//! item bumps its `updated_at`; a comment only appends to the thread.
 
 use serde_json::json;
 use yoi_core::packet::IntentPacket;
@@ -141,7 +142,10 @@ fn write_edit(
 /// The write path of every operation that appends one event and changes no state (edit,
 /// comment, retry, attention): under the lock, re-read the ticket, answer a replay of the same
 /// operation id, let `make` check the ticket, change its item and build the event, then append
-/// the event and rewrite item.md with `updated_at` bumped.
+/// the event and, if `make` changed the item, rewrite item.md with `updated_at` bumped. An
+/// unchanged item.md stays as it is: the ticket's time of last change is the later of its
+/// `updated_at` and the thread's last event ([`Item::last_changed`]), so a comment is one
+/// append (one file to sync, no rename) and never conflicts with another clone's item.md.
 pub(crate) fn append_one(
     ws: &Workspace,
     ctx: &Ctx,
@@ -158,10 +162,13 @@ pub(crate) fn append_one(
     if let Some(o) = replay_of(ws, &thread, ctx, &fp, &id, operation)? {
         return Ok(o);
     }
+    let before = item.clone();
     let event = stamp(make(&id, &mut item)?, ctx, &fp);
     append_events(ws, &id, std::slice::from_ref(&event))?;
-    item.updated_at = ctx.now;
-    write_item(ws, &id, &item)?;
+    if item != before {
+        item.updated_at = ctx.now;
+        write_item(ws, &id, &item)?;
+    }
     Ok(finish(ws, ctx, &fp, fresh(&id, operation, &event)))
 }
 

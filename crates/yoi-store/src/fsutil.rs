@@ -55,11 +55,25 @@ pub fn append_sync(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .create(true)
         .append(true)
         .open(target.as_deref().unwrap_or(path))?;
+    if crate::group::active() {
+        let before = f.metadata()?;
+        crate::group::note_append(path, before.len() as i64, mtime_ns(&before));
+    }
     f.write_all(bytes)?;
     match crate::group::defer_sync(f) {
         Some(f) => f.sync_data(),
         None => Ok(()),
     }
+}
+
+/// A file's modification time in nanoseconds since the epoch (0 when unknown), as the index
+/// fingerprints files.
+pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
 }
 
 /// The length of the file at `path` (0 when there is none), as [`read_opt`] would read it.

@@ -13,10 +13,11 @@
 //!   mutation of the same ticket in the group builds on it;
 //! - each mutation's index update is queued.
 //!
-//! At the end, in this order: every file written is synced (one journal commit on ext4 carries
-//! them all), the waiting renames are made, each folder renamed into is synced, the index
-//! reads every changed ticket in one transaction, the lock is released, and only then does
-//! anyone learn an outcome. The order within each file is the one a lone mutation keeps: a
+//! At the end, in this order: every file written is synced (several at a time), the waiting
+//! renames are made, each folder renamed into is synced, the index reads every changed ticket
+//! in one transaction (adding just the new events of a thread the group only appended to, when
+//! it provably holds the rest: `db::bulk::append_snapshots`), the lock is released, and only
+//! then does anyone learn an outcome. The order within each file is the one a lone mutation keeps: a
 //! temporary file is durable before it replaces anything, so a crash at any moment leaves each
 //! item.md whole, old or new. A crash before the end loses only mutations nobody was told of
 //! (their appends may be on disk, as when a lone mutation dies between its two files); the
@@ -35,8 +36,9 @@ use std::path::{Path, PathBuf};
 use yoi_core::TicketId;
 
 use crate::error::StoreError;
-use crate::index::OpRecord;
+use crate::index::{AppendedThread, OpRecord};
 use crate::ops::Outcome;
+use crate::tickets::THREAD;
 use crate::workspace::Workspace;
 
 /// One mutation of a group.
@@ -50,6 +52,8 @@ struct Group {
     unsynced: Vec<File>,
     /// Waiting renames, in the order they were asked for: (temporary file, target).
     renames: Vec<(PathBuf, PathBuf)>,
+    /// Files appended to, with their size and mtime before the group's first append to each.
+    appends: Vec<(PathBuf, i64, i64)>,
     /// Tickets whose files changed, and the operations to record, for the index.
     tickets: Vec<TicketId>,
     records: Vec<OpRecord>,
@@ -80,7 +84,7 @@ impl Drop for Clear {
 /// Run `jobs` as one group on this thread (see the module docs): their outcomes, in order,
 /// each told only once the whole group is durable.
 pub fn run(ws: &Workspace, jobs: Vec<Job>) -> Vec<Result<Outcome, StoreError>> {
-    if GROUP.with(|g| g.borrow().is_some()) {
+    if active() {
         let e = StoreError::Refused {
             reason: "a group commit cannot run inside another".into(),
         };
@@ -113,7 +117,11 @@ pub fn run(ws: &Workspace, jobs: Vec<Job>) -> Vec<Result<Outcome, StoreError>> {
         let mut ids = group.tickets.clone();
         ids.sort();
         ids.dedup();
-        if let Err(e) = index.0.tickets_changed(ws, &ids, &group.records) {
+        let appended = appended_threads(ws, &group);
+        if let Err(e) = index
+            .0
+            .threads_appended(ws, &ids, &appended, &group.records)
+        {
             for o in outcomes.iter_mut().flatten() {
                 o.index_error = Some(e.to_string());
             }
@@ -121,6 +129,33 @@ pub fn run(ws: &Workspace, jobs: Vec<Job>) -> Vec<Result<Outcome, StoreError>> {
     }
     drop(lock);
     outcomes
+}
+
+/// The threads the group appended to in folders where it replaced no file: for those, the
+/// index may add just the new events.
+fn appended_threads(ws: &Workspace, group: &Group) -> Vec<AppendedThread> {
+    let tickets = ws.tickets_dir();
+    let replaced: BTreeSet<&Path> = group
+        .renames
+        .iter()
+        .filter_map(|(_, target)| target.parent())
+        .collect();
+    group
+        .appends
+        .iter()
+        .filter_map(|(path, size, mtime_ns)| {
+            let dir = path.parent()?;
+            if path.file_name()? != THREAD || dir.parent()? != tickets || replaced.contains(dir) {
+                return None;
+            }
+            let ticket = TicketId::parse(dir.file_name()?.to_str()?).ok()?;
+            Some(AppendedThread {
+                ticket,
+                size: *size,
+                mtime_ns: *mtime_ns,
+            })
+        })
+        .collect()
 }
 
 /// The same error once more, for each mutation of a group that shares it.
@@ -152,18 +187,55 @@ fn make_durable(group: &Group) -> io::Result<()> {
     for f in &group.unsynced {
         start_writeback(f);
     }
-    for f in &group.unsynced {
-        f.sync_data()?;
-    }
+    in_parallel(&group.unsynced, File::sync_data)?;
     let mut dirs = BTreeSet::new();
     for (tmp, target) in &group.renames {
         std::fs::rename(tmp, target)?;
         dirs.insert(target.parent().unwrap_or(Path::new(".")).to_path_buf());
     }
-    for dir in dirs {
-        crate::fsutil::sync_dir(&dir)?;
+    let dirs: Vec<PathBuf> = dirs.into_iter().collect();
+    in_parallel(&dirs, |d| crate::fsutil::sync_dir(d))
+}
+
+/// The most syncs a group has in flight at once.
+const SYNC_THREADS: usize = 8;
+
+/// Run `sync` on every item, several at a time: each sync waits for the disk (on a filesystem
+/// without a journal, or a device with a queue, one after another they wait in turn: 49 files
+/// took 7–18 ms one by one and ~5 ms eight at a time on the 2-core machine). Every item is
+/// synced whatever another's result; the first error is returned.
+fn in_parallel<T: Sync>(items: &[T], sync: impl Fn(&T) -> io::Result<()> + Sync) -> io::Result<()> {
+    let threads = SYNC_THREADS.min(items.len());
+    if threads <= 1 {
+        return items.iter().try_for_each(&sync);
     }
-    Ok(())
+    let sync = &sync;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    let mut first = Ok(());
+                    for item in items.iter().skip(t).step_by(threads) {
+                        let r = sync(item);
+                        if first.is_ok() {
+                            first = r;
+                        }
+                    }
+                    first
+                })
+            })
+            .collect();
+        let mut first = Ok(());
+        for w in workers {
+            let r = w
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("a sync thread panicked")));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    })
 }
 
 /// Ask the kernel to start writing `file`'s dirty pages (`sync_file_range`, no waiting). Only
@@ -179,6 +251,21 @@ fn start_writeback(file: &File) {
 
 #[cfg(not(target_os = "linux"))]
 fn start_writeback(_file: &File) {}
+
+/// Whether this thread runs a group.
+pub(crate) fn active() -> bool {
+    GROUP.with(|g| g.borrow().is_some())
+}
+
+/// Inside a group: `path` is about to be appended to, and was `size` bytes with this mtime.
+/// Only the first append to each file in the group is kept.
+pub(crate) fn note_append(path: &Path, size: i64, mtime_ns: i64) {
+    with(|g| {
+        if !g.appends.iter().any(|(p, _, _)| p == path) {
+            g.appends.push((path.to_path_buf(), size, mtime_ns));
+        }
+    });
+}
 
 /// Whether this thread runs a group holding the lock file at `path`.
 pub(crate) fn holds_lock(path: &Path) -> bool {

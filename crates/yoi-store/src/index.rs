@@ -27,6 +27,15 @@ pub struct OpRecord {
     pub outcome: Outcome,
 }
 
+/// A thread.md a group commit appended to, with its size and mtime (nanoseconds) before the
+/// group's first append, the fingerprint the index holds if it was up to date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendedThread {
+    pub ticket: TicketId,
+    pub size: i64,
+    pub mtime_ns: i64,
+}
+
 pub trait IndexHook: Send + Sync {
     /// Re-read these tickets' files into the index; record `ops` in the same transaction.
     fn tickets_changed(
@@ -35,6 +44,20 @@ pub trait IndexHook: Send + Sync {
         ids: &[TicketId],
         ops: &[OpRecord],
     ) -> Result<(), StoreError>;
+
+    /// As [`IndexHook::tickets_changed`], after a group commit that only appended to the
+    /// threads in `appended` (and left those tickets' other files alone): an index may add
+    /// just the new events of those, when its rows provably hold everything before them.
+    fn threads_appended(
+        &self,
+        ws: &Workspace,
+        ids: &[TicketId],
+        appended: &[AppendedThread],
+        ops: &[OpRecord],
+    ) -> Result<(), StoreError> {
+        let _ = appended;
+        self.tickets_changed(ws, ids, ops)
+    }
 
     /// The operation recorded under `op_id`, if any.
     fn find_operation(&self, op_id: &str) -> Result<Option<OpRecord>, StoreError>;

@@ -166,6 +166,7 @@ on_both_backends!(
     the_bulk_rebuild_writes_the_rows_the_per_ticket_writer_wrote,
     a_group_commit_lands_every_mutation_and_indexes_them_together,
     a_group_commit_holds_the_lock_and_one_that_dies_replaces_no_file,
+    a_group_commit_adds_only_new_events_yet_reads_hand_edits_whole,
 );
 
 fn comment_job(ctx: Ctx, ticket: &str, body: &str) -> yoi_store::group::Job {
@@ -316,6 +317,78 @@ fn a_group_commit_lands_every_mutation_and_indexes_them_together(b: Backend) {
     .unwrap();
     assert!(replay.replayed);
     assert_eq!(comment_bodies(&fx.ws, &a), ["one", "three"]);
+}
+
+fn a_group_commit_adds_only_new_events_yet_reads_hand_edits_whole(b: Backend) {
+    let fx = Fx::new(b);
+    let a = fx.create("Alpha", &[]);
+    let z = fx.create("Zulu", &[]);
+    let y = fx.create("Yankee", &[]);
+    let file = |id: &TicketId, name: &str| fx.ws.tickets_dir().join(id.as_str()).join(name);
+    // Behind the index's back: a line added to the body of Zulu's first event, and Yankee's
+    // title changed in item.md.
+    let thread = file(&z, "thread.md");
+    let text = std::fs::read_to_string(&thread).unwrap();
+    let end = text.find("\n---\n").unwrap();
+    let edited = format!("{}\nAdded by hand.{}", &text[..end], &text[end..]);
+    std::fs::write(&thread, edited).unwrap();
+    let item = file(&y, "item.md");
+    let text = std::fs::read_to_string(&item).unwrap();
+    std::fs::write(
+        &item,
+        text.replace("title: Yankee", "title: Yankee, by hand"),
+    )
+    .unwrap();
+
+    let out = yoi_store::group::run(
+        &fx.ws,
+        vec![
+            comment_job(at_minute(1), a.as_str(), "one"),
+            comment_job(at_minute(2), z.as_str(), "two"),
+            comment_job(at_minute(3), y.as_str(), "three"),
+            comment_job(at_minute(4), a.as_str(), "four"),
+        ],
+    );
+    for o in &out {
+        let o = o.as_ref().unwrap();
+        assert!(o.index_error.is_none(), "{o:?}");
+    }
+    // The index holds what rewriting each ticket from its files gives: Alpha's two new
+    // events added, Zulu and Yankee read whole with their hand edits.
+    assert!(
+        fx.index_findings(0).is_empty(),
+        "{:?}",
+        fx.index_findings(0)
+    );
+    let grouped = fx.index_rows();
+    for id in [&a, &z, &y] {
+        yoi_store::index::IndexHook::tickets_changed(
+            &fx.index,
+            &fx.ws,
+            std::slice::from_ref(id),
+            &[],
+        )
+        .unwrap();
+    }
+    assert_eq!(fx.index_rows(), grouped);
+    let row = |table: &str, has: &[&str]| {
+        grouped
+            .iter()
+            .filter(|r| r.starts_with(table) && has.iter().all(|h| r.contains(h)))
+            .count()
+    };
+    assert_eq!(row("events: ", &[z.as_str(), "Added by hand."]), 1);
+    assert_eq!(row("tickets: ", &["Yankee, by hand"]), 1);
+    // Each ticket's time of last change is its newest comment; item.md kept its own.
+    let minute = |m: i64| at_minute(m).now.to_string();
+    assert_eq!(row("tickets: ", &[a.as_str(), &minute(4)]), 1);
+    assert_eq!(row("tickets: ", &[y.as_str(), &minute(3)]), 1);
+    assert_eq!(row("events: ", &[a.as_str(), "comment"]), 2);
+    assert_eq!(row("outbox: ", &[a.as_str(), "ticket_commented"]), 2);
+    assert_eq!(
+        fx.ws.read_item(&a).unwrap().updated_at,
+        fx.ws.read_item(&a).unwrap().created_at
+    );
 }
 
 fn a_group_commit_holds_the_lock_and_one_that_dies_replaces_no_file(b: Backend) {

@@ -3,7 +3,8 @@
 //! group commit changed). The rows are exactly those the
 //! per-ticket writer (`index::write_snapshot`) makes; tests compare the two.
 
-use std::collections::HashSet;
+use std::borrow::Borrow;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
 use sqlx::AnyConnection;
@@ -11,8 +12,11 @@ use sqlx::Row;
 use yoi_core::State;
 
 use super::db_err;
-use super::index::{outbox_kind, outbox_payload, plan_key, Snapshot};
+use super::index::{outbox_kind, outbox_payload, plan_key, FileStat, Snapshot};
 use crate::error::StoreError;
+use crate::index::{AppendedThread, OpRecord};
+use crate::tickets::THREAD;
+use yoi_core::thread::Event;
 
 /// One bound value.
 pub(super) enum Val {
@@ -109,7 +113,7 @@ pub(super) async fn outbox_ids(conn: &mut AnyConnection) -> Result<HashSet<Strin
 /// commit's index update: a dozen statements per ticket became a few for all of them.
 pub(super) async fn rewrite_snapshots(
     conn: &mut AnyConnection,
-    snaps: &[Snapshot],
+    snaps: &[&Snapshot],
     now_ms: i64,
 ) -> Result<usize, StoreError> {
     let ids: Vec<String> = snaps.iter().map(|s| s.id.to_string()).collect();
@@ -142,12 +146,234 @@ pub(super) async fn rewrite_snapshots(
     write_snapshots(conn, snaps, &mut known, now_ms).await
 }
 
+/// The index update of a group commit for the tickets whose threads it only appended to
+/// (inside the caller's write transaction): each of `snaps` named in `appended` whose rows
+/// provably hold everything before the append gains just its new events and their outbox
+/// rows, its `updated_at` and thread.md's fingerprint; nothing else of it is written. Returns
+/// the outbox rows added and the snapshots that do not qualify, to be rewritten whole.
+///
+/// A ticket qualifies when its item.md parses and its whole thread parses cleanly; the index
+/// holds, for thread.md, the size and mtime it had before the group's first append and, for
+/// every other file, the size and mtime it has now (the incremental pass's own test); and the
+/// index's event keys are, position by position, the first of the thread's, with more after
+/// them. A file changed behind the index's back fails one of those, and its ticket is read
+/// whole as ever.
+pub(super) async fn append_snapshots<'s>(
+    conn: &mut AnyConnection,
+    snaps: &'s [Snapshot],
+    appended: &[AppendedThread],
+    now_ms: i64,
+) -> Result<(usize, Vec<&'s Snapshot>), StoreError> {
+    let before: HashMap<&str, (i64, i64)> = appended
+        .iter()
+        .map(|a| (a.ticket.as_str(), (a.size, a.mtime_ns)))
+        .collect();
+    let (candidates, mut rest): (Vec<&Snapshot>, Vec<&Snapshot>) = snaps
+        .iter()
+        .partition(|s| s.item.is_some() && s.thread_clean && before.contains_key(s.id.as_str()));
+    if candidates.is_empty() {
+        return Ok((0, rest));
+    }
+    let ids: Vec<String> = candidates.iter().map(|s| s.id.to_string()).collect();
+    let mut files: HashMap<String, Vec<(String, i64, i64)>> = HashMap::new();
+    let mut keys: HashMap<String, Vec<(i64, String)>> = HashMap::new();
+    for chunk in ids.chunks(MAX_PARAMS) {
+        let list = super::placeholders(1, chunk.len());
+        let sql = format!(
+            "SELECT ticket_id, name, size, mtime_ns FROM ticket_files WHERE ticket_id IN ({list})"
+        );
+        for r in bind_all(sqlx::query(&sql), chunk)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?
+        {
+            let row = (
+                r.try_get(1).map_err(db_err)?,
+                r.try_get(2).map_err(db_err)?,
+                r.try_get(3).map_err(db_err)?,
+            );
+            files
+                .entry(r.try_get(0).map_err(db_err)?)
+                .or_default()
+                .push(row);
+        }
+        let sql = format!("SELECT ticket_id, position, id FROM events WHERE ticket_id IN ({list})");
+        for r in bind_all(sqlx::query(&sql), chunk)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?
+        {
+            let row = (r.try_get(1).map_err(db_err)?, r.try_get(2).map_err(db_err)?);
+            keys.entry(r.try_get(0).map_err(db_err)?)
+                .or_default()
+                .push(row);
+        }
+    }
+
+    let mut events = Vec::new();
+    let mut outbox = Vec::new();
+    let mut touched: Vec<(&str, String)> = Vec::new();
+    let mut threads = Vec::new();
+    for s in candidates {
+        let id = s.id.as_str();
+        let mut indexed = keys.remove(id).unwrap_or_default();
+        indexed.sort();
+        let k = indexed.len();
+        let holds_the_prefix = k < s.events.len()
+            && indexed
+                .iter()
+                .zip(&s.events)
+                .enumerate()
+                .all(|(i, ((position, key), (now, _)))| *position == i as i64 && key == now);
+        let thread = s.files.iter().find(|f| f.name == THREAD);
+        let (Some(item), Some(thread), true, true) = (
+            &s.item,
+            thread,
+            holds_the_prefix,
+            files_match(s, files.get(id), before[id]),
+        ) else {
+            rest.push(s);
+            continue;
+        };
+        for (position, (key, e)) in s.events.iter().enumerate().skip(k) {
+            events.push(event_row(id, position, key, e));
+            outbox.push(outbox_row(id, key, e));
+        }
+        touched.push((id, item.updated_at.to_string()));
+        threads.push(file_row(id, thread));
+    }
+    if touched.is_empty() {
+        return Ok((0, rest));
+    }
+
+    // The new events' outbox rows, unless one is there already (an event moved by hand
+    // between tickets keeps its row, as in the whole rewrite).
+    let new_keys: Vec<String> = outbox.iter().map(|(key, ..)| key.clone()).collect();
+    let mut known = HashSet::new();
+    for chunk in new_keys.chunks(MAX_PARAMS) {
+        let sql = format!(
+            "SELECT event_id FROM outbox WHERE event_id IN ({})",
+            super::placeholders(1, chunk.len())
+        );
+        for r in bind_all(sqlx::query(&sql), chunk)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?
+        {
+            known.insert(r.try_get::<String, _>(0).map_err(db_err)?);
+        }
+    }
+    outbox.retain(|(key, ..)| !known.contains(key));
+
+    for chunk in touched.chunks(MAX_PARAMS / 3) {
+        let mut sql = String::from("UPDATE tickets SET updated_at = CASE id");
+        for i in 0..chunk.len() {
+            sql.push_str(&format!(" WHEN ${} THEN ${}", 2 * i + 1, 2 * i + 2));
+        }
+        sql.push_str(&format!(
+            " END WHERE id IN ({})",
+            super::placeholders(2 * chunk.len() + 1, chunk.len())
+        ));
+        let mut q = sqlx::query(&sql);
+        for (id, at) in chunk {
+            q = q.bind(id.to_string()).bind(at.clone());
+        }
+        for (id, _) in chunk {
+            q = q.bind(id.to_string());
+        }
+        q.execute(&mut *conn).await.map_err(db_err)?;
+    }
+    insert_rows(
+        conn,
+        "INSERT INTO ticket_files (ticket_id, name, size, mtime_ns, hash)",
+        " ON CONFLICT (ticket_id, name) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash",
+        5,
+        threads,
+    )
+    .await?;
+    insert_events(conn, events).await?;
+    let added = add_outbox(conn, outbox, now_ms).await?;
+    Ok((added, rest))
+}
+
+/// Whether the index's fingerprints of a ticket's files (`indexed`: name, size, mtime) are
+/// those of `s`'s files, except thread.md's, which must be `thread_before`.
+fn files_match(
+    s: &Snapshot,
+    indexed: Option<&Vec<(String, i64, i64)>>,
+    thread_before: (i64, i64),
+) -> bool {
+    let Some(indexed) = indexed else {
+        return false;
+    };
+    let mut now: Vec<(&str, i64, i64)> = s
+        .files
+        .iter()
+        .map(|f| {
+            if f.name == THREAD {
+                (f.name, thread_before.0, thread_before.1)
+            } else {
+                (f.name, f.size, f.mtime_ns)
+            }
+        })
+        .collect();
+    let mut was: Vec<(&str, i64, i64)> = indexed
+        .iter()
+        .map(|(name, size, mtime)| (name.as_str(), *size, *mtime))
+        .collect();
+    now.sort_unstable();
+    was.sort_unstable();
+    now == was
+}
+
+fn bind_all<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    values: &[String],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for v in values {
+        q = q.bind(v.clone());
+    }
+    q
+}
+
+/// Record operations for replays (inside the caller's write transaction), in one statement
+/// per few hundred values.
+pub(super) async fn record_ops(
+    conn: &mut AnyConnection,
+    ops: &[OpRecord],
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let rows = ops
+        .iter()
+        .map(|op| {
+            vec![
+                op.op_id.clone().into(),
+                op.fingerprint.clone().into(),
+                op.ticket.to_string().into(),
+                op.operation.clone().into(),
+                serde_json::to_string(&op.outcome)
+                    .unwrap_or_default()
+                    .into(),
+                now_ms.into(),
+            ]
+        })
+        .collect();
+    insert_rows(
+        conn,
+        "INSERT INTO operations (op_id, fingerprint, ticket_id, operation, result, created_ms)",
+        " ON CONFLICT (op_id) DO NOTHING",
+        6,
+        rows,
+    )
+    .await
+}
+
 /// Write every row of `snaps` into the emptied index tables (inside the caller's write
 /// transaction), cancel open assignments of tickets no longer queued or in progress, and add
 /// the outbox rows `known` lacks (adding them to it). Returns the outbox rows added.
-pub(super) async fn write_snapshots(
+pub(super) async fn write_snapshots<S: Borrow<Snapshot>>(
     conn: &mut AnyConnection,
-    snaps: &[Snapshot],
+    snaps: &[S],
     known: &mut HashSet<String>,
     now_ms: i64,
 ) -> Result<usize, StoreError> {
@@ -156,9 +382,10 @@ pub(super) async fn write_snapshots(
     let mut plans = Vec::new();
     let mut events = Vec::new();
     let mut files = Vec::new();
-    let mut outbox: Vec<(String, String, &'static str, serde_json::Value)> = Vec::new();
+    let mut outbox: Vec<OutboxRow> = Vec::new();
     let mut settled = Vec::new();
     for s in snaps {
+        let s = s.borrow();
         let id = s.id.as_str();
         if let Some(item) = &s.item {
             if !matches!(item.state, State::Inprogress | State::Queued) {
@@ -208,37 +435,12 @@ pub(super) async fn write_snapshots(
             }
         }
         for (position, (key, e)) in s.events.iter().enumerate() {
-            let attrs: serde_json::Map<String, serde_json::Value> =
-                e.attrs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-            events.push(vec![
-                key.clone().into(),
-                id.into(),
-                (position as i64).into(),
-                e.kind.as_str().into(),
-                e.author().map(str::to_string).into(),
-                e.get("at").map(str::to_string).into(),
-                serde_json::Value::Object(attrs).to_string().into(),
-                e.heading.clone().into(),
-                e.body.clone().into(),
-            ]);
+            events.push(event_row(id, position, key, e));
             if known.insert(key.clone()) {
-                outbox.push((
-                    key.clone(),
-                    id.to_string(),
-                    outbox_kind(e),
-                    outbox_payload(id, key, e),
-                ));
+                outbox.push(outbox_row(id, key, e));
             }
         }
-        for f in &s.files {
-            files.push(vec![
-                id.into(),
-                f.name.into(),
-                f.size.into(),
-                f.mtime_ns.into(),
-                f.hash.clone().unwrap_or_default().into(),
-            ]);
-        }
+        files.extend(s.files.iter().map(|f| file_row(id, f)));
     }
     for chunk in settled.chunks(500) {
         let sql = format!(
@@ -276,22 +478,77 @@ pub(super) async fn write_snapshots(
         plans,
     )
     .await?;
+    insert_events(conn, events).await?;
+    insert_files(conn, files).await?;
+    add_outbox(conn, outbox, now_ms).await
+}
+
+/// An outbox row to add: the event's key, its ticket, the outbox kind and the payload.
+type OutboxRow = (String, String, &'static str, serde_json::Value);
+
+fn event_row(id: &str, position: usize, key: &str, e: &Event) -> Vec<Val> {
+    let attrs: serde_json::Map<String, serde_json::Value> =
+        e.attrs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    vec![
+        key.into(),
+        id.into(),
+        (position as i64).into(),
+        e.kind.as_str().into(),
+        e.author().map(str::to_string).into(),
+        e.get("at").map(str::to_string).into(),
+        serde_json::Value::Object(attrs).to_string().into(),
+        e.heading.clone().into(),
+        e.body.clone().into(),
+    ]
+}
+
+fn outbox_row(id: &str, key: &str, e: &Event) -> OutboxRow {
+    (
+        key.to_string(),
+        id.to_string(),
+        outbox_kind(e),
+        outbox_payload(id, key, e),
+    )
+}
+
+fn file_row(id: &str, f: &FileStat) -> Vec<Val> {
+    vec![
+        id.into(),
+        f.name.into(),
+        f.size.into(),
+        f.mtime_ns.into(),
+        f.hash.clone().unwrap_or_default().into(),
+    ]
+}
+
+async fn insert_events(conn: &mut AnyConnection, rows: Vec<Vec<Val>>) -> Result<(), StoreError> {
     insert_rows(
         conn,
         "INSERT INTO events (id, ticket_id, position, kind, author, at, attrs, heading, body)",
         " ON CONFLICT (id) DO NOTHING",
         9,
-        events,
+        rows,
     )
-    .await?;
+    .await
+}
+
+async fn insert_files(conn: &mut AnyConnection, rows: Vec<Vec<Val>>) -> Result<(), StoreError> {
     insert_rows(
         conn,
         "INSERT INTO ticket_files (ticket_id, name, size, mtime_ns, hash)",
         "",
         5,
-        files,
+        rows,
     )
-    .await?;
+    .await
+}
+
+/// Number `outbox` after the newest row and add it; returns how many.
+async fn add_outbox(
+    conn: &mut AnyConnection,
+    outbox: Vec<OutboxRow>,
+    now_ms: i64,
+) -> Result<usize, StoreError> {
     let added = outbox.len();
     if added > 0 {
         // Writers are serialised (the workspace lock and the database's write lock), so the

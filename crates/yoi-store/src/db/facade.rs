@@ -12,7 +12,7 @@ use yoi_core::TicketId;
 
 use super::{Db, Footprint, IndexStats, ReindexMode};
 use crate::error::StoreError;
-use crate::index::{IndexHook, IndexRef, OpRecord};
+use crate::index::{AppendedThread, IndexHook, IndexRef, OpRecord};
 use crate::workspace::Workspace;
 
 #[derive(Debug, Clone)]
@@ -113,7 +113,19 @@ impl IndexHook for DbIndex {
         ops: &[OpRecord],
     ) -> Result<(), StoreError> {
         self.rt
-            .block_on(self.db.sync_tickets(ws, ids, ops, now_ms()))
+            .block_on(self.db.sync_tickets(ws, ids, &[], ops, now_ms()))
+            .map(|_| ())
+    }
+
+    fn threads_appended(
+        &self,
+        ws: &Workspace,
+        ids: &[TicketId],
+        appended: &[AppendedThread],
+        ops: &[OpRecord],
+    ) -> Result<(), StoreError> {
+        self.rt
+            .block_on(self.db.sync_tickets(ws, ids, appended, ops, now_ms()))
             .map(|_| ())
     }
 

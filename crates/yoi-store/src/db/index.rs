@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::time::UNIX_EPOCH;
 
 use futures_util::TryStreamExt;
 use serde_json::json;
@@ -22,7 +21,7 @@ use yoi_core::{sha256_hex, State, TicketId};
 
 use super::{db_err, Db};
 use crate::error::StoreError;
-use crate::index::OpRecord;
+use crate::index::{AppendedThread, OpRecord};
 use crate::tickets::{ITEM, PLAN, RELATIONS, RESOLUTION, THREAD};
 use crate::workspace::Workspace;
 
@@ -54,6 +53,8 @@ pub(super) struct Snapshot {
     pub(super) relations: Vec<Relation>,
     pub(crate) plan: Vec<PlanRecord>,
     pub(super) files: Vec<FileStat>,
+    /// thread.md read and parsed without an issue (a torn or hand-broken event).
+    pub(super) thread_clean: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,13 +88,7 @@ fn stat(ws: &Workspace, id: &TicketId, name: &'static str) -> Option<(FileStat, 
     ))
 }
 
-fn mtime_ns(meta: &fs::Metadata) -> i64 {
-    meta.modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
+use crate::fsutil::mtime_ns;
 
 pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
     let mut snap = Snapshot {
@@ -103,6 +98,7 @@ pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
         relations: Vec::new(),
         plan: Vec::new(),
         files: Vec::new(),
+        thread_clean: false,
     };
     for name in FILES {
         let Some((st, bytes)) = stat(ws, id, name) else {
@@ -115,7 +111,9 @@ pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
         match name {
             ITEM => snap.item = Item::parse(&text).ok(),
             THREAD => {
-                snap.events = parse_thread(&text)
+                let parsed = parse_thread(&text);
+                snap.thread_clean = parsed.issues.is_empty();
+                snap.events = parsed
                     .events
                     .into_iter()
                     .enumerate()
@@ -183,11 +181,15 @@ pub fn outbox_kind(e: &Event) -> &'static str {
 }
 
 impl Db {
-    /// Re-read these tickets into the index in one transaction; record `ops` with them.
+    /// Re-read these tickets into the index in one transaction; record `ops` with them. Of
+    /// the tickets whose threads a group commit only `appended` to, those whose rows provably
+    /// hold everything before the append gain just their new events
+    /// ([`super::bulk::append_snapshots`]); the others are rewritten whole.
     pub async fn sync_tickets(
         &self,
         ws: &Workspace,
         ids: &[TicketId],
+        appended: &[AppendedThread],
         ops: &[OpRecord],
         now_ms: i64,
     ) -> Result<usize, StoreError> {
@@ -195,18 +197,20 @@ impl Db {
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
         self.begin_write(&mut conn).await?;
         let result = async {
-            let mut added = 0;
-            if snaps.len() > 1 {
-                // Many tickets (a group commit): a few multi-row statements for all of them.
-                added = super::bulk::rewrite_snapshots(&mut conn, &snaps, now_ms).await?;
+            let (mut added, rest) = if appended.is_empty() {
+                (0, snaps.iter().collect())
             } else {
-                for s in &snaps {
+                super::bulk::append_snapshots(&mut conn, &snaps, appended, now_ms).await?
+            };
+            if rest.len() > 1 {
+                // Many tickets (a group commit): a few multi-row statements for all of them.
+                added += super::bulk::rewrite_snapshots(&mut conn, &rest, now_ms).await?;
+            } else {
+                for s in rest {
                     added += write_snapshot(&mut conn, s, now_ms).await?;
                 }
             }
-            for op in ops {
-                record_op(&mut conn, op, now_ms).await?;
-            }
+            super::bulk::record_ops(&mut conn, ops, now_ms).await?;
             Ok(added)
         }
         .await;
@@ -222,21 +226,32 @@ impl Db {
         ids: &[TicketId],
     ) -> Result<(Vec<TicketId>, Vec<TicketId>), StoreError> {
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        // One query per few hundred tickets: after a group commit every request's settle
+        // looks at the group's tickets.
+        let mut indexed: BTreeMap<String, Vec<FileStat>> = BTreeMap::new();
+        for chunk in ids.chunks(BATCH) {
+            let sql = format!(
+                "SELECT ticket_id, name, size, mtime_ns, hash FROM ticket_files WHERE ticket_id IN ({})",
+                super::placeholders(1, chunk.len())
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(id.as_str());
+            }
+            for r in q.fetch_all(&mut *conn).await.map_err(db_err)? {
+                if let Some(stat) = file_stat(&r, 1)? {
+                    indexed
+                        .entry(r.try_get(0).map_err(db_err)?)
+                        .or_default()
+                        .push(stat);
+                }
+            }
+        }
         let mut changed = Vec::new();
         let mut gone = Vec::new();
         for id in ids {
             let seen = look_at(ws, id);
-            let rows = sqlx::query(
-                "SELECT name, size, mtime_ns, hash FROM ticket_files WHERE ticket_id = $1",
-            )
-            .bind(id.as_str())
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            let mut known = Vec::with_capacity(rows.len());
-            for r in &rows {
-                known.extend(file_stat(r, 0)?);
-            }
+            let known = indexed.remove(id.as_str()).unwrap_or_default();
             if seen[ITEM_AT].is_none() {
                 if !known.is_empty() {
                     gone.push(id.clone());
@@ -706,20 +721,6 @@ async fn add_outbox(
     .await
     .map_err(db_err)?;
     Ok(done.rows_affected() as usize)
-}
-
-async fn record_op(conn: &mut AnyConnection, op: &OpRecord, now_ms: i64) -> Result<(), StoreError> {
-    sqlx::query("INSERT INTO operations (op_id, fingerprint, ticket_id, operation, result, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (op_id) DO NOTHING")
-        .bind(op.op_id.clone())
-        .bind(op.fingerprint.clone())
-        .bind(op.ticket.to_string())
-        .bind(op.operation.clone())
-        .bind(serde_json::to_string(&op.outcome).unwrap_or_default())
-        .bind(now_ms)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-    Ok(())
 }
 
 impl Db {

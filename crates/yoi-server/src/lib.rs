@@ -186,7 +186,12 @@ pub async fn serve(
         let mut ws = ws;
         // Watching starts before the catch-up, so a write during it is read afterwards.
         let fresh = fresh::Fresh::start(&ws);
-        let (index, stats) = DbIndex::attach(&mut ws, handle)?;
+        let (index, stats) = DbIndex::attach_as(
+            &mut ws,
+            handle,
+            yoi_store::db::ReindexMode::Incremental,
+            yoi_store::db::Footprint::Server,
+        )?;
         tracing::info!(
             scanned = stats.scanned,
             reindexed = stats.reindexed,
@@ -226,6 +231,7 @@ pub async fn serve(
     let sweep = leases::spawn(state.clone());
     let full_checks = fresh::spawn_full_checks(state.clone());
     let trims = memory::spawn_trims(state.closing.subscribe());
+    let checkpoints = spawn_checkpoints(state.clone());
     let pods = opts
         .pods
         .map(|l| supervisor::spawn(state.clone(), l, format!("http://{addr}")));
@@ -255,6 +261,9 @@ pub async fn serve(
     }
     if let Err(e) = trims.await {
         tracing::error!(error = %e, "the memory trim task ended abnormally");
+    }
+    if let Err(e) = checkpoints.await {
+        tracing::error!(error = %e, "the checkpoint task ended abnormally");
     }
     if let Err(e) = sweep.await {
         tracing::error!(error = %e, "the lease sweep task ended abnormally");
@@ -286,4 +295,27 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
             _ = wait(int) => {},
         }
     }
+}
+
+/// How often the server copies SQLite's write-ahead log into the database file.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Checkpoint the embedded database every [`CHECKPOINT_EVERY`] until the server closes, and
+/// once more then (its connections make none in their commits, `Footprint::Server`).
+fn spawn_checkpoints(state: AppState) -> tokio::task::JoinHandle<()> {
+    let mut closing = state.closing.subscribe();
+    tokio::spawn(async move {
+        loop {
+            let closed = tokio::select! {
+                _ = tokio::time::sleep(CHECKPOINT_EVERY) => false,
+                _ = closing.wait_for(|c| *c) => true,
+            };
+            if let Err(e) = state.db().checkpoint().await {
+                tracing::warn!(error = %e, "checkpointing the database failed; trying again");
+            }
+            if closed {
+                return;
+            }
+        }
+    })
 }

@@ -30,6 +30,8 @@ pub struct AppState {
     writers: Arc<Mutex<()>>,
     /// Mutations waiting to be made durable together ([`AppState::grouped`]).
     grouped: Arc<std::sync::Mutex<Vec<Grouped>>>,
+    /// How many mutations the last group ran.
+    last_group: Arc<std::sync::atomic::AtomicUsize>,
     /// Claims wait here and go to the database in groups (`claims.rs`).
     pub claims: Arc<crate::claims::ClaimQueue>,
     /// The key agent tokens are signed with (`.yoi/local/agent.key`).
@@ -45,6 +47,9 @@ pub struct AppState {
 /// The most mutations one group commit runs; the rest wait for the next turn, which each of
 /// them has queued for.
 const MAX_GROUP: usize = 256;
+
+/// The longest a group waits for the mutations of the clients the last group answered.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// A mutation waiting in [`AppState::grouped`], and where its answer goes.
 type Grouped = (
@@ -89,6 +94,7 @@ impl AppState {
             flow_wake: Arc::new(tokio::sync::Notify::new()),
             writers: Arc::new(Mutex::new(())),
             grouped: Arc::default(),
+            last_group: Arc::default(),
             claims: Arc::default(),
             router: Arc::default(),
             ui: Arc::default(),
@@ -164,6 +170,7 @@ impl AppState {
         let st = self.clone();
         tokio::spawn(async move {
             let turn = st.writers.clone().lock_owned().await;
+            st.gather().await;
             let queued: Vec<Grouped> = {
                 let mut q = lock(&st.grouped);
                 let n = q.len().min(MAX_GROUP);
@@ -172,6 +179,8 @@ impl AppState {
             if queued.is_empty() {
                 return; // an earlier turn ran this one's mutation
             }
+            st.last_group
+                .store(queued.len(), std::sync::atomic::Ordering::Relaxed);
             let ws = st.ws.clone();
             let (jobs, answers): (Vec<_>, Vec<_>) = queued.into_iter().unzip();
             let outcomes = tokio::task::spawn_blocking(move || {
@@ -195,6 +204,21 @@ impl AppState {
         });
         rx.await
             .map_err(|e| ApiError::internal("group commit task", e))?
+    }
+
+    /// With the writer turn: wait up to [`GATHER`] while fewer mutations are queued than the
+    /// last group ran. Its clients were answered a moment ago and are sending their next ones;
+    /// without the wait the first of those ran alone and the rest waited for it, so groups
+    /// alternated between one mutation and all the others (each paying the fixed costs).
+    async fn gather(&self) {
+        let expected = self.last_group.load(std::sync::atomic::Ordering::Relaxed);
+        let until = tokio::time::Instant::now() + GATHER;
+        // An empty queue: an earlier turn ran this task's mutation, nothing to wait for.
+        while (1..expected).contains(&lock(&self.grouped).len())
+            && tokio::time::Instant::now() < until
+        {
+            tokio::time::sleep(GATHER / 4).await;
+        }
     }
 
     /// Take this server's writer turn from a blocking thread (the orchestrator's writes queue

@@ -285,18 +285,8 @@ fn a_group_commit_lands_every_mutation_and_indexes_them_together(b: Backend) {
         "{:?}",
         fx.index_findings(0)
     );
-    // In the rows the per-ticket writer makes: rewriting each ticket alone changes none.
-    let grouped = fx.index_rows();
-    for id in [&a, &z] {
-        yoi_store::index::IndexHook::tickets_changed(
-            &fx.index,
-            &fx.ws,
-            std::slice::from_ref(id),
-            &[],
-        )
-        .unwrap();
-    }
-    assert_eq!(fx.index_rows(), grouped);
+    // In the rows the per-ticket writer makes.
+    let grouped = fx.rows_as_rewritten(&[&a, &z]);
     // Every event has one outbox row, numbered without gaps.
     let seqs: Vec<usize> = grouped
         .iter()
@@ -360,17 +350,7 @@ fn a_group_commit_adds_only_new_events_yet_reads_hand_edits_whole(b: Backend) {
         "{:?}",
         fx.index_findings(0)
     );
-    let grouped = fx.index_rows();
-    for id in [&a, &z, &y] {
-        yoi_store::index::IndexHook::tickets_changed(
-            &fx.index,
-            &fx.ws,
-            std::slice::from_ref(id),
-            &[],
-        )
-        .unwrap();
-    }
-    assert_eq!(fx.index_rows(), grouped);
+    let grouped = fx.rows_as_rewritten(&[&a, &z, &y]);
     let row = |table: &str, has: &[&str]| {
         grouped
             .iter()
@@ -1387,6 +1367,23 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
 
 impl Fx {
     /// Every index row, as text, in key order (outbox included).
+    /// The index rows, checked to be what rewriting each of `ids` alone from its files
+    /// makes (the per-ticket writer).
+    fn rows_as_rewritten(&self, ids: &[&TicketId]) -> Vec<String> {
+        let rows = self.index_rows();
+        for id in ids {
+            yoi_store::index::IndexHook::tickets_changed(
+                &self.index,
+                &self.ws,
+                std::slice::from_ref(*id),
+                &[],
+            )
+            .unwrap();
+        }
+        assert_eq!(self.index_rows(), rows, "a rewrite of each ticket alone");
+        rows
+    }
+
     fn index_rows(&self) -> Vec<String> {
         let queries = [
             "SELECT id, title, state, created_at, updated_at, COALESCE(target_ref, '-'), COALESCE(flow, '-'), COALESCE(readiness, '-'), COALESCE(priority, '-'), COALESCE(queued_by, '-'), COALESCE(queued_at, '-'), body, search_text FROM tickets ORDER BY id",

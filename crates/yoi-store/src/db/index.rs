@@ -21,6 +21,7 @@ use yoi_core::{sha256_hex, State, TicketId};
 
 use super::{db_err, Db};
 use crate::error::StoreError;
+use crate::fsutil::mtime_ns;
 use crate::index::{AppendedThread, OpRecord};
 use crate::tickets::{ITEM, PLAN, RELATIONS, RESOLUTION, THREAD};
 use crate::workspace::Workspace;
@@ -87,8 +88,6 @@ fn stat(ws: &Workspace, id: &TicketId, name: &'static str) -> Option<(FileStat, 
         bytes,
     ))
 }
-
-use crate::fsutil::mtime_ns;
 
 pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
     let mut snap = Snapshot {

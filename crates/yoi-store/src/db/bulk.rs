@@ -182,7 +182,7 @@ pub(super) async fn append_snapshots<'s>(
         let sql = format!(
             "SELECT ticket_id, name, size, mtime_ns FROM ticket_files WHERE ticket_id IN ({list})"
         );
-        for r in bind_all(sqlx::query(&sql), chunk)
+        for r in super::among(&sql, chunk)
             .fetch_all(&mut *conn)
             .await
             .map_err(db_err)?
@@ -198,7 +198,7 @@ pub(super) async fn append_snapshots<'s>(
                 .push(row);
         }
         let sql = format!("SELECT ticket_id, position, id FROM events WHERE ticket_id IN ({list})");
-        for r in bind_all(sqlx::query(&sql), chunk)
+        for r in super::among(&sql, chunk)
             .fetch_all(&mut *conn)
             .await
             .map_err(db_err)?
@@ -255,7 +255,7 @@ pub(super) async fn append_snapshots<'s>(
             "SELECT event_id FROM outbox WHERE event_id IN ({})",
             super::placeholders(1, chunk.len())
         );
-        for r in bind_all(sqlx::query(&sql), chunk)
+        for r in super::among(&sql, chunk)
             .fetch_all(&mut *conn)
             .await
             .map_err(db_err)?
@@ -324,16 +324,6 @@ fn files_match(
     now.sort_unstable();
     was.sort_unstable();
     now == was
-}
-
-fn bind_all<'q>(
-    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    values: &[String],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    for v in values {
-        q = q.bind(v.clone());
-    }
-    q
 }
 
 /// Record operations for replays (inside the caller's write transaction), in one statement

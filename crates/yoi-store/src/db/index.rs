@@ -233,11 +233,8 @@ impl Db {
                 "SELECT ticket_id, name, size, mtime_ns, hash FROM ticket_files WHERE ticket_id IN ({})",
                 super::placeholders(1, chunk.len())
             );
-            let mut q = sqlx::query(&sql);
-            for id in chunk {
-                q = q.bind(id.as_str());
-            }
-            for r in q.fetch_all(&mut *conn).await.map_err(db_err)? {
+            let rows = super::among(&sql, chunk).fetch_all(&mut *conn).await;
+            for r in rows.map_err(db_err)? {
                 if let Some(stat) = file_stat(&r, 1)? {
                     indexed
                         .entry(r.try_get(0).map_err(db_err)?)

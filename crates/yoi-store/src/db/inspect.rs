@@ -5,7 +5,7 @@
 use serde::Serialize;
 use sqlx::Row;
 
-use super::{db_err, Db};
+use super::{among, db_err, Db};
 use crate::error::StoreError;
 
 /// A `tickets` row as stored.
@@ -44,14 +44,6 @@ pub struct DeadDelivery {
     pub event_id: Option<String>,
     pub ticket: Option<String>,
     pub kind: Option<String>,
-}
-
-/// `SELECT … WHERE col IN ($1, …)` for `ids`, with the ids bound.
-fn among<'q>(
-    sql: &'q str,
-    ids: &[&'q str],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    ids.iter().fold(sqlx::query(sql), |q, id| q.bind(*id))
 }
 
 /// A row's first two columns as text.

@@ -98,6 +98,15 @@ pub(crate) fn placeholders(first: usize, n: usize) -> String {
         .join(", ")
 }
 
+/// `SELECT … WHERE col IN ($1, …)` for `ids`, with the ids bound.
+pub(crate) fn among<'q, S: AsRef<str>>(
+    sql: &'q str,
+    ids: &'q [S],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    ids.iter()
+        .fold(sqlx::query(sql), |q, id| q.bind(id.as_ref()))
+}
+
 /// What a process keeps of the embedded database in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Footprint {

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use yoi_core::relation::{Blocker, IdMap, Relation, RelationGraph, RelationKind};
 use yoi_core::state::State;
-use yoi_core::thread::Event;
 use yoi_core::{TicketId, Timestamp};
 
 use crate::error::StoreError;
@@ -59,7 +58,7 @@ pub fn list(ws: &Workspace, filter: &ListFilter) -> Result<Vec<TicketSummary>, S
     // Who waits is decided for every ticket at once; the list of blockers is built only for
     // the tickets that have one.
     let waiting = graph.blocked_set(state_of);
-    let mut out = Vec::new();
+    let mut kept = Vec::new();
     for (id, item) in items {
         let wanted_state = match &filter.states {
             Some(s) => s.contains(&item.state),
@@ -81,26 +80,23 @@ pub fn list(ws: &Workspace, filter: &ListFilter) -> Result<Vec<TicketSummary>, S
         if filter.blocked && blockers.is_empty() {
             continue;
         }
-        out.push(TicketSummary {
+        kept.push((id, item, blockers));
+    }
+    // The time of last change counts the thread (`Item::last_changed`).
+    let threads = crate::tickets::parallel_map(&kept, |(id, ..)| ws.read_thread(id))?;
+    Ok(kept
+        .into_iter()
+        .zip(threads)
+        .map(|((id, item, blockers), thread)| TicketSummary {
             target_ref: item.effective_target_ref(),
+            updated_at: item.last_changed(&thread.events),
             id,
             title: item.title,
             state: item.state,
             created_at: item.created_at,
-            updated_at: item.updated_at,
             blockers,
-        });
-    }
-    // The time of last change counts the thread (`Item::last_changed`).
-    let threads = crate::tickets::parallel_map(&out, |t| ws.read_thread(&t.id))?;
-    for (t, thread) in out.iter_mut().zip(threads) {
-        t.updated_at = thread
-            .events
-            .iter()
-            .filter_map(Event::at)
-            .fold(t.updated_at, Timestamp::max);
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -24,6 +24,7 @@
 //! Markdown rule inside an old body stays in the body. A header line always starts a new event;
 //! if the previous one was never closed (a torn append) it is reported, not dropped.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -106,9 +107,17 @@ impl EventKind {
     }
 }
 
-impl From<String> for EventKind {
-    fn from(s: String) -> Self {
-        match s.as_str() {
+impl EventKind {
+    /// The kind `s` names; only an unknown kind allocates.
+    pub fn parse(s: &str) -> Self {
+        match Self::known(s) {
+            Some(k) => k,
+            None => EventKind::Other(s.to_string()),
+        }
+    }
+
+    fn known(s: &str) -> Option<Self> {
+        Some(match s {
             "create" => EventKind::Create,
             "comment" => EventKind::Comment,
             "intake_summary" => EventKind::IntakeSummary,
@@ -125,8 +134,14 @@ impl From<String> for EventKind {
             "item_edit" => EventKind::ItemEdit,
             "relation_changed" => EventKind::RelationChanged,
             "close" => EventKind::Close,
-            _ => EventKind::Other(s),
-        }
+            _ => return None,
+        })
+    }
+}
+
+impl From<String> for EventKind {
+    fn from(s: String) -> Self {
+        EventKind::known(&s).unwrap_or(EventKind::Other(s))
     }
 }
 
@@ -389,12 +404,26 @@ pub struct ParsedThread {
 
 /// Parse a header line (already known to start with `<!-- event:`).
 pub fn parse_header(line: &str) -> Result<(EventKind, Vec<(String, String)>), String> {
+    let (kind, attrs) = parse_header_ref(line)?;
+    let attrs = attrs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.into_owned()))
+        .collect();
+    Ok((kind, attrs))
+}
+
+/// An event's kind and attributes as they stand in its header line: keys, and the values that
+/// need no unescaping, borrowed from the line.
+pub type HeaderAttrs<'a> = Vec<(&'a str, Cow<'a, str>)>;
+
+/// [`parse_header`] without copying what it can borrow.
+pub fn parse_header_ref(line: &str) -> Result<(EventKind, HeaderAttrs<'_>), String> {
     let t = line.trim();
     let inner = t
         .strip_prefix("<!--")
         .and_then(|s| s.strip_suffix("-->"))
         .ok_or_else(|| "the header comment does not end with `-->` on the same line".to_string())?;
-    let mut attrs = Vec::new();
+    let mut attrs: HeaderAttrs<'_> = Vec::with_capacity(8);
     let mut rest = inner.trim_start();
     while !rest.is_empty() {
         let colon = rest
@@ -407,23 +436,8 @@ pub fn parse_header(line: &str) -> Result<(EventKind, Vec<(String, String)>), St
         rest = rest[colon + 1..].trim_start();
         let value;
         if let Some(q) = rest.strip_prefix('"') {
-            let mut v = String::new();
-            let mut chars = q.char_indices();
-            let mut end = None;
-            while let Some((i, c)) = chars.next() {
-                match c {
-                    '\\' => match chars.next() {
-                        Some((_, e)) => v.push(e),
-                        None => break,
-                    },
-                    '"' => {
-                        end = Some(i + 1);
-                        break;
-                    }
-                    c => v.push(c),
-                }
-            }
-            let end = end.ok_or_else(|| format!("the quoted value of `{key}` is not closed"))?;
+            let (v, end) =
+                quoted(q).ok_or_else(|| format!("the quoted value of `{key}` is not closed"))?;
             value = v;
             rest = &q[end..];
             if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
@@ -432,20 +446,43 @@ pub fn parse_header(line: &str) -> Result<(EventKind, Vec<(String, String)>), St
         } else {
             let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
             let (v, after) = older_bare_value(rest, end);
-            value = v;
+            value = Cow::Borrowed(v);
             rest = after;
         }
-        attrs.push((key.to_string(), value));
+        attrs.push((key, value));
         rest = rest.trim_start();
     }
-    if attrs.first().map(|(k, _)| k.as_str()) != Some("event") {
+    if attrs.first().map(|(k, _)| *k) != Some("event") {
         return Err("the first attribute must be `event`".into());
     }
     let (_, kind) = attrs.remove(0);
     if kind.is_empty() {
         return Err("the event kind is empty".into());
     }
-    Ok((EventKind::from(kind), attrs))
+    Ok((EventKind::parse(&kind), attrs))
+}
+
+/// The value of a double-quoted attribute whose text after the opening quote is `q`, and where
+/// its closing quote ends in `q`; `None` when it is never closed. Borrowed unless it holds an
+/// escape.
+fn quoted(q: &str) -> Option<(Cow<'_, str>, usize)> {
+    let close = q.find(['"', '\\'])?;
+    if q.as_bytes()[close] == b'"' {
+        return Some((Cow::Borrowed(&q[..close]), close + 1));
+    }
+    let mut v = String::new();
+    let mut chars = q.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some((_, e)) => v.push(e),
+                None => return None,
+            },
+            '"' => return Some((Cow::Owned(v), i + 1)),
+            c => v.push(c),
+        }
+    }
+    None
 }
 
 /// Attribute keys yoi and the older tools write; in an older header they mark where an
@@ -483,12 +520,11 @@ const KNOWN_KEYS: &[&str] = &[
 /// that are not shaped `key:` continue the value (spacing kept); once it has continued, only a
 /// known key ends it, so `reason: fix: typo at: …` reads as `fix: typo`. yoi quotes every value
 /// with a space, so its own headers never take this path.
-fn older_bare_value(rest: &str, end: usize) -> (String, &str) {
-    let mut value = rest[..end].to_string();
-    let mut rest = &rest[end..];
+fn older_bare_value(rest: &str, end: usize) -> (&str, &str) {
+    let mut value_end = end;
     let mut continued = false;
     loop {
-        let next = rest.trim_start();
+        let next = rest[value_end..].trim_start();
         if next.is_empty() {
             break;
         }
@@ -504,50 +540,62 @@ fn older_bare_value(rest: &str, end: usize) -> (String, &str) {
         if key.is_some_and(|k| !continued || KNOWN_KEYS.contains(&k)) {
             break;
         }
-        let gap = rest.len() - next.len();
-        value.push_str(&rest[..gap + word_end]);
-        rest = &next[word_end..];
+        value_end = rest.len() - next.len() + word_end;
         continued = true;
     }
-    (value, rest)
+    (&rest[..value_end], &rest[value_end..])
 }
 
 fn short(s: &str) -> String {
     s.chars().take(24).collect()
 }
 
-/// An event being read: its body lines borrowed from the text until it ends.
-struct Open<'a> {
-    kind: EventKind,
-    attrs: Vec<(String, String)>,
-    line: usize,
-    lines: Vec<&'a str>,
+/// An event's header as the file holds it: what a reader that needs no bodies (doctor) takes
+/// from [`parse_thread_headers`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderRef<'a> {
+    pub kind: EventKind,
+    pub attrs: HeaderAttrs<'a>,
 }
 
-impl Open<'_> {
-    fn finish(self) -> (Event, usize) {
-        let mut lines = self.lines.into_iter().skip_while(|l| l.trim().is_empty());
-        let mut heading = None;
-        let mut body_lines: Vec<&str> = Vec::new();
-        if let Some(first) = lines.next() {
-            match first.strip_prefix("## ") {
-                Some(h) => heading = Some(h.trim().to_string()),
-                None => body_lines.push(first),
-            }
-        }
-        body_lines.extend(lines);
-        let event = Event {
-            kind: self.kind,
-            attrs: self.attrs,
-            heading,
-            body: normalize_lines(body_lines.into_iter().map(unescape_line)),
-        };
-        (event, self.line)
+impl HeaderRef<'_> {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    pub fn id(&self) -> Option<&str> {
+        self.get("id")
+    }
+
+    pub fn author(&self) -> Option<&str> {
+        self.get("author")
     }
 }
 
-/// Parse a whole thread file. Never fails: problems are reported in `issues`.
-pub fn parse_thread(text: &str) -> ParsedThread {
+/// [`ParsedThread`] without the bodies: the same events, lines and issues.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedHeaders<'a> {
+    pub events: Vec<HeaderRef<'a>>,
+    /// 1-based line of each event's header, parallel to `events`.
+    pub lines: Vec<usize>,
+    pub issues: Vec<ThreadIssue>,
+}
+
+/// Where the events of a thread file are: what [`parse_thread`] and [`parse_thread_headers`]
+/// share, so the two can never disagree about which lines make an event.
+struct Scan<'a, H> {
+    /// The file's lines, without their `\n`.
+    lines: Vec<&'a str>,
+    /// Each event's header, the 1-based line of that header, and the indices in `lines` of
+    /// its body (everything up to its closing rule or the next header).
+    events: Vec<(H, usize, std::ops::Range<usize>)>,
+    issues: Vec<ThreadIssue>,
+}
+
+fn scan<'a, H>(text: &'a str, header: impl Fn(&'a str) -> Result<H, String>) -> Scan<'a, H> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let lines: Vec<&str> = text.split('\n').collect();
     // A trailing newline produces one empty final element that is not a line.
@@ -556,37 +604,27 @@ pub fn parse_thread(text: &str) -> ParsedThread {
     } else {
         lines.len()
     };
-    let mut out = ParsedThread::default();
-    let mut open: Option<Open> = None;
+    let mut events = Vec::new();
+    let mut issues = Vec::new();
+    // The event being read: its header and the index of its header line.
+    let mut open: Option<(H, usize)> = None;
     let mut stray_reported = false;
-    let push = |out: &mut ParsedThread, o: Open| {
-        let (e, l) = o.finish();
-        out.events.push(e);
-        out.lines.push(l);
-    };
     let mut i = 0;
     while i < count {
         let raw = lines[i].strip_suffix('\r').unwrap_or(lines[i]);
         let line_no = i + 1;
         if is_header_start(raw) {
-            if let Some(o) = open.take() {
-                out.issues.push(ThreadIssue {
-                    line: o.line,
+            if let Some((h, at)) = open.take() {
+                issues.push(ThreadIssue {
+                    line: at + 1,
                     kind: ThreadIssueKind::Unterminated,
                 });
-                push(&mut out, o);
+                events.push((h, at + 1, at + 1..i));
             }
-            match parse_header(raw) {
-                Ok((kind, attrs)) => {
-                    open = Some(Open {
-                        kind,
-                        attrs,
-                        line: line_no,
-                        lines: Vec::new(),
-                    })
-                }
+            match header(raw) {
+                Ok(h) => open = Some((h, i)),
                 Err(reason) => {
-                    out.issues.push(ThreadIssue {
+                    issues.push(ThreadIssue {
                         line: line_no,
                         kind: ThreadIssueKind::MalformedHeader { reason },
                     });
@@ -608,18 +646,17 @@ pub fn parse_thread(text: &str) -> ParsedThread {
             i += 1;
             continue;
         }
-        match open.as_mut() {
-            Some(o) => {
+        match open.take() {
+            Some((h, at)) => {
                 if is_rule(raw) && next_is_boundary(&lines[..count], i + 1) {
-                    let o = open.take().expect("open");
-                    push(&mut out, o);
+                    events.push((h, at + 1, at + 1..i));
                 } else {
-                    o.lines.push(raw);
+                    open = Some((h, at));
                 }
             }
             None => {
                 if !raw.trim().is_empty() && !stray_reported {
-                    out.issues.push(ThreadIssue {
+                    issues.push(ThreadIssue {
                         line: line_no,
                         kind: ThreadIssueKind::StrayText,
                     });
@@ -629,12 +666,71 @@ pub fn parse_thread(text: &str) -> ParsedThread {
         }
         i += 1;
     }
-    if let Some(o) = open.take() {
-        out.issues.push(ThreadIssue {
-            line: o.line,
+    if let Some((h, at)) = open.take() {
+        issues.push(ThreadIssue {
+            line: at + 1,
             kind: ThreadIssueKind::Unterminated,
         });
-        push(&mut out, o);
+        events.push((h, at + 1, at + 1..count));
+    }
+    Scan {
+        lines,
+        events,
+        issues,
+    }
+}
+
+/// An event from its header and its body lines: the heading is the first non-blank line when
+/// it starts with `## `; the rest, unescaped and normalized, is the body.
+fn event(kind: EventKind, attrs: Vec<(String, String)>, body: &[&str]) -> Event {
+    let mut lines = body
+        .iter()
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .skip_while(|l| l.trim().is_empty());
+    let mut heading = None;
+    let mut body_lines: Vec<&str> = Vec::new();
+    if let Some(first) = lines.next() {
+        match first.strip_prefix("## ") {
+            Some(h) => heading = Some(h.trim().to_string()),
+            None => body_lines.push(first),
+        }
+    }
+    body_lines.extend(lines);
+    Event {
+        kind,
+        attrs,
+        heading,
+        body: normalize_lines(body_lines.into_iter().map(unescape_line)),
+    }
+}
+
+/// Parse a whole thread file. Never fails: problems are reported in `issues`.
+pub fn parse_thread(text: &str) -> ParsedThread {
+    let scan = scan(text, parse_header);
+    let mut out = ParsedThread {
+        events: Vec::with_capacity(scan.events.len()),
+        lines: Vec::with_capacity(scan.events.len()),
+        issues: scan.issues,
+    };
+    for ((kind, attrs), line, body) in scan.events {
+        out.events.push(event(kind, attrs, &scan.lines[body]));
+        out.lines.push(line);
+    }
+    out
+}
+
+/// The events' headers, lines and issues of a thread file, as [`parse_thread`] finds them,
+/// without building their bodies.
+pub fn parse_thread_headers(text: &str) -> ParsedHeaders<'_> {
+    let scan = scan(text, parse_header_ref);
+    let mut out = ParsedHeaders {
+        events: Vec::with_capacity(scan.events.len()),
+        lines: Vec::with_capacity(scan.events.len()),
+        issues: scan.issues,
+    };
+    for ((kind, attrs), line, _) in scan.events {
+        out.events.push(HeaderRef { kind, attrs });
+        out.lines.push(line);
     }
     out
 }

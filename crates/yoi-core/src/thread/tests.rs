@@ -235,3 +235,59 @@ proptest! {
         let _ = parse_thread(&text);
     }
 }
+
+/// Thread text with every shape the scanner treats apart: rendered events, torn appends,
+/// malformed and older headers, stray text, CRLF, rules inside bodies.
+fn arb_thread_text() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        arb_event().prop_map(|e| e.render()),
+        Just("<!-- event: comment author: yoi ticket at: 2026-06-05T21:07:03Z -->\n".to_string()),
+        Just("<!-- event: state_changed author: a at: b from: ready to: queued reason: fix: typo -->\r\n".to_string()),
+        Just("<!-- event: broken\n".to_string()),
+        Just("<!-- event: x a: \"unterminated -->\n".to_string()),
+        Just("<!-- event: x a: \"esc \\\" and \\\\ done\" b: c -->\n".to_string()),
+        Just("---\n".to_string()),
+        Just("\n".to_string()),
+        Just("stray words\n".to_string()),
+        any::<String>(),
+    ];
+    proptest::collection::vec(piece, 0..8).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #[test]
+    fn headers_alone_read_as_the_whole_parse_does(text in arb_thread_text()) {
+        let whole = parse_thread(&text);
+        let headers = parse_thread_headers(&text);
+        prop_assert_eq!(&headers.lines, &whole.lines);
+        prop_assert_eq!(&headers.issues, &whole.issues);
+        prop_assert_eq!(headers.events.len(), whole.events.len());
+        for (h, e) in headers.events.iter().zip(&whole.events) {
+            prop_assert_eq!(&h.kind, &e.kind);
+            let attrs: Vec<(String, String)> = h
+                .attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            prop_assert_eq!(&attrs, &e.attrs);
+            prop_assert_eq!(h.id(), e.id());
+        }
+    }
+}
+
+#[test]
+fn header_values_are_borrowed_unless_escaped() {
+    let (_, attrs) = parse_header_ref(
+        r#"<!-- event: comment author: "a b" at: 2026-01-01T00:00:00Z reason: "say \"hi\"" -->"#,
+    )
+    .unwrap();
+    let borrowed: Vec<(&str, bool)> = attrs
+        .iter()
+        .map(|(k, v)| (*k, matches!(v, std::borrow::Cow::Borrowed(_))))
+        .collect();
+    assert_eq!(
+        borrowed,
+        [("author", true), ("at", true), ("reason", false)]
+    );
+    assert_eq!(attrs[2].1, "say \"hi\"");
+}

@@ -9,6 +9,8 @@
 use serde_yaml_ng::{Mapping, Value};
 use thiserror::Error;
 
+mod flat;
+
 use crate::state::State;
 use crate::thread::Event;
 use crate::time::Timestamp;
@@ -197,6 +199,9 @@ impl Item {
                     crate::yaml::Refused::Expansion { .. } => None,
                 };
                 return Err(err(line, format!("the frontmatter has {refused}")));
+            }
+            if let Some(mapping) = flat::mapping(yaml) {
+                return Self::from_mapping(mapping, body, yaml);
             }
             // The frontmatter starts on the file's second line; one leading blank line makes
             // the parser's line numbers (in the location and in its message) the file's own.

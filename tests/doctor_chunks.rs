@@ -1,6 +1,7 @@
-//! Doctor compares the index with the files chunk by chunk (512 tickets, 256 ids per query):
-//! drift is found whichever chunk holds it, and rows naming a ticket with no folder are found
-//! after the last chunk. Runs on SQLite and on PostgreSQL.
+//! Doctor compares the index with the files chunk by chunk (512 tickets, and with each chunk
+//! the rows of its span of ids): drift is found whichever chunk holds it, and rows naming a
+//! ticket with no folder are found wherever their id falls — before the first folder, between
+//! two chunks' folders, after the last. Runs on SQLite and on PostgreSQL.
 
 #[path = "../crates/yoi-store/tests/support/pg.rs"]
 mod pg;
@@ -39,9 +40,21 @@ fn drift_in_every_chunk_is_found(url: Option<String>) {
 
     let ids = ws.ticket_ids().unwrap();
     assert_eq!(ids.len(), TICKETS);
-    // One ticket per chunk loses a row of a different table; a ticket with no folder gains one.
+    // One ticket per chunk loses a row of a different table; three tickets with no folder
+    // gain one each: one sorting before every folder, one among the second chunk's folders,
+    // one after every folder.
     let (first, second, third) = (ids[3].as_str(), ids[700].as_str(), ids[1_290].as_str());
-    let ghost = "01ZZZZZZZZZZZZZZZZZZZZZZZZ";
+    let between = (600..1_000)
+        .map(|k| successor(ids[k].as_str()))
+        .zip(&ids[601..1_001])
+        .find(|(s, next)| s.as_str() < next.as_str())
+        .map(|(s, _)| s)
+        .expect("two neighbouring ids with room between them");
+    let ghosts = [
+        "00000000000000000000000000",
+        between.as_str(),
+        "7ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+    ];
     let url = ws.database_url();
     index
         .block_on(async {
@@ -58,23 +71,46 @@ fn drift_in_every_chunk_is_found(url: Option<String>) {
                 .bind(third)
                 .execute(pool)
                 .await?;
-            sqlx::query(
-                "INSERT INTO events (id, ticket_id, position, kind, attrs, body) \
-                 VALUES ('ghost-event', $1, 0, 'comment', '[]', '')",
-            )
-            .bind(ghost)
-            .execute(pool)
-            .await
+            for (i, ghost) in ghosts.iter().enumerate() {
+                sqlx::query(
+                    "INSERT INTO events (id, ticket_id, position, kind, attrs, body) \
+                     VALUES ($1, $2, 0, 'comment', '[]', '')",
+                )
+                .bind(format!("ghost-event-{i}"))
+                .bind(*ghost)
+                .execute(pool)
+                .await?;
+            }
+            Ok::<_, sqlx::Error>(())
         })
         .unwrap();
     let mut want = vec![
         ("index.missing_ticket", first.to_string()),
         ("index.missing_event", second.to_string()),
         ("outbox.missing", third.to_string()),
-        ("index.extra_event", ghost.to_string()),
     ];
+    want.extend(ghosts.iter().map(|g| ("index.extra_event", g.to_string())));
     want.sort_by(|a, b| (&a.1, a.0).cmp(&(&b.1, b.0)));
     assert_eq!(findings(&index), want);
+}
+
+/// The id right after `id` in the order of strings, same length (Crockford's alphabet).
+fn successor(id: &str) -> String {
+    const ALPHABET: &str = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let mut chars: Vec<char> = id.chars().collect();
+    for c in chars.iter_mut().rev() {
+        match ALPHABET
+            .find(*c)
+            .and_then(|i| ALPHABET[i + 1..].chars().next())
+        {
+            Some(next) => {
+                *c = next;
+                return chars.into_iter().collect();
+            }
+            None => *c = '0',
+        }
+    }
+    panic!("{id} has no successor");
 }
 
 #[test]

@@ -143,7 +143,12 @@ pub(crate) fn indexed_plan(text: &str, ticket: &TicketId) -> Vec<PlanRecord> {
 
 /// The index key of a thread event: its id, or its position for events written without one.
 pub fn event_key(ticket: &TicketId, position: usize, e: &Event) -> String {
-    match e.id() {
+    event_key_of(ticket, position, e.id())
+}
+
+/// [`event_key`] of an event at `position` whose header has this `id` attribute.
+pub fn event_key_of(ticket: &TicketId, position: usize, id: Option<&str>) -> String {
+    match id {
         Some(id) if !id.is_empty() => id.to_string(),
         _ => format!("legacy:{ticket}:{position}"),
     }

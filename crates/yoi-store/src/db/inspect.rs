@@ -5,7 +5,7 @@
 use serde::Serialize;
 use sqlx::Row;
 
-use super::{among, db_err, Db};
+use super::{db_err, Db};
 use crate::error::StoreError;
 
 /// A `tickets` row as stored.
@@ -60,6 +60,63 @@ fn ticket_row(r: &sqlx::any::AnyRow) -> Result<TicketRow, StoreError> {
     })
 }
 
+fn outbox_key(r: &sqlx::any::AnyRow) -> Result<OutboxKey, StoreError> {
+    Ok(OutboxKey {
+        seq: r.try_get(0).map_err(db_err)?,
+        event_id: r.try_get(1).map_err(db_err)?,
+        ticket: r.try_get(2).map_err(db_err)?,
+    })
+}
+
+/// One ticket's keys from one table, a line each, in no particular order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeysOf {
+    pub ticket: String,
+    pub keys: String,
+}
+
+impl KeysOf {
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.keys.split('\n')
+    }
+}
+
+/// The tickets from `from` (inclusive) up to `until` (exclusive) in the database's own order of
+/// ids; `None` leaves that end open. Spans that share their bounds and run from open to open
+/// cover every row exactly once, whatever its ticket id, so a reader walking them misses no row
+/// (rows of tickets with no folder fall in some span too).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Span<'a> {
+    pub from: Option<&'a str>,
+    pub until: Option<&'a str>,
+}
+
+impl<'a> Span<'a> {
+    /// ` WHERE …` on `column` for this span (nothing when both ends are open).
+    fn condition(&self, column: &str) -> String {
+        match (self.from, self.until) {
+            (None, None) => String::new(),
+            (Some(_), None) => format!(" WHERE {column} >= $1"),
+            (None, Some(_)) => format!(" WHERE {column} < $1"),
+            (Some(_), Some(_)) => format!(" WHERE {column} >= $1 AND {column} < $2"),
+        }
+    }
+
+    /// Bind the bounds [`Span::condition`] names, in its order.
+    fn bind<'q>(
+        &self,
+        q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>
+    where
+        'a: 'q,
+    {
+        [self.from, self.until]
+            .into_iter()
+            .flatten()
+            .fold(q, |q, id| q.bind(id))
+    }
+}
+
 impl Db {
     /// Every `tickets` row, by id.
     pub async fn ticket_rows(&self) -> Result<Vec<TicketRow>, StoreError> {
@@ -70,76 +127,63 @@ impl Db {
         rows.iter().map(ticket_row).collect()
     }
 
-    /// The `tickets` rows of these tickets, by id.
-    pub async fn ticket_rows_of(&self, ids: &[&str]) -> Result<Vec<TicketRow>, StoreError> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// The `tickets` rows whose id is in `span`, by id.
+    pub async fn ticket_rows_in(&self, span: Span<'_>) -> Result<Vec<TicketRow>, StoreError> {
         let sql = format!(
-            "SELECT id, title, state, updated_at FROM tickets WHERE id IN ({}) ORDER BY id",
-            super::placeholders(1, ids.len())
+            "SELECT id, title, state, updated_at FROM tickets{} ORDER BY id",
+            span.condition("id")
         );
-        let rows = among(&sql, ids)
+        let rows = span
+            .bind(sqlx::query(&sql))
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
         rows.iter().map(ticket_row).collect()
     }
 
-    /// Every indexed thread event as `(ticket, event key)`, by ticket and position.
-    pub async fn event_keys(&self) -> Result<Vec<(String, String)>, StoreError> {
-        let rows = sqlx::query("SELECT ticket_id, id FROM events ORDER BY ticket_id, position")
-            .fetch_all(self.pool())
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(text_pair).collect()
+    /// The event keys the index holds for each ticket in `span`, by ticket.
+    pub async fn event_keys_in(&self, span: Span<'_>) -> Result<Vec<KeysOf>, StoreError> {
+        self.grouped("events", "id", span).await
     }
 
-    /// The indexed thread events of these tickets as `(ticket, event key)`, by ticket and
-    /// position.
-    pub async fn event_keys_of(&self, ids: &[&str]) -> Result<Vec<(String, String)>, StoreError> {
-        let mut out = Vec::new();
-        for (ticket, list) in self
-            .grouped("events", "CAST(position AS TEXT) || ':' || id", ids)
-            .await?
-        {
-            let mut keyed: Vec<(i64, &str)> = list
-                .split('\n')
-                .filter_map(|l| l.split_once(':'))
-                .map(|(p, k)| (p.parse().unwrap_or(i64::MAX), k))
-                .collect();
-            keyed.sort();
-            out.extend(
-                keyed
-                    .into_iter()
-                    .map(|(_, k)| (ticket.clone(), k.to_string())),
-            );
-        }
-        Ok(out)
+    /// The event ids of the outbox rows of each ticket in `span`, by ticket.
+    pub async fn outbox_keys_in(&self, span: Span<'_>) -> Result<Vec<KeysOf>, StoreError> {
+        self.grouped("outbox", "event_id", span).await
     }
 
-    /// `(ticket, lines)` for these tickets' rows of `table`, `expr` of each row on its own line,
-    /// by ticket. One row per ticket: a row costs far more to hand over than its bytes. (The
-    /// keys hold no newline: thread header values and plan record ids are single-line.)
+    /// One row per ticket in `span` holding `column` of each of its rows of `table`: a row
+    /// costs far more to hand over than its bytes. (The keys hold no newline: thread header
+    /// values and plan record ids are single-line.)
     async fn grouped(
         &self,
         table: &str,
-        expr: &str,
-        ids: &[&str],
-    ) -> Result<Vec<(String, String)>, StoreError> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
+        column: &str,
+        span: Span<'_>,
+    ) -> Result<Vec<KeysOf>, StoreError> {
         let agg = match self.dialect() {
-            super::Dialect::Sqlite => format!("group_concat({expr}, char(10))"),
-            super::Dialect::Postgres => format!("string_agg({expr}, chr(10))"),
+            super::Dialect::Sqlite => format!("group_concat({column}, char(10))"),
+            super::Dialect::Postgres => format!("string_agg({column}, chr(10))"),
         };
         let sql = format!(
-            "SELECT ticket_id, {agg} FROM {table} WHERE ticket_id IN ({}) \
-             GROUP BY ticket_id ORDER BY ticket_id",
-            super::placeholders(1, ids.len())
+            "SELECT ticket_id, {agg} FROM {table}{} GROUP BY ticket_id ORDER BY ticket_id",
+            span.condition("ticket_id")
         );
-        let rows = among(&sql, ids)
+        let rows = span
+            .bind(sqlx::query(&sql))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                let (ticket, keys) = text_pair(r)?;
+                Ok(KeysOf { ticket, keys })
+            })
+            .collect()
+    }
+
+    /// Every indexed thread event as `(ticket, event key)`, by ticket and position.
+    pub async fn event_keys(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT ticket_id, id FROM events ORDER BY ticket_id, position")
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
@@ -152,47 +196,19 @@ impl Db {
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(OutboxKey {
-                    seq: r.try_get(0).map_err(db_err)?,
-                    event_id: r.try_get(1).map_err(db_err)?,
-                    ticket: r.try_get(2).map_err(db_err)?,
-                })
-            })
-            .collect()
+        rows.iter().map(outbox_key).collect()
     }
 
-    /// The keys of these tickets' outbox rows, oldest first.
-    pub async fn outbox_keys_of(&self, ids: &[&str]) -> Result<Vec<OutboxKey>, StoreError> {
-        let mut out = Vec::new();
-        for (ticket, list) in self
-            .grouped("outbox", "CAST(seq AS TEXT) || ':' || event_id", ids)
-            .await?
-        {
-            out.extend(list.split('\n').filter_map(|l| {
-                let (seq, key) = l.split_once(':')?;
-                Some(OutboxKey {
-                    seq: seq.parse().ok()?,
-                    event_id: key.to_string(),
-                    ticket: ticket.clone(),
-                })
-            }));
-        }
-        out.sort_by_key(|k| k.seq);
-        Ok(out)
-    }
-
-    /// Every ticket id the index holds rows for: tickets, thread events or outbox rows.
-    pub async fn indexed_ticket_ids(&self) -> Result<Vec<String>, StoreError> {
+    /// The outbox rows of one ticket, oldest first.
+    pub async fn outbox_keys_of(&self, ticket: &str) -> Result<Vec<OutboxKey>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id FROM tickets UNION SELECT ticket_id FROM events \
-             UNION SELECT ticket_id FROM outbox",
+            "SELECT seq, event_id, ticket_id FROM outbox WHERE ticket_id = $1 ORDER BY seq",
         )
+        .bind(ticket)
         .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        rows.iter().map(|r| r.try_get(0).map_err(db_err)).collect()
+        rows.iter().map(outbox_key).collect()
     }
 
     /// Per registered consumer, the outbox rows created before `before_ms` that it has neither

@@ -18,14 +18,14 @@
 //! row may be history a consumer already acted on), so `outbox.orphan`, `outbox.undelivered`
 //! and `outbox.dead` stay until a person deals with them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashSet};
 
 use yoi_core::finding::Finding;
 use yoi_core::TicketId;
 
 use super::ticket::TicketScan;
 use super::{fix_files, Report};
-use crate::db::{Db, DbIndex, ReindexMode, TicketRow};
+use crate::db::{Db, DbIndex, KeysOf, ReindexMode, Span, TicketRow};
 use crate::error::StoreError;
 use crate::tickets::{ITEM, THREAD};
 use crate::workspace::Workspace;
@@ -89,47 +89,24 @@ fn check_everything(
     let folders = &scan.ticket_dirs;
     let mut out = Vec::new();
     let mut tickets = Vec::with_capacity(folders.len());
-    std::thread::scope(|s| -> Result<(), StoreError> {
-        // Two chunks ahead at most: the reader never holds more than that.
-        let (tx, rx) = std::sync::mpsc::sync_channel(2);
-        s.spawn(move || {
-            for chunk in folders.chunks(super::CHUNK) {
-                if tx.send(super::check_chunk(ws, chunk)).is_err() {
-                    break;
-                }
-            }
-        });
-        for chunk in folders.chunks(super::CHUNK) {
-            // Rows for every folder of the chunk: one without item.md is no ticket, so its
-            // rows are reported as extra.
-            let ids: Vec<&str> = chunk.iter().map(TicketId::as_str).collect();
-            let rows = index.block_on(Rows::of(db, &ids))?;
-            let mut part = rx.recv().map_err(|_| {
-                let why = std::io::Error::other("doctor's file reader stopped");
-                StoreError::io(&ws.tickets_dir(), why)
-            })??;
-            let on_disk: Vec<&TicketScan> = part.iter().filter(|t| t.exists).collect();
-            rows.compare(ws, &on_disk, &mut out);
-            for t in &mut part {
-                t.facts = Default::default();
-            }
-            tickets.extend(part);
-        }
+    let mut spans = spans(folders);
+    let mut compare = |span: Span<'_>, part: &[TicketScan]| -> Result<(), StoreError> {
+        // Every row in the chunk's span of ids: rows of a folder without item.md (no ticket)
+        // or of an id with no folder at all are extra.
+        let rows = index.block_on(Rows::of(db, span))?;
+        let on_disk: Vec<&TicketScan> = part.iter().filter(|t| t.exists).collect();
+        index.block_on(rows.compare(db, ws, &on_disk, &mut out))
+    };
+    if folders.is_empty() {
+        compare(Span::default(), &[])?;
+    }
+    let mut own = Vec::new();
+    super::scan::in_chunks(ws, folders, |_, part| {
+        let span = spans.next().expect("one span per chunk");
+        compare(span, &part)?;
+        super::keep(part, &mut tickets, &mut own);
         Ok(())
     })?;
-    // Rows naming tickets that have no folder at all.
-    let folder_ids: BTreeSet<&str> = folders.iter().map(TicketId::as_str).collect();
-    let gone: Vec<String> = index
-        .block_on(db.indexed_ticket_ids())?
-        .into_iter()
-        .filter(|id| !folder_ids.contains(id.as_str()))
-        .collect();
-    for chunk in gone.chunks(super::CHUNK) {
-        let ids: Vec<&str> = chunk.iter().map(String::as_str).collect();
-        index
-            .block_on(Rows::of(db, &ids))?
-            .compare(ws, &[], &mut out);
-    }
     out.sort_by(|a, b| (&a.ticket, a.check, &a.seen).cmp(&(&b.ticket, b.check, &b.seen)));
     let states: BTreeMap<&str, Option<yoi_core::State>> = tickets
         .iter()
@@ -145,36 +122,52 @@ fn check_everything(
         &mut out,
     ))?;
     let more = out.len() + super::SLACK;
-    Ok((super::file_findings(ws, scan.findings, tickets, more), out))
+    Ok((
+        super::file_findings(ws, scan.findings, &tickets, own, more),
+        out,
+    ))
 }
 
-/// What the index holds for one chunk of tickets.
+/// The span of ids whose rows each chunk of ticket folders is compared with. The spans run
+/// from open to open and meet at each chunk's first id, so together they cover every row.
+fn spans(folders: &[TicketId]) -> impl Iterator<Item = Span<'_>> {
+    let firsts: Vec<&str> = folders
+        .chunks(super::scan::CHUNK)
+        .map(|c| c[0].as_str())
+        .collect();
+    (0..firsts.len()).map(move |i| Span {
+        from: (i > 0).then(|| firsts[i]),
+        until: firsts.get(i + 1).copied(),
+    })
+}
+
+/// What the index holds for one span of ticket ids.
 struct Rows {
     tickets: Vec<TicketRow>,
-    events: Vec<(String, String)>,
-    outbox: Vec<crate::db::OutboxKey>,
+    events: Vec<KeysOf>,
+    outbox: Vec<KeysOf>,
 }
 
 impl Rows {
-    async fn of(db: &Db, ids: &[&str]) -> Result<Rows, StoreError> {
-        let mut rows = Rows {
-            tickets: Vec::new(),
-            events: Vec::new(),
-            outbox: Vec::new(),
-        };
-        for ids in ids.chunks(super::IDS_PER_QUERY) {
-            rows.tickets.extend(db.ticket_rows_of(ids).await?);
-            rows.events.extend(db.event_keys_of(ids).await?);
-            rows.outbox.extend(db.outbox_keys_of(ids).await?);
-        }
-        Ok(rows)
+    async fn of(db: &Db, span: Span<'_>) -> Result<Rows, StoreError> {
+        Ok(Rows {
+            tickets: db.ticket_rows_in(span).await?,
+            events: db.event_keys_in(span).await?,
+            outbox: db.outbox_keys_in(span).await?,
+        })
     }
 
-    /// These rows against the chunk's tickets on disk.
-    fn compare(&self, ws: &Workspace, on_disk: &[&TicketScan], out: &mut Vec<Finding>) {
+    /// These rows against the tickets on disk in their span.
+    async fn compare(
+        &self,
+        db: &Db,
+        ws: &Workspace,
+        on_disk: &[&TicketScan],
+        out: &mut Vec<Finding>,
+    ) -> Result<(), StoreError> {
         check_tickets(ws, on_disk, &self.tickets, out);
         check_events(ws, on_disk, &self.events, out);
-        check_outbox(on_disk, &self.outbox, out);
+        check_outbox(db, on_disk, &self.outbox, out).await
     }
 }
 
@@ -374,27 +367,31 @@ fn check_tickets(
     }
 }
 
-fn check_events(
-    ws: &Workspace,
-    snaps: &[&TicketScan],
-    indexed: &[(String, String)],
-    out: &mut Vec<Finding>,
-) {
-    let on_disk: BTreeSet<(&str, &str)> = snaps
+fn check_events(ws: &Workspace, snaps: &[&TicketScan], indexed: &[KeysOf], out: &mut Vec<Finding>) {
+    let on_disk: BTreeMap<&str, Vec<&str>> = snaps
         .iter()
-        .flat_map(|s| s.facts.events.iter().map(|k| (s.id.as_str(), k.as_str())))
+        .map(|s| {
+            (
+                s.id.as_str(),
+                sorted(s.facts.events.iter().map(String::as_str)),
+            )
+        })
         .collect();
-    let in_db: BTreeSet<(&str, &str)> = indexed
+    let in_db: BTreeMap<&str, Vec<&str>> = indexed
         .iter()
-        .map(|(t, k)| (t.as_str(), k.as_str()))
+        .map(|k| (k.ticket.as_str(), sorted(k.keys())))
         .collect();
-    for (ticket, keys) in group(on_disk.difference(&in_db).copied()) {
+    for (&ticket, keys) in &on_disk {
+        let missing = absent(keys, in_db.get(ticket));
+        if missing.is_empty() {
+            continue;
+        }
         let mut f = Finding::error(
             "index.missing_event",
             format!(
                 "{} not in the index: {}",
-                count(keys.len(), "thread event"),
-                listed(&keys)
+                count(missing.len(), "thread event"),
+                listed(&missing)
             ),
             "every event of thread.md in the index",
         )
@@ -405,14 +402,18 @@ fn check_events(
         }
         out.push(f);
     }
-    for (ticket, keys) in group(in_db.difference(&on_disk).copied()) {
+    for (&ticket, keys) in &in_db {
+        let extra = absent(keys, on_disk.get(ticket));
+        if extra.is_empty() {
+            continue;
+        }
         out.push(
             Finding::error(
                 "index.extra_event",
                 format!(
                     "{} not in thread.md: {}",
-                    count(keys.len(), "indexed event"),
-                    listed(&keys)
+                    count(extra.len(), "indexed event"),
+                    listed(&extra)
                 ),
                 "only the events thread.md holds in the index",
             )
@@ -420,6 +421,27 @@ fn check_events(
             .with_fix(FIX_REINDEX),
         );
     }
+}
+
+/// The keys, sorted, each once.
+fn sorted<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut keys: Vec<&str> = keys.collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// The keys of sorted `these` that sorted `other` lacks, in order.
+fn absent<'a>(these: &[&'a str], other: Option<&Vec<&str>>) -> Vec<&'a str> {
+    let other = other.map_or(&[][..], Vec::as_slice);
+    if these == other {
+        return Vec::new();
+    }
+    these
+        .iter()
+        .filter(|k| other.binary_search(k).is_err())
+        .copied()
+        .collect()
 }
 
 /// How long past its lease a claim may stay `claimed` before doctor says the sweep is not
@@ -576,7 +598,14 @@ fn check_assignments(
     }
 }
 
-fn check_outbox(snaps: &[&TicketScan], outbox: &[crate::db::OutboxKey], out: &mut Vec<Finding>) {
+/// Outbox rows against the thread events and plan records of the tickets on disk. Only the
+/// tickets with an orphaned row have their rows read again, with their sequence numbers.
+async fn check_outbox(
+    db: &Db,
+    snaps: &[&TicketScan],
+    outbox: &[KeysOf],
+    out: &mut Vec<Finding>,
+) -> Result<(), StoreError> {
     // Every key the files define, with its ticket, in file order.
     let mut known: Vec<(&str, &str)> = Vec::new();
     for s in snaps {
@@ -584,8 +613,8 @@ fn check_outbox(snaps: &[&TicketScan], outbox: &[crate::db::OutboxKey], out: &mu
         known.extend(s.facts.events.iter().map(|k| (id, k.as_str())));
         known.extend(s.facts.plans.iter().map(|k| (id, k.as_str())));
     }
-    let known_keys: BTreeSet<&str> = known.iter().map(|(_, k)| *k).collect();
-    let in_outbox: BTreeSet<&str> = outbox.iter().map(|o| o.event_id.as_str()).collect();
+    let known_keys: HashSet<&str> = known.iter().map(|(_, k)| *k).collect();
+    let in_outbox: HashSet<&str> = outbox.iter().flat_map(KeysOf::keys).collect();
     let missing = known
         .iter()
         .filter(|(_, k)| !in_outbox.contains(k))
@@ -605,18 +634,22 @@ fn check_outbox(snaps: &[&TicketScan], outbox: &[crate::db::OutboxKey], out: &mu
             .with_fix(FIX_REINDEX),
         );
     }
-    let orphans = outbox
-        .iter()
-        .filter(|o| !known_keys.contains(o.event_id.as_str()))
-        .map(|o| (o.ticket.as_str(), o));
-    let mut by_ticket: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for (ticket, o) in orphans {
-        by_ticket
-            .entry(ticket)
-            .or_default()
-            .push(format!("seq {} ({})", o.seq, o.event_id));
-    }
-    for (ticket, rows) in by_ticket {
+    for row in outbox {
+        if row.keys().all(|k| known_keys.contains(k)) {
+            continue;
+        }
+        let ticket = row.ticket.as_str();
+        let rows: Vec<String> = db
+            .outbox_keys_of(ticket)
+            .await?
+            .into_iter()
+            .filter(|o| !known_keys.contains(o.event_id.as_str()))
+            .map(|o| format!("seq {} ({})", o.seq, o.event_id))
+            .collect();
+        if rows.is_empty() {
+            // Written between the two reads; the next check sees it whole.
+            continue;
+        }
         let refs: Vec<&str> = rows.iter().map(String::as_str).collect();
         out.push(
             Finding::warning(
@@ -634,6 +667,7 @@ fn check_outbox(snaps: &[&TicketScan], outbox: &[crate::db::OutboxKey], out: &mu
             )),
         );
     }
+    Ok(())
 }
 
 /// `(ticket, key)` pairs grouped by ticket, keys in the order given.

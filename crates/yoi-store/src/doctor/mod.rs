@@ -37,6 +37,7 @@ mod graph;
 mod index;
 mod item;
 mod layout;
+mod scan;
 mod thread;
 mod ticket;
 mod worktrees;
@@ -185,60 +186,73 @@ fn fix_files(ws: &Workspace) -> Result<Vec<String>, StoreError> {
 /// Room left in a report for the findings added after the file checks (the skill catalog's).
 const SLACK: usize = 64;
 
-/// Tickets read and checked together (on every core: `parallel_map` splits no fewer than 256)
-/// before the index is compared with them.
-const CHUNK: usize = 512;
-
-/// The most ticket ids one query binds (see `db::bulk`: binding costs grow with the square).
-const IDS_PER_QUERY: usize = 256;
-
-/// One chunk of ticket folders, read and checked in parallel.
-fn check_chunk(ws: &Workspace, ids: &[TicketId]) -> Result<Vec<ticket::TicketScan>, StoreError> {
-    crate::tickets::parallel_map(ids, |id| Ok(ticket::check_ticket(ws, id)))
-}
-
 /// Every finding, sorted by path, line and check.
 fn check_all(ws: &Workspace) -> Result<Vec<Finding>, StoreError> {
     let scan = layout::scan_root(ws)?;
     let mut tickets = Vec::with_capacity(scan.ticket_dirs.len());
-    for chunk in scan.ticket_dirs.chunks(CHUNK) {
-        let mut part = check_chunk(ws, chunk)?;
-        for t in &mut part {
-            t.facts = Default::default();
-        }
-        tickets.extend(part);
+    let mut own = Vec::new();
+    scan::in_chunks(ws, &scan.ticket_dirs, |_, part| {
+        keep(part, &mut tickets, &mut own);
+        Ok(())
+    })?;
+    Ok(file_findings(ws, scan.findings, &tickets, own, SLACK))
+}
+
+/// Keep what the cross-ticket checks need of a chunk's scans, and move their findings to
+/// `own`, so the per-ticket lists are gone before the report is sorted.
+fn keep(
+    part: Vec<ticket::TicketScan>,
+    tickets: &mut Vec<ticket::TicketScan>,
+    own: &mut Vec<Finding>,
+) {
+    for mut t in part {
+        own.append(&mut t.findings);
+        t.findings = Vec::new();
+        t.facts = Default::default();
+        tickets.push(t);
     }
-    Ok(file_findings(ws, scan.findings, tickets, SLACK))
 }
 
 /// The cross-ticket checks over what the per-ticket checks kept, then every finding sorted by
-/// path, line and check. The list has room for `more` findings after these (a large tree's
-/// report is tens of thousands: growing it by doubling would hold it twice).
+/// path, line and check. `own` holds the per-ticket findings; the list has room for `more`
+/// findings after these (a large tree's report is tens of thousands: growing it by doubling
+/// would hold it twice).
 fn file_findings(
     ws: &Workspace,
     root: Vec<Finding>,
-    tickets: Vec<ticket::TicketScan>,
+    tickets: &[ticket::TicketScan],
+    mut own: Vec<Finding>,
     more: usize,
 ) -> Vec<Finding> {
-    let cross = graph::check_workspace(ws, &tickets);
-    let git = worktrees::check_workspace(ws, &tickets);
-    let own: usize = tickets.iter().map(|t| t.findings.len()).sum();
-    let mut findings = Vec::with_capacity(root.len() + cross.len() + git.len() + own + more);
-    findings.extend(root);
-    findings.extend(cross);
-    findings.extend(git);
-    for t in tickets {
-        findings.extend(t.findings);
-    }
-    findings.sort_by(|a, b| {
-        (a.path.as_deref(), a.line, a.check, &a.seen).cmp(&(
-            b.path.as_deref(),
-            b.line,
-            b.check,
-            &b.seen,
-        ))
+    let cross = graph::check_workspace(ws, tickets);
+    let git = worktrees::check_workspace(ws, tickets);
+    own.reserve_exact(root.len() + cross.len() + git.len() + more);
+    own.extend(root);
+    own.extend(cross);
+    own.extend(git);
+    // Unstable (no buffer of half the report), and total: findings equal in every field shown
+    // are interchangeable.
+    own.sort_unstable_by(|a, b| {
+        (
+            a.path.as_deref(),
+            a.line,
+            a.check,
+            &a.seen,
+            &a.ticket,
+            &a.expected,
+            &a.fix,
+        )
+            .cmp(&(
+                b.path.as_deref(),
+                b.line,
+                b.check,
+                &b.seen,
+                &b.ticket,
+                &b.expected,
+                &b.fix,
+            ))
     });
-    findings
+    own
 }
 
 /// Apply one repair. Each re-checks, inside the lock, that it still loses nothing; `None` means

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use yoi_core::finding::Finding;
 use yoi_core::state::State;
-use yoi_core::thread::{parse_thread, EventKind, ThreadIssueKind};
+use yoi_core::thread::{parse_thread_headers, EventKind, ThreadIssueKind};
 use yoi_core::{TicketId, Timestamp};
 
 /// What the item and resolution checks need to know about the thread.
@@ -26,7 +26,7 @@ pub(super) struct ThreadFacts {
 }
 
 pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>) -> ThreadFacts {
-    let parsed = parse_thread(text);
+    let parsed = parse_thread_headers(text);
     let loc = |line: usize| format!("{rel}:{line}");
     for issue in &parsed.issues {
         let f = match &issue.kind {
@@ -210,7 +210,7 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
         .events
         .iter()
         .enumerate()
-        .map(|(i, e)| crate::db::event_key(id, i, e))
+        .map(|(i, e)| crate::db::event_key_of(id, i, e.id()))
         .collect();
     facts
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use yoi_core::finding::{Finding, SafeFix, Severity};
 use yoi_core::id::IdForm;
-use yoi_core::plan::PlanRecord;
+use yoi_core::plan::{PlanKind, PlanRecord};
 use yoi_core::relation::RelationsFile;
 use yoi_core::state::State;
 use yoi_core::TicketId;
@@ -28,7 +28,8 @@ pub(super) struct TicketScan {
     /// The relations, when relations.json exists and is valid.
     pub relations: Option<RelationsFile>,
     pub relations_text: String,
-    /// Valid plan records with their line.
+    /// The valid plan records the cross-ticket checks look at, with their line: those naming
+    /// another ticket, and the latest accepted plan (see [`kept_for_later`]).
     pub plan: Vec<(usize, PlanRecord)>,
     /// What the database index should hold for this ticket, read from the same text.
     pub facts: IndexFacts,
@@ -377,7 +378,8 @@ fn check_artifacts(ws: &Workspace, id: &TicketId, dir: &Path, scan: &mut TicketS
         let rel = ws.rel(&path);
         match read(&path) {
             Ok(Some(text)) => {
-                scan.plan = graph::check_plan_file(id, &rel, &text, &mut scan.findings);
+                scan.plan =
+                    kept_for_later(graph::check_plan_file(id, &rel, &text, &mut scan.findings));
                 scan.facts.plans = crate::db::indexed_plan(&text, id)
                     .iter()
                     .map(|p| crate::db::plan_key(id, &p.id))
@@ -387,4 +389,26 @@ fn check_artifacts(ws: &Workspace, id: &TicketId, dir: &Path, scan: &mut TicketS
             Err(why) => scan.findings.push(unreadable(id, &rel, why)),
         }
     }
+}
+
+/// Of a ticket's valid plan records, what the cross-ticket checks need once the file checks
+/// are done: records naming another ticket (`plan.missing_related`) and the latest accepted
+/// plan (the worktree checks), without their notes. A large tree holds tens of thousands of
+/// records; the rest are not kept for the whole pass.
+fn kept_for_later(records: Vec<(usize, PlanRecord)>) -> Vec<(usize, PlanRecord)> {
+    let accepted = records
+        .iter()
+        .rposition(|(_, r)| r.kind == PlanKind::AcceptedPlan && r.accepted_plan.is_some());
+    let mut kept = records
+        .into_iter()
+        .enumerate()
+        .filter(|(i, (_, r))| r.related_ticket.is_some() || Some(*i) == accepted)
+        .map(|(_, (line, mut r))| {
+            r.note = None;
+            (line, r)
+        })
+        .collect::<Vec<_>>();
+    // Collecting in place keeps the buffer of every record read; keep room for these only.
+    kept.shrink_to_fit();
+    kept
 }

@@ -1,0 +1,109 @@
+//! Reading every ticket folder on all cores and handing the results back chunk by chunk, in
+//! folder order, so the caller can compare each chunk with the index while the next is read.
+//!
+//! A fixed set of workers (one per core, at most eight) lives for the whole pass and takes
+//! tickets one at a time from a shared counter, so a ticket with a long thread holds up one
+//! worker instead of half a chunk, and the allocator keeps one arena per worker instead of
+//! one per short-lived thread. Workers run at most two chunks ahead of the chunk the caller
+//! is working on, so only about three chunks' texts and results are held at a time however
+//! large the tree is.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use yoi_core::TicketId;
+
+use super::ticket::{check_ticket, TicketScan};
+use crate::error::StoreError;
+use crate::workspace::Workspace;
+
+/// Tickets handed to the caller together.
+pub(super) const CHUNK: usize = 512;
+
+/// Check every folder of `folders`, calling `each` once per chunk of [`CHUNK`] folders, in
+/// order, with the chunk's ids and their scans. An error from `each` stops the workers and is
+/// returned.
+pub(super) fn in_chunks(
+    ws: &Workspace,
+    folders: &[TicketId],
+    mut each: impl FnMut(&[TicketId], Vec<TicketScan>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(8);
+    if workers <= 1 || folders.len() < 2 * CHUNK {
+        for chunk in folders.chunks(CHUNK) {
+            each(chunk, chunk.iter().map(|id| check_ticket(ws, id)).collect())?;
+        }
+        return Ok(());
+    }
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    // Workers may take tickets below this index; it moves on as chunks are handed over.
+    let limit = Mutex::new(2 * CHUNK);
+    let moved = Condvar::new();
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, TicketScan)>();
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (next, stop, limit, moved) = (&next, &stop, &limit, &moved);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= folders.len() {
+                    return;
+                }
+                let mut allowed = limit.lock().unwrap_or_else(|e| e.into_inner());
+                while i >= *allowed && !stop.load(Ordering::Relaxed) {
+                    allowed = moved.wait(allowed).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(allowed);
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                if tx.send((i, check_ticket(ws, &folders[i]))).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(tx);
+        let result = hand_over(ws, folders, &rx, &limit, &moved, &mut each);
+        stop.store(true, Ordering::Relaxed);
+        moved.notify_all();
+        result
+    })
+}
+
+/// The caller's side of [`in_chunks`]: put the scans back in order and hand over each chunk
+/// once it is complete.
+fn hand_over(
+    ws: &Workspace,
+    folders: &[TicketId],
+    rx: &std::sync::mpsc::Receiver<(usize, TicketScan)>,
+    limit: &Mutex<usize>,
+    moved: &Condvar,
+    each: &mut impl FnMut(&[TicketId], Vec<TicketScan>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let mut waiting: BTreeMap<usize, TicketScan> = BTreeMap::new();
+    for (c, chunk) in folders.chunks(CHUNK).enumerate() {
+        let start = c * CHUNK;
+        let end = start + chunk.len();
+        let mut have = waiting.range(start..end).count();
+        while have < chunk.len() {
+            let (i, scan) = rx.recv().map_err(|_| {
+                let why = std::io::Error::other("a doctor worker stopped");
+                StoreError::io(&ws.tickets_dir(), why)
+            })?;
+            have += usize::from((start..end).contains(&i));
+            waiting.insert(i, scan);
+        }
+        let scans: Vec<TicketScan> = (start..end)
+            .map(|i| waiting.remove(&i).expect("counted above"))
+            .collect();
+        *limit.lock().unwrap_or_else(|e| e.into_inner()) = end + 2 * CHUNK;
+        moved.notify_all();
+        each(chunk, scans)?;
+    }
+    Ok(())
+}

@@ -68,16 +68,38 @@ fn outbox_key(r: &sqlx::any::AnyRow) -> Result<OutboxKey, StoreError> {
     })
 }
 
+/// The keys of one table for every ticket of a span, as the database handed them over: one
+/// text, so a span costs one row however many tickets it holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpanKeys(Option<String>);
+
 /// One ticket's keys from one table, a line each, in no particular order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeysOf {
-    pub ticket: String,
-    pub keys: String,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeysOf<'a> {
+    pub ticket: &'a str,
+    pub keys: &'a str,
 }
 
-impl KeysOf {
+impl SpanKeys {
+    /// Each ticket's keys, by ticket. The text holds a block per ticket — its id on the first
+    /// line, then a key per line — and a blank line between blocks; keys are never empty and
+    /// hold no newline (thread header values and plan record ids are single-line).
+    pub fn by_ticket(&self) -> Vec<KeysOf<'_>> {
+        let Some(text) = self.0.as_deref() else {
+            return Vec::new();
+        };
+        text.split("\n\n")
+            .map(|block| {
+                let (ticket, keys) = block.split_once('\n').unwrap_or((block, ""));
+                KeysOf { ticket, keys }
+            })
+            .collect()
+    }
+}
+
+impl KeysOf<'_> {
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.keys.split('\n')
+        self.keys.split('\n').filter(|k| !k.is_empty())
     }
 }
 
@@ -141,44 +163,45 @@ impl Db {
         rows.iter().map(ticket_row).collect()
     }
 
-    /// The event keys the index holds for each ticket in `span`, by ticket.
-    pub async fn event_keys_in(&self, span: Span<'_>) -> Result<Vec<KeysOf>, StoreError> {
+    /// The event keys the index holds for each ticket in `span`.
+    pub async fn event_keys_in(&self, span: Span<'_>) -> Result<SpanKeys, StoreError> {
         self.grouped("events", "id", span).await
     }
 
-    /// The event ids of the outbox rows of each ticket in `span`, by ticket.
-    pub async fn outbox_keys_in(&self, span: Span<'_>) -> Result<Vec<KeysOf>, StoreError> {
+    /// The event ids of the outbox rows of each ticket in `span`.
+    pub async fn outbox_keys_in(&self, span: Span<'_>) -> Result<SpanKeys, StoreError> {
         self.grouped("outbox", "event_id", span).await
     }
 
-    /// One row per ticket in `span` holding `column` of each of its rows of `table`: a row
-    /// costs far more to hand over than its bytes. (The keys hold no newline: thread header
-    /// values and plan record ids are single-line.)
+    /// `column` of every row of `table` in `span`, grouped by ticket into one text (see
+    /// [`SpanKeys`]): a row costs far more to hand over than its bytes.
     async fn grouped(
         &self,
         table: &str,
         column: &str,
         span: Span<'_>,
-    ) -> Result<Vec<KeysOf>, StoreError> {
-        let agg = match self.dialect() {
-            super::Dialect::Sqlite => format!("group_concat({column}, char(10))"),
-            super::Dialect::Postgres => format!("string_agg({column}, chr(10))"),
+    ) -> Result<SpanKeys, StoreError> {
+        let sql = match self.dialect() {
+            super::Dialect::Sqlite => format!(
+                "SELECT group_concat(ticket_id || char(10) || keys, char(10) || char(10)) \
+                 FROM (SELECT ticket_id, group_concat({column}, char(10)) AS keys \
+                 FROM {table}{} GROUP BY ticket_id ORDER BY ticket_id)",
+                span.condition("ticket_id")
+            ),
+            super::Dialect::Postgres => format!(
+                "SELECT string_agg(ticket_id || chr(10) || keys, chr(10) || chr(10) \
+                 ORDER BY ticket_id) \
+                 FROM (SELECT ticket_id, string_agg({column}, chr(10)) AS keys \
+                 FROM {table}{} GROUP BY ticket_id) AS per_ticket",
+                span.condition("ticket_id")
+            ),
         };
-        let sql = format!(
-            "SELECT ticket_id, {agg} FROM {table}{} GROUP BY ticket_id ORDER BY ticket_id",
-            span.condition("ticket_id")
-        );
-        let rows = span
+        let row = span
             .bind(sqlx::query(&sql))
-            .fetch_all(self.pool())
+            .fetch_one(self.pool())
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                let (ticket, keys) = text_pair(r)?;
-                Ok(KeysOf { ticket, keys })
-            })
-            .collect()
+        Ok(SpanKeys(row.try_get(0).map_err(db_err)?))
     }
 
     /// Every indexed thread event as `(ticket, event key)`, by ticket and position.
@@ -199,6 +222,7 @@ impl Db {
         rows.iter().map(outbox_key).collect()
     }
 
+    /// The outbox rows of one ticket, oldest first.
     /// The outbox rows of one ticket, oldest first.
     pub async fn outbox_keys_of(&self, ticket: &str) -> Result<Vec<OutboxKey>, StoreError> {
         let rows = sqlx::query(

@@ -35,7 +35,7 @@ pub(crate) use facade::now_ms;
 pub use facade::DbIndex;
 pub(crate) use index::indexed_plan;
 pub use index::{event_key, event_key_of, plan_key, IndexStats, ReindexMode};
-pub use inspect::{DeadDelivery, KeysOf, OutboxKey, Span, TicketRow, Undelivered};
+pub use inspect::{DeadDelivery, KeysOf, OutboxKey, Span, SpanKeys, TicketRow, Undelivered};
 pub use outbox::{Delivery, OutboxEvent, MAX_ATTEMPTS};
 pub use pods::{PodRow, PodState};
 pub use query::{IndexedTicket, Page};

@@ -25,7 +25,7 @@ use yoi_core::TicketId;
 
 use super::ticket::TicketScan;
 use super::{fix_files, Report};
-use crate::db::{Db, DbIndex, KeysOf, ReindexMode, Span, TicketRow};
+use crate::db::{Db, DbIndex, KeysOf, ReindexMode, Span, SpanKeys, TicketRow};
 use crate::error::StoreError;
 use crate::tickets::{ITEM, THREAD};
 use crate::workspace::Workspace;
@@ -144,8 +144,8 @@ fn spans(folders: &[TicketId]) -> impl Iterator<Item = Span<'_>> {
 /// What the index holds for one span of ticket ids.
 struct Rows {
     tickets: Vec<TicketRow>,
-    events: Vec<KeysOf>,
-    outbox: Vec<KeysOf>,
+    events: SpanKeys,
+    outbox: SpanKeys,
 }
 
 impl Rows {
@@ -166,8 +166,8 @@ impl Rows {
         out: &mut Vec<Finding>,
     ) -> Result<(), StoreError> {
         check_tickets(ws, on_disk, &self.tickets, out);
-        check_events(ws, on_disk, &self.events, out);
-        check_outbox(db, on_disk, &self.outbox, out).await
+        check_events(ws, on_disk, &self.events.by_ticket(), out);
+        check_outbox(db, on_disk, &self.outbox.by_ticket(), out).await
     }
 }
 
@@ -367,7 +367,12 @@ fn check_tickets(
     }
 }
 
-fn check_events(ws: &Workspace, snaps: &[&TicketScan], indexed: &[KeysOf], out: &mut Vec<Finding>) {
+fn check_events(
+    ws: &Workspace,
+    snaps: &[&TicketScan],
+    indexed: &[KeysOf<'_>],
+    out: &mut Vec<Finding>,
+) {
     let on_disk: BTreeMap<&str, Vec<&str>> = snaps
         .iter()
         .map(|s| {
@@ -379,7 +384,7 @@ fn check_events(ws: &Workspace, snaps: &[&TicketScan], indexed: &[KeysOf], out: 
         .collect();
     let in_db: BTreeMap<&str, Vec<&str>> = indexed
         .iter()
-        .map(|k| (k.ticket.as_str(), sorted(k.keys())))
+        .map(|k| (k.ticket, sorted(k.keys())))
         .collect();
     for (&ticket, keys) in &on_disk {
         let missing = absent(keys, in_db.get(ticket));
@@ -603,7 +608,7 @@ fn check_assignments(
 async fn check_outbox(
     db: &Db,
     snaps: &[&TicketScan],
-    outbox: &[KeysOf],
+    outbox: &[KeysOf<'_>],
     out: &mut Vec<Finding>,
 ) -> Result<(), StoreError> {
     // Every key the files define, with its ticket, in file order.
@@ -638,7 +643,7 @@ async fn check_outbox(
         if row.keys().all(|k| known_keys.contains(k)) {
             continue;
         }
-        let ticket = row.ticket.as_str();
+        let ticket = row.ticket;
         let rows: Vec<String> = db
             .outbox_keys_of(ticket)
             .await?

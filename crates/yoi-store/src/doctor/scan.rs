@@ -2,7 +2,7 @@
 //! folder order, so the caller can compare each chunk with the index while the next is read.
 //!
 //! A fixed set of workers (one per core, at most eight) lives for the whole pass and takes
-//! tickets one at a time from a shared counter, so a ticket with a long thread holds up one
+//! tickets a few at a time from a shared counter, so a ticket with a long thread holds up one
 //! worker instead of half a chunk, and the allocator keeps one arena per worker instead of
 //! one per short-lived thread. Workers run at most two chunks ahead of the chunk the caller
 //! is working on, so only about three chunks' texts and results are held at a time however
@@ -20,6 +20,10 @@ use crate::workspace::Workspace;
 
 /// Tickets handed to the caller together.
 pub(super) const CHUNK: usize = 512;
+
+/// Tickets a worker takes at a time: few enough to share the work out evenly, enough that
+/// handing results over (a wake-up of the caller each time) costs next to nothing.
+const BATCH: usize = 8;
 
 /// Check every folder of `folders`, calling `each` once per chunk of [`CHUNK`] folders, in
 /// order, with the chunk's ids and their scans. An error from `each` stops the workers and is
@@ -45,24 +49,28 @@ pub(super) fn in_chunks(
     let limit = Mutex::new(2 * CHUNK);
     let moved = Condvar::new();
     std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, TicketScan)>();
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<(usize, TicketScan)>>();
         for _ in 0..workers {
             let tx = tx.clone();
             let (next, stop, limit, moved) = (&next, &stop, &limit, &moved);
             s.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= folders.len() {
+                let first = next.fetch_add(BATCH, Ordering::Relaxed);
+                if first >= folders.len() {
                     return;
                 }
+                let end = (first + BATCH).min(folders.len());
                 let mut allowed = limit.lock().unwrap_or_else(|e| e.into_inner());
-                while i >= *allowed && !stop.load(Ordering::Relaxed) {
+                while end > *allowed && !stop.load(Ordering::Relaxed) {
                     allowed = moved.wait(allowed).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(allowed);
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
-                if tx.send((i, check_ticket(ws, &folders[i]))).is_err() {
+                let batch = (first..end)
+                    .map(|i| (i, check_ticket(ws, &folders[i])))
+                    .collect();
+                if tx.send(batch).is_err() {
                     return;
                 }
             });
@@ -80,7 +88,7 @@ pub(super) fn in_chunks(
 fn hand_over(
     ws: &Workspace,
     folders: &[TicketId],
-    rx: &std::sync::mpsc::Receiver<(usize, TicketScan)>,
+    rx: &std::sync::mpsc::Receiver<Vec<(usize, TicketScan)>>,
     limit: &Mutex<usize>,
     moved: &Condvar,
     each: &mut impl FnMut(&[TicketId], Vec<TicketScan>) -> Result<(), StoreError>,
@@ -91,12 +99,14 @@ fn hand_over(
         let end = start + chunk.len();
         let mut have = waiting.range(start..end).count();
         while have < chunk.len() {
-            let (i, scan) = rx.recv().map_err(|_| {
+            let batch = rx.recv().map_err(|_| {
                 let why = std::io::Error::other("a doctor worker stopped");
                 StoreError::io(&ws.tickets_dir(), why)
             })?;
-            have += usize::from((start..end).contains(&i));
-            waiting.insert(i, scan);
+            for (i, scan) in batch {
+                have += usize::from((start..end).contains(&i));
+                waiting.insert(i, scan);
+            }
         }
         let scans: Vec<TicketScan> = (start..end)
             .map(|i| waiting.remove(&i).expect("counted above"))

@@ -4,6 +4,8 @@
 //! Keys and their lines come from a plain scan of the frontmatter, so a finding can name the
 //! line of a key even when the YAML as a whole does not parse.
 
+use std::borrow::Cow;
+
 use yoi_core::finding::Finding;
 use yoi_core::item::{Item, KNOWN_KEYS, LEGACY_KEYS};
 use yoi_core::state::State;
@@ -131,24 +133,23 @@ pub(super) fn check(
             Some(kl) => (Some(kl.line), kl.value),
             None => (None, "…"),
         };
-        let seen = format!("`{k}: {value}`");
         let f = if LEGACY_KEYS.contains(&k) || HIDDEN_LEGACY_KEYS.contains(&k) {
             let (expected, fix) = legacy_mapping(k, value, id, &item, &keys);
-            let fix = fix.unwrap_or_else(|| {
-                format!(
-                    "optional: delete the `{k}:` line from {rel} once no older tool reads this tree (yoi keeps it otherwise)"
-                )
-            });
+            // A tree of older tickets holds tens of thousands of these: the usual advice is
+            // one text (the finding names the file and line).
+            let fix = fix.unwrap_or(Cow::Borrowed(
+                "optional: delete this line once no older tool reads this tree (yoi keeps it otherwise)",
+            ));
             Finding::warning(
                 "item.legacy_key",
-                format!("older-format key {seen}"),
+                format!("older-format key `{k}: {value}`"),
                 expected,
             )
             .with_fix(fix)
         } else {
             Finding::warning(
                 "item.unknown_key",
-                format!("unknown key {seen}"),
+                format!("unknown key `{k}: {value}`"),
                 format!(
                     "only yoi's keys ({}); unknown keys are kept verbatim on rewrite",
                     KNOWN_KEYS.join(", ")
@@ -260,7 +261,7 @@ fn legacy_mapping(
     id: &TicketId,
     item: &Item,
     keys: &[KeyLine],
-) -> (String, Option<String>) {
+) -> (Cow<'static, str>, Option<Cow<'static, str>>) {
     let has = |k: &str| keys.iter().any(|kl| kl.key == k);
     match key {
         "ref_selector" if item.target_ref.is_some() => (
@@ -268,7 +269,7 @@ fn legacy_mapping(
             None,
         ),
         "ref_selector" => (
-            format!("`target_ref`: yoi maps `ref_selector` to it, so work merges into {value}"),
+            format!("`target_ref`: yoi maps `ref_selector` to it, so work merges into {value}").into(),
             Some("optional: rename `ref_selector:` to `target_ref:` (yoi reads either)".into()),
         ),
         "repository_id" => (
@@ -284,22 +285,22 @@ fn legacy_mapping(
             None,
         ),
         "workflow_state" => (
-            format!("`state`: yoi maps `workflow_state` to it, so the ticket is {}", item.state),
-            Some(format!("optional: rename `workflow_state:` to `state:` (the ticket is {})", item.state)),
+            format!("`state`: yoi maps `workflow_state` to it, so the ticket is {}", item.state).into(),
+            Some(format!("optional: rename `workflow_state:` to `state:` (the ticket is {})", item.state).into()),
         ),
         "status" if has("state") || has("workflow_state") => (
             "nothing: `status` is derived from `state`, so it is kept but ignored".into(),
             None,
         ),
         "status" => (
-            format!("`state`: yoi maps `status: closed` to closed and any other status to planning, so the ticket is {}", item.state),
-            Some(format!("optional: replace `status:` with `state: {}`", item.state)),
+            format!("`state`: yoi maps `status: closed` to closed and any other status to planning, so the ticket is {}", item.state).into(),
+            Some(format!("optional: replace `status:` with `state: {}`", item.state).into()),
         ),
         "id" => {
             let differs = value.trim_matches(['\'', '"']) != id.as_str();
             (
                 if differs {
-                    format!("nothing: the folder name ({id}) is the id, and this `id` differs from it; it is ignored")
+                    format!("nothing: the folder name ({id}) is the id, and this `id` differs from it; it is ignored").into()
                 } else {
                     "nothing: the folder name is the id, so `id` is ignored".into()
                 },
@@ -307,6 +308,6 @@ fn legacy_mapping(
             )
         }
         "slug" => ("nothing: the id is the slug, so `slug` is ignored".into(), None),
-        _ => (format!("nothing: `{key}` is obsolete, kept verbatim and ignored"), None),
+        _ => (format!("nothing: `{key}` is obsolete, kept verbatim and ignored").into(), None),
     }
 }

@@ -37,7 +37,7 @@ pub(super) fn in_chunks(
         .map(|n| n.get())
         .unwrap_or(1)
         .min(8);
-    if workers <= 1 || folders.len() < 2 * CHUNK {
+    if workers <= 1 || folders.len() <= BATCH {
         for chunk in folders.chunks(CHUNK) {
             each(chunk, chunk.iter().map(|id| check_ticket(ws, id)).collect())?;
         }
@@ -77,7 +77,10 @@ pub(super) fn in_chunks(
         }
         drop(tx);
         let result = hand_over(ws, folders, &rx, &limit, &moved, &mut each);
+        // Under the lock, so a worker between its look at `stop` and its wait cannot miss it.
+        let guard = limit.lock().unwrap_or_else(|e| e.into_inner());
         stop.store(true, Ordering::Relaxed);
+        drop(guard);
         moved.notify_all();
         result
     })
@@ -116,4 +119,59 @@ fn hand_over(
         each(chunk, scans)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workspace with `n` empty ticket folders (each a `ticket.missing_item` finding), by id.
+    fn folders(n: usize) -> (tempfile::TempDir, Workspace, Vec<TicketId>) {
+        let dir = tempfile::tempdir().unwrap();
+        crate::init(dir.path(), "main").unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let ids: Vec<TicketId> = (0..n as u64)
+            .map(|i| TicketId::legacy_from_millis(1_700_000_000_000 + i))
+            .collect();
+        for id in &ids {
+            std::fs::create_dir_all(ws.ticket_dir(id)).unwrap();
+        }
+        (dir, ws, ids)
+    }
+
+    #[test]
+    fn every_folder_is_handed_over_once_in_order_and_in_chunks() {
+        let (_dir, ws, ids) = folders(2 * CHUNK + 77);
+        let mut sizes = Vec::new();
+        let mut seen = Vec::new();
+        in_chunks(&ws, &ids, |chunk, scans| {
+            assert_eq!(chunk.len(), scans.len());
+            sizes.push(chunk.len());
+            for (id, scan) in chunk.iter().zip(scans) {
+                assert_eq!(id, &scan.id);
+                assert_eq!(scan.findings[0].check, "ticket.missing_item");
+                seen.push(scan.id);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(sizes, [CHUNK, CHUNK, 77]);
+        assert_eq!(seen, ids);
+    }
+
+    #[test]
+    fn an_error_from_the_caller_stops_the_workers_and_is_returned() {
+        let (_dir, ws, ids) = folders(4 * CHUNK);
+        let mut calls = 0;
+        let err = in_chunks(&ws, &ids, |_, _| {
+            calls += 1;
+            Err(StoreError::io(
+                &ws.tickets_dir(),
+                std::io::Error::other("stop here"),
+            ))
+        })
+        .unwrap_err();
+        assert_eq!(calls, 1);
+        assert!(err.to_string().contains("stop here"), "{err}");
+    }
 }

@@ -296,16 +296,26 @@ mod tests {
         ]
     }
 
+    /// When the fast reader answers for these lines, serde_yaml_ng reads the same mapping.
+    fn agrees(lines: &[String]) -> Result<(), TestCaseError> {
+        let yaml = format!("{}\n", lines.join("\n"));
+        if let Some(map) = mapping(&yaml) {
+            let want = if map.is_empty() {
+                Value::Null
+            } else {
+                Value::Mapping(map)
+            };
+            prop_assert_eq!(serde(&yaml), Ok(want), "{:?}", yaml);
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2048))]
         /// Whenever the fast reader answers, serde_yaml_ng reads the same mapping.
         #[test]
         fn answers_only_as_serde_yaml_ng_would(lines in proptest::collection::vec(arb_line(), 1..8)) {
-            let yaml = format!("{}\n", lines.join("\n"));
-            if let Some(map) = mapping(&yaml) {
-                let want = if map.is_empty() { Value::Null } else { Value::Mapping(map) };
-                prop_assert_eq!(serde(&yaml), Ok(want), "{:?}", yaml);
-            }
+            agrees(&lines)?;
         }
 
         /// The same for text shaped like real frontmatter, where the fast reader mostly answers.
@@ -313,11 +323,7 @@ mod tests {
         fn plausible_frontmatter_reads_as_serde_yaml_ng_reads_it(
             lines in proptest::collection::vec(arb_plausible_line(), 1..8)
         ) {
-            let yaml = format!("{}\n", lines.join("\n"));
-            if let Some(map) = mapping(&yaml) {
-                let want = if map.is_empty() { Value::Null } else { Value::Mapping(map) };
-                prop_assert_eq!(serde(&yaml), Ok(want), "{:?}", yaml);
-            }
+            agrees(&lines)?;
         }
     }
 

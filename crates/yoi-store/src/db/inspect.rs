@@ -106,7 +106,10 @@ impl KeysOf<'_> {
 /// The tickets from `from` (inclusive) up to `until` (exclusive) in the database's own order of
 /// ids; `None` leaves that end open. Spans that share their bounds and run from open to open
 /// cover every row exactly once, whatever its ticket id, so a reader walking them misses no row
-/// (rows of tickets with no folder fall in some span too).
+/// (rows of tickets with no folder fall in some span too). Doctor cuts the spans at folder
+/// names sorted by bytes; ticket ids are upper-case Crockford base32, whose byte order is the
+/// order of SQLite's `BINARY` collation and of PostgreSQL's `C` and usual language collations,
+/// so each folder's rows fall in its own chunk's span.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Span<'a> {
     pub from: Option<&'a str>,

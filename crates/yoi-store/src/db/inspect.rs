@@ -251,7 +251,6 @@ impl Db {
     }
 
     /// The outbox rows of one ticket, oldest first.
-    /// The outbox rows of one ticket, oldest first.
     pub async fn outbox_keys_of(&self, ticket: &str) -> Result<Vec<OutboxKey>, StoreError> {
         let rows = sqlx::query(
             "SELECT seq, event_id, ticket_id FROM outbox WHERE ticket_id = $1 ORDER BY seq",

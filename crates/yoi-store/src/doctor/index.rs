@@ -101,7 +101,7 @@ fn check_everything(
         compare(Span::default(), &[])?;
     }
     let mut own = Vec::new();
-    super::scan::in_chunks(ws, folders, |_, part| {
+    super::scan::in_chunks(ws, folders, |part| {
         let span = spans.next().expect("one span per chunk");
         compare(span, &part)?;
         super::keep(part, &mut tickets, &mut own);

@@ -191,7 +191,7 @@ fn check_all(ws: &Workspace) -> Result<Vec<Finding>, StoreError> {
     let scan = layout::scan_root(ws)?;
     let mut tickets = Vec::with_capacity(scan.ticket_dirs.len());
     let mut own = Vec::new();
-    scan::in_chunks(ws, &scan.ticket_dirs, |_, part| {
+    scan::in_chunks(ws, &scan.ticket_dirs, |part| {
         keep(part, &mut tickets, &mut own);
         Ok(())
     })?;

@@ -26,12 +26,12 @@ pub(super) const CHUNK: usize = 512;
 const BATCH: usize = 8;
 
 /// Check every folder of `folders`, calling `each` once per chunk of [`CHUNK`] folders, in
-/// order, with the chunk's ids and their scans. An error from `each` stops the workers and is
+/// order, with the chunk's scans (each names its folder). An error from `each` stops the workers and is
 /// returned.
 pub(super) fn in_chunks(
     ws: &Workspace,
     folders: &[TicketId],
-    mut each: impl FnMut(&[TicketId], Vec<TicketScan>) -> Result<(), StoreError>,
+    mut each: impl FnMut(Vec<TicketScan>) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -39,7 +39,7 @@ pub(super) fn in_chunks(
         .min(8);
     if workers <= 1 || folders.len() <= BATCH {
         for chunk in folders.chunks(CHUNK) {
-            each(chunk, chunk.iter().map(|id| check_ticket(ws, id)).collect())?;
+            each(chunk.iter().map(|id| check_ticket(ws, id)).collect())?;
         }
         return Ok(());
     }
@@ -94,7 +94,7 @@ fn hand_over(
     rx: &std::sync::mpsc::Receiver<Vec<(usize, TicketScan)>>,
     limit: &Mutex<usize>,
     moved: &Condvar,
-    each: &mut impl FnMut(&[TicketId], Vec<TicketScan>) -> Result<(), StoreError>,
+    each: &mut impl FnMut(Vec<TicketScan>) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
     let mut waiting: BTreeMap<usize, TicketScan> = BTreeMap::new();
     for (c, chunk) in folders.chunks(CHUNK).enumerate() {
@@ -116,7 +116,7 @@ fn hand_over(
             .collect();
         *limit.lock().unwrap_or_else(|e| e.into_inner()) = end + 2 * CHUNK;
         moved.notify_all();
-        each(chunk, scans)?;
+        each(scans)?;
     }
     Ok(())
 }
@@ -144,11 +144,9 @@ mod tests {
         let (_dir, ws, ids) = folders(2 * CHUNK + 77);
         let mut sizes = Vec::new();
         let mut seen = Vec::new();
-        in_chunks(&ws, &ids, |chunk, scans| {
-            assert_eq!(chunk.len(), scans.len());
-            sizes.push(chunk.len());
-            for (id, scan) in chunk.iter().zip(scans) {
-                assert_eq!(id, &scan.id);
+        in_chunks(&ws, &ids, |scans| {
+            sizes.push(scans.len());
+            for scan in scans {
                 assert_eq!(scan.findings[0].check, "ticket.missing_item");
                 seen.push(scan.id);
             }
@@ -163,7 +161,7 @@ mod tests {
     fn an_error_from_the_caller_stops_the_workers_and_is_returned() {
         let (_dir, ws, ids) = folders(4 * CHUNK);
         let mut calls = 0;
-        let err = in_chunks(&ws, &ids, |_, _| {
+        let err = in_chunks(&ws, &ids, |_| {
             calls += 1;
             Err(StoreError::io(
                 &ws.tickets_dir(),

@@ -249,17 +249,19 @@ impl Item {
                     ))
                 }
             };
-            let line = line_of(&key);
+            // Only an error names the line, so it is looked up only then.
+            let line = || line_of(&key);
             let string = |v: &Value| -> Result<Option<String>, ItemError> {
-                scalar_string(v)
-                    .map_err(|found| err(line, format!("`{key}` must be a string, found {found}")))
+                scalar_string(v).map_err(|found| {
+                    err(line(), format!("`{key}` must be a string, found {found}"))
+                })
             };
             let timestamp = |v: &Value| -> Result<Option<Timestamp>, ItemError> {
                 match string(v)? {
                     None => Ok(None),
                     Some(s) => Timestamp::parse(&s)
                         .map(Some)
-                        .map_err(|e| err(line, format!("`{key}`: {e}"))),
+                        .map_err(|e| err(line(), format!("`{key}`: {e}"))),
                 }
             };
             match key.as_str() {
@@ -268,7 +270,7 @@ impl Item {
                     if let Some(s) = string(&value)? {
                         state = Some(
                             s.parse::<State>()
-                                .map_err(|e| err(line, format!("`state`: {e}")))?,
+                                .map_err(|e| err(line(), format!("`state`: {e}")))?,
                         );
                     }
                 }
@@ -376,23 +378,26 @@ fn scalar_string(v: &Value) -> Result<Option<String>, &'static str> {
     }
 }
 
-fn string_list(v: &Value, line: Option<usize>) -> Result<Option<Vec<String>>, ItemError> {
+fn string_list(
+    v: &Value,
+    line: impl Fn() -> Option<usize>,
+) -> Result<Option<Vec<String>>, ItemError> {
     match v {
         Value::Null => Ok(None),
         Value::Sequence(items) => items
             .iter()
             .map(|i| match scalar_string(i) {
                 Ok(Some(s)) => Ok(s),
-                Ok(None) => Err(err(line, "`risk_flags` entries must not be null")),
+                Ok(None) => Err(err(line(), "`risk_flags` entries must not be null")),
                 Err(found) => Err(err(
-                    line,
+                    line(),
                     format!("`risk_flags` entries must be strings, found {found}"),
                 )),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
         other => Err(err(
-            line,
+            line(),
             format!(
                 "`risk_flags` must be a list of strings, found {}",
                 describe(other)

@@ -426,11 +426,10 @@ pub fn parse_header_ref(line: &str) -> Result<(EventKind, HeaderAttrs<'_>), Stri
     let mut attrs: HeaderAttrs<'_> = Vec::with_capacity(8);
     let mut rest = inner.trim_start();
     while !rest.is_empty() {
-        let colon = rest
-            .find(':')
+        let colon = memchr::memchr(b':', rest.as_bytes())
             .ok_or_else(|| format!("expected `key: value` at `{}`", short(rest)))?;
         let key = &rest[..colon];
-        if key.is_empty() || key.contains(char::is_whitespace) {
+        if key.is_empty() || space_at(key).is_some() {
             return Err(format!("expected `key: value` at `{}`", short(rest)));
         }
         rest = rest[colon + 1..].trim_start();
@@ -444,7 +443,7 @@ pub fn parse_header_ref(line: &str) -> Result<(EventKind, HeaderAttrs<'_>), Stri
                 return Err(format!("expected a space after the value of `{key}`"));
             }
         } else {
-            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            let end = space_at(rest).unwrap_or(rest.len());
             let (v, after) = older_bare_value(rest, end);
             value = Cow::Borrowed(v);
             rest = after;
@@ -460,6 +459,21 @@ pub fn parse_header_ref(line: &str) -> Result<(EventKind, HeaderAttrs<'_>), Stri
         return Err("the event kind is empty".into());
     }
     Ok((EventKind::parse(&kind), attrs))
+}
+
+/// Where the first white space character (as `char::is_whitespace` has it) of `s` starts.
+/// Header lines are ASCII nearly always; their bytes are compared without decoding.
+fn space_at(s: &str) -> Option<usize> {
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        if !b.is_ascii() {
+            // `i` starts a character: every byte before it is ASCII.
+            return s[i..].find(char::is_whitespace).map(|j| i + j);
+        }
+        if matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r') {
+            return Some(i);
+        }
+    }
+    None
 }
 
 /// The value of a double-quoted attribute whose text after the opening quote is `q`, and where
@@ -528,7 +542,7 @@ fn older_bare_value(rest: &str, end: usize) -> (&str, &str) {
         if next.is_empty() {
             break;
         }
-        let word_end = next.find(char::is_whitespace).unwrap_or(next.len());
+        let word_end = space_at(next).unwrap_or(next.len());
         let word = &next[..word_end];
         // The characters `Event::validate` allows in a key, `.` included (found by fuzzing:
         // without it `author: a b.c: d` read back as one value).
@@ -587,94 +601,152 @@ pub struct ParsedHeaders<'a> {
 /// Where the events of a thread file are: what [`parse_thread`] and [`parse_thread_headers`]
 /// share, so the two can never disagree about which lines make an event.
 struct Scan<'a, H> {
-    /// The file's lines, without their `\n`.
-    lines: Vec<&'a str>,
-    /// Each event's header, the 1-based line of that header, and the indices in `lines` of
-    /// its body (everything up to its closing rule or the next header).
+    /// The text the byte ranges below index (the file without its byte order mark).
+    text: &'a str,
+    /// Each event's header, the 1-based line of that header, and the bytes of its body
+    /// (every line up to its closing rule or the next header, with their `\n`).
     events: Vec<(H, usize, std::ops::Range<usize>)>,
     issues: Vec<ThreadIssue>,
 }
 
+/// One line of a thread file: its text without the `\n`, its 0-based index, and the byte
+/// offsets where it starts and where the line after it starts.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    text: &'a str,
+    index: usize,
+    start: usize,
+    next: usize,
+}
+
+/// The lines of a text as `text.split('\n')` gives them, except that a trailing newline does
+/// not make one more, empty line. Copying a cursor is how the scanner looks ahead.
+#[derive(Clone, Copy)]
+struct Cursor<'a> {
+    text: &'a str,
+    pos: usize,
+    index: usize,
+    done: bool,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Self {
+        Cursor {
+            text,
+            pos: 0,
+            index: 0,
+            done: false,
+        }
+    }
+}
+
+impl<'a> Iterator for Cursor<'a> {
+    type Item = Line<'a>;
+
+    fn next(&mut self) -> Option<Line<'a>> {
+        if self.done {
+            return None;
+        }
+        let start = self.pos;
+        let rest = &self.text.as_bytes()[start..];
+        let (end, next) = match memchr::memchr(b'\n', rest) {
+            Some(k) => (start + k, start + k + 1),
+            None => (self.text.len(), self.text.len()),
+        };
+        self.done = next == self.text.len();
+        self.pos = next;
+        let line = Line {
+            text: &self.text[start..end],
+            index: self.index,
+            start,
+            next,
+        };
+        self.index += 1;
+        Some(line)
+    }
+}
+
+/// True when the line can be neither a header, a rule nor blank: its first byte is ASCII,
+/// not white space, and neither `<` nor `-`. Most body lines are; the checks that trim the
+/// line are skipped for them.
+fn plain(line: &str) -> bool {
+    line.as_bytes()
+        .first()
+        .is_some_and(|&b| b.is_ascii() && !b"\t\n\x0b\x0c\r <-".contains(&b))
+}
+
 fn scan<'a, H>(text: &'a str, header: impl Fn(&'a str) -> Result<H, String>) -> Scan<'a, H> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let lines: Vec<&str> = text.split('\n').collect();
-    // A trailing newline produces one empty final element that is not a line.
-    let count = if text.ends_with('\n') {
-        lines.len() - 1
-    } else {
-        lines.len()
-    };
-    let mut events = Vec::new();
+    // Room for an event per 512 bytes: real events are longer, so this rarely grows.
+    let mut events = Vec::with_capacity(text.len() / 512 + 1);
     let mut issues = Vec::new();
-    // The event being read: its header and the index of its header line.
-    let mut open: Option<(H, usize)> = None;
+    // The event being read: its header, the index of its header line, and where its body
+    // starts.
+    let mut open: Option<(H, usize, usize)> = None;
     let mut stray_reported = false;
-    let mut i = 0;
-    while i < count {
-        let raw = lines[i].strip_suffix('\r').unwrap_or(lines[i]);
-        let line_no = i + 1;
-        if is_header_start(raw) {
-            if let Some((h, at)) = open.take() {
+    let mut cursor = Cursor::new(text);
+    while let Some(line) = cursor.next() {
+        let raw = line.text.strip_suffix('\r').unwrap_or(line.text);
+        let plain = plain(raw);
+        if !plain && is_header_start(raw) {
+            if let Some((h, at, body)) = open.take() {
                 issues.push(ThreadIssue {
                     line: at + 1,
                     kind: ThreadIssueKind::Unterminated,
                 });
-                events.push((h, at + 1, at + 1..i));
+                events.push((h, at + 1, body..line.start));
             }
             match header(raw) {
-                Ok(h) => open = Some((h, i)),
+                Ok(h) => open = Some((h, line.index, line.next)),
                 Err(reason) => {
                     issues.push(ThreadIssue {
-                        line: line_no,
+                        line: line.index + 1,
                         kind: ThreadIssueKind::MalformedHeader { reason },
                     });
                     // Skip to the end of this malformed event so its body is not taken as stray.
-                    i += 1;
-                    while i < count {
-                        let l = lines[i];
-                        if is_header_start(l) {
+                    loop {
+                        let mut ahead = cursor;
+                        let Some(l) = ahead.next() else { break };
+                        if is_header_start(l.text) {
                             break;
                         }
-                        i += 1;
-                        if is_rule(l) && next_is_boundary(&lines[..count], i) {
+                        cursor = ahead;
+                        if is_rule(l.text) && next_is_boundary(cursor) {
                             break;
                         }
                     }
-                    continue;
                 }
             }
-            i += 1;
             continue;
         }
         match open.take() {
-            Some((h, at)) => {
-                if is_rule(raw) && next_is_boundary(&lines[..count], i + 1) {
-                    events.push((h, at + 1, at + 1..i));
+            Some((h, at, body)) => {
+                if !plain && is_rule(raw) && next_is_boundary(cursor) {
+                    events.push((h, at + 1, body..line.start));
                 } else {
-                    open = Some((h, at));
+                    open = Some((h, at, body));
                 }
             }
             None => {
-                if !raw.trim().is_empty() && !stray_reported {
+                if !stray_reported && (plain || !raw.trim().is_empty()) {
                     issues.push(ThreadIssue {
-                        line: line_no,
+                        line: line.index + 1,
                         kind: ThreadIssueKind::StrayText,
                     });
                     stray_reported = true;
                 }
             }
         }
-        i += 1;
     }
-    if let Some((h, at)) = open.take() {
+    if let Some((h, at, body)) = open.take() {
         issues.push(ThreadIssue {
             line: at + 1,
             kind: ThreadIssueKind::Unterminated,
         });
-        events.push((h, at + 1, at + 1..count));
+        events.push((h, at + 1, body.min(text.len())..text.len()));
     }
     Scan {
-        lines,
+        text,
         events,
         issues,
     }
@@ -682,9 +754,10 @@ fn scan<'a, H>(text: &'a str, header: impl Fn(&'a str) -> Result<H, String>) -> 
 
 /// An event from its header and its body lines: the heading is the first non-blank line when
 /// it starts with `## `; the rest, unescaped and normalized, is the body.
-fn event(kind: EventKind, attrs: Vec<(String, String)>, body: &[&str]) -> Event {
+fn event(kind: EventKind, attrs: Vec<(String, String)>, body: &str) -> Event {
     let mut lines = body
-        .iter()
+        .split_inclusive('\n')
+        .map(|l| l.strip_suffix('\n').unwrap_or(l))
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .skip_while(|l| l.trim().is_empty());
     let mut heading = None;
@@ -713,7 +786,7 @@ pub fn parse_thread(text: &str) -> ParsedThread {
         issues: scan.issues,
     };
     for ((kind, attrs), line, body) in scan.events {
-        out.events.push(event(kind, attrs, &scan.lines[body]));
+        out.events.push(event(kind, attrs, &scan.text[body]));
         out.lines.push(line);
     }
     out
@@ -735,12 +808,11 @@ pub fn parse_thread_headers(text: &str) -> ParsedHeaders<'_> {
     out
 }
 
-/// True when the next non-blank line at or after `from` is an event header or the end.
-fn next_is_boundary(lines: &[&str], from: usize) -> bool {
-    lines[from.min(lines.len())..]
-        .iter()
-        .find(|l| !l.trim().is_empty())
-        .is_none_or(|l| is_header_start(l))
+/// True when the next non-blank line from `lines` on is an event header or the end.
+fn next_is_boundary(mut lines: Cursor<'_>) -> bool {
+    lines
+        .find(|l| !l.text.trim().is_empty())
+        .is_none_or(|l| is_header_start(l.text))
 }
 
 /// Render a whole thread: events separated by a blank line.

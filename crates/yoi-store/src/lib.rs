@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod db;
+mod dirfd;
 pub mod doctor;
 pub mod error;
 pub mod fsutil;

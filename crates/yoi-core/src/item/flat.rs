@@ -13,7 +13,8 @@ use serde_yaml_ng::{Mapping, Value};
 
 /// The mapping `yaml` holds, or `None` when this reader is not certain of it.
 pub(super) fn mapping(yaml: &str) -> Option<Mapping> {
-    let mut map = Mapping::new();
+    // Room for the keys yoi and the older tool write.
+    let mut map = Mapping::with_capacity(16);
     // The key whose value was empty, while list items may still follow it, and the list's
     // indentation once its first item is read.
     let mut open: Option<(&str, Option<usize>, Vec<Value>)> = None;
@@ -61,12 +62,13 @@ fn list_or_null(items: Vec<Value>) -> Value {
 
 /// Add a key once; a second time means serde_yaml_ng's duplicate-key error, which it reports.
 fn insert(map: &mut Mapping, key: &str, value: Value) -> Option<()> {
-    let key = Value::String(key.to_string());
-    if map.contains_key(&key) {
-        return None;
+    match map.entry(Value::String(key.to_string())) {
+        serde_yaml_ng::mapping::Entry::Occupied(_) => None,
+        serde_yaml_ng::mapping::Entry::Vacant(slot) => {
+            slot.insert(value);
+            Some(())
+        }
     }
-    map.insert(key, value);
-    Some(())
 }
 
 /// `key: value` (or `key:`) at the start of a line: the key and the value with the spaces
@@ -146,7 +148,7 @@ fn block_scalar(text: &str) -> Option<Value> {
                 || !ends_well
                 || text.contains(": ")
                 || text.contains('#')
-                || !text.chars().all(printable)
+                || !all_printable(text)
             {
                 return None;
             }
@@ -158,31 +160,35 @@ fn block_scalar(text: &str) -> Option<Value> {
 
 /// The text after an opening `'`: the value and what follows the closing quote.
 fn single_quoted(text: &str) -> Option<(Value, &str)> {
-    let mut value = String::new();
-    let mut rest = text;
-    loop {
-        let q = rest.find('\'')?;
-        value.push_str(&rest[..q]);
-        rest = &rest[q + 1..];
-        match rest.strip_prefix('\'') {
-            Some(more) => {
-                value.push('\'');
-                rest = more;
+    let q = text.find('\'')?;
+    let (value, rest) = if text[q + 1..].starts_with('\'') {
+        // A doubled quote stands for one: build the value piece by piece.
+        let mut value = String::new();
+        let mut rest = text;
+        loop {
+            let q = rest.find('\'')?;
+            value.push_str(&rest[..q]);
+            rest = &rest[q + 1..];
+            match rest.strip_prefix('\'') {
+                Some(more) => {
+                    value.push('\'');
+                    rest = more;
+                }
+                None => break,
             }
-            None => break,
         }
-    }
-    value
-        .chars()
-        .all(printable)
-        .then_some((Value::String(value), rest))
+        (value, rest)
+    } else {
+        (text[..q].to_string(), &text[q + 1..])
+    };
+    all_printable(&value).then_some((Value::String(value), rest))
 }
 
 /// The text after an opening `"` holding no escape: the value and what follows the closing
 /// quote.
 fn double_quoted(text: &str) -> Option<(Value, &str)> {
     let q = text.find(['"', '\\'])?;
-    if text.as_bytes()[q] != b'"' || !text[..q].chars().all(printable) {
+    if text.as_bytes()[q] != b'"' || !all_printable(&text[..q]) {
         return None;
     }
     Some((Value::String(text[..q].to_string()), &text[q + 1..]))
@@ -211,6 +217,15 @@ fn resolves(word: &str) -> bool {
         word,
         "null" | "Null" | "NULL" | "true" | "True" | "TRUE" | "false" | "False" | "FALSE"
     )
+}
+
+/// Every character of `text` is [`printable`]; ASCII text is checked byte by byte.
+fn all_printable(text: &str) -> bool {
+    if text.is_ascii() {
+        text.bytes().all(|b| (b' '..=b'~').contains(&b))
+    } else {
+        text.chars().all(printable)
+    }
 }
 
 /// A character YAML takes inside a scalar as itself: no control characters, none of the

@@ -291,3 +291,155 @@ fn header_values_are_borrowed_unless_escaped() {
     );
     assert_eq!(attrs[2].1, "say \"hi\"");
 }
+
+/// The scanner as it was first written, over a vector of every line: the cursor scanner must
+/// find the same events (header line and body lines) and the same issues.
+fn scan_by_line_vector(text: &str) -> (Vec<(usize, Vec<&str>)>, Vec<ThreadIssue>) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let lines: Vec<&str> = text.split('\n').collect();
+    let count = if text.ends_with('\n') {
+        lines.len() - 1
+    } else {
+        lines.len()
+    };
+    let boundary = |from: usize| {
+        lines[from.min(count)..count]
+            .iter()
+            .find(|l| !l.trim().is_empty())
+            .is_none_or(|l| is_header_start(l))
+    };
+    let (mut events, mut issues) = (Vec::new(), Vec::new());
+    let mut open: Option<usize> = None;
+    let mut stray_reported = false;
+    let mut i = 0;
+    while i < count {
+        let raw = lines[i].strip_suffix('\r').unwrap_or(lines[i]);
+        if is_header_start(raw) {
+            if let Some(at) = open.take() {
+                issues.push(ThreadIssue {
+                    line: at + 1,
+                    kind: ThreadIssueKind::Unterminated,
+                });
+                events.push((at + 1, lines[at + 1..i].to_vec()));
+            }
+            match parse_header_ref(raw) {
+                Ok(_) => open = Some(i),
+                Err(reason) => {
+                    issues.push(ThreadIssue {
+                        line: i + 1,
+                        kind: ThreadIssueKind::MalformedHeader { reason },
+                    });
+                    i += 1;
+                    while i < count {
+                        let l = lines[i];
+                        if is_header_start(l) {
+                            break;
+                        }
+                        i += 1;
+                        if is_rule(l) && boundary(i) {
+                            break;
+                        }
+                    }
+                    continue;
+                }
+            }
+            i += 1;
+            continue;
+        }
+        match open.take() {
+            Some(at) if is_rule(raw) && boundary(i + 1) => {
+                events.push((at + 1, lines[at + 1..i].to_vec()))
+            }
+            Some(at) => open = Some(at),
+            None => {
+                if !raw.trim().is_empty() && !stray_reported {
+                    issues.push(ThreadIssue {
+                        line: i + 1,
+                        kind: ThreadIssueKind::StrayText,
+                    });
+                    stray_reported = true;
+                }
+            }
+        }
+        i += 1;
+    }
+    if let Some(at) = open {
+        issues.push(ThreadIssue {
+            line: at + 1,
+            kind: ThreadIssueKind::Unterminated,
+        });
+        events.push((at + 1, lines[at + 1..count].to_vec()));
+    }
+    (events, issues)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    #[test]
+    fn the_cursor_scanner_finds_what_a_scan_of_every_line_finds(text in arb_thread_text()) {
+        let found = scan(&text, parse_header_ref);
+        let events: Vec<(usize, Vec<&str>)> = found
+            .events
+            .iter()
+            .map(|(_, line, body)| {
+                let lines = found.text[body.clone()]
+                    .split_inclusive('\n')
+                    .map(|l| l.strip_suffix('\n').unwrap_or(l))
+                    .collect();
+                (*line, lines)
+            })
+            .collect();
+        let (want_events, want_issues) = scan_by_line_vector(&text);
+        prop_assert_eq!(events, want_events);
+        prop_assert_eq!(found.issues, want_issues);
+    }
+}
+
+#[test]
+fn the_cursor_scanner_agrees_on_edge_texts() {
+    for text in [
+        "",
+        "\n",
+        "\u{feff}",
+        "\r\n",
+        "<!-- event: comment author: a at: b -->",
+        "<!-- event: comment author: a at: b -->\n",
+        "<!-- event: comment author: a at: b -->\nbody",
+        "<!-- event: comment author: a at: b -->\nbody\n---",
+        "<!-- event: comment author: a at: b -->\n---\n---\n\n",
+        "<!-- event: broken\nx\n---\n\n<!-- event: c author: a at: b -->\n",
+        "  \u{3000}---\n",
+        "\u{a0}<!-- event: comment author: a at: b -->\n\u{2003}---\n",
+        "stray\n<!-- event: comment author: a at: b -->\n-x\n<y\n---\n  \n",
+    ] {
+        let found = scan(text, parse_header_ref);
+        let events: Vec<(usize, Vec<&str>)> = found
+            .events
+            .iter()
+            .map(|(_, line, body)| {
+                let lines = found.text[body.clone()]
+                    .split_inclusive('\n')
+                    .map(|l| l.strip_suffix('\n').unwrap_or(l))
+                    .collect();
+                (*line, lines)
+            })
+            .collect();
+        assert_eq!(
+            (events, found.issues),
+            scan_by_line_vector(text),
+            "{text:?}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    #[test]
+    fn space_at_finds_what_char_is_whitespace_finds(
+        s in "([a-z:\"\\\\ ]|\t|\r|\u{b}|\u{c}|\u{85}|\u{a0}|\u{3000}|\u{2028}|é|\u{1f}){0,24}"
+    ) {
+        prop_assert_eq!(space_at(&s), s.find(char::is_whitespace));
+    }
+}

@@ -143,14 +143,18 @@ pub(crate) fn indexed_plan(text: &str, ticket: &TicketId) -> Vec<PlanRecord> {
 
 /// The index key of a thread event: its id, or its position for events written without one.
 pub fn event_key(ticket: &TicketId, position: usize, e: &Event) -> String {
-    event_key_of(ticket, position, e.id())
+    event_key_of(ticket, position, e.id()).into_owned()
 }
 
 /// [`event_key`] of an event at `position` whose header has this `id` attribute.
-pub fn event_key_of(ticket: &TicketId, position: usize, id: Option<&str>) -> String {
+pub fn event_key_of<'a>(
+    ticket: &TicketId,
+    position: usize,
+    id: Option<&'a str>,
+) -> std::borrow::Cow<'a, str> {
     match id {
-        Some(id) if !id.is_empty() => id.to_string(),
-        _ => format!("legacy:{ticket}:{position}"),
+        Some(id) if !id.is_empty() => id.into(),
+        _ => format!("legacy:{ticket}:{position}").into(),
     }
 }
 

@@ -375,12 +375,7 @@ fn check_events(
 ) {
     let on_disk: BTreeMap<&str, Vec<&str>> = snaps
         .iter()
-        .map(|s| {
-            (
-                s.id.as_str(),
-                sorted(s.facts.events.iter().map(String::as_str)),
-            )
-        })
+        .map(|s| (s.id.as_str(), sorted(s.facts.events.iter())))
         .collect();
     let in_db: BTreeMap<&str, Vec<&str>> = indexed
         .iter()
@@ -615,7 +610,7 @@ async fn check_outbox(
     let mut known: Vec<(&str, &str)> = Vec::new();
     for s in snaps {
         let id = s.id.as_str();
-        known.extend(s.facts.events.iter().map(|k| (id, k.as_str())));
+        known.extend(s.facts.events.iter().map(|k| (id, k)));
         known.extend(s.facts.plans.iter().map(|k| (id, k.as_str())));
     }
     let known_keys: HashSet<&str> = known.iter().map(|(_, k)| *k).collect();

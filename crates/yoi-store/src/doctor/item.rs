@@ -29,12 +29,12 @@ struct KeyLine<'a> {
 
 fn frontmatter_keys(text: &str) -> Vec<KeyLine<'_>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let lines: Vec<&str> = text.lines().collect();
+    let mut lines = text.lines().enumerate().peekable();
     let mut out = Vec::new();
-    if lines.first().map(|l| l.trim_end()) != Some("---") {
+    if lines.next().map(|(_, l)| l.trim_end()) != Some("---") {
         return out;
     }
-    for (i, raw) in lines.iter().enumerate().skip(1) {
+    while let Some((i, raw)) = lines.next() {
         if raw.trim_end() == "---" {
             break;
         }
@@ -46,8 +46,8 @@ fn frontmatter_keys(text: &str) -> Vec<KeyLine<'_>> {
         };
         let key = key.trim().trim_matches(['\'', '"']);
         let continued = lines
-            .get(i + 1)
-            .is_some_and(|n| n.starts_with([' ', '\t']) && !n.trim().is_empty());
+            .peek()
+            .is_some_and(|(_, n)| n.starts_with([' ', '\t']) && !n.trim().is_empty());
         out.push(KeyLine {
             key,
             line: i + 1,

@@ -26,30 +26,11 @@ pub(super) struct RootScan {
     pub ticket_dirs: Vec<TicketId>,
 }
 
-/// One entry of a folder listing.
-pub(super) struct Entry {
-    pub name: String,
-    pub is_dir: bool,
-}
+pub(super) use crate::dirfd::Entry;
 
-/// List a folder (names that are not UTF-8 are reported as such, lossily).
+/// List a folder, sorted by name (names that are not UTF-8 are reported as such, lossily).
 pub(super) fn list(dir: &Path) -> std::io::Result<Vec<Entry>> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let file_type = entry.file_type()?;
-        let is_dir = if file_type.is_symlink() {
-            entry.path().is_dir()
-        } else {
-            file_type.is_dir()
-        };
-        out.push(Entry {
-            name: entry.file_name().to_string_lossy().into_owned(),
-            is_dir,
-        });
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    crate::dirfd::Dir::open(dir)?.list()
 }
 
 pub(super) fn is_temp_name(name: &str) -> bool {

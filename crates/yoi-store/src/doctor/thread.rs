@@ -1,8 +1,6 @@
 //! thread.md checks: what `parse_thread` reports (malformed headers, torn appends, stray text),
 //! then each event's own attributes, ids, and the state changes it records.
 
-use std::collections::HashMap;
-
 use yoi_core::finding::Finding;
 use yoi_core::state::State;
 use yoi_core::thread::{parse_thread_headers, EventKind, ThreadIssueKind};
@@ -17,12 +15,12 @@ pub(super) struct ThreadFacts {
     pub last_queue: Option<(usize, String, String)>,
     /// Line of the last `close` event.
     pub last_close: Option<usize>,
-    pub first_at: Option<String>,
-    pub last_at: Option<String>,
+    pub first_at: Option<Timestamp>,
+    pub last_at: Option<Timestamp>,
     /// The latest time of any event (what the index counts as a change, `Item::last_changed`).
     pub latest_at: Option<Timestamp>,
     /// Each event's index key, in order (`db::event_key`, the indexer's own rule).
-    pub keys: Vec<String>,
+    pub keys: Keys,
 }
 
 pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>) -> ThreadFacts {
@@ -65,7 +63,8 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
     }
 
     let mut facts = ThreadFacts::default();
-    let mut ids: HashMap<&str, usize> = HashMap::new();
+    // Every event id with its line, to find the reused ones once all are read.
+    let mut ids: Vec<(&str, usize)> = Vec::with_capacity(parsed.events.len());
     let mut without_id: Vec<usize> = Vec::new();
     for (event, &line) in parsed.events.iter().zip(&parsed.lines) {
         let mut push = |f: Finding| out.push(f.with_ticket(id.as_str()).at(rel, Some(line)));
@@ -92,10 +91,8 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
             ),
             Some(v) => match Timestamp::parse(v) {
                 Ok(t) => {
-                    if facts.first_at.is_none() {
-                        facts.first_at = Some(t.to_string());
-                    }
-                    facts.last_at = Some(t.to_string());
+                    facts.first_at = facts.first_at.or(Some(t));
+                    facts.last_at = Some(t);
                     facts.latest_at = facts.latest_at.max(Some(t));
                 }
                 Err(e) => push(
@@ -110,25 +107,7 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
         }
         match event.id() {
             None => without_id.push(line),
-            Some(eid) => {
-                if let Some(first) = ids.get(eid) {
-                    push(
-                        Finding::error(
-                            "thread.duplicate_id",
-                            format!(
-                                "the event at line {line} reuses id {eid} of the event at line {first}"
-                            ),
-                            "every event id is unique (the index and outbox deduplicate by it)",
-                        )
-                        .with_fix(format!(
-                            "if the event at {} is a copy of the one at line {first}, delete it; otherwise give it a new ULID",
-                            loc(line)
-                        )),
-                    );
-                } else {
-                    ids.insert(eid, line);
-                }
-            }
+            Some(eid) => ids.push((eid, line)),
         }
         if event.kind == EventKind::StateChanged {
             let mut problems = Vec::new();
@@ -190,6 +169,26 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
             facts.last_close = Some(line);
         }
     }
+    // Sorted by id, then line: each reuse follows the first use of its id.
+    ids.sort_unstable();
+    for pair in ids.chunk_by(|a, b| a.0 == b.0) {
+        let (eid, first) = pair[0];
+        for &(_, line) in &pair[1..] {
+            out.push(
+                Finding::error(
+                    "thread.duplicate_id",
+                    format!("the event at line {line} reuses id {eid} of the event at line {first}"),
+                    "every event id is unique (the index and outbox deduplicate by it)",
+                )
+                .with_fix(format!(
+                    "if the event at {} is a copy of the one at line {first}, delete it; otherwise give it a new ULID",
+                    loc(line)
+                ))
+                .with_ticket(id.as_str())
+                .at(rel, Some(line)),
+            );
+        }
+    }
     if let Some(&first) = without_id.first() {
         out.push(
             Finding::warning(
@@ -206,11 +205,29 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
             .with_fix("nothing to do: events yoi writes carry ids, and older ones are kept as written"),
         );
     }
-    facts.keys = parsed
-        .events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| crate::db::event_key_of(id, i, e.id()))
-        .collect();
+    for (i, e) in parsed.events.iter().enumerate() {
+        facts.keys.push(id, i, e.id());
+    }
     facts
+}
+
+/// A thread's event keys, in order, in one buffer: a large tree has over a hundred thousand
+/// events, and a string each was a tenth of doctor's allocations.
+#[derive(Debug, Default)]
+pub(super) struct Keys {
+    /// Each key followed by `\n`. A key is an event id or `legacy:<ticket>:<position>`; an id
+    /// is read from one header line, so it never holds a line break.
+    text: String,
+}
+
+impl Keys {
+    fn push(&mut self, ticket: &TicketId, position: usize, event_id: Option<&str>) {
+        self.text
+            .push_str(&crate::db::event_key_of(ticket, position, event_id));
+        self.text.push('\n');
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.text.split_terminator('\n')
+    }
 }

@@ -2,8 +2,7 @@
 //! artifacts, each read once. Runs in parallel across tickets; the cross-ticket checks (targets,
 //! cycles, blockers) use what this returns.
 
-use std::fs;
-use std::path::Path;
+use std::cell::RefCell;
 
 use yoi_core::finding::{Finding, SafeFix, Severity};
 use yoi_core::id::IdForm;
@@ -14,6 +13,7 @@ use yoi_core::TicketId;
 
 use super::layout::{self, is_temp_name, GITKEEP};
 use super::{graph, item, thread};
+use crate::dirfd::Dir;
 use crate::tickets::{ARTIFACTS, ITEM, PLAN, RELATIONS, RESOLUTION, THREAD};
 use crate::workspace::Workspace;
 
@@ -43,49 +43,32 @@ pub(super) struct TicketScan {
 pub(super) struct IndexFacts {
     /// Title, state and updated_at, when item.md parses.
     pub item: Option<[String; 3]>,
-    pub events: Vec<String>,
+    pub events: thread::Keys,
     /// The outbox keys of the plan records.
     pub plans: Vec<String>,
 }
 
-/// Read a file once: `Ok(None)` when it is missing, `Err` with a reason when unreadable.
-fn read(path: &Path) -> Result<Option<String>, String> {
-    match read_whole(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|e| format!("it is not UTF-8 (byte {})", e.utf8_error().valid_up_to())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("it cannot be read: {e}")),
-    }
-}
-
-/// A file's bytes in as few system calls as the file allows: open, one read per 64 KiB, close.
-/// (`fs::read` also asks for the size and reads once more to see the end; doctor reads every
-/// ticket file, and on a virtual machine a system call costs microseconds.) A read of a regular
-/// file on a local file system returns less than was asked for only at the end. Were a file
-/// system to return less in the middle, doctor would see a shorter file and report it: these
-/// reads only feed findings, nothing is written from them.
-fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    const STEP: usize = 64 * 1024;
+/// Read the file `name` of `dir` into this thread's buffer and hand its text to `f`:
+/// `Ok(None)` when it is missing, `Err` with a reason when unreadable. The buffer is kept for
+/// the next file, so a pass over every ticket allocates for its largest file, not for each.
+fn with_text<R>(dir: &Dir, name: &str, f: impl FnOnce(Result<Option<&str>, String>) -> R) -> R {
     thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; STEP]);
+        static TEXT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     }
-    let mut file = fs::File::open(path)?;
-    BUF.with_borrow_mut(|buf| {
-        let mut out = Vec::new();
-        loop {
-            match file.read(buf) {
-                Ok(n) => {
-                    out.extend_from_slice(&buf[..n]);
-                    if n < STEP {
-                        return Ok(out);
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+    TEXT.with_borrow_mut(|buf| {
+        let text = match dir.read_into(name, buf) {
+            Ok(()) => std::str::from_utf8(buf)
+                .map(Some)
+                .map_err(|e| format!("it is not UTF-8 (byte {})", e.valid_up_to())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("it cannot be read: {e}")),
+        };
+        let out = f(text);
+        // One very large file is not held for the rest of the pass.
+        if buf.capacity() > 4 << 20 {
+            *buf = Vec::new();
         }
+        out
     })
 }
 
@@ -116,8 +99,9 @@ pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
         facts: IndexFacts::default(),
     };
     let out = &mut scan.findings;
-    let entries = match layout::list(&dir) {
-        Ok(e) => e,
+    let listed = Dir::open(&dir).and_then(|folder| Ok((folder.list()?, folder)));
+    let (entries, folder) = match listed {
+        Ok(both) => both,
         Err(e) => {
             out.push(unreadable(
                 id,
@@ -194,15 +178,14 @@ pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
     scan.exists = true;
 
     // Thread first: its facts make the item findings' suggestions concrete.
-    let thread_path = dir.join(THREAD);
-    let thread_rel = ws.rel(&thread_path);
+    let thread_rel = format!("{rel_dir}/{THREAD}");
     let mut facts = thread::ThreadFacts::default();
     if has_thread {
-        match read(&thread_path) {
-            Ok(Some(text)) => facts = thread::check(id, &thread_rel, &text, out),
+        with_text(&folder, THREAD, |text| match text {
+            Ok(Some(text)) => facts = thread::check(id, &thread_rel, text, out),
             Ok(None) => {}
             Err(why) => out.push(unreadable(id, &thread_rel, why)),
-        }
+        });
     } else if !entries.iter().any(|e| e.name == THREAD) {
         let f = Finding::warning(
             "thread.missing",
@@ -223,16 +206,15 @@ pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
         });
     }
 
-    let item_path = dir.join(ITEM);
-    let item_rel = ws.rel(&item_path);
-    let item = match read(&item_path) {
-        Ok(Some(text)) => item::check(id, &item_rel, &text, &facts, out),
+    let item_rel = format!("{rel_dir}/{ITEM}");
+    let item = with_text(&folder, ITEM, |text| match text {
+        Ok(Some(text)) => item::check(id, &item_rel, text, &facts, out),
         Ok(None) => None,
         Err(why) => {
             out.push(unreadable(id, &item_rel, why));
             None
         }
-    };
+    });
     scan.state = item.as_ref().map(|i| i.state);
     scan.facts.item = item.map(|i| {
         [
@@ -263,14 +245,13 @@ pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
                 );
             }
         }
-        check_resolution(ws, id, state, has_resolution, &facts, out);
+        check_resolution(&rel_dir, id, state, has_resolution, &facts, out);
     }
 
-    let artifacts = dir.join(ARTIFACTS);
     if has_artifacts {
-        check_artifacts(ws, id, &artifacts, &mut scan);
+        check_artifacts(ws, id, &rel_dir, &folder, &mut scan);
     } else if !entries.iter().any(|e| e.name == ARTIFACTS) {
-        let rel = ws.rel(&artifacts);
+        let rel = format!("{rel_dir}/{ARTIFACTS}");
         scan.findings.push(
             Finding::warning(
                 "layout.artifacts_missing",
@@ -287,15 +268,20 @@ pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
 }
 
 fn check_resolution(
-    ws: &Workspace,
+    rel_dir: &str,
     id: &TicketId,
     state: State,
     has_resolution: bool,
     facts: &thread::ThreadFacts,
     out: &mut Vec<Finding>,
 ) {
-    let rel = ws.rel(&ws.path_of(id, RESOLUTION));
-    if state == State::Closed && !has_resolution {
+    let missing = state == State::Closed && !has_resolution;
+    let unexpected = state != State::Closed && has_resolution;
+    if !(missing || unexpected) {
+        return;
+    }
+    let rel = format!("{rel_dir}/{RESOLUTION}");
+    if missing {
         // Older trees did not always get a resolution.md; yoi's close and cancel always write one.
         let (severity, note) = match id.form() {
             IdForm::Legacy => (
@@ -321,7 +307,7 @@ fn check_resolution(
             .at(rel, None)
             .with_fix(fix),
         );
-    } else if state != State::Closed && has_resolution {
+    } else {
         out.push(
             Finding::warning(
                 "resolution.unexpected",
@@ -337,14 +323,23 @@ fn check_resolution(
     }
 }
 
-fn check_artifacts(ws: &Workspace, id: &TicketId, dir: &Path, scan: &mut TicketScan) {
-    let entries = match layout::list(dir) {
-        Ok(e) => e,
+fn check_artifacts(
+    ws: &Workspace,
+    id: &TicketId,
+    rel_dir: &str,
+    ticket: &Dir,
+    scan: &mut TicketScan,
+) {
+    let rel = |name: &str| format!("{rel_dir}/{name}");
+    let listed = ticket
+        .open_dir(ARTIFACTS)
+        .and_then(|folder| Ok((folder.list()?, folder)));
+    let (entries, folder) = match listed {
+        Ok(both) => both,
         Err(e) => {
-            let rel = ws.rel(dir);
             scan.findings.push(unreadable(
                 id,
-                &rel,
+                &rel(ARTIFACTS),
                 format!("the folder cannot be listed: {e}"),
             ));
             return;
@@ -352,42 +347,41 @@ fn check_artifacts(ws: &Workspace, id: &TicketId, dir: &Path, scan: &mut TicketS
     };
     for e in &entries {
         if e.name != GITKEEP && is_temp_name(&e.name) && !e.is_dir {
-            scan.findings
-                .push(layout::temp_finding(ws, &dir.join(&e.name), Some(id)));
+            scan.findings.push(layout::temp_finding(
+                ws,
+                &ws.path_of(id, ARTIFACTS).join(&e.name),
+                Some(id),
+            ));
         }
     }
     // RELATIONS and PLAN are paths inside the ticket folder; the listing holds base names.
-    let file = |path: &str| {
-        let base = path.rsplit('/').next().unwrap_or(path);
-        entries.iter().any(|e| !e.is_dir && e.name == base)
-    };
+    let base = |path: &'static str| path.rsplit('/').next().unwrap_or(path);
+    let file = |path: &'static str| entries.iter().any(|e| !e.is_dir && e.name == base(path));
     if file(RELATIONS) {
-        let path = ws.path_of(id, RELATIONS);
-        let rel = ws.rel(&path);
-        match read(&path) {
+        let rel = rel(RELATIONS);
+        with_text(&folder, base(RELATIONS), |text| match text {
             Ok(Some(text)) => {
-                scan.relations = graph::check_relations_file(id, &rel, &text, &mut scan.findings);
-                scan.relations_text = text;
+                scan.relations = graph::check_relations_file(id, &rel, text, &mut scan.findings);
+                scan.relations_text = text.to_string();
             }
             Ok(None) => {}
             Err(why) => scan.findings.push(unreadable(id, &rel, why)),
-        }
+        });
     }
     if file(PLAN) {
-        let path = ws.path_of(id, PLAN);
-        let rel = ws.rel(&path);
-        match read(&path) {
+        let rel = rel(PLAN);
+        with_text(&folder, base(PLAN), |text| match text {
             Ok(Some(text)) => {
                 scan.plan =
-                    kept_for_later(graph::check_plan_file(id, &rel, &text, &mut scan.findings));
-                scan.facts.plans = crate::db::indexed_plan(&text, id)
+                    kept_for_later(graph::check_plan_file(id, &rel, text, &mut scan.findings));
+                scan.facts.plans = crate::db::indexed_plan(text, id)
                     .iter()
                     .map(|p| crate::db::plan_key(id, &p.id))
                     .collect();
             }
             Ok(None) => {}
             Err(why) => scan.findings.push(unreadable(id, &rel, why)),
-        }
+        });
     }
 }
 

@@ -1,0 +1,231 @@
+//! A folder opened once, then listed and read through its handle: what a pass over every
+//! ticket folder (doctor) does tens of thousands of times.
+//!
+//! Against `std::fs::read_dir` and `std::fs::read` with full paths, this saves per folder the
+//! `fstat` that `opendir` makes and the copies of every entry's name and of the folder's path,
+//! and per file the walk of the whole path from the root (`openat` resolves one name). The
+//! listing reads `getdents64` into a buffer kept for the thread.
+
+use std::cell::RefCell;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// One entry of a folder listing. A name that is not UTF-8 is kept lossily (it can then only
+/// be reported, not opened).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub name: String,
+    /// A folder, or a symbolic link to one.
+    pub is_dir: bool,
+}
+
+/// An open folder.
+pub(crate) struct Dir {
+    fd: OwnedFd,
+}
+
+fn c_name(name: &[u8]) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in a name"))
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+const OPEN_DIR: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+const OPEN_FILE: libc::c_int = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY;
+
+impl Dir {
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        let c = c_name(path.as_os_str().as_bytes())?;
+        // SAFETY: `c` is a NUL-terminated string that outlives the call.
+        let fd = cvt(unsafe { libc::open(c.as_ptr(), OPEN_DIR) })?;
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Ok(Dir {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    fn open_at(&self, name: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
+        let c = c_name(name.as_bytes())?;
+        // SAFETY: `self.fd` is an open folder and `c` a NUL-terminated string.
+        let fd = cvt(unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags) })?;
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// The folder `name` inside this one.
+    pub fn open_dir(&self, name: &str) -> io::Result<Dir> {
+        Ok(Dir {
+            fd: self.open_at(name, OPEN_DIR)?,
+        })
+    }
+
+    /// Every entry but `.` and `..`, sorted by name. A symbolic link counts as a folder when
+    /// it leads to one.
+    pub fn list(&self) -> io::Result<Vec<Entry>> {
+        thread_local! {
+            static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0; 32 * 1024]);
+        }
+        let mut out = Vec::new();
+        BUF.with_borrow_mut(|buf| loop {
+            // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_getdents64,
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Ok(());
+            }
+            let mut at = 0;
+            while at < n as usize {
+                // struct linux_dirent64: u64 d_ino, i64 d_off, u16 d_reclen, u8 d_type, name.
+                let rec = &buf[at..];
+                let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
+                let kind = rec[18];
+                let name = &rec[19..reclen];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                at += reclen;
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                let is_dir = match kind {
+                    libc::DT_DIR => true,
+                    libc::DT_LNK => self.stat(name, true).is_ok_and(is_dir),
+                    libc::DT_UNKNOWN => {
+                        let st = self.stat(name, false)?;
+                        if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                            self.stat(name, true).is_ok_and(is_dir)
+                        } else {
+                            is_dir(st)
+                        }
+                    }
+                    _ => false,
+                };
+                out.push(Entry {
+                    name: String::from_utf8_lossy(name).into_owned(),
+                    is_dir,
+                });
+            }
+        })?;
+        out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn stat(&self, name: &[u8], follow: bool) -> io::Result<libc::stat> {
+        let c = c_name(name)?;
+        let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
+        // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `self.fd` is an open folder, `c` a NUL-terminated string, `st` writable.
+        cvt(unsafe { libc::fstatat(self.fd.as_raw_fd(), c.as_ptr(), &mut st, flags) })?;
+        Ok(st)
+    }
+
+    /// Read the file `name` into `buf` (replacing what it held) in as few system calls as the
+    /// file allows: open, one read, close. A read of a regular file on a local file system
+    /// returns less than was asked for only at its end; were a file system to return less in
+    /// the middle, the reader would see a shorter file. Callers only report what they read.
+    pub fn read_into(&self, name: &str, buf: &mut Vec<u8>) -> io::Result<()> {
+        const STEP: usize = 64 * 1024;
+        let fd = self.open_at(name, OPEN_FILE)?;
+        buf.clear();
+        loop {
+            buf.reserve(STEP);
+            let spare = buf.capacity() - buf.len();
+            // SAFETY: the kernel writes at most `spare` bytes after the initialized part, all
+            // inside the allocation; `set_len` below covers exactly what it wrote.
+            let n = unsafe {
+                libc::read(
+                    fd.as_raw_fd(),
+                    buf.as_mut_ptr().add(buf.len()).cast(),
+                    spare,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            // SAFETY: the kernel initialized these `n` bytes.
+            unsafe { buf.set_len(buf.len() + n as usize) };
+            if (n as usize) < spare {
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn is_dir(st: libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFDIR
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_what_read_dir_lists_and_reads_what_fs_read_reads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("b.md"), "bee\n").unwrap();
+        std::fs::write(root.join("a.md"), "").unwrap();
+        std::os::unix::fs::symlink(root.join("sub"), root.join("to-sub")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone"), root.join("dangling")).unwrap();
+        // More names than one getdents64 buffer holds.
+        for i in 0..1500 {
+            std::fs::write(root.join(format!("file-with-a-long-name-{i:05}.txt")), "").unwrap();
+        }
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(root.join("big"), &big).unwrap();
+
+        let dir = Dir::open(root).unwrap();
+        let listed = dir.list().unwrap();
+        let mut want: Vec<Entry> = std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                Entry {
+                    name: e.file_name().to_string_lossy().into_owned(),
+                    is_dir: e.path().is_dir(),
+                }
+            })
+            .collect();
+        want.sort_by(|a, b| a.name.cmp(&b.name));
+        assert_eq!(listed.len(), 1500 + 6);
+        assert_eq!(listed, want);
+        assert!(listed.iter().any(|e| e.name == "to-sub" && e.is_dir));
+        assert!(listed.iter().any(|e| e.name == "dangling" && !e.is_dir));
+
+        let mut buf = b"left over".to_vec();
+        dir.read_into("big", &mut buf).unwrap();
+        assert_eq!(buf, big);
+        dir.read_into("a.md", &mut buf).unwrap();
+        assert!(buf.is_empty());
+        dir.open_dir("sub").unwrap();
+        let e = dir.read_into("missing", &mut buf).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(dir.open_dir("b.md").is_err(), "a file is not a folder");
+    }
+}

@@ -12,16 +12,11 @@ use yoi_store::doctor;
 /// More than two chunks.
 const TICKETS: usize = 1_300;
 
-fn drift_in_every_chunk_is_found(url: Option<String>) {
+fn drift_in_every_chunk_is_found(url: Option<String>, rt: tokio::runtime::Runtime) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     yoi_store::init(root, "main").unwrap();
     yoi_tests::generate::generate(root, TICKETS, 0);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     let mut ws = yoi_tests::open(root);
     ws.config.database.url = url;
     let (index, _) = DbIndex::attach(&mut ws, rt.handle().clone()).unwrap();
@@ -113,12 +108,22 @@ fn successor(id: &str) -> String {
     panic!("{id} has no successor");
 }
 
+/// The runtime the commands and the server use: doctor reads each span's rows on it while
+/// the folders are read.
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn drift_in_every_chunk_is_found_on_sqlite() {
-    drift_in_every_chunk_is_found(None);
+    drift_in_every_chunk_is_found(None, multi_thread());
 }
 
 #[test]
 fn drift_in_every_chunk_is_found_on_postgres() {
-    drift_in_every_chunk_is_found(Some(pg::database()));
+    drift_in_every_chunk_is_found(Some(pg::database()), multi_thread());
 }

@@ -7,21 +7,34 @@ use yoi_engine::store::Outcome;
 
 pub fn json<T: Serialize>(value: &T) {
     // Written as it is serialized: a large report (doctor's, say) is never held as one string.
-    to_stdout(|out| {
-        serde_json::to_writer_pretty(&mut *out, value)?;
-        writeln!(out)
-    });
+    // The writer is the buffer itself, not a `dyn Write`: serde_json writes a pretty report in
+    // pieces of a few bytes, and each was a call through the vtable.
+    let mut out = stdout_buffer();
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out));
+    finish(written, out);
 }
 
-/// Write to standard output through one buffer. A reader that stopped reading (`| head`)
-/// wanted no more, so a closed pipe ends the output quietly; any other failure is fatal.
-pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-    match write(&mut out).and_then(|()| out.flush()) {
+fn stdout_buffer() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock())
+}
+
+/// Flush the output. A reader that stopped reading (`| head`) wanted no more, so a closed pipe
+/// ends the output quietly; any other failure is fatal.
+fn finish(written: std::io::Result<()>, mut out: impl Write) {
+    match written.and_then(|()| out.flush()) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         Err(e) => panic!("writing the output: {e}"),
     }
+}
+
+/// Write to standard output through one buffer (see [`finish`] for a reader that stops).
+pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+    let mut out = stdout_buffer();
+    let written = write(&mut out);
+    finish(written, out);
 }
 
 /// A plain table with a header row; columns padded to their widest cell (in characters).

@@ -15,6 +15,9 @@ use crate::error::StoreError;
 use crate::index::{AppendedThread, IndexHook, IndexRef, OpRecord};
 use crate::workspace::Workspace;
 
+/// The database index with the runtime its blocking calls run on. That runtime must be a
+/// multi-thread one: `Handle::block_on` drives no IO or timers on a current-thread runtime, so
+/// the first query would wait forever.
 #[derive(Debug, Clone)]
 pub struct DbIndex {
     pub db: Db,
@@ -102,6 +105,15 @@ impl DbIndex {
     /// Run any database future to completion (blocking threads only).
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.rt.block_on(f)
+    }
+
+    /// Run a database future on the index's runtime while the caller goes on.
+    pub fn spawn<F>(&self, f: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.rt.spawn(f)
     }
 }
 

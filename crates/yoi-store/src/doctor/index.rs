@@ -89,24 +89,55 @@ fn check_everything(
     let folders = &scan.ticket_dirs;
     let mut out = Vec::new();
     let mut tickets = Vec::with_capacity(folders.len());
-    let mut spans = spans(folders);
-    let mut compare = |span: Span<'_>, part: &[TicketScan]| -> Result<(), StoreError> {
-        // Every row in the chunk's span of ids: rows of a folder without item.md (no ticket)
-        // or of an id with no folder at all are extra.
-        let rows = index.block_on(Rows::of(db, span))?;
-        let on_disk: Vec<&TicketScan> = part.iter().filter(|t| t.exists).collect();
-        index.block_on(rows.compare(db, ws, &on_disk, &mut out))
-    };
     if folders.is_empty() {
-        compare(Span::default(), &[])?;
+        // Every row is extra: compare the one span that covers them all with no folder.
+        let rows = index.block_on(Rows::of(db, Span::default()))?;
+        index.block_on(rows.compare(db, ws, &[], &mut out))?;
     }
     let mut own = Vec::new();
-    super::scan::in_chunks(ws, folders, |part| {
-        let span = spans.next().expect("one span per chunk");
-        compare(span, &part)?;
+    // The rows of each chunk's span are read while the folders are (a span depends on the
+    // folder names alone), on the index's runtime, one span ahead of the chunk compared.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Rows, StoreError>>(1);
+    let ends: Vec<(Option<String>, Option<String>)> = spans(folders)
+        .map(|s| (s.from.map(str::to_string), s.until.map(str::to_string)))
+        .collect();
+    let reader = {
+        let db = db.clone();
+        index.spawn(async move {
+            for (from, until) in &ends {
+                let span = Span {
+                    from: from.as_deref(),
+                    until: until.as_deref(),
+                };
+                let rows = Rows::of(&db, span).await;
+                let failed = rows.is_err();
+                // A closed channel means the pass stopped early.
+                if tx.send(rows).await.is_err() || failed {
+                    return;
+                }
+            }
+        })
+    };
+    let scanned = super::scan::in_chunks(ws, folders, |part| {
+        let rows = index.block_on(rx.recv()).ok_or_else(|| {
+            let why = std::io::Error::other("the index reader stopped");
+            StoreError::io(&ws.tickets_dir(), why)
+        })??;
+        // Every row in the chunk's span of ids: rows of a folder without item.md (no ticket)
+        // or of an id with no folder at all are extra.
+        let on_disk: Vec<&TicketScan> = part.iter().filter(|t| t.exists).collect();
+        index.block_on(rows.compare(db, ws, &on_disk, &mut out))?;
         super::keep(part, &mut tickets, &mut own);
         Ok(())
-    })?;
+    });
+    drop(rx);
+    // The reader ends once its channel is closed; a panic in it is a bug worth reporting.
+    if let Err(e) = index.block_on(reader) {
+        if e.is_panic() {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+    scanned?;
     out.sort_by(|a, b| (&a.ticket, a.check, &a.seen).cmp(&(&b.ticket, b.check, &b.seen)));
     let states: BTreeMap<&str, Option<yoi_core::State>> = tickets
         .iter()

@@ -199,7 +199,8 @@ fn check_all(ws: &Workspace) -> Result<Vec<Finding>, StoreError> {
 }
 
 /// Keep what the cross-ticket checks need of a chunk's scans, and move their findings to
-/// `own`, so the per-ticket lists are gone before the report is sorted.
+/// `own`, so the per-ticket lists are gone before the report is put together. Each ticket's
+/// findings come sorted ([`order`]), and the chunks in folder order.
 fn keep(
     part: Vec<ticket::TicketScan>,
     tickets: &mut Vec<ticket::TicketScan>,
@@ -213,45 +214,75 @@ fn keep(
     }
 }
 
-/// The cross-ticket checks over what the per-ticket checks kept, then every finding sorted by
-/// path, line and check. `own` holds the per-ticket findings; the list has room for `more`
-/// findings after these (a large tree's report is tens of thousands: growing it by doubling
-/// would hold it twice).
+/// The order of a report: by path, line and check, then by every other field shown, so
+/// findings equal in that order are interchangeable.
+pub(crate) fn order(a: &Finding, b: &Finding) -> std::cmp::Ordering {
+    (
+        a.path.as_deref(),
+        a.line,
+        a.check,
+        &a.seen,
+        &a.ticket,
+        &a.expected,
+        &a.fix,
+    )
+        .cmp(&(
+            b.path.as_deref(),
+            b.line,
+            b.check,
+            &b.seen,
+            &b.ticket,
+            &b.expected,
+            &b.fix,
+        ))
+}
+
+/// The cross-ticket checks over what the per-ticket checks kept, then every finding in
+/// [`order`]. `own` holds the per-ticket findings as [`keep`] left them; the list has room for
+/// `more` findings after these (a large tree's report is tens of thousands: growing it by
+/// doubling would hold it twice).
+///
+/// Each ticket's findings lie in its own folder, and the folders come in the order of their
+/// names, which is the order of their paths (`/` sorts before any character of an id), so
+/// `own` is in order already: the few other findings are merged into it in place, instead of
+/// sorting the whole report on one core. Should `own` not be in order after all, or the other
+/// findings be many, the whole report is sorted.
 fn file_findings(
     ws: &Workspace,
     root: Vec<Finding>,
     tickets: &[ticket::TicketScan],
-    mut own: Vec<Finding>,
+    own: Vec<Finding>,
     more: usize,
 ) -> Vec<Finding> {
     let cross = graph::check_workspace(ws, tickets);
     let git = worktrees::check_workspace(ws, tickets);
-    own.reserve_exact(root.len() + cross.len() + git.len() + more);
-    own.extend(root);
-    own.extend(cross);
-    own.extend(git);
-    // Unstable (no buffer of half the report), and total: findings equal in every field shown
-    // are interchangeable.
-    own.sort_unstable_by(|a, b| {
-        (
-            a.path.as_deref(),
-            a.line,
-            a.check,
-            &a.seen,
-            &a.ticket,
-            &a.expected,
-            &a.fix,
-        )
-            .cmp(&(
-                b.path.as_deref(),
-                b.line,
-                b.check,
-                &b.seen,
-                &b.ticket,
-                &b.expected,
-                &b.fix,
-            ))
-    });
+    let mut other: Vec<Finding> = root.into_iter().chain(cross).chain(git).collect();
+    other.sort_unstable_by(order);
+    merged(own, other, more)
+}
+
+/// `own`, expected in [`order`], and `other`, in order, merged in place, with room for `more`.
+fn merged(mut own: Vec<Finding>, other: Vec<Finding>, more: usize) -> Vec<Finding> {
+    /// Beyond this many, merging (which moves the block of other findings once per finding)
+    /// costs more than sorting.
+    const FEW: usize = 64;
+    let in_order = own.is_sorted_by(|a, b| order(a, b).is_le());
+    let m = other.len();
+    own.reserve_exact(m + more);
+    // From the back: the other findings sit after the unplaced part of `own`, which ends at
+    // `end`; each step moves the last of them, with those before it, in front of the part of
+    // `own` that follows it, which is then in place.
+    let mut end = own.len();
+    own.extend(other);
+    if !in_order || m > FEW {
+        own.sort_unstable_by(order);
+        return own;
+    }
+    for j in (0..m).rev() {
+        let at = own[..end].partition_point(|f| order(f, &own[end + j]).is_le());
+        own[at..end + j + 1].rotate_right(j + 1);
+        end = at;
+    }
     own
 }
 
@@ -334,5 +365,107 @@ fn sync_parent(p: &Path) -> Result<(), StoreError> {
     match p.parent() {
         Some(dir) => fsutil::sync_dir(dir).map_err(|e| StoreError::io(dir, e)),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(path: &str, line: usize) -> Finding {
+        Finding::warning("t.check", "seen", "expected").at(path, Some(line))
+    }
+
+    fn places(findings: &[Finding]) -> Vec<(String, usize)> {
+        findings
+            .iter()
+            .map(|f| (f.path.clone().unwrap(), f.line.unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn other_findings_are_merged_in_order() {
+        let own = vec![
+            at("a/1", 1),
+            at("a/1", 5),
+            at("a/2", 1),
+            at("b/1", 2),
+            at("b/1", 3),
+        ];
+        let other = vec![
+            at("0", 1),
+            at("a/1", 2),
+            at("a/1", 5),
+            at("b/0", 9),
+            at("c", 1),
+        ];
+        let all = merged(own, other, 4);
+        assert_eq!(
+            places(&all),
+            [
+                ("0", 1),
+                ("a/1", 1),
+                ("a/1", 2),
+                ("a/1", 5),
+                ("a/1", 5),
+                ("a/2", 1),
+                ("b/0", 9),
+                ("b/1", 2),
+                ("b/1", 3),
+                ("c", 1),
+            ]
+            .map(|(p, l)| (p.to_string(), l))
+        );
+        assert!(
+            all.capacity() >= all.len() + 4,
+            "room for the findings after these"
+        );
+    }
+
+    #[test]
+    fn a_merge_gives_what_a_sort_gives() {
+        // Every split of one sorted list into `own` and `other`, with equal places on both sides.
+        let list: Vec<(&str, usize)> = (0..12).map(|i| (["a", "b", "c"][i % 3], i / 4)).collect();
+        let mut want: Vec<Finding> = list.iter().map(|&(p, l)| at(p, l)).collect();
+        want.sort_unstable_by(order);
+        for mask in 0u32..(1 << list.len()) {
+            let (mut own, mut other) = (Vec::new(), Vec::new());
+            for (i, &(p, l)) in list.iter().enumerate() {
+                if mask & (1 << i) == 0 {
+                    own.push(at(p, l));
+                } else {
+                    other.push(at(p, l));
+                }
+            }
+            own.sort_unstable_by(order);
+            other.sort_unstable_by(order);
+            assert_eq!(
+                places(&merged(own, other, 0)),
+                places(&want),
+                "split {mask:b}"
+            );
+        }
+    }
+
+    #[test]
+    fn own_out_of_order_is_sorted_whole() {
+        let all = merged(
+            vec![at("b", 1), at("a", 1), at("a", 2)],
+            vec![at("a", 3)],
+            0,
+        );
+        assert_eq!(
+            places(&all),
+            [("a", 1), ("a", 2), ("a", 3), ("b", 1)].map(|(p, l)| (p.to_string(), l))
+        );
+    }
+
+    #[test]
+    fn many_other_findings_are_sorted_in() {
+        let own: Vec<Finding> = (0..10).map(|i| at("m", i * 100)).collect();
+        let other: Vec<Finding> = (0..200).map(|i| at("m", i * 7)).collect();
+        let mut want: Vec<Finding> = own.iter().chain(&other).cloned().collect();
+        want.sort_unstable_by(order);
+        assert_eq!(places(&merged(own, other, 0)), places(&want));
     }
 }

@@ -85,7 +85,15 @@ fn unreadable(id: &TicketId, rel: &str, why: String) -> Finding {
     ))
 }
 
+/// Check one ticket folder; its findings come sorted ([`super::order`]), here on the worker
+/// that read it rather than in one sort of the whole report at the end.
 pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
+    let mut scan = scan_ticket(ws, id);
+    scan.findings.sort_unstable_by(super::order);
+    scan
+}
+
+fn scan_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
     let dir = ws.ticket_dir(id);
     let rel_dir = ws.rel(&dir);
     let mut scan = TicketScan {

@@ -10,6 +10,7 @@ use crate::error::CliError;
 use crate::output;
 
 pub fn run(env: &Env, a: &DoctorArgs) -> Result<(), CliError> {
+    return_freed_memory();
     let ws = env.workspace_behind("yoi ticket doctor")?;
     let report = yoi_engine::doctor::run_full(&ws, a.fix)?;
     if a.json {
@@ -17,10 +18,26 @@ pub fn run(env: &Env, a: &DoctorArgs) -> Result<(), CliError> {
     } else {
         print_text(&report);
     }
-    if report.ok {
+    let ok = report.ok;
+    // The process ends next; freeing a large tree's tens of thousands of findings one by one
+    // would only delay that.
+    std::mem::forget(report);
+    if ok {
         Ok(())
     } else {
         Err(CliError::DoctorFailed)
+    }
+}
+
+/// Have the allocator hand memory freed in large blocks back to the system. glibc raises its
+/// trim threshold each time a large block is freed, and then keeps what a pass over a large
+/// tree freed on the way (file texts, each span's rows): about 4 MiB of the peak at 10,000
+/// tickets. A fixed threshold (its starting value) ends that.
+fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
     }
 }
 

@@ -18,8 +18,12 @@ fn main() {
     .expect("YOI_BINARY exists");
     let tickets: usize = args.get(2).map(|s| s.parse().unwrap()).unwrap_or(10_000);
     let relations: usize = args.get(3).map(|s| s.parse().unwrap()).unwrap_or(20_000);
+    // YOI_BENCH_KEEP=1 keeps the workspace afterwards (for profiling) and prints where it is.
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
+    if std::env::var_os("YOI_BENCH_KEEP").is_some() {
+        println!("workspace kept at {}", root.display());
+    }
     let status = Command::new("git")
         .args(["init", "-q", "-b", "main"])
         .current_dir(root)
@@ -84,5 +88,8 @@ fn main() {
             "{label:<26} median {:.3}s  (min {:.3}s, max {:.3}s)",
             times[2], times[0], times[4]
         );
+    }
+    if std::env::var_os("YOI_BENCH_KEEP").is_some() {
+        let _ = dir.keep();
     }
 }

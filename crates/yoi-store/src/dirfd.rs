@@ -98,8 +98,15 @@ impl Dir {
             let mut at = 0;
             while at < n as usize {
                 // struct linux_dirent64: u64 d_ino, i64 d_off, u16 d_reclen, u8 d_type, name.
-                let rec = &buf[at..];
-                let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
+                let rec = &buf[at..n as usize];
+                let reclen = match rec.get(16..18) {
+                    Some(&[lo, hi]) => u16::from_ne_bytes([lo, hi]) as usize,
+                    _ => 0,
+                };
+                if reclen < 20 || reclen > rec.len() {
+                    // The kernel never writes such a record; stop rather than loop or misread.
+                    return Err(io::Error::other("a folder entry of impossible length"));
+                }
                 let kind = rec[18];
                 let name = &rec[19..reclen];
                 let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];

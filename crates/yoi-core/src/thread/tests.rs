@@ -373,26 +373,29 @@ fn scan_by_line_vector(text: &str) -> (Vec<(usize, Vec<&str>)>, Vec<ThreadIssue>
     (events, issues)
 }
 
+/// What [`scan`] finds, in the shape of [`scan_by_line_vector`]'s answer.
+fn scan_by_cursor(text: &str) -> (Vec<(usize, Vec<&str>)>, Vec<ThreadIssue>) {
+    let found = scan(text, parse_header_ref);
+    let events = found
+        .events
+        .iter()
+        .map(|(_, line, body)| {
+            let lines = found.text[body.clone()]
+                .split_inclusive('\n')
+                .map(|l| l.strip_suffix('\n').unwrap_or(l))
+                .collect();
+            (*line, lines)
+        })
+        .collect();
+    (events, found.issues)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
 
     #[test]
     fn the_cursor_scanner_finds_what_a_scan_of_every_line_finds(text in arb_thread_text()) {
-        let found = scan(&text, parse_header_ref);
-        let events: Vec<(usize, Vec<&str>)> = found
-            .events
-            .iter()
-            .map(|(_, line, body)| {
-                let lines = found.text[body.clone()]
-                    .split_inclusive('\n')
-                    .map(|l| l.strip_suffix('\n').unwrap_or(l))
-                    .collect();
-                (*line, lines)
-            })
-            .collect();
-        let (want_events, want_issues) = scan_by_line_vector(&text);
-        prop_assert_eq!(events, want_events);
-        prop_assert_eq!(found.issues, want_issues);
+        prop_assert_eq!(scan_by_cursor(&text), scan_by_line_vector(&text));
     }
 }
 
@@ -413,23 +416,7 @@ fn the_cursor_scanner_agrees_on_edge_texts() {
         "\u{a0}<!-- event: comment author: a at: b -->\n\u{2003}---\n",
         "stray\n<!-- event: comment author: a at: b -->\n-x\n<y\n---\n  \n",
     ] {
-        let found = scan(text, parse_header_ref);
-        let events: Vec<(usize, Vec<&str>)> = found
-            .events
-            .iter()
-            .map(|(_, line, body)| {
-                let lines = found.text[body.clone()]
-                    .split_inclusive('\n')
-                    .map(|l| l.strip_suffix('\n').unwrap_or(l))
-                    .collect();
-                (*line, lines)
-            })
-            .collect();
-        assert_eq!(
-            (events, found.issues),
-            scan_by_line_vector(text),
-            "{text:?}"
-        );
+        assert_eq!(scan_by_cursor(text), scan_by_line_vector(text), "{text:?}");
     }
 }
 

@@ -780,32 +780,41 @@ fn event(kind: EventKind, attrs: Vec<(String, String)>, body: &str) -> Event {
 /// Parse a whole thread file. Never fails: problems are reported in `issues`.
 pub fn parse_thread(text: &str) -> ParsedThread {
     let scan = scan(text, parse_header);
-    let mut out = ParsedThread {
-        events: Vec::with_capacity(scan.events.len()),
-        lines: Vec::with_capacity(scan.events.len()),
-        issues: scan.issues,
-    };
-    for ((kind, attrs), line, body) in scan.events {
-        out.events.push(event(kind, attrs, &scan.text[body]));
-        out.lines.push(line);
+    let (events, lines, issues) = scan.build(|(kind, attrs), body| event(kind, attrs, body));
+    ParsedThread {
+        events,
+        lines,
+        issues,
     }
-    out
 }
 
 /// The events' headers, lines and issues of a thread file, as [`parse_thread`] finds them,
 /// without building their bodies.
 pub fn parse_thread_headers(text: &str) -> ParsedHeaders<'_> {
     let scan = scan(text, parse_header_ref);
-    let mut out = ParsedHeaders {
-        events: Vec::with_capacity(scan.events.len()),
-        lines: Vec::with_capacity(scan.events.len()),
-        issues: scan.issues,
-    };
-    for ((kind, attrs), line, _) in scan.events {
-        out.events.push(HeaderRef { kind, attrs });
-        out.lines.push(line);
+    let (events, lines, issues) = scan.build(|(kind, attrs), _| HeaderRef { kind, attrs });
+    ParsedHeaders {
+        events,
+        lines,
+        issues,
     }
-    out
+}
+
+impl<'a, H> Scan<'a, H> {
+    /// Each event made from its header and body text, the 1-based line of each header, and
+    /// the issues.
+    fn build<E>(
+        self,
+        mut make: impl FnMut(H, &'a str) -> E,
+    ) -> (Vec<E>, Vec<usize>, Vec<ThreadIssue>) {
+        let mut events = Vec::with_capacity(self.events.len());
+        let mut lines = Vec::with_capacity(self.events.len());
+        for (header, line, body) in self.events {
+            events.push(make(header, &self.text[body]));
+            lines.push(line);
+        }
+        (events, lines, self.issues)
+    }
 }
 
 /// True when the next non-blank line from `lines` on is an event header or the end.

@@ -168,12 +168,7 @@ impl Db {
                 span.condition("id")
             ),
         };
-        let row = span
-            .bind(sqlx::query(&sql))
-            .fetch_one(self.pool())
-            .await
-            .map_err(db_err)?;
-        let Some(json) = row.try_get::<Option<String>, _>(0).map_err(db_err)? else {
+        let Some(json) = self.span_text(&sql, span).await? else {
             return Ok(Vec::new());
         };
         let rows: Vec<(String, String, String, String)> =
@@ -224,12 +219,17 @@ impl Db {
                 span.condition("ticket_id")
             ),
         };
+        Ok(SpanKeys(self.span_text(&sql, span).await?))
+    }
+
+    /// The one text a span's aggregate query returns (`None` when the span has no rows).
+    async fn span_text(&self, sql: &str, span: Span<'_>) -> Result<Option<String>, StoreError> {
         let row = span
-            .bind(sqlx::query(&sql))
+            .bind(sqlx::query(sql))
             .fetch_one(self.pool())
             .await
             .map_err(db_err)?;
-        Ok(SpanKeys(row.try_get(0).map_err(db_err)?))
+        row.try_get(0).map_err(db_err)
     }
 
     /// Every indexed thread event as `(ticket, event key)`, by ticket and position.

@@ -26,20 +26,13 @@ pub(super) struct RootScan {
     pub ticket_dirs: Vec<TicketId>,
 }
 
-pub(super) use crate::dirfd::Entry;
-
-/// List a folder, sorted by name (names that are not UTF-8 are reported as such, lossily).
-pub(super) fn list(dir: &Path) -> std::io::Result<Vec<Entry>> {
-    crate::dirfd::Dir::open(dir)?.list()
-}
-
 pub(super) fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.contains(TEMP_MARKER)
 }
 
 pub(super) fn scan_root(ws: &Workspace) -> Result<RootScan, StoreError> {
     let root = ws.tickets_dir();
-    let entries = match list(&root) {
+    let entries = match crate::dirfd::Dir::open(&root).and_then(|d| d.list()) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(RootScan {

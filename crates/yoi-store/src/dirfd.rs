@@ -152,33 +152,70 @@ impl Dir {
     /// returns less than was asked for only at its end; were a file system to return less in
     /// the middle, the reader would see a shorter file. Callers only report what they read.
     pub fn read_into(&self, name: &str, buf: &mut Vec<u8>) -> io::Result<()> {
-        const STEP: usize = 64 * 1024;
         let fd = self.open_at(name, OPEN_FILE)?;
-        buf.clear();
-        loop {
-            buf.reserve(STEP);
-            let spare = buf.capacity() - buf.len();
-            // SAFETY: the kernel writes at most `spare` bytes after the initialized part, all
-            // inside the allocation; `set_len` below covers exactly what it wrote.
-            let n = unsafe {
-                libc::read(
-                    fd.as_raw_fd(),
-                    buf.as_mut_ptr().add(buf.len()).cast(),
-                    spare,
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
+        read_fd(&fd, buf, 0)
+    }
+
+    /// As [`Dir::read_into`], with the size and modification time the open file had just
+    /// before it was read (one `fstat` on the handle, not a second walk of the path). The read
+    /// goes on until it has at least that many bytes, so a short read cannot cut a file the
+    /// index then fingerprints; bytes appended meanwhile make the size disagree with the text,
+    /// which the next check sees as a change.
+    pub fn read_stat_into(&self, name: &str, buf: &mut Vec<u8>) -> io::Result<FileMeta> {
+        let fd = self.open_at(name, OPEN_FILE)?;
+        // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is open and `st` writable.
+        cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+        let size = st.st_size.max(0) as u64;
+        read_fd(&fd, buf, size as usize)?;
+        // As `std::fs::Metadata::modified` measured from the epoch; a time before it is 0.
+        let mtime_ns = if st.st_mtime >= 0 {
+            st.st_mtime * 1_000_000_000 + st.st_mtime_nsec
+        } else {
+            0
+        };
+        Ok(FileMeta { size, mtime_ns })
+    }
+}
+
+/// What [`Dir::read_stat_into`] saw of a file besides its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileMeta {
+    pub size: u64,
+    /// Nanoseconds since the epoch, as `crate::fsutil::mtime_ns` gives them.
+    pub mtime_ns: i64,
+}
+
+/// Read `fd` to its end into `buf` (replacing what it held). A read that returns less than was
+/// asked for is taken as the end once at least `at_least` bytes are in.
+fn read_fd(fd: &OwnedFd, buf: &mut Vec<u8>, at_least: usize) -> io::Result<()> {
+    const STEP: usize = 64 * 1024;
+    buf.clear();
+    buf.reserve(at_least + 1);
+    loop {
+        buf.reserve(STEP);
+        let spare = buf.capacity() - buf.len();
+        // SAFETY: the kernel writes at most `spare` bytes after the initialized part, all
+        // inside the allocation; `set_len` below covers exactly what it wrote.
+        let n = unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr().add(buf.len()).cast(),
+                spare,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
             }
-            // SAFETY: the kernel initialized these `n` bytes.
-            unsafe { buf.set_len(buf.len() + n as usize) };
-            if (n as usize) < spare {
-                return Ok(());
-            }
+            return Err(e);
+        }
+        // SAFETY: the kernel initialized these `n` bytes.
+        unsafe { buf.set_len(buf.len() + n as usize) };
+        if n == 0 || ((n as usize) < spare && buf.len() >= at_least) {
+            return Ok(());
         }
     }
 }
@@ -230,6 +267,21 @@ mod tests {
         assert_eq!(buf, big);
         dir.read_into("a.md", &mut buf).unwrap();
         assert!(buf.is_empty());
+        // With the size and time `std::fs::metadata` reports, through a symbolic link too.
+        std::os::unix::fs::symlink(root.join("big"), root.join("to-big")).unwrap();
+        for name in ["big", "b.md", "to-big"] {
+            let meta = dir.read_stat_into(name, &mut buf).unwrap();
+            let want = std::fs::metadata(root.join(name)).unwrap();
+            assert_eq!(buf, std::fs::read(root.join(name)).unwrap());
+            assert_eq!(meta.size, want.len());
+            assert_eq!(meta.mtime_ns, crate::fsutil::mtime_ns(&want));
+        }
+        let e = dir.read_stat_into("sub", &mut buf).unwrap_err();
+        assert_eq!(
+            e.raw_os_error(),
+            Some(libc::EISDIR),
+            "a folder is not read as a file"
+        );
         dir.open_dir("sub").unwrap();
         let e = dir.read_into("missing", &mut buf).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);

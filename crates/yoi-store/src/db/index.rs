@@ -6,6 +6,7 @@
 //! one get `legacy:<ticket>:<position>`); every event gains exactly one outbox row, so
 //! consumers see everything the files record, even events written while no index was attached.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
@@ -20,6 +21,7 @@ use yoi_core::thread::{parse_thread, Event, EventKind};
 use yoi_core::{sha256_hex, State, TicketId};
 
 use super::{db_err, Db};
+use crate::dirfd::Dir;
 use crate::error::StoreError;
 use crate::fsutil::mtime_ns;
 use crate::index::{AppendedThread, OpRecord};
@@ -74,22 +76,13 @@ pub struct IndexStats {
     pub outbox_added: usize,
 }
 
-fn stat(ws: &Workspace, id: &TicketId, name: &'static str) -> Option<(FileStat, Vec<u8>)> {
-    let path = ws.path_of(id, name);
-    let bytes = fs::read(&path).ok()?;
-    let meta = fs::metadata(&path).ok()?;
-    Some((
-        FileStat {
-            name,
-            size: meta.len() as i64,
-            mtime_ns: mtime_ns(&meta),
-            hash: Some(sha256_hex(&bytes)),
-        },
-        bytes,
-    ))
-}
-
+/// Read one ticket's files through its folder, opened once: each file is opened by name
+/// relative to it, measured with `fstat` on the open handle and read into a buffer kept for the
+/// thread (a rebuild reads tens of thousands of folders).
 pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
+    thread_local! {
+        static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
     let mut snap = Snapshot {
         id: id.clone(),
         item: None,
@@ -99,35 +92,49 @@ pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
         files: Vec::new(),
         thread_clean: false,
     };
-    for name in FILES {
-        let Some((st, bytes)) = stat(ws, id, name) else {
-            continue;
-        };
-        snap.files.push(st);
-        let Ok(text) = String::from_utf8(bytes) else {
-            continue;
-        };
-        match name {
-            ITEM => snap.item = Item::parse(&text).ok(),
-            THREAD => {
-                let parsed = parse_thread(&text);
-                snap.thread_clean = parsed.issues.is_empty();
-                snap.events = parsed
-                    .events
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, e)| (event_key(id, i, &e), e))
-                    .collect()
+    let Ok(dir) = Dir::open(&ws.ticket_dir(id)) else {
+        return snap;
+    };
+    BYTES.with_borrow_mut(|buf| {
+        for name in FILES {
+            let Ok(meta) = dir.read_stat_into(name, buf) else {
+                continue;
+            };
+            snap.files.push(FileStat {
+                name,
+                size: meta.size as i64,
+                mtime_ns: meta.mtime_ns,
+                hash: Some(sha256_hex(buf)),
+            });
+            let Ok(text) = std::str::from_utf8(buf) else {
+                continue;
+            };
+            match name {
+                ITEM => snap.item = Item::parse(text).ok(),
+                THREAD => {
+                    let parsed = parse_thread(text);
+                    snap.thread_clean = parsed.issues.is_empty();
+                    snap.events = parsed
+                        .events
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, e)| (event_key(id, i, &e), e))
+                        .collect()
+                }
+                RELATIONS => {
+                    snap.relations = RelationsFile::parse(text, id)
+                        .map(|f| f.relations)
+                        .unwrap_or_default()
+                }
+                PLAN => snap.plan = indexed_plan(text, id),
+                _ => {}
             }
-            RELATIONS => {
-                snap.relations = RelationsFile::parse(&text, id)
-                    .map(|f| f.relations)
-                    .unwrap_or_default()
-            }
-            PLAN => snap.plan = indexed_plan(&text, id),
-            _ => {}
         }
-    }
+        // One very large file is not held for the rest of the pass.
+        if buf.capacity() > 4 << 20 {
+            *buf = Vec::new();
+        }
+    });
     // The index's `updated_at` is the ticket's last change, thread included.
     if let Some(item) = &mut snap.item {
         item.updated_at = item.last_changed(snap.events.iter().map(|(_, e)| e));

@@ -40,7 +40,9 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 const OPEN_DIR: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
-const OPEN_FILE: libc::c_int = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY;
+/// `O_NONBLOCK`: opening a named pipe where a file should be returns at once instead of
+/// waiting for a writer (it does nothing to a regular file).
+const OPEN_FILE: libc::c_int = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK;
 
 impl Dir {
     pub fn open(path: &Path) -> io::Result<Dir> {
@@ -156,8 +158,8 @@ impl Dir {
         read_fd(&fd, buf, 0)
     }
 
-    /// As [`Dir::read_into`], with the size and modification time the open file had just
-    /// before it was read (one `fstat` on the handle, not a second walk of the path). The read
+    /// As [`Dir::read_into`] for a regular file only (anything else is an error), with the
+    /// size and modification time the open file had just before it was read (one `fstat` on the handle, not a second walk of the path). The read
     /// goes on until it has at least that many bytes, so a short read cannot cut a file the
     /// index then fingerprints; bytes appended meanwhile make the size disagree with the text,
     /// which the next check sees as a change.
@@ -167,6 +169,14 @@ impl Dir {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: `fd` is open and `st` writable.
         cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            let e = if is_dir(st) {
+                io::Error::from_raw_os_error(libc::EISDIR)
+            } else {
+                io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")
+            };
+            return Err(e);
+        }
         let size = st.st_size.max(0) as u64;
         read_fd(&fd, buf, size as usize)?;
         // As `std::fs::Metadata::modified` measured from the epoch; a time before it is 0.
@@ -282,6 +292,12 @@ mod tests {
             Some(libc::EISDIR),
             "a folder is not read as a file"
         );
+        // A named pipe with no writer neither blocks the open nor reads as a file.
+        let fifo = c_name(root.join("pipe").as_os_str().as_bytes()).unwrap();
+        // SAFETY: `fifo` is a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let e = dir.read_stat_into("pipe", &mut buf).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
         dir.open_dir("sub").unwrap();
         let e = dir.read_into("missing", &mut buf).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);

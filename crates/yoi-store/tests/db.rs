@@ -1482,8 +1482,27 @@ fn the_bulk_rebuild_writes_the_rows_the_per_ticket_writer_wrote(b: Backend) {
         before.len()
     );
 
+    // Folders named like tickets that are not tickets: no item.md (a thread alone), item.md a
+    // folder, item.md a named pipe (which must not block the reader). None gives a row.
+    let stray = |id: &str| {
+        let dir = fx.ws.tickets_dir().join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    };
+    std::fs::write(stray("01ARZ3NDEKTSV4RRFFQ69G5FAV").join("thread.md"), "").unwrap();
+    std::fs::create_dir(stray("01ARZ3NDEKTSV4RRFFQ69G5FAW").join("item.md")).unwrap();
+    let fifo = stray("01ARZ3NDEKTSV4RRFFQ69G5FAX").join("item.md");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+
     let stats = fx.index.reindex(&fx.ws, ReindexMode::Full).unwrap();
-    assert_eq!((stats.reindexed, stats.outbox_added), (30, 0));
+    assert_eq!(
+        (stats.scanned, stats.reindexed, stats.outbox_added),
+        (30, 30, 0)
+    );
     let after = fx.index_rows();
     let changed: Vec<(&String, &String)> =
         before.iter().zip(&after).filter(|(x, y)| x != y).collect();

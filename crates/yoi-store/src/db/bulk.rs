@@ -3,7 +3,7 @@
 //! group commit changed). The rows are exactly those the
 //! per-ticket writer (`index::write_snapshot`) makes; tests compare the two.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
@@ -18,32 +18,48 @@ use crate::index::{AppendedThread, OpRecord};
 use crate::tickets::THREAD;
 use yoi_core::thread::Event;
 
-/// One bound value.
-pub(super) enum Val {
-    Text(Option<String>),
+/// One bound value: borrowed from the snapshot it describes where it can be, so a rebuild does
+/// not copy every title, body and key before the database copies it once more.
+pub(super) enum Val<'a> {
+    Text(Option<Cow<'a, str>>),
     Int(i64),
 }
 
-impl From<String> for Val {
-    fn from(s: String) -> Val {
-        Val::Text(Some(s))
+impl From<String> for Val<'_> {
+    fn from(s: String) -> Self {
+        Val::Text(Some(Cow::Owned(s)))
     }
 }
 
-impl From<&str> for Val {
-    fn from(s: &str) -> Val {
-        Val::Text(Some(s.to_string()))
+impl<'a> From<&'a str> for Val<'a> {
+    fn from(s: &'a str) -> Self {
+        Val::Text(Some(Cow::Borrowed(s)))
     }
 }
 
-impl From<Option<String>> for Val {
-    fn from(s: Option<String>) -> Val {
-        Val::Text(s)
+impl From<Option<String>> for Val<'_> {
+    fn from(s: Option<String>) -> Self {
+        Val::Text(s.map(Cow::Owned))
     }
 }
 
-impl From<i64> for Val {
-    fn from(n: i64) -> Val {
+impl<'a> From<Option<&'a str>> for Val<'a> {
+    fn from(s: Option<&'a str>) -> Self {
+        Val::Text(s.map(Cow::Borrowed))
+    }
+}
+
+impl Val<'_> {
+    fn into_owned(self) -> Val<'static> {
+        match self {
+            Val::Text(t) => Val::Text(t.map(|t| Cow::Owned(t.into_owned()))),
+            Val::Int(n) => Val::Int(n),
+        }
+    }
+}
+
+impl From<i64> for Val<'_> {
+    fn from(n: i64) -> Self {
         Val::Int(n)
     }
 }
@@ -53,7 +69,8 @@ impl From<i64> for Val {
 /// binding `$N` costs grow with the square of the count (8,000 per statement spent two thirds of
 /// a rebuild there, 240 still 13%). On SQLite the statements use anonymous `?` instead, which
 /// have no names to walk, so they can be larger; fewer statements means fewer round trips to
-/// the connection's worker thread.
+/// the connection's worker thread. (Handing SQLite one JSON array per statement to unpack with
+/// `json_each` was slower still: `value->>N` parses the row again for every column.)
 const MAX_PARAMS_PG: usize = 240;
 const MAX_PARAMS_SQLITE: usize = 960;
 
@@ -64,7 +81,7 @@ pub(super) async fn insert_rows(
     head: &str,
     tail: &str,
     cols: usize,
-    rows: Vec<Vec<Val>>,
+    rows: Vec<Vec<Val<'_>>>,
 ) -> Result<(), StoreError> {
     // Anonymous parameters bind in order, which is the order the values are pushed.
     let anonymous = conn.backend_name() == "SQLite";
@@ -99,11 +116,12 @@ pub(super) async fn insert_rows(
             sql.push(')');
         }
         sql.push_str(tail);
+        // Bound by reference: the batch outlives the statement.
         let mut q = sqlx::query(&sql);
-        for v in batch.into_iter().flatten() {
+        for v in batch.iter().flatten() {
             q = match v {
-                Val::Text(t) => q.bind(t),
-                Val::Int(i) => q.bind(i),
+                Val::Text(t) => q.bind(t.as_deref()),
+                Val::Int(i) => q.bind(*i),
             };
         }
         q.execute(&mut *conn).await.map_err(db_err)?;
@@ -373,6 +391,119 @@ pub(super) async fn record_ops(
     .await
 }
 
+/// Every row some tickets' files give the index tables, made before the write transaction
+/// (a rebuild makes them on the threads that read the files, so its writer only binds them).
+#[derive(Default)]
+pub(super) struct Rows<'a> {
+    tickets: Vec<Vec<Val<'a>>>,
+    relations: Vec<Vec<Val<'a>>>,
+    plans: Vec<Vec<Val<'a>>>,
+    events: Vec<Vec<Val<'a>>>,
+    files: Vec<Vec<Val<'a>>>,
+    /// An outbox row for every plan record and event, in file order; the writer adds those the
+    /// outbox does not hold yet.
+    outbox: Vec<OutboxRow>,
+    /// Tickets neither queued nor in progress: their open assignments are cancelled.
+    settled: Vec<String>,
+}
+
+impl<'a> Rows<'a> {
+    pub(super) fn of<S: Borrow<Snapshot>>(snaps: &'a [S]) -> Rows<'a> {
+        let mut rows = Rows::default();
+        for s in snaps {
+            rows.add(s.borrow());
+        }
+        rows
+    }
+
+    fn add(&mut self, s: &'a Snapshot) {
+        let id = s.id.as_str();
+        if let Some(item) = &s.item {
+            if !matches!(item.state, State::Inprogress | State::Queued) {
+                self.settled.push(id.to_string());
+            }
+            let body = item.body_text();
+            let search = format!("{}\n{}", item.title, body).to_lowercase();
+            self.tickets.push(vec![
+                id.into(),
+                item.title.as_str().into(),
+                item.state.as_str().into(),
+                item.created_at.to_string().into(),
+                item.updated_at.to_string().into(),
+                item.effective_target_ref().into(),
+                item.flow.as_deref().into(),
+                item.readiness.as_deref().into(),
+                item.priority.as_deref().into(),
+                item.queued_by.as_deref().into(),
+                item.queued_at.map(|t| t.to_string()).into(),
+                body.into(),
+                search.into(),
+            ]);
+        }
+        for r in &s.relations {
+            self.relations.push(vec![
+                id.into(),
+                r.kind.as_str().into(),
+                r.target.as_str().into(),
+                r.note.as_deref().into(),
+                r.author.as_str().into(),
+                r.at.to_string().into(),
+            ]);
+        }
+        for p in &s.plan {
+            self.plans.push(vec![
+                id.into(),
+                p.id.as_str().into(),
+                p.kind.as_str().into(),
+                p.related_ticket.as_ref().map(|t| t.to_string()).into(),
+                p.at.to_string().into(),
+                serde_json::to_string(p).unwrap_or_default().into(),
+            ]);
+            let payload = json!({ "ticket": id, "record": p.id, "kind": p.kind.as_str(), "related": p.related_ticket });
+            self.outbox.push((
+                plan_key(&s.id, &p.id),
+                id.to_string(),
+                "plan_record_added",
+                payload.to_string(),
+            ));
+        }
+        for (position, (key, e)) in s.events.iter().enumerate() {
+            self.events.push(event_row(id, position, key, e));
+            self.outbox.push(outbox_row(id, key, e));
+        }
+        self.files.extend(s.files.iter().map(|f| file_row(id, f)));
+    }
+
+    /// These rows holding their own copies of every value, to cross threads.
+    pub(super) fn into_owned(self) -> Rows<'static> {
+        fn owned(rows: Vec<Vec<Val<'_>>>) -> Vec<Vec<Val<'static>>> {
+            rows.into_iter()
+                .map(|row| row.into_iter().map(Val::into_owned).collect())
+                .collect()
+        }
+        Rows {
+            tickets: owned(self.tickets),
+            relations: owned(self.relations),
+            plans: owned(self.plans),
+            events: owned(self.events),
+            files: owned(self.files),
+            outbox: self.outbox,
+            settled: self.settled,
+        }
+    }
+
+    /// `other`'s rows after these.
+    pub(super) fn append(&mut self, mut other: Rows<'a>) {
+        self.tickets.append(&mut other.tickets);
+        self.relations.append(&mut other.relations);
+        self.plans.append(&mut other.plans);
+        self.events.append(&mut other.events);
+        self.files.append(&mut other.files);
+        self.outbox.append(&mut other.outbox);
+        self.settled.append(&mut other.settled);
+    }
+}
+
 /// Write every row of `snaps` into the emptied index tables (inside the caller's write
 /// transaction), cancel open assignments of tickets no longer queued or in progress, and add
 /// the outbox rows `known` lacks (adding them to it). Returns the outbox rows added.
@@ -382,71 +513,26 @@ pub(super) async fn write_snapshots<S: Borrow<Snapshot>>(
     known: &mut HashSet<String>,
     now_ms: i64,
 ) -> Result<usize, StoreError> {
-    let mut tickets = Vec::new();
-    let mut relations = Vec::new();
-    let mut plans = Vec::new();
-    let mut events = Vec::new();
-    let mut files = Vec::new();
-    let mut outbox: Vec<OutboxRow> = Vec::new();
-    let mut settled = Vec::new();
-    for s in snaps {
-        let s = s.borrow();
-        let id = s.id.as_str();
-        if let Some(item) = &s.item {
-            if !matches!(item.state, State::Inprogress | State::Queued) {
-                settled.push(id.to_string());
-            }
-            let body = item.body_text().to_string();
-            let search = format!("{}\n{}", item.title, body).to_lowercase();
-            tickets.push(vec![
-                id.into(),
-                item.title.clone().into(),
-                item.state.as_str().into(),
-                item.created_at.to_string().into(),
-                item.updated_at.to_string().into(),
-                item.effective_target_ref().into(),
-                item.flow.clone().into(),
-                item.readiness.clone().into(),
-                item.priority.clone().into(),
-                item.queued_by.clone().into(),
-                item.queued_at.map(|t| t.to_string()).into(),
-                body.into(),
-                search.into(),
-            ]);
-        }
-        for r in &s.relations {
-            relations.push(vec![
-                id.into(),
-                r.kind.as_str().into(),
-                r.target.as_str().into(),
-                r.note.clone().into(),
-                r.author.clone().into(),
-                r.at.to_string().into(),
-            ]);
-        }
-        for p in &s.plan {
-            plans.push(vec![
-                id.into(),
-                p.id.clone().into(),
-                p.kind.as_str().into(),
-                p.related_ticket.as_ref().map(|t| t.to_string()).into(),
-                p.at.to_string().into(),
-                serde_json::to_string(p).unwrap_or_default().into(),
-            ]);
-            let key = plan_key(&s.id, &p.id);
-            if known.insert(key.clone()) {
-                let payload = json!({ "ticket": id, "record": p.id, "kind": p.kind.as_str(), "related": p.related_ticket });
-                outbox.push((key, id.to_string(), "plan_record_added", payload));
-            }
-        }
-        for (position, (key, e)) in s.events.iter().enumerate() {
-            events.push(event_row(id, position, key, e));
-            if known.insert(key.clone()) {
-                outbox.push(outbox_row(id, key, e));
-            }
-        }
-        files.extend(s.files.iter().map(|f| file_row(id, f)));
-    }
+    write_rows(conn, Rows::of(snaps), known, now_ms).await
+}
+
+/// [`write_snapshots`] of rows made beforehand.
+pub(super) async fn write_rows(
+    conn: &mut AnyConnection,
+    rows: Rows<'_>,
+    known: &mut HashSet<String>,
+    now_ms: i64,
+) -> Result<usize, StoreError> {
+    let Rows {
+        tickets,
+        relations,
+        plans,
+        events,
+        files,
+        mut outbox,
+        settled,
+    } = rows;
+    outbox.retain(|(key, ..)| known.insert(key.clone()));
     for chunk in settled.chunks(500) {
         let sql = format!(
             "UPDATE assignments SET status = 'cancelled', updated_ms = $1 \
@@ -455,7 +541,7 @@ pub(super) async fn write_snapshots<S: Borrow<Snapshot>>(
         );
         let mut q = sqlx::query(&sql).bind(now_ms);
         for id in chunk {
-            q = q.bind(id.clone());
+            q = q.bind(id.as_str());
         }
         q.execute(&mut *conn).await.map_err(db_err)?;
     }
@@ -489,9 +575,9 @@ pub(super) async fn write_snapshots<S: Borrow<Snapshot>>(
 }
 
 /// An outbox row to add: the event's key, its ticket, the outbox kind and the payload.
-type OutboxRow = (String, String, &'static str, serde_json::Value);
+type OutboxRow = (String, String, &'static str, String);
 
-fn event_row(id: &str, position: usize, key: &str, e: &Event) -> Vec<Val> {
+fn event_row<'a>(id: &'a str, position: usize, key: &'a str, e: &'a Event) -> Vec<Val<'a>> {
     let attrs: serde_json::Map<String, serde_json::Value> =
         e.attrs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
     vec![
@@ -499,11 +585,11 @@ fn event_row(id: &str, position: usize, key: &str, e: &Event) -> Vec<Val> {
         id.into(),
         (position as i64).into(),
         e.kind.as_str().into(),
-        e.author().map(str::to_string).into(),
-        e.get("at").map(str::to_string).into(),
+        e.author().into(),
+        e.get("at").into(),
         serde_json::Value::Object(attrs).to_string().into(),
-        e.heading.clone().into(),
-        e.body.clone().into(),
+        e.heading.as_deref().into(),
+        e.body.as_str().into(),
     ]
 }
 
@@ -512,21 +598,24 @@ fn outbox_row(id: &str, key: &str, e: &Event) -> OutboxRow {
         key.to_string(),
         id.to_string(),
         outbox_kind(e),
-        outbox_payload(id, key, e),
+        outbox_payload(id, key, e).to_string(),
     )
 }
 
-fn file_row(id: &str, f: &FileStat) -> Vec<Val> {
+fn file_row<'a>(id: &'a str, f: &'a FileStat) -> Vec<Val<'a>> {
     vec![
         id.into(),
         f.name.into(),
         f.size.into(),
         f.mtime_ns.into(),
-        f.hash.clone().unwrap_or_default().into(),
+        f.hash.as_deref().unwrap_or_default().into(),
     ]
 }
 
-async fn insert_events(conn: &mut AnyConnection, rows: Vec<Vec<Val>>) -> Result<(), StoreError> {
+async fn insert_events(
+    conn: &mut AnyConnection,
+    rows: Vec<Vec<Val<'_>>>,
+) -> Result<(), StoreError> {
     insert_rows(
         conn,
         "INSERT INTO events (id, ticket_id, position, kind, author, at, attrs, heading, body)",
@@ -537,7 +626,7 @@ async fn insert_events(conn: &mut AnyConnection, rows: Vec<Vec<Val>>) -> Result<
     .await
 }
 
-async fn insert_files(conn: &mut AnyConnection, rows: Vec<Vec<Val>>) -> Result<(), StoreError> {
+async fn insert_files(conn: &mut AnyConnection, rows: Vec<Vec<Val<'_>>>) -> Result<(), StoreError> {
     insert_rows(
         conn,
         "INSERT INTO ticket_files (ticket_id, name, size, mtime_ns, hash)",
@@ -572,7 +661,7 @@ async fn add_outbox(
                     key.into(),
                     ticket.into(),
                     kind.into(),
-                    payload.to_string().into(),
+                    payload.into(),
                     now_ms.into(),
                 ]
             })

@@ -80,6 +80,12 @@ pub struct IndexStats {
 /// relative to it, measured with `fstat` on the open handle and read into a buffer kept for the
 /// thread (a rebuild reads tens of thousands of folders).
 pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
+    read_snapshot(ws, id, false).expect("every folder is read when not only tickets are")
+}
+
+/// [`snapshot`]; with `only_ticket`, `None` for a folder that is not a ticket (no item.md that
+/// is a file), as [`Workspace::ticket_ids`] tells them apart.
+fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) -> Option<Snapshot> {
     thread_local! {
         static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     }
@@ -93,11 +99,14 @@ pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
         thread_clean: false,
     };
     let Ok(dir) = Dir::open(&ws.ticket_dir(id)) else {
-        return snap;
+        return (!only_ticket).then_some(snap);
     };
-    BYTES.with_borrow_mut(|buf| {
+    let ticket = BYTES.with_borrow_mut(|buf| {
         for name in FILES {
             let Ok(meta) = dir.read_stat_into(name, buf) else {
+                if name == ITEM && only_ticket {
+                    return false;
+                }
                 continue;
             };
             snap.files.push(FileStat {
@@ -134,12 +143,16 @@ pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
         if buf.capacity() > 4 << 20 {
             *buf = Vec::new();
         }
+        true
     });
+    if !ticket {
+        return None;
+    }
     // The index's `updated_at` is the ticket's last change, thread included.
     if let Some(item) = &mut snap.item {
         item.updated_at = item.last_changed(snap.events.iter().map(|(_, e)| e));
     }
-    snap
+    Some(snap)
 }
 
 /// The plan records the index holds for a plan file: all of them, or none while a line is bad
@@ -314,6 +327,15 @@ impl Db {
         mode: ReindexMode,
         now_ms: i64,
     ) -> Result<IndexStats, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        // An index that knows no file at all (a first build, or one whose fingerprints were
+        // lost) is rebuilt whole: every row is derived from the files anyway, so looking at
+        // every file first to compare with nothing would only cost a stat per file.
+        let mode = if mode == ReindexMode::Incremental && !knows_any_file(&mut conn).await? {
+            ReindexMode::Full
+        } else {
+            mode
+        };
         // The files are looked at (on every core) while the index's record of them is read: a
         // folder is a ticket when its item.md is a file, so that is one stat, not two.
         let looking = (mode == ReindexMode::Incremental).then(|| {
@@ -328,9 +350,6 @@ impl Db {
                     .collect())
             })
         });
-        let mut conn = self.pool().acquire().await.map_err(db_err)?;
-        // An index that knows no file at all (a first build, or one whose fingerprints were
-        // lost) is rebuilt whole: every row is derived from the files anyway.
         let known = match mode {
             ReindexMode::Incremental => load_file_stats(&mut conn).await?,
             ReindexMode::Full => BTreeMap::new(),
@@ -342,7 +361,8 @@ impl Db {
                     reason: "a thread looking at the ticket files panicked".into(),
                 })
             }
-            None => (ws.ticket_ids()?, Vec::new()),
+            // Told from other folders by the readers (see `read_snapshot`).
+            None => (ws.ticket_folders()?, Vec::new()),
         };
         let mut stats = IndexStats {
             scanned: ids.len(),
@@ -412,24 +432,37 @@ impl Db {
         if mode == ReindexMode::Full {
             let mut conn = self.pool().acquire().await.map_err(db_err)?;
             let mut known = super::bulk::outbox_ids(&mut conn).await?;
-            // Read the next chunk on other threads while this one is written.
+            // Read the next chunk, and make its rows, on other threads while this one is
+            // written: the writer only binds values.
             let read = |chunk: Vec<TicketId>| {
                 let ws = ws.clone();
                 std::thread::spawn(move || {
-                    crate::tickets::parallel_map(&chunk, |id| Ok(snapshot(&ws, id)))
+                    let rows = crate::tickets::parallel_map(&chunk, |id| {
+                        Ok(read_snapshot(&ws, id, true)
+                            .map(|s| super::bulk::Rows::of(std::slice::from_ref(&s)).into_owned()))
+                    })?;
+                    let mut all = super::bulk::Rows::default();
+                    let mut tickets = 0;
+                    for r in rows.into_iter().flatten() {
+                        all.append(r);
+                        tickets += 1;
+                    }
+                    Ok::<_, StoreError>((tickets, all))
                 })
             };
+            stats.scanned = 0;
             let mut chunks = changed.chunks(BULK_BATCH).map(<[TicketId]>::to_vec);
             let mut next = chunks.next().map(read);
             while let Some(reading) = next.take() {
-                let snaps: Vec<Snapshot> = reading.join().map_err(|_| StoreError::Database {
+                let (tickets, rows) = reading.join().map_err(|_| StoreError::Database {
                     reason: "a reader thread of the rebuild panicked".into(),
                 })??;
                 next = chunks.next().map(read);
                 self.begin_write(&mut conn).await?;
-                let r = super::bulk::write_snapshots(&mut conn, &snaps, &mut known, now_ms).await;
+                let r = super::bulk::write_rows(&mut conn, rows, &mut known, now_ms).await;
                 stats.outbox_added += self.end_write(&mut conn, r).await?;
-                stats.reindexed += snaps.len();
+                stats.scanned += tickets;
+                stats.reindexed += tickets;
             }
             return Ok(stats);
         }
@@ -451,6 +484,15 @@ impl Db {
         }
         Ok(stats)
     }
+}
+
+/// Whether the index holds a fingerprint of any file.
+async fn knows_any_file(conn: &mut AnyConnection) -> Result<bool, StoreError> {
+    Ok(sqlx::query("SELECT 1 FROM ticket_files LIMIT 1")
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_err)?
+        .is_some())
 }
 
 async fn load_file_stats(

@@ -5,6 +5,7 @@
 
 use std::borrow::{Borrow, Cow};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde_json::json;
 use sqlx::AnyConnection;
@@ -19,9 +20,13 @@ use crate::tickets::THREAD;
 use yoi_core::thread::Event;
 
 /// One bound value: borrowed from the snapshot it describes where it can be, so a rebuild does
-/// not copy every title, body and key before the database copies it once more.
+/// not copy every title, body and key before the database copies it once more. Fixed words
+/// (states, kinds, file names) and a ticket's id, which every row of the ticket repeats, are
+/// never copied, even by [`Rows::into_owned`].
 pub(super) enum Val<'a> {
     Text(Option<Cow<'a, str>>),
+    Static(&'static str),
+    Shared(Arc<str>),
     Int(i64),
 }
 
@@ -53,6 +58,8 @@ impl Val<'_> {
     fn into_owned(self) -> Val<'static> {
         match self {
             Val::Text(t) => Val::Text(t.map(|t| Cow::Owned(t.into_owned()))),
+            Val::Static(t) => Val::Static(t),
+            Val::Shared(t) => Val::Shared(t),
             Val::Int(n) => Val::Int(n),
         }
     }
@@ -121,6 +128,8 @@ pub(super) async fn insert_rows(
         for v in batch.iter().flatten() {
             q = match v {
                 Val::Text(t) => q.bind(t.as_deref()),
+                Val::Static(t) => q.bind(*t),
+                Val::Shared(t) => q.bind(&**t),
                 Val::Int(i) => q.bind(*i),
             };
         }
@@ -269,11 +278,11 @@ pub(super) async fn append_snapshots<'s>(
             continue;
         };
         for (position, (key, e)) in s.events.iter().enumerate().skip(k) {
-            events.push(event_row(id, position, key, e));
+            events.push(event_row(id.into(), position, key, e));
             outbox.push(outbox_row(id, key, e));
         }
         touched.push((id, item.updated_at.to_string()));
-        threads.push(file_row(id, thread));
+        threads.push(file_row(id.into(), thread));
     }
     if touched.is_empty() {
         return Ok((0, rest));
@@ -418,6 +427,8 @@ impl<'a> Rows<'a> {
 
     fn add(&mut self, s: &'a Snapshot) {
         let id = s.id.as_str();
+        let shared: Arc<str> = Arc::from(id);
+        let idv = || Val::Shared(shared.clone());
         if let Some(item) = &s.item {
             if !matches!(item.state, State::Inprogress | State::Queued) {
                 self.settled.push(id.to_string());
@@ -425,9 +436,9 @@ impl<'a> Rows<'a> {
             let body = item.body_text();
             let search = format!("{}\n{}", item.title, body).to_lowercase();
             self.tickets.push(vec![
-                id.into(),
+                idv(),
                 item.title.as_str().into(),
-                item.state.as_str().into(),
+                Val::Static(item.state.as_str()),
                 item.created_at.to_string().into(),
                 item.updated_at.to_string().into(),
                 item.effective_target_ref().into(),
@@ -442,8 +453,8 @@ impl<'a> Rows<'a> {
         }
         for r in &s.relations {
             self.relations.push(vec![
-                id.into(),
-                r.kind.as_str().into(),
+                idv(),
+                Val::Static(r.kind.as_str()),
                 r.target.as_str().into(),
                 r.note.as_deref().into(),
                 r.author.as_str().into(),
@@ -452,9 +463,9 @@ impl<'a> Rows<'a> {
         }
         for p in &s.plan {
             self.plans.push(vec![
-                id.into(),
+                idv(),
                 p.id.as_str().into(),
-                p.kind.as_str().into(),
+                Val::Static(p.kind.as_str()),
                 p.related_ticket.as_ref().map(|t| t.to_string()).into(),
                 p.at.to_string().into(),
                 serde_json::to_string(p).unwrap_or_default().into(),
@@ -468,10 +479,11 @@ impl<'a> Rows<'a> {
             ));
         }
         for (position, (key, e)) in s.events.iter().enumerate() {
-            self.events.push(event_row(id, position, key, e));
+            self.events.push(event_row(idv(), position, key, e));
             self.outbox.push(outbox_row(id, key, e));
         }
-        self.files.extend(s.files.iter().map(|f| file_row(id, f)));
+        self.files
+            .extend(s.files.iter().map(|f| file_row(idv(), f)));
     }
 
     /// These rows holding their own copies of every value, to cross threads.
@@ -577,12 +589,12 @@ pub(super) async fn write_rows(
 /// An outbox row to add: the event's key, its ticket, the outbox kind and the payload.
 type OutboxRow = (String, String, &'static str, String);
 
-fn event_row<'a>(id: &'a str, position: usize, key: &'a str, e: &'a Event) -> Vec<Val<'a>> {
+fn event_row<'a>(id: Val<'a>, position: usize, key: &'a str, e: &'a Event) -> Vec<Val<'a>> {
     let attrs: serde_json::Map<String, serde_json::Value> =
         e.attrs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
     vec![
         key.into(),
-        id.into(),
+        id,
         (position as i64).into(),
         e.kind.as_str().into(),
         e.author().into(),
@@ -602,10 +614,10 @@ fn outbox_row(id: &str, key: &str, e: &Event) -> OutboxRow {
     )
 }
 
-fn file_row<'a>(id: &'a str, f: &'a FileStat) -> Vec<Val<'a>> {
+fn file_row<'a>(id: Val<'a>, f: &'a FileStat) -> Vec<Val<'a>> {
     vec![
-        id.into(),
-        f.name.into(),
+        id,
+        Val::Static(f.name),
         f.size.into(),
         f.mtime_ns.into(),
         f.hash.as_deref().unwrap_or_default().into(),

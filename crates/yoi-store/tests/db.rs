@@ -1549,3 +1549,43 @@ fn the_bulk_rebuild_writes_the_rows_the_per_ticket_writer_wrote(b: Backend) {
         "the same rows again, outbox aside"
     );
 }
+
+/// A rebuild on PostgreSQL empties the index tables with TRUNCATE, which needs more than the
+/// DELETE privilege. A role that may read and write rows of tables another role made still
+/// rebuilds: the rebuild falls back to DELETE behind a savepoint.
+#[test]
+fn a_rebuild_without_the_truncate_privilege_deletes_instead() {
+    let fx = Fx::new(Backend::Postgres);
+    let a = fx.create("First", &[]);
+    fx.create("Second", &[&a]);
+    let before = fx.index_rows();
+    let role = format!(
+        "rows_only_{}",
+        fx.url.rsplit('/').next().unwrap_or_default()
+    );
+    fx.sql(&[
+        format!("CREATE ROLE {role} LOGIN"),
+        // Enough for yoi to open the database (sqlx's migration check creates its table if
+        // it is missing), not to own the tables.
+        format!("GRANT USAGE, CREATE ON SCHEMA public TO {role}"),
+        format!("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"),
+    ]);
+    let url = fx
+        .url
+        .replacen("postgres://yoi@", &format!("postgres://{role}@"), 1);
+    assert_ne!(url, fx.url, "the test's URL names its user");
+    let refused = fx.index.block_on(async {
+        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+        let r = sqlx::query("TRUNCATE tickets").execute(&pool).await;
+        pool.close().await;
+        r
+    });
+    assert!(refused.is_err(), "the role cannot truncate");
+
+    let mut ws = Workspace::open(fx.ws.root()).unwrap();
+    ws.config.database.url = Some(url);
+    let (_index, stats) =
+        DbIndex::attach_with(&mut ws, fx.rt.handle().clone(), ReindexMode::Full).unwrap();
+    assert_eq!((stats.scanned, stats.reindexed), (2, 2));
+    assert_eq!(fx.index_rows(), before);
+}

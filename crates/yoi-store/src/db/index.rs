@@ -386,16 +386,34 @@ impl Db {
                 ];
                 // PostgreSQL's DELETE leaves every old row behind as a dead tuple until a
                 // vacuum, so each rebuild would make the next one (and every read) slower;
-                // TRUNCATE gives the tables back empty, inside the same transaction. SQLite
-                // truncates a DELETE without WHERE by itself.
-                let statements: Vec<String> = if self.dialect() == super::Dialect::Postgres {
-                    vec![format!("TRUNCATE {}", tables.join(", "))]
-                } else {
-                    tables.iter().map(|t| format!("DELETE FROM {t}")).collect()
-                };
+                // TRUNCATE gives the tables back empty, inside the same transaction. It needs
+                // more than DELETE's privilege, so a role without it still deletes (behind a
+                // savepoint: a failed statement would end the transaction). SQLite truncates a
+                // DELETE without WHERE by itself.
+                let postgres = self.dialect() == super::Dialect::Postgres;
                 let r = async {
-                    for sql in &statements {
-                        sqlx::query(sql).execute(&mut *conn).await.map_err(db_err)?;
+                    let mut truncated = false;
+                    if postgres {
+                        let all = format!("TRUNCATE {}", tables.join(", "));
+                        sqlx::query("SAVEPOINT yoi_truncate")
+                            .execute(&mut *conn)
+                            .await
+                            .map_err(db_err)?;
+                        truncated = sqlx::query(&all).execute(&mut *conn).await.is_ok();
+                        let end = if truncated {
+                            "RELEASE SAVEPOINT yoi_truncate"
+                        } else {
+                            "ROLLBACK TO SAVEPOINT yoi_truncate"
+                        };
+                        sqlx::query(end).execute(&mut *conn).await.map_err(db_err)?;
+                    }
+                    if !truncated {
+                        for t in tables {
+                            sqlx::query(&format!("DELETE FROM {t}"))
+                                .execute(&mut *conn)
+                                .await
+                                .map_err(db_err)?;
+                        }
                     }
                     Ok(())
                 }

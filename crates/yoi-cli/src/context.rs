@@ -97,7 +97,7 @@ impl Env {
         DbIndex::attach_behind(
             &mut ws,
             runtime().handle().clone(),
-            yoi_engine::store::db::Footprint::Command,
+            yoi_engine::store::db::Footprint::Scan,
         )?;
         Ok(ws)
     }

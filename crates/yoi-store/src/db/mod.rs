@@ -117,6 +117,10 @@ pub enum Footprint {
     Server,
     /// A command that reads what it needs once and exits: SQLite's small defaults.
     Command,
+    /// A command that reads whole tables once, in key order (doctor): no page is wanted twice,
+    /// so each connection keeps 256 KiB of pages instead of 2 MiB (4 MiB less at the peak of
+    /// doctor's two connections on a 10,000-ticket tree, for no measurable time).
+    Scan,
 }
 
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
@@ -190,6 +194,11 @@ impl Db {
                             Footprint::Command => [
                                 "PRAGMA mmap_size = 0",
                                 "PRAGMA cache_size = -2000",
+                                "PRAGMA wal_autocheckpoint = 1000",
+                            ],
+                            Footprint::Scan => [
+                                "PRAGMA mmap_size = 0",
+                                "PRAGMA cache_size = -256",
                                 "PRAGMA wal_autocheckpoint = 1000",
                             ],
                         };

@@ -1,5 +1,5 @@
 //! A folder opened once, then listed and read through its handle: what a pass over every
-//! ticket folder (doctor) does tens of thousands of times.
+//! ticket folder (doctor, a full reindex) does tens of thousands of times.
 //!
 //! Against `std::fs::read_dir` and `std::fs::read` with full paths, this saves per folder the
 //! `fstat` that `opendir` makes and the copies of every entry's name and of the folder's path,
@@ -159,10 +159,10 @@ impl Dir {
     }
 
     /// As [`Dir::read_into`] for a regular file only (anything else is an error), with the
-    /// size and modification time the open file had just before it was read (one `fstat` on the handle, not a second walk of the path). The read
-    /// goes on until it has at least that many bytes, so a short read cannot cut a file the
-    /// index then fingerprints; bytes appended meanwhile make the size disagree with the text,
-    /// which the next check sees as a change.
+    /// size and modification time the open file had just before it was read: one `fstat` on the
+    /// handle, not a second walk of the path. The read goes on until it has at least that many
+    /// bytes, so a short read cannot cut a file the index then fingerprints; bytes appended
+    /// meanwhile make the size disagree with the text, which the next check sees as a change.
     pub fn read_stat_into(&self, name: &str, buf: &mut Vec<u8>) -> io::Result<FileMeta> {
         let fd = self.open_at(name, OPEN_FILE)?;
         // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.

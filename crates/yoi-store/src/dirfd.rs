@@ -189,6 +189,22 @@ impl Dir {
     }
 }
 
+/// Run `f` with this thread's file buffer, for [`Dir::read_into`] and [`Dir::read_stat_into`]:
+/// a pass over every ticket then allocates for its largest file, not for each. One very large
+/// file is not held for the rest of the pass.
+pub(crate) fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    thread_local! {
+        static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+    BUF.with_borrow_mut(|buf| {
+        let out = f(buf);
+        if buf.capacity() > 4 << 20 {
+            *buf = Vec::new();
+        }
+        out
+    })
+}
+
 /// What [`Dir::read_stat_into`] saw of a file besides its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileMeta {

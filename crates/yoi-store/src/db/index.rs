@@ -6,7 +6,6 @@
 //! one get `legacy:<ticket>:<position>`); every event gains exactly one outbox row, so
 //! consumers see everything the files record, even events written while no index was attached.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
@@ -77,8 +76,8 @@ pub struct IndexStats {
 }
 
 /// Read one ticket's files through its folder, opened once: each file is opened by name
-/// relative to it, measured with `fstat` on the open handle and read into a buffer kept for the
-/// thread (a rebuild reads tens of thousands of folders).
+/// relative to it, measured with `fstat` on the open handle and read into the thread's buffer
+/// ([`crate::dirfd::with_buffer`]; a rebuild reads tens of thousands of folders).
 pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
     read_snapshot(ws, id, false).expect("every folder is read when not only tickets are")
 }
@@ -86,9 +85,6 @@ pub(super) fn snapshot(ws: &Workspace, id: &TicketId) -> Snapshot {
 /// [`snapshot`]; with `only_ticket`, `None` for a folder that is not a ticket (no item.md that
 /// is a file), as [`Workspace::ticket_ids`] tells them apart.
 fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) -> Option<Snapshot> {
-    thread_local! {
-        static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    }
     let mut snap = Snapshot {
         id: id.clone(),
         item: None,
@@ -101,7 +97,7 @@ fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) -> Option<Sna
     let Ok(dir) = Dir::open(&ws.ticket_dir(id)) else {
         return (!only_ticket).then_some(snap);
     };
-    let ticket = BYTES.with_borrow_mut(|buf| {
+    let ticket = crate::dirfd::with_buffer(|buf| {
         for name in FILES {
             let Ok(meta) = dir.read_stat_into(name, buf) else {
                 if name == ITEM && only_ticket {
@@ -138,10 +134,6 @@ fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) -> Option<Sna
                 PLAN => snap.plan = indexed_plan(text, id),
                 _ => {}
             }
-        }
-        // One very large file is not held for the rest of the pass.
-        if buf.capacity() > 4 << 20 {
-            *buf = Vec::new();
         }
         true
     });

@@ -2,8 +2,6 @@
 //! artifacts, each read once. Runs in parallel across tickets; the cross-ticket checks (targets,
 //! cycles, blockers) use what this returns.
 
-use std::cell::RefCell;
-
 use yoi_core::finding::{Finding, SafeFix, Severity};
 use yoi_core::id::IdForm;
 use yoi_core::plan::{PlanKind, PlanRecord};
@@ -48,14 +46,10 @@ pub(super) struct IndexFacts {
     pub plans: Vec<String>,
 }
 
-/// Read the file `name` of `dir` into this thread's buffer and hand its text to `f`:
-/// `Ok(None)` when it is missing, `Err` with a reason when unreadable. The buffer is kept for
-/// the next file, so a pass over every ticket allocates for its largest file, not for each.
+/// Read the file `name` of `dir` into this thread's buffer ([`crate::dirfd::with_buffer`])
+/// and hand its text to `f`: `Ok(None)` when it is missing, `Err` with a reason when unreadable.
 fn with_text<R>(dir: &Dir, name: &str, f: impl FnOnce(Result<Option<&str>, String>) -> R) -> R {
-    thread_local! {
-        static TEXT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    }
-    TEXT.with_borrow_mut(|buf| {
+    crate::dirfd::with_buffer(|buf| {
         let text = match dir.read_into(name, buf) {
             Ok(()) => std::str::from_utf8(buf)
                 .map(Some)
@@ -63,12 +57,7 @@ fn with_text<R>(dir: &Dir, name: &str, f: impl FnOnce(Result<Option<&str>, Strin
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("it cannot be read: {e}")),
         };
-        let out = f(text);
-        // One very large file is not held for the rest of the pass.
-        if buf.capacity() > 4 << 20 {
-            *buf = Vec::new();
-        }
-        out
+        f(text)
     })
 }
 

@@ -356,15 +356,20 @@ impl Db {
             // Told from other folders by the readers (see `read_snapshot`).
             None => (ws.ticket_folders()?, Vec::new()),
         };
-        let mut stats = IndexStats {
-            scanned: ids.len(),
-            ..IndexStats::default()
-        };
         let on_disk: BTreeSet<&TicketId> = ids.iter().collect();
         let mode = if known.is_empty() {
             ReindexMode::Full
         } else {
             mode
+        };
+        // A full rebuild counts the tickets as it reads them (its `ids` may be every folder).
+        let mut stats = IndexStats {
+            scanned: if mode == ReindexMode::Full {
+                0
+            } else {
+                ids.len()
+            },
+            ..IndexStats::default()
         };
         let (changed, gone): (Vec<TicketId>, Vec<String>) = match mode {
             ReindexMode::Full => {
@@ -467,7 +472,6 @@ impl Db {
                     Ok::<_, StoreError>((tickets, all))
                 })
             };
-            stats.scanned = 0;
             let mut chunks = changed.chunks(BULK_BATCH).map(<[TicketId]>::to_vec);
             let mut next = chunks.next().map(read);
             while let Some(reading) = next.take() {

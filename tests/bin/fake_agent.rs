@@ -75,6 +75,9 @@ fn main() {
                             "user.name=fake agent",
                             "-c",
                             "user.email=agent@fake.invalid",
+                            // No detached maintenance process left behind.
+                            "-c",
+                            "maintenance.auto=false",
                         ])
                         .args(args)
                         .status()

@@ -454,6 +454,7 @@ fn accept_like_the_orchestrator(repo: &Repo, id: &str, slug: &str) -> String {
     let git = |args: &[&str]| {
         let out = std::process::Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(["-c", "maintenance.auto=false"])
             .args(args)
             .current_dir(repo.path())
             .output()

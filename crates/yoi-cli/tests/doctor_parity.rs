@@ -10,6 +10,7 @@ use common::Repo;
 
 fn git(repo: &Repo, args: &[&str]) {
     let status = Command::new("git")
+        .args(["-c", "maintenance.auto=false"])
         .args(args)
         .current_dir(repo.path())
         .status()

@@ -619,6 +619,7 @@ fn agent_env(
         env.retain(|(ek, _)| ek != k);
         env.push((k.clone(), v.clone()));
     }
+    git_maintenance_in_foreground(&mut env);
     let a = &work.assignment;
     for (k, v) in [
         ("YOI_SERVER", settings.server.clone()),
@@ -636,6 +637,36 @@ fn agent_env(
         env.push((k.to_string(), v));
     }
     env
+}
+
+/// Since git 2.47, a commit ends by starting `git maintenance run --auto --detach`, which
+/// leaves the agent's process group (it calls `setsid`) and so would outlive the kill ladder,
+/// working on the repository's objects after the run ended. Maintenance still runs, but in the
+/// foreground, inside the group. Settings given through `GIT_CONFIG_COUNT` are kept: these two
+/// are appended after them.
+fn git_maintenance_in_foreground(env: &mut Vec<(String, String)>) {
+    let count = env
+        .iter()
+        .position(|(k, _)| k == "GIT_CONFIG_COUNT")
+        .map(|at| env.remove(at).1);
+    let mut n = match count.as_deref().map(str::parse::<usize>) {
+        None => 0,
+        Some(Ok(n)) => n,
+        // git refuses a malformed count itself; leave it for git to report.
+        Some(Err(_)) => {
+            env.push(("GIT_CONFIG_COUNT".into(), count.unwrap_or_default()));
+            return;
+        }
+    };
+    for key in ["maintenance.autoDetach", "gc.autoDetach"] {
+        env.retain(|(k, _)| {
+            k != &format!("GIT_CONFIG_KEY_{n}") && k != &format!("GIT_CONFIG_VALUE_{n}")
+        });
+        env.push((format!("GIT_CONFIG_KEY_{n}"), key.into()));
+        env.push((format!("GIT_CONFIG_VALUE_{n}"), "false".into()));
+        n += 1;
+    }
+    env.push(("GIT_CONFIG_COUNT".into(), n.to_string()));
 }
 
 /// This attempt's step in the flow frozen with the packet, if the packet has one.
@@ -740,4 +771,63 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
     }
     out.push_str("```\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::git_maintenance_in_foreground;
+
+    fn get<'a>(env: &'a [(String, String)], key: &str) -> Option<&'a str> {
+        env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn an_agent_runs_git_maintenance_in_its_own_process_group() {
+        let mut env = vec![("PATH".to_string(), "/bin".to_string())];
+        git_maintenance_in_foreground(&mut env);
+        assert_eq!(get(&env, "GIT_CONFIG_COUNT"), Some("2"));
+        assert_eq!(
+            get(&env, "GIT_CONFIG_KEY_0"),
+            Some("maintenance.autoDetach")
+        );
+        assert_eq!(get(&env, "GIT_CONFIG_VALUE_0"), Some("false"));
+        assert_eq!(get(&env, "GIT_CONFIG_KEY_1"), Some("gc.autoDetach"));
+        assert_eq!(get(&env, "GIT_CONFIG_VALUE_1"), Some("false"));
+        assert_eq!(get(&env, "PATH"), Some("/bin"));
+    }
+
+    #[test]
+    fn settings_the_agent_already_gives_git_are_kept() {
+        let mut env: Vec<(String, String)> = [
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "user.name"),
+            ("GIT_CONFIG_VALUE_0", "agent"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        git_maintenance_in_foreground(&mut env);
+        assert_eq!(get(&env, "GIT_CONFIG_COUNT"), Some("3"));
+        assert_eq!(get(&env, "GIT_CONFIG_KEY_0"), Some("user.name"));
+        assert_eq!(get(&env, "GIT_CONFIG_VALUE_0"), Some("agent"));
+        assert_eq!(
+            get(&env, "GIT_CONFIG_KEY_1"),
+            Some("maintenance.autoDetach")
+        );
+        assert_eq!(get(&env, "GIT_CONFIG_KEY_2"), Some("gc.autoDetach"));
+        assert_eq!(
+            env.iter().filter(|(k, _)| k == "GIT_CONFIG_COUNT").count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_malformed_count_is_left_for_git_to_report() {
+        let mut env = vec![("GIT_CONFIG_COUNT".to_string(), "two".to_string())];
+        git_maintenance_in_foreground(&mut env);
+        assert_eq!(
+            env,
+            vec![("GIT_CONFIG_COUNT".to_string(), "two".to_string())]
+        );
+    }
 }

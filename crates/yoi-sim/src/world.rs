@@ -271,6 +271,11 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
             "user.email=sim@yoi.invalid",
             "-c",
             "commit.gpgsign=false",
+            // No detached `git maintenance run --auto` after a commit: it holds
+            // `objects/maintenance.lock` for a moment after git returns, and the base
+            // repository is copied right after its commit.
+            "-c",
+            "maintenance.auto=false",
         ])
         .args(args)
         .current_dir(dir)

@@ -5,9 +5,13 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 /// Run git in `dir` with a fixed identity and no system or user configuration, whatever it
-/// exits with.
+/// exits with. Automatic maintenance is off: since git 2.47 a commit leaves a detached
+/// `git maintenance run --auto` behind, which holds `objects/maintenance.lock` for a moment
+/// after git returns, so a test that copies or counts the repository's files could see one
+/// vanish, and the process outlives the test.
 pub fn git_output(dir: &Path, args: &[&str]) -> Output {
     Command::new("git")
+        .args(["-c", "maintenance.auto=false"])
         .args(args)
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")

@@ -7,7 +7,10 @@
 //! Then, alternating, RUNS times each (default 5): `cat` of every file under `.yoi/tickets`
 //! (one `xargs cat`, the cost of reading the bytes) and `yoi ticket doctor --json` with its
 //! output to /dev/null (files, relations, plans, worktrees, and the index and outbox against
-//! the files). Prints medians, the spread, the ratio and the doctor's peak RSS (GNU time).
+//! the files) three ways: as a user runs it again (unchanged folders from doctor's cache), with
+//! `--no-cache` (every file read and parsed, the cache untouched), and with the cache removed
+//! first (every file read, and the whole cache written). Prints medians, the spread, the ratios
+//! to `cat` and each doctor's peak RSS (GNU time).
 
 use std::process::Command;
 use std::time::Instant;
@@ -54,6 +57,8 @@ fn main() {
 
     let cat = "find .yoi/tickets -type f -print0 | xargs -0 cat";
     let doctor = format!("'{}' ticket doctor --json", yoi.display());
+    let no_cache = format!("'{}' ticket doctor --json --no-cache", yoi.display());
+    let rebuilt = format!("rm -f .yoi/local/doctor-cache && {doctor}");
     // The doctor must pass: the tree holds warnings (older format) and no error.
     let report = Command::new(&yoi)
         .args(["ticket", "doctor", "--json"])
@@ -72,28 +77,35 @@ fn main() {
         String::from_utf8_lossy(&report.stdout[..4000.min(report.stdout.len())])
     );
     timed(root, cat, 0);
-    let (mut cats, mut ours, mut peak) = (Vec::new(), Vec::new(), 0);
+    let kinds = [
+        ("yoi ticket doctor --json (again)", &doctor),
+        ("yoi ticket doctor --json --no-cache", &no_cache),
+        ("yoi ticket doctor --json, cache removed first", &rebuilt),
+    ];
+    let mut cats = Vec::new();
+    let mut ours = vec![(Vec::new(), 0); kinds.len()];
     for _ in 0..runs {
         cats.push(timed(root, cat, 0).0);
-        let (s, kib) = timed(root, &doctor, 0);
-        ours.push(s);
-        peak = peak.max(kib);
+        for ((_, script), (times, peak)) in kinds.iter().zip(&mut ours) {
+            let (s, kib) = timed(root, script, 0);
+            times.push(s);
+            *peak = kib.max(*peak);
+        }
     }
     let (c, clo, chi) = median(cats);
-    let (d, dlo, dhi) = median(ours);
     println!("{runs} runs each, alternating, warm page cache");
     println!(
         "  cat every ticket file: median {:.3} s (min {:.3}, max {:.3})",
         c, clo, chi
     );
-    println!(
-        "  yoi ticket doctor --json: median {:.3} s (min {:.3}, max {:.3}), peak RSS {:.1} MiB",
-        d,
-        dlo,
-        dhi,
-        peak as f64 / 1024.0
-    );
-    println!("  ratio: {:.2}", d / c);
+    for ((name, _), (times, peak)) in kinds.iter().zip(ours) {
+        let (d, dlo, dhi) = median(times);
+        println!(
+            "  {name}: median {d:.3} s (min {dlo:.3}, max {dhi:.3}), ratio {:.2}, peak RSS {:.1} MiB",
+            d / c,
+            peak as f64 / 1024.0
+        );
+    }
     if std::env::var_os("YOI_BENCH_KEEP").is_some() {
         let _ = dir.keep();
     }

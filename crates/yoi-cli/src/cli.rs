@@ -514,4 +514,8 @@ pub struct DoctorArgs {
     /// Apply the repairs that cannot lose information.
     #[arg(long)]
     pub fix: bool,
+    /// Read every ticket file, without doctor's cache of unchanged folders (neither read nor
+    /// written).
+    #[arg(long)]
+    pub no_cache: bool,
 }

@@ -423,6 +423,50 @@ fn doctor_is_clean_on_a_fresh_workspace_and_fails_on_a_broken_one() {
 }
 
 #[test]
+fn doctor_keeps_its_cache_only_when_asked_and_sees_an_edit_made_after_it() {
+    let repo = Repo::init();
+    let id = repo.create("Cached", "");
+    let cache = repo.path().join(".yoi/local/doctor-cache");
+    // Older than a tick of the file system's clock, so the pass may keep the ticket.
+    std::thread::sleep(std::time::Duration::from_millis(40));
+    let out = repo.yoi(&["ticket", "doctor", "--json", "--no-cache"]).ok();
+    assert!(
+        !cache.exists(),
+        "--no-cache neither reads nor writes the cache"
+    );
+    let first = out.stdout;
+    let out = repo.yoi(&["ticket", "doctor", "--json"]).ok();
+    assert_eq!(out.stdout, first);
+    assert!(cache.is_file());
+    let out = repo.yoi(&["ticket", "doctor", "--json"]).ok();
+    assert_eq!(
+        out.stdout, first,
+        "read back from the cache, the same report"
+    );
+    // An edit right after: the same size, so only the file's times tell.
+    let item = repo.ticket_dir(&id).join("item.md");
+    let text = std::fs::read_to_string(&item).unwrap();
+    assert!(text.contains("state: planning"), "{text}");
+    std::fs::write(
+        &item,
+        text.replacen("state: planning", "state: planxing", 1),
+    )
+    .unwrap();
+    let out = repo.yoi(&["ticket", "doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false, "{}", out.stdout);
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["check"] == "item.state" && f["ticket"] == id.as_str()),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
 fn dash_c_targets_another_folder_and_suffixes_resolve() {
     let repo = Repo::init();
     let id = repo.create("Elsewhere", "");

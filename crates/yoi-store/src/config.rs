@@ -22,6 +22,7 @@ pub struct Config {
     pub router: RouterSection,
     pub pods: PodsSection,
     pub flow: FlowSection,
+    pub doctor: DoctorSection,
     /// Agent profiles by name (`[agents.NAME]`); they replace the built-in profile of the same
     /// name (docs/pods.md).
     pub agents: std::collections::BTreeMap<String, yoi_core::agent::AgentProfile>,
@@ -111,6 +112,21 @@ impl Default for RouterSection {
             max_inprogress: 4,
             retry_backoff_ms: 2000,
         }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DoctorSection {
+    /// Keep what each ticket folder held in `.yoi/local/doctor-cache`, so the next pass reads
+    /// only the folders that changed (as git's index does for `git status`). `yoi ticket
+    /// doctor --no-cache` reads everything once.
+    pub cache: bool,
+}
+
+impl Default for DoctorSection {
+    fn default() -> Self {
+        DoctorSection { cache: true }
     }
 }
 

@@ -149,20 +149,13 @@ impl Dir {
         Ok(st)
     }
 
-    /// Read the file `name` into `buf` (replacing what it held) in as few system calls as the
-    /// file allows: open, one read, close. A read of a regular file on a local file system
-    /// returns less than was asked for only at its end; were a file system to return less in
-    /// the middle, the reader would see a shorter file. Callers only report what they read.
-    pub fn read_into(&self, name: &str, buf: &mut Vec<u8>) -> io::Result<()> {
-        let fd = self.open_at(name, OPEN_FILE)?;
-        read_fd(&fd, buf, 0)
-    }
-
-    /// As [`Dir::read_into`] for a regular file only (anything else is an error), with the
-    /// size and modification time the open file had just before it was read: one `fstat` on the
-    /// handle, not a second walk of the path. The read goes on until it has at least that many
-    /// bytes, so a short read cannot cut a file the index then fingerprints; bytes appended
-    /// meanwhile make the size disagree with the text, which the next check sees as a change.
+    /// Read the regular file `name` into `buf` (replacing what it held) in as few system calls
+    /// as the file allows — open, `fstat`, one read, close — and return what the open file was
+    /// just before it was read (anything but a regular file is an error). The `fstat` is on the
+    /// handle, not a second walk of the path. The read goes on until it has at least the size
+    /// `fstat` gave, so a short read cannot cut a file the index then fingerprints; bytes
+    /// appended meanwhile make the size disagree with the text, which the next check sees as
+    /// a change.
     pub fn read_stat_into(&self, name: &str, buf: &mut Vec<u8>) -> io::Result<FileMeta> {
         let fd = self.open_at(name, OPEN_FILE)?;
         // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.
@@ -177,15 +170,24 @@ impl Dir {
             };
             return Err(e);
         }
-        let size = st.st_size.max(0) as u64;
-        read_fd(&fd, buf, size as usize)?;
-        // As `std::fs::Metadata::modified` measured from the epoch; a time before it is 0.
-        let mtime_ns = if st.st_mtime >= 0 {
-            st.st_mtime * 1_000_000_000 + st.st_mtime_nsec
-        } else {
-            0
-        };
-        Ok(FileMeta { size, mtime_ns })
+        let meta = FileMeta::of(&st);
+        read_fd(&fd, buf, meta.size as usize)?;
+        Ok(meta)
+    }
+
+    /// What `fstat` says of this folder itself.
+    pub fn meta(&self) -> io::Result<FileMeta> {
+        // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `self.fd` is open and `st` writable.
+        cvt(unsafe { libc::fstat(self.fd.as_raw_fd(), &mut st) })?;
+        Ok(FileMeta::of(&st))
+    }
+
+    /// What `stat` says of `path` (relative to this folder), following symbolic links as
+    /// opening it does.
+    pub fn meta_of(&self, path: &str) -> io::Result<FileMeta> {
+        self.stat(path.as_bytes(), true).map(|st| FileMeta::of(&st))
     }
 }
 
@@ -205,12 +207,29 @@ pub(crate) fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     })
 }
 
-/// What [`Dir::read_stat_into`] saw of a file besides its bytes.
+/// What [`Dir::read_stat_into`] saw of a file besides its bytes (or [`Dir::meta`] of a folder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileMeta {
     pub size: u64,
     /// Nanoseconds since the epoch, as `crate::fsutil::mtime_ns` gives them.
     pub mtime_ns: i64,
+    /// The inode's change time, in nanoseconds since the epoch: any write, rename onto it or
+    /// change of owner or mode moves it, and nothing sets it back.
+    pub ctime_ns: i64,
+    pub ino: u64,
+}
+
+impl FileMeta {
+    fn of(st: &libc::stat) -> FileMeta {
+        // As `std::fs::Metadata::modified` measured from the epoch; a time before it is 0.
+        let ns = |s: i64, n: i64| if s >= 0 { s * 1_000_000_000 + n } else { 0 };
+        FileMeta {
+            size: st.st_size.max(0) as u64,
+            mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
+            ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+            ino: st.st_ino,
+        }
+    }
 }
 
 /// Read `fd` to its end into `buf` (replacing what it held). A read that returns less than was
@@ -288,10 +307,11 @@ mod tests {
         assert!(listed.iter().any(|e| e.name == "to-sub" && e.is_dir));
         assert!(listed.iter().any(|e| e.name == "dangling" && !e.is_dir));
 
+        use std::os::unix::fs::MetadataExt;
         let mut buf = b"left over".to_vec();
-        dir.read_into("big", &mut buf).unwrap();
+        dir.read_stat_into("big", &mut buf).unwrap();
         assert_eq!(buf, big);
-        dir.read_into("a.md", &mut buf).unwrap();
+        dir.read_stat_into("a.md", &mut buf).unwrap();
         assert!(buf.is_empty());
         // With the size and time `std::fs::metadata` reports, through a symbolic link too.
         std::os::unix::fs::symlink(root.join("big"), root.join("to-big")).unwrap();
@@ -301,7 +321,20 @@ mod tests {
             assert_eq!(buf, std::fs::read(root.join(name)).unwrap());
             assert_eq!(meta.size, want.len());
             assert_eq!(meta.mtime_ns, crate::fsutil::mtime_ns(&want));
+            assert_eq!(meta.ino, want.ino());
+            assert_eq!(
+                meta.ctime_ns,
+                want.ctime() * 1_000_000_000 + want.ctime_nsec()
+            );
+            // `stat` through the folder, and `fstat` of a folder, say the same.
+            assert_eq!(dir.meta_of(name).unwrap(), meta);
         }
+        let sub = dir.open_dir("sub").unwrap();
+        assert_eq!(sub.meta().unwrap(), dir.meta_of("sub").unwrap());
+        assert_eq!(
+            dir.meta_of("sub").unwrap().ino,
+            std::fs::metadata(root.join("sub")).unwrap().ino()
+        );
         let e = dir.read_stat_into("sub", &mut buf).unwrap_err();
         assert_eq!(
             e.raw_os_error(),
@@ -315,7 +348,7 @@ mod tests {
         let e = dir.read_stat_into("pipe", &mut buf).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
         dir.open_dir("sub").unwrap();
-        let e = dir.read_into("missing", &mut buf).unwrap_err();
+        let e = dir.read_stat_into("missing", &mut buf).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         assert!(dir.open_dir("b.md").is_err(), "a file is not a folder");
     }

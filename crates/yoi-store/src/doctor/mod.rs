@@ -33,6 +33,7 @@
 //! `index` module. The `worktree.*` and `branch.*` checks compare the git repository around the
 //! workspace with the tickets, and run only when there is one: see the `worktrees` module.
 
+mod cache;
 mod graph;
 mod index;
 mod item;

@@ -14,6 +14,7 @@ use std::sync::{Condvar, Mutex};
 
 use yoi_core::TicketId;
 
+use super::cache::Cache;
 use super::ticket::{check_ticket, TicketScan};
 use crate::error::StoreError;
 use crate::workspace::Workspace;
@@ -27,19 +28,39 @@ const BATCH: usize = 8;
 
 /// Check every folder of `folders`, calling `each` once per chunk of [`CHUNK`] folders, in
 /// order, with the chunk's scans (each names its folder). An error from `each` stops the workers and is
-/// returned.
+/// returned. Tickets unchanged since the last pass come from doctor's cache
+/// ([`super::cache`]), which this pass then rewrites if anything in it changed.
 pub(super) fn in_chunks(
     ws: &Workspace,
     folders: &[TicketId],
+    each: impl FnMut(Vec<TicketScan>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let cache = Cache::open(ws);
+    let done = checked_in_chunks(ws, folders, &cache, each);
+    // Only a complete pass names a new cache.
+    if done.is_ok() {
+        cache.finish();
+    }
+    done
+}
+
+fn checked_in_chunks(
+    ws: &Workspace,
+    folders: &[TicketId],
+    cache: &Cache,
     mut each: impl FnMut(Vec<TicketScan>) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
+    let mut each = move |mut scans: Vec<TicketScan>| {
+        scans.iter_mut().for_each(|s| cache.keep(s));
+        each(scans)
+    };
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(8);
     if workers <= 1 || folders.len() <= BATCH {
         for chunk in folders.chunks(CHUNK) {
-            each(chunk.iter().map(|id| check_ticket(ws, id)).collect())?;
+            each(chunk.iter().map(|id| check_ticket(ws, id, cache)).collect())?;
         }
         return Ok(());
     }
@@ -68,7 +89,7 @@ pub(super) fn in_chunks(
                     return;
                 }
                 let batch = (first..end)
-                    .map(|i| (i, check_ticket(ws, &folders[i])))
+                    .map(|i| (i, check_ticket(ws, &folders[i], cache)))
                     .collect();
                 if tx.send(batch).is_err() {
                     return;

@@ -230,4 +230,13 @@ impl Keys {
     pub fn iter(&self) -> impl Iterator<Item = &str> {
         self.text.split_terminator('\n')
     }
+
+    /// The keys as [`Keys::from_text`] takes them back.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn from_text(text: String) -> Keys {
+        Keys { text }
+    }
 }

@@ -9,6 +9,7 @@ use yoi_core::relation::RelationsFile;
 use yoi_core::state::State;
 use yoi_core::TicketId;
 
+use super::cache::{Cache, Entry, Stamped, Stamps};
 use super::layout::{self, is_temp_name, GITKEEP};
 use super::{graph, item, thread};
 use crate::dirfd::Dir;
@@ -31,6 +32,8 @@ pub(super) struct TicketScan {
     pub plan: Vec<(usize, PlanRecord)>,
     /// What the database index should hold for this ticket, read from the same text.
     pub facts: IndexFacts,
+    /// This scan's entry for the next doctor cache ([`super::cache`]), when it can be kept.
+    pub cache: Option<Entry>,
 }
 
 /// What the index should hold for one ticket, by the indexer's own rules (`Item::parse`,
@@ -48,15 +51,27 @@ pub(super) struct IndexFacts {
 
 /// Read the file `name` of `dir` into this thread's buffer ([`crate::dirfd::with_buffer`])
 /// and hand its text to `f`: `Ok(None)` when it is missing, `Err` with a reason when unreadable.
-fn with_text<R>(dir: &Dir, name: &str, f: impl FnOnce(Result<Option<&str>, String>) -> R) -> R {
+/// What the file was just before it was read goes into `stamps` as `what`.
+fn with_text<R>(
+    dir: &Dir,
+    name: &str,
+    stamps: &mut Stamps,
+    what: Stamped,
+    f: impl FnOnce(Result<Option<&str>, String>) -> R,
+) -> R {
     crate::dirfd::with_buffer(|buf| {
-        let text = match dir.read_into(name, buf) {
-            Ok(()) => std::str::from_utf8(buf)
+        let read = dir.read_stat_into(name, buf);
+        let text = match &read {
+            Ok(_) => std::str::from_utf8(buf)
                 .map(Some)
                 .map_err(|e| format!("it is not UTF-8 (byte {})", e.valid_up_to())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("it cannot be read: {e}")),
         };
+        if text.is_err() {
+            stamps.keep = false;
+        }
+        stamps.saw(what, read);
         f(text)
     })
 }
@@ -74,15 +89,21 @@ fn unreadable(id: &TicketId, rel: &str, why: String) -> Finding {
     ))
 }
 
-/// Check one ticket folder; its findings come sorted ([`super::order`]), here on the worker
-/// that read it rather than in one sort of the whole report at the end.
-pub(super) fn check_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
-    let mut scan = scan_ticket(ws, id);
+/// Check one ticket folder, or take what the last pass found when nothing in it changed since
+/// ([`super::cache`]); its findings come sorted ([`super::order`]), here on the worker that
+/// read it rather than in one sort of the whole report at the end.
+pub(super) fn check_ticket(ws: &Workspace, id: &TicketId, cache: &Cache) -> TicketScan {
+    if let Some(kept) = cache.lookup(id) {
+        return kept;
+    }
+    let mut stamps = Stamps::default();
+    let mut scan = scan_ticket(ws, id, &mut stamps);
     scan.findings.sort_unstable_by(super::order);
+    scan.cache = cache.entry(&scan, &stamps);
     scan
 }
 
-fn scan_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
+fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) -> TicketScan {
     let dir = ws.ticket_dir(id);
     let rel_dir = ws.rel(&dir);
     let mut scan = TicketScan {
@@ -94,12 +115,17 @@ fn scan_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
         relations_text: String::new(),
         plan: Vec::new(),
         facts: IndexFacts::default(),
+        cache: None,
     };
     let out = &mut scan.findings;
-    let listed = Dir::open(&dir).and_then(|folder| Ok((folder.list()?, folder)));
+    let listed = Dir::open(&dir).and_then(|folder| {
+        stamps.saw(Stamped::Folder, folder.meta());
+        Ok((folder.list()?, folder))
+    });
     let (entries, folder) = match listed {
         Ok(both) => both,
         Err(e) => {
+            stamps.keep = false;
             out.push(unreadable(
                 id,
                 &rel_dir,
@@ -124,6 +150,8 @@ fn scan_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
             ITEM | THREAD | RESOLUTION if !e.is_dir => {}
             ARTIFACTS if e.is_dir => {}
             n if is_temp_name(n) && !e.is_dir => {
+                // Its finding depends on the file it stands for.
+                stamps.keep = false;
                 thread_temp |= layout::real_file_of(&path).is_some_and(|r| r.ends_with(THREAD));
                 out.push(layout::temp_finding(ws, &path, Some(id)));
             }
@@ -178,11 +206,17 @@ fn scan_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
     let thread_rel = format!("{rel_dir}/{THREAD}");
     let mut facts = thread::ThreadFacts::default();
     if has_thread {
-        with_text(&folder, THREAD, |text| match text {
-            Ok(Some(text)) => facts = thread::check(id, &thread_rel, text, out),
-            Ok(None) => {}
-            Err(why) => out.push(unreadable(id, &thread_rel, why)),
-        });
+        with_text(
+            &folder,
+            THREAD,
+            stamps,
+            Stamped::Thread,
+            |text| match text {
+                Ok(Some(text)) => facts = thread::check(id, &thread_rel, text, out),
+                Ok(None) => {}
+                Err(why) => out.push(unreadable(id, &thread_rel, why)),
+            },
+        );
     } else if !entries.iter().any(|e| e.name == THREAD) {
         let f = Finding::warning(
             "thread.missing",
@@ -204,7 +238,7 @@ fn scan_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
     }
 
     let item_rel = format!("{rel_dir}/{ITEM}");
-    let item = with_text(&folder, ITEM, |text| match text {
+    let item = with_text(&folder, ITEM, stamps, Stamped::Item, |text| match text {
         Ok(Some(text)) => item::check(id, &item_rel, text, &facts, out),
         Ok(None) => None,
         Err(why) => {
@@ -246,7 +280,7 @@ fn scan_ticket(ws: &Workspace, id: &TicketId) -> TicketScan {
     }
 
     if has_artifacts {
-        check_artifacts(ws, id, &rel_dir, &folder, &mut scan);
+        check_artifacts(ws, id, &rel_dir, &folder, &mut scan, stamps);
     } else if !entries.iter().any(|e| e.name == ARTIFACTS) {
         let rel = format!("{rel_dir}/{ARTIFACTS}");
         scan.findings.push(
@@ -326,14 +360,17 @@ fn check_artifacts(
     rel_dir: &str,
     ticket: &Dir,
     scan: &mut TicketScan,
+    stamps: &mut Stamps,
 ) {
     let rel = |name: &str| format!("{rel_dir}/{name}");
-    let listed = ticket
-        .open_dir(ARTIFACTS)
-        .and_then(|folder| Ok((folder.list()?, folder)));
+    let listed = ticket.open_dir(ARTIFACTS).and_then(|folder| {
+        stamps.saw(Stamped::Artifacts, folder.meta());
+        Ok((folder.list()?, folder))
+    });
     let (entries, folder) = match listed {
         Ok(both) => both,
         Err(e) => {
+            stamps.keep = false;
             scan.findings.push(unreadable(
                 id,
                 &rel(ARTIFACTS),
@@ -344,6 +381,7 @@ fn check_artifacts(
     };
     for e in &entries {
         if e.name != GITKEEP && is_temp_name(&e.name) && !e.is_dir {
+            stamps.keep = false;
             scan.findings.push(layout::temp_finding(
                 ws,
                 &ws.path_of(id, ARTIFACTS).join(&e.name),
@@ -356,29 +394,42 @@ fn check_artifacts(
     let file = |path: &'static str| entries.iter().any(|e| !e.is_dir && e.name == base(path));
     if file(RELATIONS) {
         let rel = rel(RELATIONS);
-        with_text(&folder, base(RELATIONS), |text| match text {
-            Ok(Some(text)) => {
-                scan.relations = graph::check_relations_file(id, &rel, text, &mut scan.findings);
-                scan.relations_text = text.to_string();
-            }
-            Ok(None) => {}
-            Err(why) => scan.findings.push(unreadable(id, &rel, why)),
-        });
+        with_text(
+            &folder,
+            base(RELATIONS),
+            stamps,
+            Stamped::Relations,
+            |text| match text {
+                Ok(Some(text)) => {
+                    scan.relations =
+                        graph::check_relations_file(id, &rel, text, &mut scan.findings);
+                    scan.relations_text = text.to_string();
+                }
+                Ok(None) => {}
+                Err(why) => scan.findings.push(unreadable(id, &rel, why)),
+            },
+        );
     }
     if file(PLAN) {
         let rel = rel(PLAN);
-        with_text(&folder, base(PLAN), |text| match text {
-            Ok(Some(text)) => {
-                scan.plan =
-                    kept_for_later(graph::check_plan_file(id, &rel, text, &mut scan.findings));
-                scan.facts.plans = crate::db::indexed_plan(text, id)
-                    .iter()
-                    .map(|p| crate::db::plan_key(id, &p.id))
-                    .collect();
-            }
-            Ok(None) => {}
-            Err(why) => scan.findings.push(unreadable(id, &rel, why)),
-        });
+        with_text(
+            &folder,
+            base(PLAN),
+            stamps,
+            Stamped::Plan,
+            |text| match text {
+                Ok(Some(text)) => {
+                    scan.plan =
+                        kept_for_later(graph::check_plan_file(id, &rel, text, &mut scan.findings));
+                    scan.facts.plans = crate::db::indexed_plan(text, id)
+                        .iter()
+                        .map(|p| crate::db::plan_key(id, &p.id))
+                        .collect();
+                }
+                Ok(None) => {}
+                Err(why) => scan.findings.push(unreadable(id, &rel, why)),
+            },
+        );
     }
 }
 

@@ -1,4 +1,4 @@
-//! `yoi ticket doctor [--json] [--fix]`: the engine's one doctor (the same findings as
+//! `yoi ticket doctor [--json] [--fix] [--no-cache]`: the engine's one doctor (the same findings as
 //! `GET /api/v1/doctor`), printed; exit 1 when errors remain. With the database index attached,
 //! the index and outbox checks run too, and `--fix` rebuilds a drifted index. The index is not
 //! caught up with the files on the way in, as other commands do: doctor reads every file anyway
@@ -11,7 +11,10 @@ use crate::output;
 
 pub fn run(env: &Env, a: &DoctorArgs) -> Result<(), CliError> {
     return_freed_memory();
-    let ws = env.workspace_behind("yoi ticket doctor")?;
+    let mut ws = env.workspace_behind("yoi ticket doctor")?;
+    if a.no_cache {
+        ws.config.doctor.cache = false;
+    }
     let report = yoi_engine::doctor::run_full(&ws, a.fix)?;
     if a.json {
         output::json(&report);

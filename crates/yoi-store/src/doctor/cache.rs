@@ -466,11 +466,12 @@ impl New {
     }
 }
 
-/// The build and the workspace a file describes: any other and it is not read.
+/// The build and the workspace a file describes: any other and it is not read. The build is
+/// the running executable's file (`/proc/self/exe` leads to it even once an upgrade has put
+/// another file at its path).
 fn identity(ws: &Workspace) -> Vec<u8> {
     use std::os::unix::fs::MetadataExt;
-    let exe = std::env::current_exe()
-        .and_then(std::fs::metadata)
+    let exe = std::fs::metadata("/proc/self/exe")
         .map(|m| format!("{} {} {} {}", m.len(), m.mtime(), m.mtime_nsec(), m.ino()))
         .unwrap_or_default();
     format!(

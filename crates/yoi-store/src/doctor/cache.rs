@@ -441,9 +441,12 @@ impl New {
         let file = self.out.into_inner().map_err(|e| e.into_error())?;
         // Named under a name of its own, then renamed over the last file in one step.
         let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        // Unique within the machine: a server may run two passes at once.
+        static PASSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let pass = PASSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let named = self
             .path
-            .with_extension(format!("tmp-{}", std::process::id()));
+            .with_extension(format!("tmp-{}-{pass}", std::process::id()));
         let _ = std::fs::remove_file(&named);
         let from = std::ffi::CString::new(format!("/proc/self/fd/{fd}"))?;
         let to = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(named.as_os_str()))?;
@@ -976,6 +979,23 @@ mod tests {
         // Where it belongs, it is read again.
         std::fs::write(&path, &good).unwrap();
         assert!(Cache::open(&fx.ws).lookup(&fx.ids[3]).is_some());
+    }
+
+    #[test]
+    fn passes_at_the_same_time_leave_one_whole_file() {
+        let fx = fixture();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| pass(&fx));
+            }
+        });
+        assert_eq!(reused(&pass(&fx)), [true; 7]);
+        let names: Vec<String> = std::fs::read_dir(fx.ws.local_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(FILE))
+            .collect();
+        assert_eq!(names, [FILE], "no temporary file is left behind");
     }
 
     #[test]

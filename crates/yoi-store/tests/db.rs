@@ -617,6 +617,43 @@ fn list_filters_pagination_and_search_match_the_files(b: Backend) {
     assert_eq!(fx.db_list(&ListFilter::default(), &["needs_base"]).len(), 7);
     assert_eq!(fx.db_list(&ListFilter::default(), &["needs%base"]).len(), 0);
     assert_eq!(fx.db_list(&ListFilter::default(), &["validation"]).len(), 8);
+
+    // Blockers by a query per few ids and in one pass over every open blocker (what a long
+    // list uses) agree: `blocks` as well as `depends_on`, a finished blocker left out, a
+    // ticket not asked for left out.
+    let blocker = fx.create("Blocks follow-up 2", &[]);
+    let done_blocker = fx.create("Cancelled blocker", &[]);
+    for (from, to) in [(&blocker, &ids[2]), (&done_blocker, &ids[3])] {
+        let rel = RelationRequest {
+            kind: RelationKind::Blocks,
+            target: to.to_string(),
+            note: None,
+        };
+        ops::add_relation(&fx.ws, &alice(), from.as_str(), &rel).unwrap();
+    }
+    let cancel = TransitionRequest {
+        resolution: Some("not needed".into()),
+        ..TransitionRequest::default()
+    };
+    ops::cancel(&fx.ws, &alice(), done_blocker.as_str(), &cancel).unwrap();
+    let asked = &ids[..6];
+    let by_id = fx
+        .index
+        .block_on(fx.index.db.blockers_by_id(asked))
+        .unwrap();
+    let one_pass = fx
+        .index
+        .block_on(fx.index.db.blockers_in_one_pass(asked))
+        .unwrap();
+    assert_eq!(by_id, one_pass);
+    assert_eq!(by_id.len(), 5, "every follow-up asked for waits: {by_id:?}");
+    let two = &by_id[&ids[2]];
+    assert_eq!(two.len(), 2, "{two:?}");
+    assert!(two
+        .iter()
+        .any(|b| b.ticket == blocker && b.reason_kind == "blocked_by"));
+    assert_eq!(by_id[&ids[3]].len(), 1, "the cancelled blocker is finished");
+    assert!(!by_id.contains_key(&ids[6]), "not asked for");
 }
 
 fn incremental_reindex_picks_up_hand_edits_and_skips_untouched_files(b: Backend) {

@@ -2,8 +2,9 @@
 //! search, and blockers with their reasons. They must agree with the file-based queries in
 //! `crate::query`; tests compare the two.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
+use futures_util::TryStreamExt;
 use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -30,6 +31,32 @@ pub struct IndexedTicket {
     pub title: String,
     pub state: State,
     pub updated_at: String,
+}
+
+/// The blocker `b` (an SQL alias) is not finished, or not indexed at all.
+const OPEN_B: &str = "(b.state IS NULL OR b.state NOT IN ('done', 'closed'))";
+
+/// Each blocker of the tickets the two conditions select (on the `depends_on` and the `blocks`
+/// relations, `r`, joined with the blocker's row, `b`): waiter, blocker, why and its state.
+fn blockers_sql(depends: &str, blocks: &str) -> String {
+    format!(
+        "SELECT r.ticket_id AS waiter, r.target AS other, 'depends_on' AS why, b.state AS state \
+           FROM relations r LEFT JOIN tickets b ON b.id = r.target \
+          WHERE r.kind = 'depends_on' AND {depends} \
+         UNION ALL \
+         SELECT r.target AS waiter, r.ticket_id AS other, 'blocked_by' AS why, b.state AS state \
+           FROM relations r LEFT JOIN tickets b ON b.id = r.ticket_id \
+          WHERE r.kind = 'blocks' AND {blocks}"
+    )
+}
+
+/// Each ticket's blockers sorted, each once.
+fn sorted_blockers(mut out: BTreeMap<TicketId, Vec<Blocker>>) -> BTreeMap<TicketId, Vec<Blocker>> {
+    for v in out.values_mut() {
+        v.sort();
+        v.dedup();
+    }
+    out
 }
 
 /// Open blockers of the ticket `t` (an SQL alias), as a condition.
@@ -70,7 +97,19 @@ impl Db {
         limit: usize,
         newest_first: bool,
     ) -> Result<Page, StoreError> {
-        let limit = limit.clamp(1, 100_000);
+        let limit = Some(limit.clamp(1, 100_000));
+        self.page(filter, search, after, limit, newest_first).await
+    }
+
+    /// The tickets after `after`, in id order, at most `limit` of them (every one without).
+    async fn page(
+        &self,
+        filter: &ListFilter,
+        search: &[String],
+        after: Option<&TicketId>,
+        limit: Option<usize>,
+        newest_first: bool,
+    ) -> Result<Page, StoreError> {
         let mut sql = String::from(
             "SELECT t.id, t.title, t.state, t.created_at, t.updated_at, t.target_ref FROM tickets t WHERE 1 = 1",
         );
@@ -116,21 +155,28 @@ impl Db {
             param(&mut sql, a.to_string());
         }
         let order = if newest_first { "DESC" } else { "ASC" };
-        sql.push_str(&format!(
-            " ORDER BY t.id {order} LIMIT {}",
-            limit.saturating_add(1)
-        ));
+        sql.push_str(&format!(" ORDER BY t.id {order}"));
+        if let Some(limit) = limit {
+            sql.push_str(&format!(" LIMIT {}", limit.saturating_add(1)));
+        }
+        let limit = limit.unwrap_or(usize::MAX);
         let mut q = sqlx::query(&sql);
         for b in &binds {
             q = q.bind(b.clone());
         }
-        let rows = q.fetch_all(self.pool()).await.map_err(db_err)?;
-        let more = rows.len() > limit;
-        let mut tickets: Vec<TicketSummary> = rows
-            .iter()
-            .take(limit)
-            .map(summary)
-            .collect::<Result<_, _>>()?;
+        // Row by row: a whole list of a large tree is a hundred thousand rows, each far larger
+        // as a row than as a summary.
+        let mut rows = q.fetch(self.pool());
+        let mut tickets: Vec<TicketSummary> = Vec::new();
+        let mut more = false;
+        while let Some(row) = rows.try_next().await.map_err(db_err)? {
+            if tickets.len() == limit {
+                more = true;
+                break;
+            }
+            tickets.push(summary(&row)?);
+        }
+        drop(rows);
         let ids: Vec<TicketId> = tickets.iter().map(|t| t.id.clone()).collect();
         let mut blockers = self.blockers_of(&ids).await?;
         for t in &mut tickets {
@@ -146,71 +192,96 @@ impl Db {
         Ok(Page { tickets, next })
     }
 
-    /// Every page of [`Db::list`] at once.
+    /// Every page of [`Db::list`] at once, in one query. Page by page, PostgreSQL evaluated the
+    /// blocker conditions over the whole relations table once per page (a hashed subplan):
+    /// 100,000 tickets took 16 s for `--blocked` in pages of 1,000.
     pub async fn list_all(
         &self,
         filter: &ListFilter,
         search: &[String],
     ) -> Result<Vec<TicketSummary>, StoreError> {
-        let mut out = Vec::new();
-        let mut after: Option<TicketId> = None;
-        loop {
-            let page = self.list(filter, search, after.as_ref(), 1000).await?;
-            out.extend(page.tickets);
-            match page.next {
-                Some(n) => after = Some(n),
-                None => return Ok(out),
-            }
-        }
+        Ok(self.page(filter, search, None, None, false).await?.tickets)
     }
 
     /// Open blockers of each ticket, with reasons, sorted as the file-based view sorts them.
+    /// Many tickets (a whole list) take one pass over every open blocker instead of a query per
+    /// few hundred ids: on PostgreSQL at 100,000 tickets each of those cost 30 ms.
     pub async fn blockers_of(
         &self,
         ids: &[TicketId],
     ) -> Result<BTreeMap<TicketId, Vec<Blocker>>, StoreError> {
-        let mut out: BTreeMap<TicketId, Vec<Blocker>> = BTreeMap::new();
+        if ids.len() >= 2_000 {
+            self.blockers_in_one_pass(ids).await
+        } else {
+            self.blockers_by_id(ids).await
+        }
+    }
+
+    /// [`Db::blockers_of`] with a query per few hundred ids.
+    pub async fn blockers_by_id(
+        &self,
+        ids: &[TicketId],
+    ) -> Result<BTreeMap<TicketId, Vec<Blocker>>, StoreError> {
+        let mut out = BTreeMap::new();
         for chunk in ids.chunks(400) {
-            if chunk.is_empty() {
+            let list = super::placeholders(1, chunk.len());
+            let sql = blockers_sql(
+                &format!("r.ticket_id IN ({list})"),
+                &format!("r.target IN ({list})"),
+            );
+            self.add_blockers(&sql, chunk, None, &mut out).await?;
+        }
+        Ok(sorted_blockers(out))
+    }
+
+    /// [`Db::blockers_of`] in one pass over every open blocker, keeping those of `ids`.
+    pub async fn blockers_in_one_pass(
+        &self,
+        ids: &[TicketId],
+    ) -> Result<BTreeMap<TicketId, Vec<Blocker>>, StoreError> {
+        let wanted: HashSet<&str> = ids.iter().map(TicketId::as_str).collect();
+        let mut out = BTreeMap::new();
+        let sql = blockers_sql(OPEN_B, OPEN_B);
+        self.add_blockers(&sql, &[], Some(&wanted), &mut out)
+            .await?;
+        Ok(sorted_blockers(out))
+    }
+
+    /// The unfinished blockers `sql` ([`blockers_sql`]) returns, of the `wanted` tickets only
+    /// when given.
+    async fn add_blockers(
+        &self,
+        sql: &str,
+        binds: &[TicketId],
+        wanted: Option<&HashSet<&str>>,
+        out: &mut BTreeMap<TicketId, Vec<Blocker>>,
+    ) -> Result<(), StoreError> {
+        let mut q = sqlx::query(sql);
+        for id in binds {
+            q = q.bind(id.to_string());
+        }
+        let mut rows = q.fetch(self.pool());
+        while let Some(r) = rows.try_next().await.map_err(db_err)? {
+            let waiter: String = r.try_get("waiter").map_err(db_err)?;
+            if wanted.is_some_and(|w| !w.contains(waiter.as_str())) {
                 continue;
             }
-            let list = super::placeholders(1, chunk.len());
-            let sql = format!(
-                "SELECT r.ticket_id AS waiter, r.target AS other, 'depends_on' AS why, b.state AS state \
-                   FROM relations r LEFT JOIN tickets b ON b.id = r.target \
-                  WHERE r.kind = 'depends_on' AND r.ticket_id IN ({list}) \
-                 UNION ALL \
-                 SELECT r.target AS waiter, r.ticket_id AS other, 'blocked_by' AS why, b.state AS state \
-                   FROM relations r LEFT JOIN tickets b ON b.id = r.ticket_id \
-                  WHERE r.kind = 'blocks' AND r.target IN ({list})"
-            );
-            let mut q = sqlx::query(&sql);
-            for id in chunk {
-                q = q.bind(id.to_string());
+            let other: String = r.try_get("other").map_err(db_err)?;
+            let why: String = r.try_get("why").map_err(db_err)?;
+            let state: Option<String> = r.try_get("state").map_err(db_err)?;
+            let state = state.and_then(|s| s.parse::<State>().ok());
+            if state.is_some_and(State::is_finished) {
+                continue;
             }
-            for r in q.fetch_all(self.pool()).await.map_err(db_err)? {
-                let waiter: String = r.try_get("waiter").map_err(db_err)?;
-                let other: String = r.try_get("other").map_err(db_err)?;
-                let why: String = r.try_get("why").map_err(db_err)?;
-                let state: Option<String> = r.try_get("state").map_err(db_err)?;
-                let state = state.and_then(|s| s.parse::<State>().ok());
-                if state.is_some_and(State::is_finished) {
-                    continue;
-                }
-                out.entry(TicketId::parse(&waiter)?)
-                    .or_default()
-                    .push(Blocker {
-                        ticket: TicketId::parse(&other)?,
-                        reason_kind: why,
-                        state,
-                    });
-            }
+            out.entry(TicketId::parse(&waiter)?)
+                .or_default()
+                .push(Blocker {
+                    ticket: TicketId::parse(&other)?,
+                    reason_kind: why,
+                    state,
+                });
         }
-        for v in out.values_mut() {
-            v.sort();
-            v.dedup();
-        }
-        Ok(out)
+        Ok(())
     }
 
     /// The indexed row of one ticket.

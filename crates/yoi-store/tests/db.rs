@@ -167,7 +167,43 @@ on_both_backends!(
     a_group_commit_lands_every_mutation_and_indexes_them_together,
     a_group_commit_holds_the_lock_and_one_that_dies_replaces_no_file,
     a_group_commit_adds_only_new_events_yet_reads_hand_edits_whole,
+    file_fingerprints_read_back_whole_in_batches_of_any_size,
 );
+
+/// The fingerprints an incremental reindex reads, a batch at a time, are the rows: every one,
+/// once, whatever the batch size (each batch continues after the last key of the one before).
+fn file_fingerprints_read_back_whole_in_batches_of_any_size(b: Backend) {
+    let fx = Fx::new(b);
+    for n in 0..5 {
+        fx.create(&format!("ticket {n}"), &[]);
+    }
+    let rows: Vec<(String, String, i64, i64, String)> = fx
+        .index
+        .block_on(async {
+            let pool = sqlx::AnyPool::connect(&fx.url).await.unwrap();
+            let rows = sqlx::query_as(
+                "SELECT ticket_id, name, size, mtime_ns, hash FROM ticket_files \
+                 ORDER BY ticket_id, name",
+            )
+            .fetch_all(&pool)
+            .await;
+            pool.close().await;
+            rows
+        })
+        .unwrap();
+    assert!(rows.len() >= 10, "{rows:?}");
+    let n = rows.len();
+    for batch in [1, 2, 3, n - 1, n, n + 1, 4096] {
+        let got: Vec<(String, String, i64, i64, String)> = fx
+            .index
+            .block_on(fx.index.db.file_fingerprints(batch))
+            .unwrap()
+            .into_iter()
+            .map(|(t, f, size, mtime, hash)| (t, f.to_string(), size, mtime, hash))
+            .collect();
+        assert_eq!(got, rows, "batches of {batch}");
+    }
+}
 
 fn comment_job(ctx: Ctx, ticket: &str, body: &str) -> yoi_store::group::Job {
     let (ticket, req) = (

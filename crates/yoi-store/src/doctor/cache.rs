@@ -193,7 +193,7 @@ impl Cache {
     }
 
     /// The kept scan of ticket `id`, when its entry is there, intact, and every folder and
-    /// file it names is as it was. The scan carries the entry's bytes, for the next file.
+    /// file it names is as it was. The scan carries the entry's place, for the next file.
     pub fn lookup(&self, id: &TicketId) -> Option<TicketScan> {
         let (root, old) = (self.root.as_ref()?, self.old.as_ref()?);
         let at = old
@@ -310,7 +310,8 @@ impl Old {
             return None;
         }
         let mut r = Reader::new(&bytes);
-        let mut index = Vec::with_capacity(count as usize);
+        // The count is not under the checksum: no more room than the bytes can hold.
+        let mut index = Vec::with_capacity((count as usize).min(bytes.len() / 16));
         for _ in 0..count {
             let id = r.str()?.to_string();
             let (offset, len) = (r.u64()?, r.u32()?);
@@ -955,12 +956,17 @@ mod tests {
         let found: Vec<bool> = fx.ids.iter().map(|id| cache.lookup(id).is_some()).collect();
         assert_eq!(found, [true, true, true, false, true, true, true]);
 
-        // A flipped byte in the index, a file cut short, another format: none of it is read.
+        // A flipped byte in the index, an impossible count, a file cut short, another format:
+        // none of it is read.
         let mut bad = good.clone();
         let at = bad.len() - FOOTER - 5;
         bad[at] ^= 0x01;
+        let mut count = good.clone();
+        let at = count.len() - FOOTER + 8;
+        count[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         for damaged in [
             bad,
+            count,
             good[..good.len() - 3].to_vec(),
             b"yoidc\x00\x00\x02".to_vec(),
         ] {

@@ -158,10 +158,7 @@ impl Dir {
     /// a change.
     pub fn read_stat_into(&self, name: &str, buf: &mut Vec<u8>) -> io::Result<FileMeta> {
         let fd = self.open_at(name, OPEN_FILE)?;
-        // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `fd` is open and `st` writable.
-        cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+        let st = fstat(&fd)?;
         if st.st_mode & libc::S_IFMT != libc::S_IFREG {
             let e = if is_dir(st) {
                 io::Error::from_raw_os_error(libc::EISDIR)
@@ -177,11 +174,7 @@ impl Dir {
 
     /// What `fstat` says of this folder itself.
     pub fn meta(&self) -> io::Result<FileMeta> {
-        // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `self.fd` is open and `st` writable.
-        cvt(unsafe { libc::fstat(self.fd.as_raw_fd(), &mut st) })?;
-        Ok(FileMeta::of(&st))
+        fstat(&self.fd).map(|st| FileMeta::of(&st))
     }
 
     /// What `stat` says of `path` (relative to this folder), following symbolic links as
@@ -191,7 +184,15 @@ impl Dir {
     }
 }
 
-/// Run `f` with this thread's file buffer, for [`Dir::read_into`] and [`Dir::read_stat_into`]:
+fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
+    // SAFETY: an all-zero `stat` is a valid value for the kernel to overwrite.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` writable.
+    cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    Ok(st)
+}
+
+/// Run `f` with this thread's file buffer, for [`Dir::read_stat_into`]:
 /// a pass over every ticket then allocates for its largest file, not for each. One very large
 /// file is not held for the rest of the pass.
 pub(crate) fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {

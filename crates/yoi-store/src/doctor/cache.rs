@@ -200,9 +200,7 @@ impl Cache {
             .index
             .binary_search_by(|(t, _, _)| t.as_str().cmp(id.as_str()))
             .ok()?;
-        let (_, offset, len) = old.index[at];
-        let mut bytes = vec![0; len as usize];
-        old.file.read_exact_at(&mut bytes, offset).ok()?;
+        let bytes = old.entry(at).ok()?;
         let mut r = Reader::new(&bytes);
         let crc = r.u32()?;
         if crc32fast::hash(r.rest()) != crc || r.str()? != id.as_str() {
@@ -282,6 +280,14 @@ impl Cache {
 }
 
 impl Old {
+    /// The bytes of the entry at position `at` of the index.
+    fn entry(&self, at: usize) -> std::io::Result<Vec<u8>> {
+        let (_, offset, len) = self.index[at];
+        let mut bytes = vec![0; len as usize];
+        self.file.read_exact_at(&mut bytes, offset)?;
+        Ok(bytes)
+    }
+
     fn read(file: File, identity: &[u8]) -> Option<Old> {
         let len = file.metadata().ok()?.len();
         let head = MAGIC.len() as u64 + 4 + identity.len() as u64;
@@ -342,25 +348,14 @@ impl New {
             return Ok(());
         }
         self.diverge(old)?;
-        let owned;
-        let bytes: &[u8] = match entry {
+        let bytes = match entry {
             None => return Ok(()),
-            Some(Entry::New(bytes)) => {
-                owned = bytes;
-                &owned
-            }
-            Some(Entry::Reused(at)) => {
-                let old = old.ok_or_else(|| std::io::Error::other("no last file"))?;
-                let (_, offset, len) = old.index[at];
-                owned = {
-                    let mut b = vec![0; len as usize];
-                    old.file.read_exact_at(&mut b, offset)?;
-                    b
-                };
-                &owned
-            }
+            Some(Entry::New(bytes)) => bytes,
+            Some(Entry::Reused(at)) => old
+                .ok_or_else(|| std::io::Error::other("no last file"))?
+                .entry(at)?,
         };
-        self.push(id, bytes)
+        self.push(id, &bytes)
     }
 
     /// The first difference: copy the entries reused so far from the last file, in one piece.
@@ -408,11 +403,7 @@ impl New {
             .mode(0o600)
             .open(ws.local_dir())
             .ok()?;
-        let meta = file.metadata().ok()?;
-        let started = {
-            use std::os::unix::fs::MetadataExt;
-            meta.mtime() * 1_000_000_000 + meta.mtime_nsec()
-        };
+        let started = crate::fsutil::mtime_ns(&file.metadata().ok()?);
         let mut out = BufWriter::with_capacity(256 * 1024, file);
         out.write_all(MAGIC).ok()?;
         out.write_all(&(identity.len() as u32).to_le_bytes()).ok()?;

@@ -597,7 +597,7 @@ async fn load_file_stats_by(
                 return Err(bad(line));
             };
             last = Some((ticket, name));
-            let Some(name) = FILES.iter().find(|f| **f == name) else {
+            let Some(name) = fingerprinted(name) else {
                 continue;
             };
             let stat = FileStat {
@@ -621,11 +621,16 @@ async fn load_file_stats_by(
     }
 }
 
+/// The name of one of the [`FILES`] this yoi fingerprints, as its own `'static` name.
+fn fingerprinted(name: &str) -> Option<&'static str> {
+    FILES.iter().find(|f| **f == name).copied()
+}
+
 /// A `ticket_files` row's name, size, mtime and hash, from column `at` on (`None`: a file
 /// this yoi does not fingerprint).
 fn file_stat(r: &sqlx::any::AnyRow, at: usize) -> Result<Option<FileStat>, StoreError> {
     let name: String = r.try_get(at).map_err(db_err)?;
-    let Some(name) = FILES.iter().find(|f| **f == name) else {
+    let Some(name) = fingerprinted(&name) else {
         return Ok(None);
     };
     Ok(Some(FileStat {

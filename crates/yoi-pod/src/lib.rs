@@ -659,11 +659,13 @@ fn git_maintenance_in_foreground(env: &mut Vec<(String, String)>) {
         }
     };
     for key in ["maintenance.autoDetach", "gc.autoDetach"] {
-        env.retain(|(k, _)| {
-            k != &format!("GIT_CONFIG_KEY_{n}") && k != &format!("GIT_CONFIG_VALUE_{n}")
-        });
-        env.push((format!("GIT_CONFIG_KEY_{n}"), key.into()));
-        env.push((format!("GIT_CONFIG_VALUE_{n}"), "false".into()));
+        let (name, value) = (
+            format!("GIT_CONFIG_KEY_{n}"),
+            format!("GIT_CONFIG_VALUE_{n}"),
+        );
+        env.retain(|(k, _)| *k != name && *k != value);
+        env.push((name, key.into()));
+        env.push((value, "false".into()));
         n += 1;
     }
     env.push(("GIT_CONFIG_COUNT".into(), n.to_string()));

@@ -33,8 +33,13 @@ pub struct IndexedTicket {
     pub updated_at: String,
 }
 
-/// The blocker `b` (an SQL alias) is not finished, or not indexed at all.
-const OPEN_B: &str = "(b.state IS NULL OR b.state NOT IN ('done', 'closed'))";
+/// The blocker `b` (an SQL alias, left-joined) is not finished, or not indexed at all.
+macro_rules! open_b {
+    () => {
+        "(b.id IS NULL OR b.state NOT IN ('done', 'closed'))"
+    };
+}
+const OPEN_B: &str = open_b!();
 
 /// Each blocker of the tickets the two conditions select (on the `depends_on` and the `blocks`
 /// relations, `r`, joined with the blocker's row, `b`): waiter, blocker, why and its state.
@@ -60,10 +65,15 @@ fn sorted_blockers(mut out: BTreeMap<TicketId, Vec<Blocker>>) -> BTreeMap<Ticket
 }
 
 /// Open blockers of the ticket `t` (an SQL alias), as a condition.
-pub(super) const OPEN_BLOCKER: &str = "( EXISTS (SELECT 1 FROM relations r LEFT JOIN tickets b ON b.id = r.target \
-      WHERE r.ticket_id = t.id AND r.kind = 'depends_on' AND (b.id IS NULL OR b.state NOT IN ('done', 'closed'))) \
-   OR EXISTS (SELECT 1 FROM relations r LEFT JOIN tickets b ON b.id = r.ticket_id \
-      WHERE r.target = t.id AND r.kind = 'blocks' AND (b.id IS NULL OR b.state NOT IN ('done', 'closed'))) )";
+pub(super) const OPEN_BLOCKER: &str = concat!(
+    "( EXISTS (SELECT 1 FROM relations r LEFT JOIN tickets b ON b.id = r.target \
+      WHERE r.ticket_id = t.id AND r.kind = 'depends_on' AND ",
+    open_b!(),
+    ") OR EXISTS (SELECT 1 FROM relations r LEFT JOIN tickets b ON b.id = r.ticket_id \
+      WHERE r.target = t.id AND r.kind = 'blocks' AND ",
+    open_b!(),
+    ") )"
+);
 
 pub(super) fn like_pattern(word: &str) -> String {
     let escaped = word

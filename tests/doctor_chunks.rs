@@ -3,11 +3,10 @@
 //! ticket with no folder are found wherever their id falls — before the first folder, between
 //! two chunks' folders, after the last. Runs on SQLite and on PostgreSQL.
 
-#[path = "../crates/yoi-store/tests/support/pg.rs"]
-mod pg;
+use yoi_testkit::pg;
 
-use yoi_store::db::DbIndex;
-use yoi_store::doctor;
+use yoi_db::DbIndex;
+use yoi_doctor as doctor;
 
 /// More than two chunks.
 const TICKETS: usize = 1_300;
@@ -19,7 +18,11 @@ fn drift_in_every_chunk_is_found(url: Option<String>, rt: tokio::runtime::Runtim
     yoi_tests::generate::generate(root, TICKETS, 0);
     let mut ws = yoi_tests::open(root);
     ws.config.database.url = url;
-    let (index, _) = DbIndex::attach(&mut ws, rt.handle().clone()).unwrap();
+    let (index, _) = DbIndex::attach(
+        &mut ws,
+        yoi_db::Bridge::new(rt.handle().clone(), yoi_testkit::wall_ms),
+    )
+    .unwrap();
     let findings = |index: &DbIndex| -> Vec<(&'static str, String)> {
         doctor::index_findings(index, &ws, 0)
             .unwrap()

@@ -3,16 +3,15 @@
 //! attaching the index runs the incremental reindex — brings the index and the outbox back in
 //! line, with exactly one outbox row per event. Every case runs on SQLite and on PostgreSQL.
 
-#[path = "../crates/yoi-store/tests/support/pg.rs"]
-mod pg;
+use yoi_testkit::pg;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
 use yoi_core::state::State;
 use yoi_core::TicketId;
-use yoi_store::db::{DbIndex, IndexStats};
-use yoi_store::doctor;
+use yoi_db::{DbIndex, IndexStats};
+use yoi_doctor as doctor;
 use yoi_store::ops::{self, CreateRequest};
 use yoi_store::Workspace;
 
@@ -54,7 +53,11 @@ impl Fx {
     fn start(&self) -> (Workspace, DbIndex, IndexStats) {
         let mut ws = yoi_tests::open(self.dir.path());
         ws.config.database.url = self.url.clone();
-        let (index, stats) = DbIndex::attach(&mut ws, self.rt.handle().clone()).unwrap();
+        let (index, stats) = DbIndex::attach(
+            &mut ws,
+            yoi_db::Bridge::new(self.rt.handle().clone(), yoi_testkit::wall_ms),
+        )
+        .unwrap();
         (ws, index, stats)
     }
 

@@ -25,7 +25,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use yoi_store::db::{DbIndex, Scope};
+use yoi_db::{DbIndex, Scope};
 use yoi_store::ops::{self, CreateRequest, TransitionRequest};
 use yoi_store::Workspace;
 use yoi_testkit::git;
@@ -184,7 +184,11 @@ fn main() {
         .build()
         .unwrap();
     let mut ws = Workspace::open(root).unwrap();
-    let (db, _) = DbIndex::attach(&mut ws, rt.handle().clone()).unwrap();
+    let (db, _) = DbIndex::attach(
+        &mut ws,
+        yoi_db::Bridge::new(rt.handle().clone(), yoi_testkit::wall_ms),
+    )
+    .unwrap();
     let t = Instant::now();
     accept(&ws, &db, tickets, "claim");
     println!(

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use yoi_core::{Principal, TicketId, Timestamp};
-use yoi_store::index::{IndexHook, IndexRef, OpRecord};
+use yoi_store::index_hook::{IndexHook, IndexRef, OpRecord};
 use yoi_store::ops::{self, CommentRequest, TransitionRequest};
 use yoi_store::{Ctx, StoreError, Workspace};
 

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use yoi_core::{Principal, Timestamp};
+use yoi_engine::db::DbIndex;
 use yoi_engine::store::config::Overrides;
-use yoi_engine::store::db::DbIndex;
 use yoi_engine::store::{Ctx, StoreError, Workspace};
 
 /// The process's async runtime, for the database. Commands themselves stay synchronous and call
@@ -92,14 +92,10 @@ impl Env {
     /// The workspace with its database attached but not yet caught up with the files: for
     /// doctor, which reads every file anyway and catches the index up itself when it finds it
     /// behind them.
-    pub fn workspace_behind(&self, command: &str) -> Result<Workspace, CliError> {
+    pub fn workspace_behind(&self, command: &str) -> Result<(Workspace, DbIndex), CliError> {
         let mut ws = self.files_only(command)?;
-        DbIndex::attach_behind(
-            &mut ws,
-            runtime().handle().clone(),
-            yoi_engine::store::db::Footprint::Scan,
-        )?;
-        Ok(ws)
+        let index = DbIndex::attach_behind(&mut ws, bridge(), yoi_engine::db::Footprint::Scan)?;
+        Ok((ws, index))
     }
 
     /// The workspace without its database (for commands that must not depend on it).
@@ -186,15 +182,23 @@ pub fn read_input(path: &str) -> Result<String, CliError> {
     Ok(text)
 }
 
+/// How a command reaches its database: on the CLI's runtime, stamping rows with the wall clock
+/// (the CLI is a frontend, so it is the one that reads the clock).
+pub(crate) fn bridge() -> yoi_engine::db::Bridge {
+    yoi_engine::db::Bridge::new(runtime().handle().clone(), || {
+        yoi_core::time::unix_ms(std::time::SystemTime::now())
+    })
+}
+
 /// Attach the workspace's database for one command: caught up with the files, with the small
 /// memory of a process that reads each page about once (`Footprint::Command`).
 pub(crate) fn attach_for_command(
     ws: &mut Workspace,
-) -> Result<(DbIndex, yoi_engine::store::db::IndexStats), StoreError> {
+) -> Result<(DbIndex, yoi_engine::db::IndexStats), StoreError> {
     DbIndex::attach_as(
         ws,
-        runtime().handle().clone(),
-        yoi_engine::store::db::ReindexMode::Incremental,
-        yoi_engine::store::db::Footprint::Command,
+        bridge(),
+        yoi_engine::db::ReindexMode::Incremental,
+        yoi_engine::db::Footprint::Command,
     )
 }

@@ -14,7 +14,7 @@ use yoi_core::plan::PlanRecord;
 use yoi_core::relation::RelationKind;
 use yoi_core::state::{Operation, State};
 use yoi_core::TicketId;
-use yoi_engine::store::db::ADMIN_TOKEN_FILE;
+use yoi_engine::db::ADMIN_TOKEN_FILE;
 use yoi_engine::store::ops::{
     CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest, TransitionRequest,
 };

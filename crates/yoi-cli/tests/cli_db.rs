@@ -2,8 +2,7 @@
 //! with the files; `yoi reindex`; the same commands against PostgreSQL via YOI_DATABASE_URL.
 
 mod common;
-#[path = "../../yoi-store/tests/support/pg.rs"]
-mod pg;
+use yoi_testkit::pg;
 
 use common::{Repo, COMPLETE_BRIEF};
 

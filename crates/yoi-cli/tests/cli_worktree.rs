@@ -4,8 +4,7 @@
 //! orchestrator does it, and git itself checks what the commands leave behind.
 
 mod common;
-#[path = "../../yoi-store/tests/support/git_repo.rs"]
-mod git_repo;
+use yoi_testkit::repo as git_repo;
 
 use std::path::PathBuf;
 

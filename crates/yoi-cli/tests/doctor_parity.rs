@@ -50,15 +50,15 @@ fn the_cli_and_the_api_report_the_same_findings() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let db = yoi_store::db::Db::open(&db_url).await.unwrap();
-        db.create_assignment(&yoi_store::db::Assignment {
+        let db = yoi_db::Db::open(&db_url).await.unwrap();
+        db.create_assignment(&yoi_db::Assignment {
             id: "asg-parity".into(),
             ticket: ticket.clone(),
             step: "implement".into(),
             role: "coder".into(),
             attempt: 1,
             fence: 1,
-            status: yoi_store::db::AssignmentStatus::Pending,
+            status: yoi_db::AssignmentStatus::Pending,
             lease_until_ms: None,
             created_ms: 1,
             updated_ms: 1,

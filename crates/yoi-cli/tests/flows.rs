@@ -235,8 +235,7 @@ fn past_max_rounds_the_ticket_waits_for_a_person_and_retry_grants_one_more() {
     until("the ticket to be done", || state_of(&repo, &id) == "done");
 }
 
-#[path = "../../yoi-store/tests/support/pg.rs"]
-mod pg;
+use yoi_testkit::pg;
 
 /// A coder that writes a note named after its ticket, and a reviewer that approves.
 const NOTE_CODER: &str = "write notes/$YOI_TICKET.md for $YOI_TICKET\\n\ndone wrote the note\n";

@@ -78,6 +78,13 @@ pub fn utc_now_from_system(t: std::time::SystemTime) -> DateTimeUtc {
     DateTime::<Utc>::from(t)
 }
 
+/// Milliseconds since the Unix epoch of a system time the caller read (0 before the epoch).
+pub fn unix_ms(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

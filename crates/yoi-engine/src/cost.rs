@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use yoi_core::agent::Price;
+use yoi_db::DbIndex;
 use yoi_store::{StoreError, Workspace};
 
 use crate::assignments::{CostSource, Usage};
@@ -49,15 +50,8 @@ pub struct CostReport {
 }
 
 /// The ledger of the ticket `query` names.
-pub fn ticket_cost(ws: &Workspace, query: &str) -> Result<CostReport, StoreError> {
+pub fn ticket_cost(ws: &Workspace, index: &DbIndex, query: &str) -> Result<CostReport, StoreError> {
     let id = ws.resolve(query)?;
-    let index = ws
-        .index
-        .as_ref()
-        .and_then(|i| i.0.db_index())
-        .ok_or_else(|| StoreError::Database {
-            reason: "the cost ledger needs the workspace database".into(),
-        })?;
     let rows = index.block_on(index.db.assignments_of(id.as_str()))?;
     let prices = &ws.config.prices;
     let mut report = CostReport {

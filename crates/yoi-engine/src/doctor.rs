@@ -7,12 +7,15 @@
 //! over all of them. It never prints and never decides an exit code; `--fix` applies only the
 //! store's safe repairs (skills have none).
 
-use yoi_store::doctor::Report;
+use yoi_db::DbIndex;
 use yoi_store::{StoreError, Workspace};
 
-/// Check the workspace; with `fix`, first apply the repairs that cannot lose anything.
-pub fn run_full(ws: &Workspace, fix: bool) -> Result<Report, StoreError> {
-    let report = yoi_store::doctor::run_attached(ws, fix)?;
+pub use yoi_doctor::Report;
+
+/// Check the workspace (and the database `index`, when the caller has one); with `fix`, first
+/// apply the repairs that cannot lose anything.
+pub fn run_full(ws: &Workspace, index: Option<&DbIndex>, fix: bool) -> Result<Report, StoreError> {
+    let report = yoi_doctor::run_attached(ws, index, fix)?;
     let mut findings = report.findings;
     findings.extend(crate::skills::findings(&crate::skills::load_catalog(ws)));
     Ok(Report::new(findings, report.fixed))

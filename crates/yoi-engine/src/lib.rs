@@ -24,9 +24,11 @@ pub mod skills;
 
 pub use edge::Edge;
 
-// The store's operations and queries, git and the skill format, as the frontends reach them.
+// The store's operations and queries, the database, git and the skill format, as the
+// frontends reach them.
 // The engine adds no rules to these (each store operation already carries every guard), so it
 // passes them through instead of wrapping each one; a frontend depends on the engine alone.
+pub use yoi_db as db;
 pub use yoi_git as git;
 pub use yoi_skills as skill_format;
 pub use yoi_store as store;

@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 use yoi_core::finding::{Finding, Severity};
 use yoi_core::{ErrorClass, Timestamp};
+use yoi_db::{ActivationRow, DbIndex};
 use yoi_skills::{
     ActivateError, Activation, ActivationRecord, ActivationRecorder, ActivationRequest, Catalog,
     CatalogConfig, HumanApprover, Proposal, ProposalError, RecorderError, Resource, ResourceError,
     SkillSource,
 };
-use yoi_store::db::{ActivationRow, DbIndex};
 use yoi_store::{StoreError, Workspace};
 
 /// Why a skill operation was refused or failed.

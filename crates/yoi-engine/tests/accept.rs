@@ -7,8 +7,8 @@ use yoi_core::packet::FrozenPacket;
 use yoi_core::plan::PlanKind;
 use yoi_core::thread::EventKind;
 use yoi_core::State;
+use yoi_db::{Assignment, AssignmentStatus};
 use yoi_engine::routing::{self as router, AcceptError, FailAt};
-use yoi_store::db::{Assignment, AssignmentStatus};
 use yoi_store::ops::{self, CreateRequest, EditRequest, PlanRequest, TransitionRequest};
 use yoi_testkit::git;
 

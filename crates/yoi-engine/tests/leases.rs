@@ -8,8 +8,8 @@ mod common;
 use common::{now, Fixture, BRIEF};
 use yoi_core::thread::EventKind;
 use yoi_core::{Principal, Timestamp};
+use yoi_db::AssignmentStatus;
 use yoi_engine::assignments::{self as asg, LeaseConfig, PodCaller};
-use yoi_store::db::AssignmentStatus;
 use yoi_store::Ctx;
 use yoi_testkit::git;
 
@@ -108,8 +108,7 @@ fn silent_claims_expire_into_fresh_worktrees_and_three_open_the_circuit_until_a_
     assert_eq!((attempts, attention), (3, 1));
 
     // Doctor (no server sweeping, pod silent): the leftover attempt worktrees are named.
-    let findings =
-        yoi_store::doctor::index_findings(&f.db, &f.ws, at(40_000).unix_millis()).unwrap();
+    let findings = yoi_doctor::index_findings(&f.db, &f.ws, at(40_000).unix_millis()).unwrap();
     let checks: Vec<&str> = findings.iter().map(|x| x.check).collect();
     assert_eq!(
         checks
@@ -141,7 +140,7 @@ fn doctor_names_a_lease_past_due_and_a_silent_pod() {
         .unwrap()
         .unwrap();
     let findings = |ms: i64| -> Vec<&'static str> {
-        yoi_store::doctor::index_findings(&f.db, &f.ws, at(ms).unix_millis())
+        yoi_doctor::index_findings(&f.db, &f.ws, at(ms).unix_millis())
             .unwrap()
             .into_iter()
             .map(|x| x.check)

@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use yoi_core::{Principal, Timestamp};
-use yoi_store::db::{hash_secret, Scope, TokenInfo};
+use yoi_db::{hash_secret, Scope, TokenInfo};
 use yoi_store::Ctx;
 
 use crate::error::ApiError;

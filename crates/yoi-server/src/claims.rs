@@ -9,8 +9,8 @@
 use std::sync::{Arc, OnceLock};
 
 use tokio::sync::{mpsc, oneshot};
+use yoi_db::DbIndex;
 use yoi_engine::assignments::{self as asg, AssignmentError, Claimed, LeaseConfig, PodCaller};
-use yoi_store::db::DbIndex;
 use yoi_store::{StoreError, Workspace};
 
 /// Most claims in one transaction.

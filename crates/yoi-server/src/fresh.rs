@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use yoi_core::TicketId;
-use yoi_store::db::{IndexStats, ReindexMode, TokenInfo};
-use yoi_store::watch::FileWatch;
+use yoi_db::watch::FileWatch;
+use yoi_db::{IndexStats, ReindexMode, TokenInfo};
 use yoi_store::{StoreError, Workspace};
 
 use crate::rounds::Rounds;
@@ -149,7 +149,7 @@ impl Fresh {
     /// cannot start is logged; the server then relies on the periodic full check.
     pub fn start(ws: &Workspace) -> Fresh {
         let url = ws.database_url();
-        let db_file = yoi_store::db::sqlite_file(&url);
+        let db_file = yoi_db::sqlite_file(&url);
         let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
         let watch = match FileWatch::start(ws, db_file.as_deref()) {
             Ok(w) => {

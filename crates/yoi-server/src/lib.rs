@@ -28,7 +28,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
 use axum::Router;
 use thiserror::Error;
-use yoi_store::db::DbIndex;
+use yoi_db::DbIndex;
 use yoi_store::server_file;
 use yoi_store::{StoreError, Workspace};
 
@@ -186,11 +186,15 @@ pub async fn serve(
         let mut ws = ws;
         // Watching starts before the catch-up, so a write during it is read afterwards.
         let fresh = fresh::Fresh::start(&ws);
+        // The server is a frontend: it chooses the wall clock for the index's stamps.
+        let bridge = yoi_db::Bridge::new(handle, || {
+            yoi_core::time::unix_ms(std::time::SystemTime::now())
+        });
         let (index, stats) = DbIndex::attach_as(
             &mut ws,
-            handle,
-            yoi_store::db::ReindexMode::Incremental,
-            yoi_store::db::Footprint::Server,
+            bridge,
+            yoi_db::ReindexMode::Incremental,
+            yoi_db::Footprint::Server,
         )?;
         tracing::info!(
             scanned = stats.scanned,

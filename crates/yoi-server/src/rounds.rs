@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use yoi_store::db::Db;
+use yoi_db::Db;
 
 /// Rounds of reading the commit stamp.
 pub struct Rounds {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use tokio::sync::{watch, Mutex};
-use yoi_store::db::{Db, DbIndex, TokenInfo};
+use yoi_db::{Db, DbIndex, TokenInfo};
 use yoi_store::{Outcome, StoreError, Workspace};
 
 use crate::error::ApiError;
@@ -74,7 +74,7 @@ impl AppState {
         let agent_key = ws.agent_key().unwrap_or_else(|e| {
             // Agents still get tokens; they stop working when this server stops.
             tracing::warn!(error = %e, "no agent-token key on disk; using one for this run only");
-            yoi_store::db::new_secret()
+            yoi_db::new_secret()
                 .map(String::into_bytes)
                 .unwrap_or_else(|_| {
                     let nanos = std::time::SystemTime::now()
@@ -234,6 +234,18 @@ impl AppState {
         F: FnOnce(&Workspace) -> Result<T, StoreError> + Send + 'static,
     {
         self.blocking("read task", f).await?.map_err(ApiError::from)
+    }
+
+    /// [`AppState::read`] for a read that joins the files with the database index.
+    pub async fn read_indexed<T, F>(&self, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Workspace, &DbIndex) -> Result<T, StoreError> + Send + 'static,
+    {
+        let index = self.index.clone();
+        self.blocking("read task", move |ws| f(ws, &index))
+            .await?
+            .map_err(ApiError::from)
     }
 
     /// Run synchronous work on the workspace (files, git) on a blocking thread; `what` names

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::process::Command;
-use yoi_store::db::Scope;
+use yoi_db::Scope;
 
 use crate::auth::now;
 use crate::state::AppState;

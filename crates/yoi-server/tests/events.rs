@@ -13,8 +13,8 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 use yoi_core::{Principal, Timestamp};
+use yoi_db::DbIndex;
 use yoi_server::{serve, ServeOptions, ServerError};
-use yoi_store::db::DbIndex;
 use yoi_store::ops::{self, CommentRequest};
 use yoi_store::{Ctx, Workspace};
 
@@ -47,7 +47,11 @@ impl Server {
             .build()
             .unwrap();
         let mut beside = Workspace::open(&root).unwrap();
-        let (index, _) = DbIndex::attach(&mut beside, setup_rt.handle().clone()).unwrap();
+        let (index, _) = DbIndex::attach(
+            &mut beside,
+            yoi_db::Bridge::new(setup_rt.handle().clone(), yoi_testkit::wall_ms),
+        )
+        .unwrap();
         index
             .block_on(index.db.ensure_admin_token(&beside.local_dir(), "alice", 0))
             .unwrap();
@@ -165,7 +169,7 @@ impl Drop for Server {
 }
 
 fn read_token(local: &Path) -> String {
-    std::fs::read_to_string(local.join(yoi_store::db::ADMIN_TOKEN_FILE))
+    std::fs::read_to_string(local.join(yoi_db::ADMIN_TOKEN_FILE))
         .unwrap()
         .trim()
         .to_string()

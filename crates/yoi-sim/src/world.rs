@@ -14,9 +14,9 @@ use yoi_core::relation::RelationKind;
 use yoi_core::report::{CheckResult, Report, ReportOutcome, Verdict};
 use yoi_core::{Principal, State, TicketId, Timestamp};
 use yoi_engine::assignments::{self as asg, LeaseConfig, PodCaller, Work};
+use yoi_engine::db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_engine::git as ygit;
 use yoi_engine::routing::{Orchestrator, PassHooks, StepEnv};
-use yoi_engine::store::db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_engine::store::ops::{
     self, CreateRequest, EditRequest, RelationRequest, TransitionRequest,
 };
@@ -192,6 +192,14 @@ struct Faults {
     commits: Cell<u32>,
 }
 
+/// The index's own stamps (outbox rows, deliveries) take the wall clock, as they did before
+/// the index took its clock from its caller; the engine's steps run on the simulated clock.
+/// Moving the stamps to the simulated clock too is a change of the simulation's behaviour,
+/// left for its own commit.
+fn index_bridge(rt: tokio::runtime::Handle) -> yoi_engine::db::Bridge {
+    yoi_engine::db::Bridge::new(rt, || yoi_core::time::unix_ms(std::time::SystemTime::now()))
+}
+
 struct Live {
     ws: Workspace,
     db: DbIndex,
@@ -201,7 +209,8 @@ struct Live {
 impl Live {
     fn open(repo: &Path, rt: tokio::runtime::Handle) -> Result<Live, Broken> {
         let mut ws = Workspace::open(repo).map_err(|e| broken("restart", e.to_string()))?;
-        let (db, _) = DbIndex::attach(&mut ws, rt).map_err(|e| broken("restart", e.to_string()))?;
+        let (db, _) = DbIndex::attach(&mut ws, index_bridge(rt))
+            .map_err(|e| broken("restart", e.to_string()))?;
         let orch = Orchestrator::of(&ws);
         Ok(Live { ws, db, orch })
     }
@@ -361,8 +370,8 @@ fn base_repo(into: &Path) -> Result<(), String> {
             git(&repo, &["commit", "-q", "-m", "base"])?;
             let rt = runtime().map_err(|e| e.to_string())?;
             let mut ws = Workspace::open(&repo).map_err(|e| e.to_string())?;
-            let (db, _) =
-                DbIndex::attach(&mut ws, rt.handle().clone()).map_err(|e| e.to_string())?;
+            let (db, _) = DbIndex::attach(&mut ws, index_bridge(rt.handle().clone()))
+                .map_err(|e| e.to_string())?;
             // Closed and checkpointed before anything copies the file.
             db.block_on(db.db.close());
             drop(db);
@@ -1507,7 +1516,7 @@ impl World {
             l.ws.read_thread(t)
                 .map_err(|e| broken("files", format!("{t}: the thread does not read: {e}")))?;
         }
-        let report = yoi_engine::doctor::run_full(&l.ws, false)
+        let report = yoi_engine::doctor::run_full(&l.ws, Some(&l.db), false)
             .map_err(|e| broken("doctor", format!("the doctor failed: {e}")))?;
         let errors: Vec<String> = report
             .findings

@@ -16,14 +16,14 @@ use std::path::Path;
 /// One entry of a folder listing. A name that is not UTF-8 is kept lossily (it can then only
 /// be reported, not opened).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Entry {
+pub struct Entry {
     pub name: String,
     /// A folder, or a symbolic link to one.
     pub is_dir: bool,
 }
 
 /// An open folder.
-pub(crate) struct Dir {
+pub struct Dir {
     fd: OwnedFd,
 }
 
@@ -195,7 +195,7 @@ fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
 /// Run `f` with this thread's file buffer, for [`Dir::read_stat_into`]:
 /// a pass over every ticket then allocates for its largest file, not for each. One very large
 /// file is not held for the rest of the pass.
-pub(crate) fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+pub fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     thread_local! {
         static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     }
@@ -210,7 +210,7 @@ pub(crate) fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
 
 /// What [`Dir::read_stat_into`] saw of a file besides its bytes (or [`Dir::meta`] of a folder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FileMeta {
+pub struct FileMeta {
     pub size: u64,
     /// Nanoseconds since the epoch, as `crate::fsutil::mtime_ns` gives them.
     pub mtime_ns: i64,

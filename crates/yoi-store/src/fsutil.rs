@@ -68,7 +68,7 @@ pub fn append_sync(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// A file's modification time in nanoseconds since the epoch (0 when unknown), as the index
 /// fingerprints files.
-pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+pub fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
     meta.modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use yoi_core::TicketId;
 
 use crate::error::StoreError;
-use crate::index::{AppendedThread, OpRecord};
+use crate::index_hook::{AppendedThread, OpRecord};
 use crate::ops::Outcome;
 use crate::tickets::THREAD;
 use crate::workspace::Workspace;

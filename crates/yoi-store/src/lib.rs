@@ -2,19 +2,22 @@
 //!
 //! Owns everything under `.yoi/`: finding and initialising a workspace, the workspace lock,
 //! atomic writes and synced appends, reading ticket records, the ticket operations (one
-//! function per mutation, with every guard), read queries, doctor, and the ticket worktrees
-//! people list and tidy with `yoi worktree`. It never prints, reads the environment or decides
-//! exit codes — callers pass settings, principals and the time in.
+//! function per mutation, with every guard), read queries over the files, and the ticket
+//! worktrees people list and tidy with `yoi worktree`. It never prints, reads the environment
+//! or decides exit codes — callers pass settings, principals and the time in.
+//!
+//! The files are the truth, and this crate is only files: it has no database and no async
+//! runtime in its dependency tree (`scripts/check-boundaries` checks it). A database index
+//! attaches through [`index_hook::IndexHook`] (the `yoi-db` crate implements it); the doctor
+//! lives in `yoi-doctor`.
 
 pub mod config;
-pub mod db;
-mod dirfd;
-pub mod doctor;
+pub mod dirfd;
 pub mod error;
 pub mod fsutil;
-mod git;
+pub mod git;
 pub mod group;
-pub mod index;
+pub mod index_hook;
 mod keys;
 pub mod lock;
 pub mod logs;
@@ -24,7 +27,6 @@ pub mod query;
 pub mod server_file;
 pub mod testpoint;
 pub mod tickets;
-pub mod watch;
 pub mod workspace;
 pub mod worktrees;
 

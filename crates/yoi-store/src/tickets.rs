@@ -181,7 +181,7 @@ fn read_required(path: &Path) -> Result<String, StoreError> {
 }
 
 /// Map over `items` on all cores, keeping order, stopping at the first error.
-pub(crate) fn parallel_map<T: Sync, R: Send>(
+pub fn parallel_map<T: Sync, R: Send>(
     items: &[T],
     f: impl Fn(&T) -> Result<R, StoreError> + Sync,
 ) -> Result<Vec<R>, StoreError> {

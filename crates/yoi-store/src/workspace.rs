@@ -15,8 +15,13 @@ use yoi_core::TicketId;
 use crate::config::{self, Config, CONFIG_FILE};
 use crate::error::StoreError;
 use crate::fsutil;
-use crate::index::IndexRef;
+use crate::index_hook::IndexRef;
 use crate::lock::WorkspaceLock;
+
+/// The URL of the embedded SQLite database file at `path` (created when missing).
+pub fn sqlite_url(path: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
 
 pub const YOI_DIR: &str = ".yoi";
 pub const LOCAL_DIR: &str = ".yoi/local";
@@ -87,7 +92,7 @@ impl Workspace {
     pub fn database_url(&self) -> String {
         match &self.config.database.url {
             Some(u) if !u.trim().is_empty() => u.trim().to_string(),
-            _ => crate::db::sqlite_url(&self.local_dir().join("yoi.db")),
+            _ => sqlite_url(&self.local_dir().join("yoi.db")),
         }
     }
 

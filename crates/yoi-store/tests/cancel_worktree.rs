@@ -3,8 +3,7 @@
 //! a folder that is not a worktree is left alone; the branch is always kept. git itself checks
 //! the result.
 
-#[path = "support/git_repo.rs"]
-mod git_repo;
+use yoi_testkit::repo as git_repo;
 
 use git_repo::{cancel_ticket, git, GitFx, NoGitFx};
 use yoi_core::state::State;

@@ -2,7 +2,7 @@
 //! reopen; plus the rules every transition shares: a wrong-state call names what it expected
 //! and found, and a stale compare-and-swap is refused before anything is written.
 
-mod common;
+use yoi_testkit::store as common;
 
 use common::*;
 use yoi_core::principal::PrincipalKind;

@@ -1,7 +1,7 @@
 //! Operation ids: replaying the same request returns the first outcome and writes nothing;
 //! reusing an id for a different request is refused and writes nothing.
 
-mod common;
+use yoi_testkit::store as common;
 
 use common::*;
 use yoi_core::plan::{PlanKind, PlanRecord};

@@ -2,7 +2,7 @@
 //! characters names a ticket everywhere an id is accepted; an ambiguous suffix lists its
 //! matches, a short one is refused, and neither writes anything.
 
-mod common;
+use yoi_testkit::store as common;
 
 use common::*;
 use yoi_core::id::ResolveError;

@@ -3,7 +3,7 @@
 //! whose item.md is not valid YAML refuses every operation, naming the file and line, and is
 //! left as it was.
 
-mod common;
+use yoi_testkit::store as common;
 
 use common::*;
 use yoi_core::item::Item;

@@ -1,7 +1,7 @@
 //! Read queries over a workspace built with the real operations: `list` and its filters, and
 //! the relation view of one ticket (inverse names, blockers, notices, whether queue would pass).
 
-mod common;
+use yoi_testkit::store as common;
 
 use common::*;
 use yoi_core::relation::{Blocker, RelationKind};

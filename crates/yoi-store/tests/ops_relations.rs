@@ -2,7 +2,7 @@
 //! (self, unknown target, duplicate, a depends_on/blocks cycle shown as a path, a new blocker of
 //! a ticket in progress, a missing relation to remove).
 
-mod common;
+use yoi_testkit::store as common;
 
 use common::*;
 use yoi_core::relation::{RelationKind, RelationsFile};

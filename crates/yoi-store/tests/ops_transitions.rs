@@ -3,7 +3,7 @@
 //! state, wrong principal, incomplete brief, blockers) with its error class and an untouched
 //! ticket tree.
 
-mod common;
+use yoi_testkit::store as common;
 
 use common::*;
 use yoi_core::plan::PlanKind;

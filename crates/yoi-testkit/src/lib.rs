@@ -1,6 +1,13 @@
 //! Test support shared by yoi's test suites and benchmark programs. yoi itself never shells out
 //! to git; its tests do, to build repositories and to check yoi's work against git's own view.
 
+// Fixtures are made fresh by `new()` in every test; a `Default` would only hide that.
+#![allow(clippy::new_without_default)]
+
+pub mod pg;
+pub mod repo;
+pub mod store;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -65,4 +72,13 @@ pub fn dashboard_session(link: &str) -> String {
         .filter(|c| c.starts_with("yoi_session="))
         .unwrap_or_else(|| panic!("no session cookie from {link}"))
         .to_string()
+}
+
+/// The wall clock in milliseconds since the Unix epoch: the clock tests give the database index
+/// (`yoi_db::Bridge`), which never reads one itself.
+pub fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

@@ -34,7 +34,7 @@ pub fn run(env: &Env, as_json: bool) -> Result<(), CliError> {
         if token_created {
             println!(
                 "  wrote the admin token to .yoi/local/{} (mode 0600)",
-                yoi_engine::store::db::ADMIN_TOKEN_FILE
+                yoi_engine::db::ADMIN_TOKEN_FILE
             );
         }
     }

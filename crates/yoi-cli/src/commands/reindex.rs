@@ -1,9 +1,9 @@
 //! `yoi reindex [--full]`: catch the database index up with the files.
 
-use yoi_engine::store::db::{DbIndex, ReindexMode};
+use yoi_engine::db::{DbIndex, ReindexMode};
 
 use crate::cli::ReindexArgs;
-use crate::context::{runtime, Env};
+use crate::context::Env;
 use crate::error::CliError;
 use crate::output;
 
@@ -15,7 +15,7 @@ pub fn run(env: &Env, a: &ReindexArgs) -> Result<(), CliError> {
     } else {
         ReindexMode::Incremental
     };
-    let (_index, stats) = DbIndex::attach_with(&mut ws, runtime().handle().clone(), mode)?;
+    let (_index, stats) = DbIndex::attach_with(&mut ws, crate::context::bridge(), mode)?;
     if a.json {
         output::json(&stats);
     } else {

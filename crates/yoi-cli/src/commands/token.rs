@@ -1,6 +1,6 @@
 //! `yoi token create | revoke | list`: tokens live in the workspace database.
 
-use yoi_engine::store::db::Scope;
+use yoi_engine::db::Scope;
 
 use crate::cli::TokenCommand;
 use crate::context::{now, Env};

@@ -7,7 +7,7 @@
 //! agent may read tickets and skills and activate skills for its own assignment; it cannot
 //! claim, report, or act for the pod (its pod's token never reaches it).
 
-use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
+use yoi_db::{Assignment, AssignmentStatus, DbIndex};
 
 use super::AssignmentError;
 

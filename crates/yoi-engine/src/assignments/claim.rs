@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use yoi_core::packet::FrozenPacket;
 use yoi_core::{TicketId, Timestamp};
-use yoi_store::db::{Assignment, AssignmentStatus, DbIndex, Finish, PodRow, PodState};
+use yoi_db::{Assignment, AssignmentStatus, DbIndex, Finish, PodRow, PodState};
 use yoi_store::Workspace;
 
 use super::{

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use yoi_core::{Principal, TicketId, Timestamp};
-use yoi_store::db::{Assignment, AssignmentStatus, DbIndex, Finish, PodState};
+use yoi_db::{Assignment, AssignmentStatus, DbIndex, Finish, PodState};
 use yoi_store::ops;
 use yoi_store::{Ctx, Workspace};
 

@@ -19,7 +19,7 @@
 
 use yoi_core::report::{Report, Verdict};
 use yoi_core::{Principal, TicketId, Timestamp};
-use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
+use yoi_db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_store::ops;
 use yoi_store::{Ctx, Workspace};
 

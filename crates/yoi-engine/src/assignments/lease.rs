@@ -1,7 +1,7 @@
 //! [`expire_due`]: the lease sweep as a step function over `now`.
 
 use yoi_core::Timestamp;
-use yoi_store::db::{AssignmentStatus, DbIndex, Finish};
+use yoi_db::{AssignmentStatus, DbIndex, Finish};
 use yoi_store::Workspace;
 
 use super::claim::trailing_failures;

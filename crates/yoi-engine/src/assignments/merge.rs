@@ -11,7 +11,7 @@
 //! completes tickets whose merge is recorded.
 
 use yoi_core::{Principal, TicketId, Timestamp};
-use yoi_store::db::{AssignmentStatus, DbIndex, Finish};
+use yoi_db::{AssignmentStatus, DbIndex, Finish};
 use yoi_store::ops::{self, MergeEvidence, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 
@@ -107,7 +107,7 @@ fn merge_one(
     ws: &Workspace,
     index: &DbIndex,
     ticket: &TicketId,
-    a: &yoi_store::db::Assignment,
+    a: &yoi_db::Assignment,
     now: Timestamp,
 ) -> Result<Merge, AssignmentError> {
     let repo = ws.root();
@@ -249,7 +249,7 @@ fn merge_one(
 /// The latest merge commit of `approved` into the target at `before` whose validation passed.
 fn validated_merge(
     repo: &std::path::Path,
-    rows: &[yoi_store::db::Assignment],
+    rows: &[yoi_db::Assignment],
     before: &str,
     approved: &str,
 ) -> Option<String> {
@@ -281,7 +281,7 @@ fn land_on(
     ws: &Workspace,
     index: &DbIndex,
     ticket: &TicketId,
-    a: &yoi_store::db::Assignment,
+    a: &yoi_db::Assignment,
     target: &str,
     before: &str,
     after: &str,
@@ -333,7 +333,7 @@ fn complete_merge(
     ws: &Workspace,
     index: &DbIndex,
     ticket: &TicketId,
-    a: &yoi_store::db::Assignment,
+    a: &yoi_db::Assignment,
     merged: MergeRecord,
     now: Timestamp,
 ) -> Result<Merge, AssignmentError> {

@@ -34,7 +34,7 @@ use std::sync::Mutex;
 use thiserror::Error;
 use yoi_core::packet::FrozenPacket;
 use yoi_core::{ErrorClass, TicketId};
-use yoi_store::db::{Assignment, AssignmentStatus};
+use yoi_db::{Assignment, AssignmentStatus};
 use yoi_store::{StoreError, Workspace};
 
 pub use claim::{

@@ -23,8 +23,8 @@ use thiserror::Error;
 use yoi_core::decision::RoutingDecision;
 use yoi_core::packet::IntentPacket;
 use yoi_core::{Principal, State, TicketId, Timestamp};
+use yoi_db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_git::BranchOutcome;
-use yoi_store::db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_store::ops::{self, AcceptEvidence, TransitionRequest};
 use yoi_store::{Ctx, StoreError, Workspace, INTENT_PACKET};
 

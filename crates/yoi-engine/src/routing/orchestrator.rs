@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use yoi_core::{State, TicketId, Timestamp};
-use yoi_store::db::{DbIndex, OutboxEvent};
+use yoi_db::{DbIndex, OutboxEvent};
 use yoi_store::Workspace;
 
 use super::pass::{run_pass, PassHooks, PassResults, RouteConfig, Routed, Targets};

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use yoi_core::decision::RoutingDecision;
 use yoi_core::{Principal, TicketId, Timestamp};
-use yoi_store::db::DbIndex;
+use yoi_db::DbIndex;
 use yoi_store::ops::{self, CIRCUIT_OPEN};
 use yoi_store::{Ctx, StoreError, Workspace};
 

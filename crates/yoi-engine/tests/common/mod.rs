@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use yoi_core::thread::EventKind;
 use yoi_core::{Principal, State, TicketId, Timestamp};
+use yoi_db::{Assignment, DbIndex};
 use yoi_engine::routing as router;
-use yoi_store::db::{Assignment, DbIndex};
 use yoi_store::ops::{self, CreateRequest, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 use yoi_testkit::git;
@@ -46,7 +46,11 @@ impl Fixture {
             .enable_all()
             .build()
             .unwrap();
-        let (db, _) = DbIndex::attach(&mut ws, rt.handle().clone()).unwrap();
+        let (db, _) = DbIndex::attach(
+            &mut ws,
+            yoi_db::Bridge::new(rt.handle().clone(), yoi_testkit::wall_ms),
+        )
+        .unwrap();
         Fixture {
             _dir: dir,
             repo,

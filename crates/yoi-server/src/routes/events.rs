@@ -22,7 +22,7 @@ use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use utoipa::ToSchema;
-use yoi_store::db::{Db, OutboxEvent};
+use yoi_db::{Db, OutboxEvent};
 
 use crate::auth::{Authed, ReadTickets};
 use crate::error::ApiError;

@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use yoi_db::{Assignment, PodRow};
 use yoi_engine::assignments::{self as asg, LeaseConfig, PodCaller, Report};
-use yoi_store::db::{Assignment, PodRow};
 
 use crate::auth::*;
 use crate::error::{ApiError, ApiResult};
@@ -325,15 +325,8 @@ pub async fn list_assignments(
 ) -> ApiResult<serde_json::Value> {
     let limit = crate::extract::page_size(q.limit)?;
     let rows: Vec<Assignment> = s
-        .read(move |ws| {
+        .read_indexed(move |ws, index| {
             let ticket = q.ticket.as_deref().map(|t| ws.resolve(t)).transpose()?;
-            let index = ws
-                .index
-                .as_ref()
-                .and_then(|i| i.0.db_index())
-                .ok_or_else(|| yoi_store::StoreError::Database {
-                    reason: "the server has no database attached".into(),
-                })?;
             index.block_on(
                 index
                     .db
@@ -353,7 +346,7 @@ pub async fn ticket_cost(
     _a: Authed<ReadTickets>,
     Path(id): Path<String>,
 ) -> ApiResult<yoi_engine::cost::CostReport> {
-    s.read(move |ws| yoi_engine::cost::ticket_cost(ws, &id))
+    s.read_indexed(move |ws, index| yoi_engine::cost::ticket_cost(ws, index, &id))
         .await
         .map(Json)
 }

@@ -76,7 +76,7 @@ pub async fn activate(
     let state = s.clone();
     let who = c.principal.author();
     let agent = match &c.token.scope {
-        yoi_store::db::Scope::Agent(own) => Some(own.clone()),
+        yoi_db::Scope::Agent(own) => Some(own.clone()),
         _ => None,
     };
     let result = tokio::task::spawn_blocking(move || match agent {

@@ -212,7 +212,9 @@ pub async fn show(
     s.fresh
         .answer(c.view, key, || async move {
             let detail = state
-                .read(move |ws| yoi_store::query::ticket_detail(ws, &id))
+                .read_indexed(move |ws, index| {
+                    yoi_db::ticket_detail::ticket_detail(ws, Some(index), &id)
+                })
                 .await?;
             crate::fresh::JsonBytes::of(&detail)
         })
@@ -303,9 +305,9 @@ pub async fn blockers(
     _a: Authed<ReadTickets>,
     Path(id): Path<String>,
 ) -> ApiResult<yoi_store::query::RelationView> {
-    s.read(move |ws| {
+    s.read_indexed(move |ws, index| {
         let id = ws.resolve(&id)?;
-        query::relation_view_indexed(ws, &id)
+        yoi_db::ticket_detail::relation_view_indexed(ws, Some(index), &id)
     })
     .await
     .map(Json)
@@ -401,9 +403,9 @@ pub async fn add_plan(
 pub async fn doctor(
     State(s): State<AppState>,
     _a: Authed<RunDoctor>,
-) -> ApiResult<yoi_store::doctor::Report> {
+) -> ApiResult<yoi_engine::doctor::Report> {
     // The workspace carries the server's index, so the index and outbox checks run too.
-    s.read(|ws| yoi_engine::doctor::run_full(ws, false))
+    s.read_indexed(|ws, index| yoi_engine::doctor::run_full(ws, Some(index), false))
         .await
         .map(Json)
 }

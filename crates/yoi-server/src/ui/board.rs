@@ -10,7 +10,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use yoi_core::state::State as TicketState;
 use yoi_core::TicketId;
-use yoi_store::db::CardFacts;
+use yoi_db::CardFacts;
 use yoi_store::query::{ListFilter, TicketSummary};
 
 use super::page::{age, html, short, state_label, Chrome, UiError};

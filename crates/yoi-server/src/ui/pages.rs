@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use yoi_core::state::State as TicketState;
 use yoi_core::TicketId;
+use yoi_db::{hash_secret, PodRow, Scope};
 use yoi_engine::routing::view::QueueView;
-use yoi_store::db::{hash_secret, PodRow, Scope};
 use yoi_store::query::ListFilter;
 
 use super::actions::Form;
@@ -232,7 +232,7 @@ pub struct PodLine {
 pub struct PodsPage {
     pub chrome: Chrome,
     pub pods: Vec<PodLine>,
-    pub open: Vec<yoi_store::db::Assignment>,
+    pub open: Vec<yoi_db::Assignment>,
 }
 
 pub async fn pods(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
@@ -271,7 +271,7 @@ pub struct SkillsPage {
     pub chrome: Chrome,
     pub skills: Vec<yoi_skills::SkillEntry>,
     pub proposals: Vec<ProposalView>,
-    pub activations: Vec<yoi_store::db::ActivationRow>,
+    pub activations: Vec<yoi_db::ActivationRow>,
 }
 
 impl SkillsPage {
@@ -324,7 +324,7 @@ pub struct SkillPage {
     pub chrome: Chrome,
     pub skill: yoi_skills::SkillEntry,
     pub source: String,
-    pub activations: Vec<yoi_store::db::ActivationRow>,
+    pub activations: Vec<yoi_db::ActivationRow>,
 }
 
 pub async fn skill(
@@ -409,11 +409,13 @@ pub fn diff_lines(old: &str, new: &str) -> Vec<DiffLine> {
 #[template(path = "doctor.html")]
 pub struct DoctorPage {
     pub chrome: Chrome,
-    pub report: yoi_store::doctor::Report,
+    pub report: yoi_engine::doctor::Report,
 }
 
 pub async fn doctor(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
-    let report = s.read(|ws| yoi_engine::doctor::run_full(ws, false)).await?;
+    let report = s
+        .read_indexed(|ws, index| yoi_engine::doctor::run_full(ws, Some(index), false))
+        .await?;
     let chrome = Chrome::new(&s, &v, "Doctor", "doctor").await?;
     Ok(html(&DoctorPage { chrome, report }))
 }

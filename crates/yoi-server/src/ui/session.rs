@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method};
-use yoi_store::db::{hash_secret, new_secret, Scope};
+use yoi_db::{hash_secret, new_secret, Scope};
 
 use super::page::UiError;
 use crate::auth::{now, Caller};

@@ -10,10 +10,10 @@ use axum::response::Response;
 use serde::Deserialize;
 use yoi_core::state::{Operation, State as TicketState};
 use yoi_core::{Principal, TicketId};
+use yoi_db::ticket_detail::{AttemptDetail, TicketDetail};
+use yoi_db::Waiting;
 use yoi_engine::cost::CostReport;
 use yoi_engine::routing::view::RoutingView;
-use yoi_store::db::Waiting;
-use yoi_store::query::{AttemptDetail, TicketDetail};
 use yoi_store::worktrees::WorktreeRow;
 
 use super::markdown;
@@ -268,7 +268,7 @@ fn load(
     in_progress: usize,
 ) -> Result<TicketView, UiError> {
     let store = UiError::from_store;
-    let d = yoi_store::query::ticket_detail(ws, query).map_err(store)?;
+    let d = yoi_db::ticket_detail::ticket_detail(ws, Some(&s.index), query).map_err(store)?;
     let max = s.ws.config.router.max_inprogress;
     let routing =
         yoi_engine::routing::view::routing_view_for(ws, &d.id, max, in_progress, &d.relations)
@@ -310,13 +310,13 @@ fn load(
         .iter()
         .map(|a| AttemptView {
             log: tail_of(&ws.attempt_log(d.id.as_str(), &a.assignment)),
-            running: a.status == yoi_store::db::AssignmentStatus::Claimed,
+            running: a.status == yoi_db::AssignmentStatus::Claimed,
             a: a.clone(),
         })
         .collect();
     let running = attempts.iter().any(|a| a.running);
     let cost = (!d.attempts.is_empty())
-        .then(|| yoi_engine::cost::ticket_cost(ws, d.id.as_str()).ok())
+        .then(|| yoi_engine::cost::ticket_cost(ws, &s.index, d.id.as_str()).ok())
         .flatten();
     let total = d.events.len();
     let from = from.unwrap_or(total.saturating_sub(THREAD_PAGE)).min(total);

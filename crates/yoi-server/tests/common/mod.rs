@@ -9,8 +9,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../../../yoi-store/tests/support/pg.rs"]
-pub mod pg;
+pub use yoi_testkit::pg;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -20,8 +19,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use yoi_core::Principal;
-use yoi_store::db::{Db, DbIndex, Scope};
-use yoi_store::doctor::Report;
+use yoi_db::{Db, DbIndex, Scope};
+use yoi_engine::doctor::Report;
 use yoi_store::{Ctx, Workspace};
 pub use yoi_testkit::git;
 
@@ -112,7 +111,7 @@ impl Admin {
     }
 
     /// Skill activations recorded, newest first.
-    pub fn activations(&self) -> Vec<yoi_store::db::ActivationRow> {
+    pub fn activations(&self) -> Vec<yoi_db::ActivationRow> {
         self.rt
             .block_on(self.db.activations(None, 100))
             .expect("read activations")
@@ -120,8 +119,11 @@ impl Admin {
 
     /// Doctor with the file and index checks, without touching the index first.
     pub fn doctor(&self, ws: &Workspace) -> Report {
-        let index = DbIndex::new(self.db.clone(), self.rt.handle().clone());
-        yoi_store::doctor::run_with_index(ws, &index, false).expect("doctor runs")
+        let index = DbIndex::new(
+            self.db.clone(),
+            yoi_db::Bridge::new(self.rt.handle().clone(), yoi_testkit::wall_ms),
+        );
+        yoi_engine::doctor::run_full(ws, Some(&index), false).expect("doctor runs")
     }
 }
 

@@ -15,7 +15,7 @@ mod plan;
 mod relation;
 mod signal;
 mod transition;
-mod worktree;
+mod worktree_disposal;
 
 use std::sync::Mutex;
 
@@ -27,7 +27,7 @@ use yoi_core::{sha256_hex, TicketId, Timestamp};
 
 use crate::error::StoreError;
 use crate::fsutil;
-use crate::index::OpRecord;
+use crate::index_hook::OpRecord;
 use crate::tickets::THREAD;
 use crate::workspace::Workspace;
 

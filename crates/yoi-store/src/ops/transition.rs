@@ -16,7 +16,7 @@ use yoi_core::thread::{Event, EventKind};
 use yoi_core::TicketId;
 
 use super::edit::fresh;
-use super::worktree::{self, Disposal};
+use super::worktree_disposal::{self, Disposal};
 use super::{
     append_events, fingerprint, finish, one_line, replay_of, stamp, write_item, Ctx, Outcome,
 };
@@ -405,7 +405,7 @@ fn closing(
             &format!("{}\n\n{}", text.trim_end(), d.sentence()),
         )
         .with_attr("status", verb)
-        .with_attr(worktree::ATTR, d.attr()),
+        .with_attr(worktree_disposal::ATTR, d.attr()),
     };
     Ok(Effects {
         after: vec![close],
@@ -455,7 +455,7 @@ pub fn cancel(
         |ws, id, item| {
             let mut notes = Vec::new();
             let disposal = if item.state == State::Inprogress {
-                worktree::inspect(ws, id).unwrap_or_else(|e| {
+                worktree_disposal::inspect(ws, id).unwrap_or_else(|e| {
                     notes.push(format!(
                         "left the worktree alone: the accepted plan could not be read ({e})"
                     ));

@@ -11,11 +11,11 @@ use crate::output;
 
 pub fn run(env: &Env, a: &DoctorArgs) -> Result<(), CliError> {
     return_freed_memory();
-    let mut ws = env.workspace_behind("yoi ticket doctor")?;
+    let (mut ws, index) = env.workspace_behind("yoi ticket doctor")?;
     if a.no_cache {
         ws.config.doctor.cache = false;
     }
-    let report = yoi_engine::doctor::run_full(&ws, a.fix)?;
+    let report = yoi_engine::doctor::run_full(&ws, Some(&index), a.fix)?;
     if a.json {
         output::json(&report);
     } else {
@@ -45,7 +45,7 @@ fn return_freed_memory() {
 }
 
 /// The report as text: a large tree's report is tens of thousands of lines.
-fn print_text(report: &yoi_engine::store::doctor::Report) {
+fn print_text(report: &yoi_engine::doctor::Report) {
     output::to_stdout(|out| {
         for f in &report.fixed {
             writeln!(out, "fixed: {f}")?;

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use yoi_core::state::State;
-use yoi_engine::store::db::DbIndex;
+use yoi_engine::db::DbIndex;
 use yoi_engine::store::query::{self, ListFilter, RelationView, TicketSummary};
 use yoi_engine::store::Workspace;
 
@@ -90,8 +90,8 @@ pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
 }
 
 pub fn show(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
-    let ws = env.workspace("yoi ticket show")?;
-    let t = query::ticket_detail(&ws, id)?;
+    let (ws, index) = env.workspace_with_index("yoi ticket show")?;
+    let t = yoi_engine::db::ticket_detail::ticket_detail(&ws, Some(&index), id)?;
     if as_json {
         output::json(&t);
         return Ok(());
@@ -258,9 +258,9 @@ fn print_relations(view: &RelationView) {
 
 /// Answered from the database index.
 pub fn blockers(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
-    let ws = env.workspace("yoi ticket blockers")?;
+    let (ws, index) = env.workspace_with_index("yoi ticket blockers")?;
     let id = ws.resolve(id)?;
-    let view = query::relation_view_indexed(&ws, &id)?;
+    let view = yoi_engine::db::ticket_detail::relation_view_indexed(&ws, Some(&index), &id)?;
     if as_json {
         output::json(&view);
         return Ok(());
@@ -286,8 +286,8 @@ pub fn blockers(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
 /// `yoi ticket cost ID`: the ledger from the database (reported costs, estimates from
 /// `[prices]`, and attempts that could be priced by neither).
 pub fn cost(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
-    let ws = env.workspace("yoi ticket cost")?;
-    let r = yoi_engine::cost::ticket_cost(&ws, id)?;
+    let (ws, index) = env.workspace_with_index("yoi ticket cost")?;
+    let r = yoi_engine::cost::ticket_cost(&ws, &index, id)?;
     if as_json {
         output::json(&r);
         return Ok(());

@@ -1,0 +1,266 @@
+//! One ticket whole, as `yoi ticket show --json` and `GET /api/v1/tickets/{id}` return it: its
+//! files (item, thread, plan, resolution) read through the store, joined with what only the
+//! database knows (every attempt of every step, the skills activated for it) and the relation
+//! view from the index when the index knows the ticket.
+//!
+//! The database is passed in, never found on the workspace: a caller without one (a test
+//! double of the index, a store-only tool) gets the files' answer and no attempts.
+
+use serde::Serialize;
+use yoi_core::state::State;
+use yoi_core::{TicketId, Timestamp};
+use yoi_store::query::{relation_view, RelationView};
+use yoi_store::{StoreError, Workspace};
+
+use crate::DbIndex;
+
+/// Everything about one ticket, as the CLI's `show --json` and the API's `GET /tickets/{id}`
+/// return it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TicketDetail {
+    pub id: TicketId,
+    pub title: String,
+    pub state: State,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readiness: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk_flags: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_ref: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    pub extra_keys: Vec<String>,
+    pub body: String,
+    pub missing_brief_sections: Vec<&'static str>,
+    pub relations: RelationView,
+    pub plan: Vec<yoi_core::plan::PlanRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
+    pub events: Vec<EventDetail>,
+    pub thread_issues: Vec<yoi_core::thread::ThreadIssue>,
+    /// Every attempt of every step pods were given, oldest first, with the skills activated for
+    /// it (from the database; absent without one, or when there were none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AttemptDetail>,
+    /// The flow the ticket runs, as frozen at acceptance (`None` before acceptance, or for a
+    /// packet frozen before flows existed: the built-in one), with its steps in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running_flow: Option<RunningFlow>,
+}
+
+/// One attempt of a step, as `show` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptDetail {
+    pub assignment: String,
+    pub step: String,
+    pub role: String,
+    pub attempt: i64,
+    pub fence: i64,
+    pub status: crate::AssignmentStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The attempt's usage as the pod reported it (JSON), if it ended with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    /// The commit the attempt worked on (verify, review and merge are bound to it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// A reviewer's verdict and findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<yoi_core::report::Verdict>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
+    /// A verifier's commands with how each ended, and the prose checks left to the reviewer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<yoi_core::report::CheckResult>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub manual_checks: Vec<String>,
+    pub activations: Vec<ActivationDetail>,
+}
+
+impl AttemptDetail {
+    /// Whether this attempt used a fix round: a failed verification or a change request.
+    pub fn used_a_round(&self) -> bool {
+        self.status == crate::AssignmentStatus::Completed
+            && (self.checks.iter().any(|c| !c.passed())
+                || self.verdict == Some(yoi_core::report::Verdict::RequestChanges))
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ActivationDetail {
+    pub skill: String,
+    pub digest: String,
+    pub who: String,
+    pub at_ms: i64,
+}
+
+/// A ticket's attempts with their activations (empty without a database).
+pub fn attempts_of(
+    index: Option<&DbIndex>,
+    id: &TicketId,
+) -> Result<Vec<AttemptDetail>, StoreError> {
+    let Some(index) = index else {
+        return Ok(Vec::new());
+    };
+    let rows = index.block_on(index.db.assignments_of(id.as_str()))?;
+    let acts = index.block_on(index.db.activations_of_ticket(id.as_str()))?;
+    Ok(rows
+        .into_iter()
+        .map(|a| {
+            let report: Option<yoi_core::report::Report> = a
+                .result
+                .as_deref()
+                .and_then(|r| serde_json::from_str(r).ok());
+            let report = report.unwrap_or_default();
+            AttemptDetail {
+                commit: a.head_commit.clone(),
+                verdict: report.verdict,
+                findings: report.findings,
+                checks: report.checks,
+                manual_checks: report.manual_checks,
+                activations: acts
+                    .iter()
+                    .filter(|x| x.assignment.as_deref() == Some(a.id.as_str()))
+                    .map(|x| ActivationDetail {
+                        skill: x.skill.clone(),
+                        digest: x.digest.clone(),
+                        who: x.who.clone(),
+                        at_ms: x.at_ms,
+                    })
+                    .collect(),
+                assignment: a.id,
+                step: a.step,
+                role: a.role,
+                attempt: a.attempt,
+                fence: a.fence,
+                status: a.status,
+                pod: a.claimed_by,
+                error: a.error,
+                usage: a.usage.and_then(|u| serde_json::from_str(&u).ok()),
+                log: a.log_path,
+            }
+        })
+        .collect())
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunningFlow {
+    pub name: String,
+    pub steps: Vec<String>,
+    pub max_rounds: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventDetail {
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    pub attrs: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heading: Option<String>,
+    pub body: String,
+}
+
+/// The relation view of one ticket from the attached database index (one query) when it knows
+/// the ticket, else from the files (every ticket's relations read). Blocking: call it from a
+/// blocking thread, never from an async task.
+pub fn relation_view_indexed(
+    ws: &Workspace,
+    index: Option<&DbIndex>,
+    id: &TicketId,
+) -> Result<RelationView, StoreError> {
+    if let Some(index) = index {
+        if let Some(view) = index.block_on(index.db.relation_view(id))? {
+            return Ok(view);
+        }
+    }
+    relation_view(ws, id)
+}
+
+/// Read one ticket whole: its files, and its relation view (see [`relation_view_indexed`]).
+pub fn ticket_detail(
+    ws: &Workspace,
+    index: Option<&DbIndex>,
+    query: &str,
+) -> Result<TicketDetail, StoreError> {
+    let id = ws.resolve(query)?;
+    let t = ws.read_ticket(&id)?;
+    let relations = relation_view_indexed(ws, index, &id)?;
+    let attempts = attempts_of(index, &id)?;
+    let running_flow = (!attempts.is_empty())
+        .then(|| ws.read_frozen_packet(&id).ok().flatten())
+        .flatten()
+        .map(|p| {
+            p.flow
+                .unwrap_or_else(|| yoi_core::flow::builtin(ws.config.flow.max_rounds))
+        })
+        .map(|f| RunningFlow {
+            name: f.name,
+            steps: f.steps.into_iter().map(|s| s.id).collect(),
+            max_rounds: f.max_rounds,
+        });
+    let item = t.item;
+    let events = t
+        .thread
+        .events
+        .iter()
+        .map(|e| EventDetail {
+            kind: e.kind.as_str().to_string(),
+            id: e.id().map(str::to_string),
+            author: e.author().map(str::to_string),
+            at: e.get("at").map(str::to_string),
+            attrs: e
+                .attrs
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "id" | "author" | "at"))
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+            heading: e.heading.clone(),
+            body: e.body.clone(),
+        })
+        .collect();
+    Ok(TicketDetail {
+        missing_brief_sections: yoi_core::brief::missing_required(item.body_text())
+            .iter()
+            .map(|s| s.heading())
+            .collect(),
+        body: item.body_text().to_string(),
+        target_ref: item.effective_target_ref(),
+        extra_keys: item.extra.iter().map(|(k, _)| k.clone()).collect(),
+        id,
+        updated_at: item.last_changed(&t.thread.events),
+        title: item.title,
+        state: item.state,
+        created_at: item.created_at,
+        readiness: item.readiness,
+        risk_flags: item.risk_flags,
+        queued_by: item.queued_by,
+        queued_at: item.queued_at,
+        flow: item.flow,
+        priority: item.priority,
+        relations,
+        plan: t.plan,
+        resolution: t.resolution,
+        events,
+        thread_issues: t.thread.issues,
+        running_flow,
+        attempts,
+    })
+}

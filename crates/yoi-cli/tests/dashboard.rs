@@ -660,7 +660,7 @@ async fn forged_posts_and_foreign_hosts_are_refused_and_write_nothing() {
         ("POST", format!("/api/v1/tickets/{t}/queue")),
     ] {
         let url = format!("{}{path}", site.base());
-        let status = match method {
+        let mut res = match method {
             "GET" => agent
                 .get(&url)
                 .header("Host", "evil.example")
@@ -673,10 +673,14 @@ async fn forged_posts_and_foreign_hosts_are_refused_and_write_nothing() {
                 .header("Content-Type", "application/x-www-form-urlencoded")
                 .send(format!("action=queue&csrf={token}")),
         }
-        .unwrap()
-        .status()
-        .as_u16();
-        assert_eq!(status, 421, "{method} {path} with a foreign Host");
+        .unwrap();
+        assert_eq!(res.status().as_u16(), 421, "{method} {path} with a foreign Host");
+        // The refusal names the file a person would edit to allow the name.
+        let body = res.body_mut().read_to_string().unwrap();
+        assert!(
+            body.contains("[server] allowed_hosts in .yoi/workspace.toml"),
+            "{method} {path}: {body}"
+        );
     }
     // A session reads the API but never writes through it.
     let api = agent

@@ -47,7 +47,7 @@ pub async fn hosts(State(s): State<AppState>, req: Request, next: Next) -> Respo
             return (
                 StatusCode::MISDIRECTED_REQUEST,
                 [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                "this server does not answer for that host name; add it to [server] allowed_hosts in .yoi/config.toml if you mean it\n",
+                "this server does not answer for that host name; add it to [server] allowed_hosts in .yoi/workspace.toml if you mean it\n",
             )
                 .into_response();
         }

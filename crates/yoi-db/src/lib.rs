@@ -1,11 +1,14 @@
 //! The sqlx database: an index of the ticket files plus runtime state that files cannot hold
-//! (outbox deliveries, operation ids). SQLite at `.yoi/local/yoi.db` by default (WAL, busy
-//! timeout, `BEGIN IMMEDIATE` for writes); a `postgres://` URL switches to PostgreSQL with the
-//! same SQL — one portable migrations folder, `$N` placeholders, no dialect-only types.
+//! (assignments, pods, tokens, skill activations, outbox deliveries, operation ids). SQLite at
+//! `.yoi/local/yoi.db` by default (WAL, busy timeout, `BEGIN IMMEDIATE` for writes); a
+//! `postgres://` URL switches to PostgreSQL with the same SQL — one portable migrations folder,
+//! `$N` placeholders, no dialect-only types.
 //!
-//! Everything here is async; [`DbIndex`] is the synchronous facade the file operations call
-//! (from a blocking thread) to keep the index in step under the workspace lock. `sqlx::Error`
-//! never leaves this module: it becomes [`StoreError::Database`].
+//! Everything on [`Db`] is async; [`DbIndex`] is the synchronous facade the file operations call
+//! (from a blocking thread) to keep the index in step under the workspace lock, across the one
+//! [`Bridge`] its frontend gave it. `sqlx::Error` never leaves this crate: it becomes
+//! [`StoreError::Database`] (and no other crate of yoi depends on sqlx outside its tests, which
+//! `scripts/check-boundaries` checks).
 
 mod activations;
 mod assignments;

@@ -29,8 +29,8 @@
 //! today (neither finished nor in flight); waiting on in-flight work is normal.
 //!
 //! The checks, by id, are listed in [`CHECKS`]. The `index.*` and `outbox.*` checks compare
-//! the database with the files and need an attached index: see [`run_with_index`] and the
-//! `index` module. The `worktree.*` and `branch.*` checks compare the git repository around the
+//! the database with the files and need the caller's index: see [`run_with_index`] and the
+//! `index_check` module. The `worktree.*` and `branch.*` checks compare the git repository around the
 //! workspace with the tickets, and run only when there is one: see the `worktrees` module.
 
 mod cache;

@@ -1,4 +1,6 @@
-//! The only two ways the store writes a file: atomic replacement and synced append.
+//! The two ways the store writes a ticket or configuration file: atomic replacement and synced
+//! append. (The lock file and the secret keys under `.yoi/local/` are opened by `lock` and
+//! `keys` with the flags they need: a lock that outlives no process, a key created 0600.)
 //!
 //! `atomic_write` writes a temporary file beside the target (`.<name>.tmp.<pid>.<n>`), fsyncs
 //! it, renames it over the target and fsyncs the directory, so a reader — or a process killed

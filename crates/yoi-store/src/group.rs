@@ -16,7 +16,7 @@
 //! At the end, in this order: every file written is synced (several at a time), the waiting
 //! renames are made, each folder renamed into is synced, the index reads every changed ticket
 //! in one transaction (adding just the new events of a thread the group only appended to, when
-//! it provably holds the rest: `db::bulk::append_snapshots`), the lock is released, and only
+//! it provably holds the rest: `IndexHook::threads_appended`, which `yoi-db` implements), the lock is released, and only
 //! then does anyone learn an outcome. The order within each file is the one a lone mutation keeps: a
 //! temporary file is durable before it replaces anything, so a crash at any moment leaves each
 //! item.md whole, old or new. A crash before the end loses only mutations nobody was told of

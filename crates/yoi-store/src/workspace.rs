@@ -1,8 +1,9 @@
 //! A yoi workspace on disk: where its folders are, how it is found, how it is initialised, and
 //! the lock every mutation takes.
 //!
-//! The store writes only inside `.yoi/` (and, for `init`, appends ignore rules to the
-//! repository's `.gitignore`). Finding the git repository is the caller's job (the git crate);
+//! The store writes files only inside `.yoi/` (and, for `init`, appends ignore rules to the
+//! repository's `.gitignore`); outside it, it only removes a clean ticket worktree through
+//! `yoi-git` (`cancel`, and `yoi worktree remove` for people). Finding the git repository is the caller's job (the git crate);
 //! this module takes the repository root as given.
 
 use std::fs;

@@ -3,8 +3,10 @@
 //! accepted on — and the two ways a person tidies them: remove one, prune git's records of
 //! those whose folder is gone.
 //!
-//! For people only (`yoi worktree …`): the service never calls this module, so nothing the
-//! service does is ever forced. [`remove_worktree`] never removes the main worktree, and refuses
+//! Removing and pruning are for people only (`yoi worktree …`): the service reads through this
+//! module (the dashboard shows a ticket's worktree) but never removes or prunes through it, so
+//! nothing the service does is ever forced (`scripts/check-boundaries` checks that neither the
+//! engine nor the server names [`remove_worktree`] or [`prune_worktrees`]). [`remove_worktree`] never removes the main worktree, and refuses
 //! a worktree with uncommitted work or the worktree of an in-progress ticket unless the caller
 //! forces it; the branch is always kept, it holds the work. Listing and pruning take no lock;
 //! removing takes the workspace lock, so it cannot race with an acceptance or a cancel deciding

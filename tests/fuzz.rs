@@ -33,6 +33,9 @@ pub struct Budget {
     pub seed: u64,
     /// One input slower than this is a hang.
     pub hang_after: Duration,
+    /// One input running longer than this is stuck: the watchdog writes it and ends the
+    /// process (ten hang budgets by default).
+    pub stuck_after: Option<Duration>,
     /// Where crashing and hanging inputs are written (`<target>-<n>.bin`); none writes nothing.
     pub crash_dir: Option<PathBuf>,
 }
@@ -43,6 +46,7 @@ impl Budget {
             inputs,
             seed,
             hang_after: Duration::from_secs(1),
+            stuck_after: None,
             crash_dir: Some(default_crash_dir()),
         }
     }
@@ -267,7 +271,7 @@ fn spawn_watchdog(
     current: &Arc<Current>,
     done: &Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
-    let stuck_after = budget.hang_after * 10;
+    let stuck_after = budget.stuck_after.unwrap_or(budget.hang_after * 10);
     let dir = budget.crash_dir.clone();
     let (current, done) = (current.clone(), done.clone());
     std::thread::spawn(move || {

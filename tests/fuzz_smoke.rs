@@ -97,6 +97,9 @@ fn the_runner_counts_panics_and_hangs_and_writes_their_inputs() {
     let dir = tempfile::tempdir().unwrap();
     let mut budget = Budget::new(2_000, SEED);
     budget.hang_after = Duration::from_millis(10);
+    // The planted 30 ms sleep must count as a hang, never as stuck: on a loaded machine it can
+    // take ten times its length, and the watchdog would end the whole test binary.
+    budget.stuck_after = Some(Duration::from_secs(60));
     budget.crash_dir = Some(dir.path().to_path_buf());
     let s = fuzz::run(&FLAKY, &budget);
     assert_eq!(s.inputs, 2_000);

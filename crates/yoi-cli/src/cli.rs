@@ -519,3 +519,38 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub no_cache: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+    use yoi_engine::person_ops::{Needs, PersonOp};
+
+    use super::Cli;
+
+    /// Every operation of the engine's table has its `yoi` command, taking the ticket and,
+    /// for a state operation, the text its row says it needs.
+    #[test]
+    fn every_person_operation_has_its_command() {
+        let root = Cli::command();
+        for op in PersonOp::ALL {
+            let mut cmd = &root;
+            for word in op.spec().cli {
+                cmd = cmd.find_subcommand(word).unwrap_or_else(|| {
+                    panic!("{op:?}: `yoi {}` is not a command", op.spec().cli.join(" "))
+                });
+            }
+            let flag = match op.spec().needs {
+                Needs::Reason => Some("reason"),
+                Needs::Resolution => Some("resolution"),
+                Needs::Nothing | Needs::Body => None,
+            };
+            if let Some(flag) = flag {
+                assert!(
+                    cmd.get_arguments().any(|a| a.get_long() == Some(flag)),
+                    "{op:?}: `yoi {}` has no --{flag}",
+                    op.spec().cli.join(" ")
+                );
+            }
+        }
+    }
+}

@@ -15,6 +15,7 @@ use yoi_core::relation::RelationKind;
 use yoi_core::state::{Operation, State};
 use yoi_core::TicketId;
 use yoi_engine::db::ADMIN_TOKEN_FILE;
+use yoi_engine::person_ops::PersonOp;
 use yoi_engine::store::ops::{
     CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest, TransitionRequest,
 };
@@ -149,15 +150,14 @@ impl Remote {
         id: &str,
         req: &TransitionRequest,
     ) -> Result<Outcome, CliError> {
-        let route = match op {
-            Operation::MarkReady => "/mark-ready",
-            Operation::Queue => "/queue",
-            Operation::ReturnToPlanning => "/return-to-planning",
-            Operation::Close => "/close",
-            Operation::Cancel => "/cancel",
-            Operation::Reopen => "/reopen",
-            Operation::Accept | Operation::Complete => return Err(not_a_human_operation(op)),
+        let Some(person) = PersonOp::of_transition(op) else {
+            return Err(not_a_human_operation(op));
         };
+        let route = person
+            .spec()
+            .path
+            .strip_prefix("/tickets/{id}")
+            .expect("a state operation's route is below its ticket (person_ops tests it)");
         let body = json!({
             "reason": req.reason,
             "resolution": req.resolution,

@@ -10,6 +10,7 @@
 use yoi_core::plan::PlanRecord;
 use yoi_core::relation::RelationKind;
 use yoi_core::state::Operation;
+use yoi_engine::person_ops::PersonOp;
 use yoi_engine::store::ops::{
     self, CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest,
     TransitionRequest,
@@ -86,14 +87,8 @@ impl Target {
             Via::Files(ctx) => ctx,
             Via::Server(r) => return r.transition(op, id, req),
         };
-        let f = match op {
-            Operation::MarkReady => ops::mark_ready,
-            Operation::Queue => ops::queue,
-            Operation::ReturnToPlanning => ops::return_to_planning,
-            Operation::Close => ops::close,
-            Operation::Cancel => ops::cancel,
-            Operation::Reopen => ops::reopen,
-            Operation::Accept | Operation::Complete => return Err(not_a_human_operation(op)),
+        let Some(f) = PersonOp::of_transition(op).and_then(PersonOp::transition_fn) else {
+            return Err(not_a_human_operation(op));
         };
         Ok(f(&self.ws, ctx, id, req)?)
     }

@@ -248,19 +248,6 @@ impl Operation {
         }
     }
 
-    /// The CLI command a person would use for this edge, or `None` when it is not a human's.
-    pub fn human_command(self) -> Option<&'static str> {
-        match self {
-            Operation::MarkReady => Some("yoi ticket mark-ready ID"),
-            Operation::Queue => Some("yoi ticket queue ID"),
-            Operation::ReturnToPlanning => Some("yoi ticket return-to-planning ID --reason R"),
-            Operation::Close => Some("yoi ticket close ID --resolution R"),
-            Operation::Cancel => Some("yoi ticket cancel ID --resolution R"),
-            Operation::Reopen => Some("yoi ticket reopen ID --reason R"),
-            Operation::Accept | Operation::Complete => None,
-        }
-    }
-
     /// Check state and principal. Returns the target state.
     pub fn check(self, current: State, principal: &Principal) -> Result<State, TransitionError> {
         if !self.from_states().contains(&current) {

@@ -10,6 +10,8 @@
 //! - [`doctor`]: the one doctor both `yoi ticket doctor` and `GET /api/v1/doctor` report.
 //! - [`skills`]: the skill catalog of a workspace, activations, proposals with their checks.
 //! - [`edge`]: the one table from an error's class to the CLI exit code and the HTTP status.
+//! - [`person_ops`]: the one table of the operations a person asks for, from which the
+//!   frontends build their scopes, dashboard actions and state-operation dispatch.
 //!
 //! Background loops are step functions: `step(&mut state, env, now) -> outcome`. The tokio
 //! task in `yoi serve` only sleeps and calls them (docs/engine.md).
@@ -19,6 +21,7 @@ pub mod cost;
 pub mod doctor;
 pub mod edge;
 pub mod flows;
+pub mod person_ops;
 pub mod routing;
 pub mod skills;
 

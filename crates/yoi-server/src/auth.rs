@@ -11,23 +11,14 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use yoi_core::{Principal, Timestamp};
 use yoi_db::{hash_secret, Scope, TokenInfo};
+use yoi_engine::person_ops::PersonOp;
 use yoi_store::Ctx;
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Which kinds of token may perform an action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScopeClass {
-    Human,
-    Read,
-    Intake,
-    Orchestrator,
-    /// Any pod role.
-    Pod,
-    /// A pod's agent, for its one live claim.
-    Agent,
-}
+/// Which kinds of token may perform an action (the engine's one list, `person_ops::Who`).
+pub use yoi_engine::person_ops::Who as ScopeClass;
 
 pub trait Action: Send + Sync + 'static {
     const NAME: &'static str;
@@ -44,26 +35,41 @@ macro_rules! actions {
     )*};
 }
 
-// The scope table. Reading is open to every live token; each mutation names who may ask (the
-// store's own guards still decide on the principal, e.g. only humans queue).
+/// The actions of the operations a person asks for: name and scopes come from the engine's
+/// table (`yoi_engine::person_ops`), so the API cannot disagree with the other frontends.
+macro_rules! person_actions {
+    ($($ty:ident = $op:ident;)*) => {$(
+        pub struct $ty;
+        impl Action for $ty {
+            const NAME: &'static str = PersonOp::$op.spec().name;
+            const ALLOWED: &'static [ScopeClass] = PersonOp::$op.spec().who;
+        }
+    )*};
+}
+
+person_actions! {
+    CreateTicket = Create;
+    EditTicket = Edit;
+    CommentTicket = Comment;
+    MarkReady = MarkReady;
+    Queue = Queue;
+    ReturnToPlanning = ReturnToPlanning;
+    Close = Close;
+    Cancel = Cancel;
+    Reopen = Reopen;
+    EditRelations = AddRelation;
+    AddPlanRecord = AddPlanRecord;
+    Retry = Retry;
+}
+
+// The scope table of everything else. Reading is open to every live token; each mutation names
+// who may ask (the store's own guards still decide on the principal, e.g. only humans queue).
 actions! {
     ReadTickets = "read": [Human, Read, Intake, Orchestrator, Pod, Agent];
-    CreateTicket = "create": [Human, Intake];
-    EditTicket = "edit": [Human, Intake];
-    CommentTicket = "comment": [Human, Intake, Orchestrator];
-    MarkReady = "mark-ready": [Human, Intake];
-    Queue = "queue": [Human];
-    ReturnToPlanning = "return-to-planning": [Human, Orchestrator];
-    Close = "close": [Human];
-    Cancel = "cancel": [Human];
-    Reopen = "reopen": [Human];
-    EditRelations = "relations": [Human, Intake];
-    AddPlanRecord = "plan": [Human, Orchestrator];
     RunDoctor = "doctor": [Human, Read];
     UseSkills = "use skills": [Human, Read, Intake, Orchestrator, Pod, Agent];
     ProposeSkill = "propose skills": [Human, Intake, Orchestrator, Pod];
     DecideSkill = "approve or reject skill proposals": [Human];
-    Retry = "retry routing": [Human];
     SubmitPacket = "submit an IntentPacket": [Human, Intake, Orchestrator];
     RunPod = "register a pod or claim and report its role's work": [Pod];
     OpenDashboard = "open a dashboard session": [Human];

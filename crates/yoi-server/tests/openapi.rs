@@ -302,3 +302,38 @@ fn the_documented_limits_are_the_ones_the_server_enforces() {
         false
     );
 }
+
+/// The engine's table of person operations is the one list: each operation's route is served
+/// and documented with its method, and a state operation's body is the one its table row says.
+#[test]
+fn every_person_operation_of_the_engine_s_table_is_routed_and_documented() {
+    use yoi_engine::person_ops::{Needs, PersonOp};
+    let doc = document();
+    let documented = documented(&doc);
+    for op in PersonOp::ALL {
+        let spec = op.spec();
+        let route = (
+            spec.method.to_ascii_lowercase(),
+            format!("/api/v1{}", spec.path),
+        );
+        assert!(
+            ROUTES.contains(&(route.0.as_str(), route.1.as_str())),
+            "{op:?}: {route:?} is not a route of the router"
+        );
+        assert!(
+            documented.contains(&route),
+            "{op:?}: {route:?} is not documented"
+        );
+        let body = &doc["paths"][&route.1][&route.0]["requestBody"]["content"]["application/json"]
+            ["schema"]["$ref"];
+        let want = match (spec.transition, spec.needs) {
+            (Some(_), Needs::Reason) => Some("#/components/schemas/ReasonBody"),
+            (Some(_), Needs::Resolution) => Some("#/components/schemas/ResolutionBody"),
+            (Some(_), _) => Some("#/components/schemas/TransitionBody"),
+            (None, _) => None,
+        };
+        if let Some(want) = want {
+            assert_eq!(body, want, "{op:?}: its request body");
+        }
+    }
+}

@@ -6,6 +6,7 @@
 //! it names. `.ci/run` checks the two agree with a bounded schemathesis run.
 
 use serde_json::{json, Map, Value};
+use yoi_engine::person_ops::{Needs, PersonOp};
 
 /// Unicode White_Space, which Rust's `str::trim` removes (not JSON Schema's `\s`, which also
 /// holds U+FEFF).
@@ -226,14 +227,19 @@ fn bodies(doc: &mut Value) {
         ],
         &["resolution"],
     );
-    for (op, body) in [
-        ("return-to-planning", "ReasonBody"),
-        ("reopen", "ReasonBody"),
-        ("close", "ResolutionBody"),
-        ("cancel", "ResolutionBody"),
-    ] {
-        let content = &mut doc["paths"][format!("/api/v1/tickets/{{id}}/{op}")]["post"]
-            ["requestBody"]["content"]["application/json"];
+    // Which body each state operation takes comes from the engine's table of operations.
+    for op in PersonOp::ALL
+        .into_iter()
+        .filter(|p| p.spec().transition.is_some())
+    {
+        let body = match op.spec().needs {
+            Needs::Reason => "ReasonBody",
+            Needs::Resolution => "ResolutionBody",
+            Needs::Nothing | Needs::Body => continue,
+        };
+        let spec = op.spec();
+        let content = &mut doc["paths"][format!("/api/v1{}", spec.path)]
+            [spec.method.to_ascii_lowercase()]["requestBody"]["content"]["application/json"];
         content["schema"] = json!({ "$ref": format!("#/components/schemas/{body}") });
     }
     // Relations (`ops::add_relation`): the note is at most 16 KiB.

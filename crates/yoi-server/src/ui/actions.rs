@@ -9,6 +9,7 @@ use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Redirect, Response};
 use yoi_core::state::State as TicketState;
+use yoi_engine::person_ops::PersonOp;
 use yoi_store::ops::{self, CommentRequest, EditRequest, RelationRequest, TransitionRequest};
 use yoi_store::Ctx;
 
@@ -103,7 +104,8 @@ fn done(s: &AppState, v: &Viewer, flash: Flash, to: String) -> Response {
     Redirect::to(&to).into_response()
 }
 
-/// Run one state operation named by a form's `action` on ticket `id`.
+/// Run one state operation named by a form's `action` on ticket `id` (the actions are the
+/// dashboard's entries of `yoi_engine::person_ops`).
 async fn transition(
     s: &AppState,
     ctx: Ctx,
@@ -111,29 +113,18 @@ async fn transition(
     action: &str,
     req: TransitionRequest,
 ) -> Result<String, String> {
-    type Op = fn(
-        &yoi_store::Workspace,
-        &Ctx,
-        &str,
-        &TransitionRequest,
-    ) -> Result<yoi_store::Outcome, yoi_store::StoreError>;
-    let (f, verb): (Option<Op>, &str) = match action {
-        "mark-ready" => (Some(ops::mark_ready), "marked ready"),
-        "queue" => (Some(ops::queue), "queued"),
-        "return-to-planning" => (Some(ops::return_to_planning), "returned to planning"),
-        "close" => (Some(ops::close), "closed"),
-        "cancel" => (Some(ops::cancel), "cancelled"),
-        "reopen" => (Some(ops::reopen), "reopened"),
-        "retry" => (None, "sent to routing again"),
-        other => return Err(format!("`{other}` is not an action")),
+    let Some(op) = PersonOp::from_action(action) else {
+        return Err(format!("`{action}` is not an action"));
     };
+    let verb = op.spec().done;
     let tid = id.clone();
-    let result = match f {
-        Some(f) => s.op(move |ws| f(ws, &ctx, &tid, &req)).await,
-        None => {
+    let result = match (op, op.transition_fn()) {
+        (_, Some(f)) => s.op(move |ws| f(ws, &ctx, &tid, &req)).await,
+        (PersonOp::Retry, None) => {
             s.op(move |ws| ops::retry(ws, &ctx, &tid, req.reason.as_deref()))
                 .await
         }
+        (other, None) => return Err(format!("`{}` has no button", other.action())),
     };
     match result {
         Ok(out) if out.replayed => Ok(format!("{id}: already {verb} (this form was sent before)")),
@@ -188,12 +179,11 @@ pub async fn bulk(State(s): State<AppState>, v: Viewer, body: Bytes) -> Result<R
     let form = Form::parse(&body);
     v.check_csrf(form.get("csrf"))?;
     let action = form.get("action").unwrap_or("").to_string();
-    if !matches!(
-        action.as_str(),
-        "mark-ready" | "queue" | "return-to-planning" | "close"
-    ) {
+    if !PersonOp::bulk().any(|op| op.action() == action) {
+        let offered: Vec<&str> = PersonOp::bulk().map(PersonOp::action).collect();
         return Err(UiError::BadRequest(format!(
-            "`{action}` is not a bulk action (mark-ready, queue, return-to-planning, close)"
+            "`{action}` is not a bulk action ({})",
+            offered.join(", ")
         )));
     }
     let back = back_to(form.get("back"), "/");

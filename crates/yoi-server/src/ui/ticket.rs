@@ -13,6 +13,7 @@ use yoi_core::{Principal, TicketId};
 use yoi_db::ticket_detail::{AttemptDetail, TicketDetail};
 use yoi_db::Waiting;
 use yoi_engine::cost::CostReport;
+use yoi_engine::person_ops::{Dashboard, Needs, PersonOp};
 use yoi_engine::routing::view::RoutingView;
 use yoi_store::worktrees::WorktreeRow;
 
@@ -44,19 +45,12 @@ pub struct Action {
 pub fn actions(d: &TicketDetail, routing: &RoutingView, who: &Principal) -> Vec<Action> {
     let id = d.id.as_str();
     let mut out = Vec::new();
-    let ops = [
-        (Operation::MarkReady, "Mark ready", None),
-        (Operation::Queue, "Queue", None),
-        (
-            Operation::ReturnToPlanning,
-            "Return to planning",
-            Some("reason"),
-        ),
-        (Operation::Close, "Close", Some("resolution")),
-        (Operation::Cancel, "Cancel", Some("resolution")),
-        (Operation::Reopen, "Reopen", Some("reason")),
-    ];
-    for (op, label, asks) in ops {
+    let state_ops = PersonOp::ALL
+        .into_iter()
+        .filter(|p| p.spec().dashboard != Dashboard::Absent)
+        .filter_map(|p| Some((p, p.spec().transition?)));
+    for (p, op) in state_ops {
+        let spec = p.spec();
         let refusal = op.check(d.state, who).err();
         let other_state = matches!(
             refusal,
@@ -82,27 +76,23 @@ pub fn actions(d: &TicketDetail, routing: &RoutingView, who: &Principal) -> Vec<
                 _ => None,
             };
         }
-        let cli = op
-            .human_command()
-            .unwrap_or("")
-            .replace("ID", id)
-            .replace(" R", " \"…\"");
         out.push(Action {
-            name: op.as_str(),
-            label,
+            name: p.action(),
+            label: spec.label,
             blocked,
-            cli,
-            asks,
+            cli: cli_example(p, id),
+            asks: asks(spec.needs),
             other_state,
         });
     }
     let retryable = yoi_store::ops::RETRY_STATES.contains(&d.state);
+    let retry = PersonOp::Retry;
     out.push(Action {
-        name: "retry",
+        name: retry.action(),
         label: if d.state == TicketState::Inprogress {
             "Retry the step"
         } else {
-            "Retry routing"
+            retry.spec().label
         },
         blocked: (!retryable).then(|| {
             format!(
@@ -110,8 +100,8 @@ pub fn actions(d: &TicketDetail, routing: &RoutingView, who: &Principal) -> Vec<
                 d.state
             )
         }),
-        cli: format!("yoi ticket retry {id} --reason \"…\""),
-        asks: Some("reason"),
+        cli: cli_example(retry, id),
+        asks: asks(retry.spec().needs),
         other_state: !retryable,
     });
     // A queued ticket whose circuit is closed needs no retry; retrying just routes it again.
@@ -121,6 +111,23 @@ pub fn actions(d: &TicketDetail, routing: &RoutingView, who: &Principal) -> Vec<
         }
     }
     out
+}
+
+/// The command a person would type instead of the button (`yoi ticket close ID --resolution "…"`).
+fn cli_example(op: PersonOp, id: &str) -> String {
+    op.usage()
+        .unwrap_or_default()
+        .replace("ID", id)
+        .replace(" R", " \"…\"")
+}
+
+/// The field a button's form asks for.
+fn asks(needs: Needs) -> Option<&'static str> {
+    match needs {
+        Needs::Reason => Some("reason"),
+        Needs::Resolution => Some("resolution"),
+        Needs::Nothing | Needs::Body => None,
+    }
 }
 
 /// One event of the thread, rendered.
@@ -352,10 +359,7 @@ fn load(
                 .collect(),
         })
         .collect();
-    let unblocks = s
-        .index
-        .block_on(s.db().waiting_on(&d.id, 50))
-        .map_err(store)?;
+    let unblocks = s.index.waiting_on(&d.id, 50).map_err(store)?;
     let since = d
         .events
         .iter()

@@ -2,6 +2,7 @@
 //! that owns the edge or refuses, naming the command to use.
 
 use yoi_core::state::{Operation, State, TransitionError};
+use yoi_engine::person_ops::{Needs, PersonOp};
 use yoi_engine::store::ops::TransitionRequest;
 
 use crate::cli::StateArgs;
@@ -106,9 +107,7 @@ pub fn state(env: &Env, a: &StateArgs) -> Result<(), CliError> {
         if required && a.reason.is_none() {
             return Err(CliError::Usage(format!(
                 "{current} -> {target} needs --reason (or use `{}`)",
-                op.human_command()
-                    .unwrap_or_default()
-                    .replace("ID", id.as_str())
+                usage(op).unwrap_or_default().replace("ID", id.as_str())
             )));
         }
         Ok(TransitionRequest {
@@ -125,7 +124,7 @@ pub fn state(env: &Env, a: &StateArgs) -> Result<(), CliError> {
         Operation::Close | Operation::Cancel => {
             return Err(CliError::Refused(format!(
                 "{current} -> {target} records a resolution: use `{}`",
-                op.human_command().unwrap_or_default().replace("ID", id.as_str())
+                usage(op).unwrap_or_default().replace("ID", id.as_str())
             )))
         }
         Operation::Accept => {
@@ -139,13 +138,16 @@ pub fn state(env: &Env, a: &StateArgs) -> Result<(), CliError> {
             )))
         }
     }
-    let req = with_reason_if(matches!(
-        op,
-        Operation::ReturnToPlanning | Operation::Reopen
-    ))?;
+    let needs = PersonOp::of_transition(op).map(|p| p.spec().needs);
+    let req = with_reason_if(needs == Some(Needs::Reason))?;
     let out = via.transition(op, id.as_str(), &req)?;
     output::outcome(&out, a.json);
     Ok(())
+}
+
+/// The command that owns an edge (`None` for the edges yoi takes itself).
+fn usage(op: Operation) -> Option<String> {
+    PersonOp::of_transition(op).and_then(PersonOp::usage)
 }
 
 fn refusal(id: &yoi_core::TicketId, current: State, target: State, e: TransitionError) -> CliError {
@@ -155,7 +157,7 @@ fn refusal(id: &yoi_core::TicketId, current: State, target: State, e: Transition
     let next: Vec<String> = Operation::ALL
         .iter()
         .filter(|op| op.from_states().contains(&current))
-        .map(|op| match op.human_command() {
+        .map(|op| match usage(*op) {
             Some(cmd) => format!("{} (`{}`)", op.to_state(), cmd.replace("ID", id.as_str())),
             None => format!("{} (done by yoi itself)", op.to_state()),
         })

@@ -1,16 +1,21 @@
-//! The synchronous face of the database for the file operations: the one bridge across the
-//! sync/async line.
+//! The synchronous face of the database: the one bridge across the sync/async line.
 //!
-//! Operations run on blocking threads (the CLI's main thread, or `spawn_blocking` in the
-//! server) and hold the workspace lock while they call in here; each call runs the async
-//! database code to completion on the runtime of the [`Bridge`] the caller gave. Never call
-//! these from inside an async task — that would block the runtime.
+//! [`Db`] is async; everything above the database that runs on a blocking thread — the file
+//! operations' index hook, the engine, doctor, the CLI's commands — calls [`DbIndex`] instead,
+//! whose methods are synchronous (the same-named `Db` calls are in `sync_calls.rs`, the doctor's
+//! read-ahead in `read_ahead.rs`). Each runs its async call to completion on the runtime of the
+//! [`Bridge`] the caller gave, through one crate-private helper (`DbIndex::run`, over
+//! `Bridge::run`, the crate's only `block_on`); none is public, so a caller above the database
+//! cannot run an arbitrary future and the line stays here. Never call these from inside an
+//! async task — that would block the runtime; async code (the server's handlers) awaits
+//! [`DbIndex::db`] directly.
 //!
 //! The index never reads the clock: the time it stamps rows with (outbox rows, deliveries)
 //! comes from the [`Bridge`]'s clock, which the frontend that opened the database chose (the
 //! wall clock in `yoi` and `yoi serve`, a fake one in tests and the simulation).
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
 use tokio::runtime::Handle;
@@ -18,6 +23,7 @@ use yoi_core::TicketId;
 
 use super::{Db, Footprint, IndexStats, ReindexMode};
 use yoi_store::index_hook::{AppendedThread, IndexHook, IndexRef, OpRecord};
+use yoi_store::lock::WorkspaceLock;
 use yoi_store::workspace::Workspace;
 use yoi_store::StoreError;
 
@@ -50,8 +56,10 @@ impl Bridge {
         (self.clock)()
     }
 
-    pub fn handle(&self) -> &Handle {
-        &self.rt
+    /// Run one database future to completion on the bridge's runtime, blocking this thread:
+    /// the one place the crate crosses from sync to async.
+    fn run<F: Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
     }
 }
 
@@ -129,36 +137,53 @@ impl DbIndex {
             let dir = ws.local_dir();
             std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
         }
-        let db = bridge.rt.block_on(Db::open_as(&url, footprint))?;
+        let db = bridge.run(Db::open_as(&url, footprint))?;
         Ok(DbIndex::new(db, bridge))
     }
 
     /// Reindex under the workspace lock, so no operation writes files meanwhile.
     pub fn reindex(&self, ws: &Workspace, mode: ReindexMode) -> Result<IndexStats, StoreError> {
-        let _lock = ws.lock()?;
-        self.bridge
-            .rt
-            .block_on(self.db.reindex(ws, mode, self.now_ms()))
+        let lock = ws.lock()?;
+        self.reindex_locked(ws, &lock, mode)
+    }
+
+    /// [`DbIndex::reindex`] for a caller that already holds the workspace lock (`_held`, its
+    /// guard): doctor's `--fix`, which rebuilds the index between two checks under one lock.
+    pub fn reindex_locked(
+        &self,
+        ws: &Workspace,
+        _held: &WorkspaceLock,
+        mode: ReindexMode,
+    ) -> Result<IndexStats, StoreError> {
+        self.run(self.db.reindex(ws, mode, self.now_ms()))
     }
 
     /// Re-read these tickets into the index where their files changed ([`Db::refresh`]),
     /// under the workspace lock. Returns how many were re-read or removed.
     pub fn refresh(&self, ws: &Workspace, ids: &[TicketId]) -> Result<usize, StoreError> {
         let _lock = ws.lock()?;
-        self.bridge
-            .rt
-            .block_on(self.db.refresh(ws, ids, self.now_ms()))
+        self.run(self.db.refresh(ws, ids, self.now_ms()))
     }
 
-    /// Run any database future to completion (blocking threads only).
-    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.bridge.rt.block_on(f)
+    /// Run one database future to completion on the index's runtime (blocking threads only).
+    /// Crate-private on purpose: a caller above the database gets a named synchronous method
+    /// (`sync_calls.rs`), not a general way back into async code.
+    pub(crate) fn run<F: Future>(&self, f: F) -> F::Output {
+        self.bridge.run(f)
+    }
+
+    /// Temporary: the simulator's call sites still run their own futures; they move to the
+    /// named methods once `yoi-sim/src/world.rs` is split. Nothing else may call this
+    /// (`scripts/check-boundaries`).
+    #[doc(hidden)]
+    pub fn block_on<F: Future>(&self, f: F) -> F::Output {
+        self.run(f)
     }
 
     /// Run a database future on the index's runtime while the caller goes on.
-    pub fn spawn<F>(&self, f: F) -> tokio::task::JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(&self, f: F) -> tokio::task::JoinHandle<F::Output>
     where
-        F: std::future::Future + Send + 'static,
+        F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
         self.bridge.rt.spawn(f)
@@ -172,9 +197,7 @@ impl IndexHook for DbIndex {
         ids: &[TicketId],
         ops: &[OpRecord],
     ) -> Result<(), StoreError> {
-        self.bridge
-            .rt
-            .block_on(self.db.sync_tickets(ws, ids, &[], ops, self.now_ms()))
+        self.run(self.db.sync_tickets(ws, ids, &[], ops, self.now_ms()))
             .map(|_| ())
     }
 
@@ -185,13 +208,11 @@ impl IndexHook for DbIndex {
         appended: &[AppendedThread],
         ops: &[OpRecord],
     ) -> Result<(), StoreError> {
-        self.bridge
-            .rt
-            .block_on(self.db.sync_tickets(ws, ids, appended, ops, self.now_ms()))
+        self.run(self.db.sync_tickets(ws, ids, appended, ops, self.now_ms()))
             .map(|_| ())
     }
 
     fn find_operation(&self, op_id: &str) -> Result<Option<OpRecord>, StoreError> {
-        self.bridge.rt.block_on(self.db.find_operation(op_id))
+        self.run(self.db.find_operation(op_id))
     }
 }

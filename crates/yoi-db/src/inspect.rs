@@ -142,7 +142,25 @@ impl<'a> Span<'a> {
     }
 }
 
+/// What the index holds for one [`Span`] of ticket ids: the rows doctor compares with the
+/// files of that span's tickets.
+#[derive(Debug)]
+pub struct SpanRows {
+    pub tickets: Vec<TicketRow>,
+    pub events: SpanKeys,
+    pub outbox: SpanKeys,
+}
+
 impl Db {
+    /// The `tickets` rows, event keys and outbox keys of `span`.
+    pub async fn span_rows(&self, span: Span<'_>) -> Result<SpanRows, StoreError> {
+        Ok(SpanRows {
+            tickets: self.ticket_rows_in(span).await?,
+            events: self.event_keys_in(span).await?,
+            outbox: self.outbox_keys_in(span).await?,
+        })
+    }
+
     /// Every `tickets` row, by id.
     pub async fn ticket_rows(&self) -> Result<Vec<TicketRow>, StoreError> {
         let rows = sqlx::query("SELECT id, title, state, updated_at FROM tickets ORDER BY id")

@@ -4,11 +4,12 @@
 //! `postgres://` URL switches to PostgreSQL with the same SQL — one portable migrations folder,
 //! `$N` placeholders, no dialect-only types.
 //!
-//! Everything on [`Db`] is async; [`DbIndex`] is the synchronous facade the file operations call
-//! (from a blocking thread) to keep the index in step under the workspace lock, across the one
-//! [`Bridge`] its frontend gave it. `sqlx::Error` never leaves this crate: it becomes
-//! [`StoreError::Database`] (and no other crate of yoi depends on sqlx outside its tests, which
-//! `scripts/check-boundaries` checks).
+//! Everything on [`Db`] is async; [`DbIndex`] is the synchronous facade that everything on a
+//! blocking thread calls — the file operations' index hook, the engine, doctor, the CLI —
+//! across the one [`Bridge`] its frontend gave it (`blocking.rs` holds the line, and
+//! `scripts/check-boundaries` keeps `block_on` out of the callers). `sqlx::Error` never leaves
+//! this crate: it becomes [`StoreError::Database`] (and no other crate of yoi depends on sqlx
+//! outside its tests, which `scripts/check-boundaries` checks).
 
 mod activations;
 mod assignments;
@@ -19,8 +20,10 @@ mod inspect;
 mod lists;
 mod outbox;
 mod pods;
+mod read_ahead;
 mod reindex;
 mod snapshot;
+mod sync_calls;
 pub mod ticket_detail;
 mod tokens;
 pub mod watch;
@@ -37,10 +40,13 @@ pub use activations::ActivationRow;
 pub use assignments::{Assignment, AssignmentStatus, Finish};
 pub use blocking::{Bridge, DbIndex};
 pub use board::{CardFacts, Waiting, Working};
-pub use inspect::{DeadDelivery, KeysOf, OutboxKey, Span, SpanKeys, TicketRow, Undelivered};
+pub use inspect::{
+    DeadDelivery, KeysOf, OutboxKey, Span, SpanKeys, SpanRows, TicketRow, Undelivered,
+};
 pub use lists::{IndexedTicket, Page};
 pub use outbox::{outbox_kind, Delivery, OutboxEvent, MAX_ATTEMPTS};
 pub use pods::{PodRow, PodState};
+pub use read_ahead::SpanReader;
 pub use reindex::{IndexStats, ReindexMode};
 pub use snapshot::{event_key, event_key_of, indexed_plan, plan_key};
 pub use tokens::{hash_secret, new_secret, write_secret_file, Scope, TokenInfo, ADMIN_TOKEN_FILE};

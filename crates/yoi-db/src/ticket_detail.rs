@@ -115,8 +115,8 @@ pub fn attempts_of(
     let Some(index) = index else {
         return Ok(Vec::new());
     };
-    let rows = index.block_on(index.db.assignments_of(id.as_str()))?;
-    let acts = index.block_on(index.db.activations_of_ticket(id.as_str()))?;
+    let rows = index.assignments_of(id.as_str())?;
+    let acts = index.activations_of_ticket(id.as_str())?;
     Ok(rows
         .into_iter()
         .map(|a| {
@@ -187,7 +187,7 @@ pub fn relation_view_indexed(
     id: &TicketId,
 ) -> Result<RelationView, StoreError> {
     if let Some(index) = index {
-        if let Some(view) = index.block_on(index.db.relation_view(id))? {
+        if let Some(view) = index.relation_view(id)? {
             return Ok(view);
         }
     }

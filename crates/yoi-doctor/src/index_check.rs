@@ -25,7 +25,7 @@ use yoi_core::TicketId;
 
 use super::ticket::TicketScan;
 use super::{fix_files, Report};
-use yoi_db::{Db, DbIndex, KeysOf, ReindexMode, Span, SpanKeys, TicketRow};
+use yoi_db::{DbIndex, KeysOf, ReindexMode, Span, SpanRows, TicketRow};
 use yoi_store::tickets::{ITEM, THREAD};
 use yoi_store::workspace::Workspace;
 use yoi_store::StoreError;
@@ -84,59 +84,32 @@ fn check_everything(
     now_ms: i64,
     undelivered_after_ms: i64,
 ) -> Result<(Vec<Finding>, Vec<Finding>), StoreError> {
-    let db = &index.db;
     let scan = super::layout::scan_root(ws)?;
     let folders = &scan.ticket_dirs;
     let mut out = Vec::new();
     let mut tickets = Vec::with_capacity(folders.len());
     if folders.is_empty() {
         // Every row is extra: compare the one span that covers them all with no folder.
-        let rows = index.block_on(Rows::of(db, Span::default()))?;
-        index.block_on(rows.compare(db, ws, &[], &mut out))?;
+        let rows = index.span_rows(Span::default())?;
+        compare(&rows, index, ws, &[], &mut out)?;
     }
     let mut own = Vec::new();
     // The rows of each chunk's span are read while the folders are (a span depends on the
-    // folder names alone), on the index's runtime, one span ahead of the chunk compared.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Rows, StoreError>>(1);
-    let ends: Vec<(Option<String>, Option<String>)> = spans(folders)
-        .map(|s| (s.from.map(str::to_string), s.until.map(str::to_string)))
-        .collect();
-    let reader = {
-        let db = db.clone();
-        index.spawn(async move {
-            for (from, until) in &ends {
-                let span = Span {
-                    from: from.as_deref(),
-                    until: until.as_deref(),
-                };
-                let rows = Rows::of(&db, span).await;
-                let failed = rows.is_err();
-                // A closed channel means the pass stopped early.
-                if tx.send(rows).await.is_err() || failed {
-                    return;
-                }
-            }
-        })
-    };
+    // folder names alone), one span ahead of the chunk compared.
+    let mut reader = index.read_ahead(spans(folders));
     let scanned = super::scan::in_chunks(ws, folders, |part| {
-        let rows = index.block_on(rx.recv()).ok_or_else(|| {
+        let rows = reader.next().ok_or_else(|| {
             let why = std::io::Error::other("the index reader stopped");
             StoreError::io(&ws.tickets_dir(), why)
         })??;
         // Every row in the chunk's span of ids: rows of a folder without item.md (no ticket)
         // or of an id with no folder at all are extra.
         let on_disk: Vec<&TicketScan> = part.iter().filter(|t| t.exists).collect();
-        index.block_on(rows.compare(db, ws, &on_disk, &mut out))?;
+        compare(&rows, index, ws, &on_disk, &mut out)?;
         super::keep(part, &mut tickets, &mut own);
         Ok(())
     });
-    drop(rx);
-    // The reader ends once its channel is closed; a panic in it is a bug worth reporting.
-    if let Err(e) = index.block_on(reader) {
-        if e.is_panic() {
-            std::panic::resume_unwind(e.into_panic());
-        }
-    }
+    reader.finish();
     scanned?;
     out.sort_by(|a, b| (&a.ticket, a.check, &a.seen).cmp(&(&b.ticket, b.check, &b.seen)));
     let states: BTreeMap<&str, Option<yoi_core::State>> = tickets
@@ -144,14 +117,7 @@ fn check_everything(
         .filter(|t| t.exists)
         .map(|t| (t.id.as_str(), t.state))
         .collect();
-    index.block_on(runtime_findings(
-        db,
-        ws,
-        now_ms,
-        undelivered_after_ms,
-        &states,
-        &mut out,
-    ))?;
+    runtime_findings(index, ws, now_ms, undelivered_after_ms, &states, &mut out)?;
     let more = out.len() + super::SLACK;
     Ok((
         super::file_findings(ws, scan.findings, &tickets, own, more),
@@ -172,40 +138,23 @@ fn spans(folders: &[TicketId]) -> impl Iterator<Item = Span<'_>> {
     })
 }
 
-/// What the index holds for one span of ticket ids.
-struct Rows {
-    tickets: Vec<TicketRow>,
-    events: SpanKeys,
-    outbox: SpanKeys,
-}
-
-impl Rows {
-    async fn of(db: &Db, span: Span<'_>) -> Result<Rows, StoreError> {
-        Ok(Rows {
-            tickets: db.ticket_rows_in(span).await?,
-            events: db.event_keys_in(span).await?,
-            outbox: db.outbox_keys_in(span).await?,
-        })
-    }
-
-    /// These rows against the tickets on disk in their span.
-    async fn compare(
-        &self,
-        db: &Db,
-        ws: &Workspace,
-        on_disk: &[&TicketScan],
-        out: &mut Vec<Finding>,
-    ) -> Result<(), StoreError> {
-        check_tickets(ws, on_disk, &self.tickets, out);
-        check_events(ws, on_disk, &self.events.by_ticket(), out);
-        check_outbox(db, on_disk, &self.outbox.by_ticket(), out).await
-    }
+/// One span's rows against the tickets on disk in that span.
+fn compare(
+    rows: &SpanRows,
+    index: &DbIndex,
+    ws: &Workspace,
+    on_disk: &[&TicketScan],
+    out: &mut Vec<Finding>,
+) -> Result<(), StoreError> {
+    check_tickets(ws, on_disk, &rows.tickets, out);
+    check_events(ws, on_disk, &rows.events.by_ticket(), out);
+    check_outbox(index, on_disk, &rows.outbox.by_ticket(), out)
 }
 
 /// The checks of runtime state: undelivered and dead deliveries, assignments, leases, pods
 /// and attempt worktrees.
-async fn runtime_findings(
-    db: &Db,
+fn runtime_findings(
+    index: &DbIndex,
     ws: &Workspace,
     now_ms: i64,
     undelivered_after_ms: i64,
@@ -213,10 +162,7 @@ async fn runtime_findings(
     out: &mut Vec<Finding>,
 ) -> Result<(), StoreError> {
     let age = duration(undelivered_after_ms);
-    for u in db
-        .undelivered_by_consumer(now_ms.saturating_sub(undelivered_after_ms))
-        .await?
-    {
+    for u in index.undelivered_by_consumer(now_ms.saturating_sub(undelivered_after_ms))? {
         out.push(
             Finding::warning(
                 "outbox.undelivered",
@@ -234,7 +180,7 @@ async fn runtime_findings(
             )),
         );
     }
-    for d in db.dead_deliveries().await? {
+    for d in index.dead_deliveries()? {
         let event = match (&d.event_id, &d.kind) {
             (Some(e), Some(k)) => format!("event {e}, {k}"),
             _ => "its outbox row is gone".to_string(),
@@ -259,9 +205,9 @@ async fn runtime_findings(
         }
         out.push(f);
     }
-    let open = db.open_assignments().await?;
+    let open = index.open_assignments()?;
     check_assignments(states, &open, out);
-    check_leases(&open, &db.pods(now_ms, 0).await?, now_ms, out);
+    check_leases(&open, &index.pods(now_ms, 0)?, now_ms, out);
     check_attempt_worktrees(ws, &open, out);
     Ok(())
 }
@@ -288,14 +234,14 @@ pub fn run_with_index(ws: &Workspace, index: &DbIndex, fix: bool) -> Result<Repo
 
 /// One pass of [`run_with_index`], under the lock.
 fn checked(ws: &Workspace, index: &DbIndex, fix: bool) -> Result<Report, StoreError> {
-    let _lock = ws.lock()?;
+    let lock = ws.lock()?;
     let now = index.now_ms();
     let mut fixed = Vec::new();
     if fix {
         fixed = fix_files(ws)?;
         let before = index_findings(index, ws, now)?;
         if before.iter().any(|f| DRIFT.contains(&f.check)) {
-            let stats = index.block_on(index.db.reindex(ws, ReindexMode::Full, now))?;
+            let stats = index.reindex_locked(ws, &lock, ReindexMode::Full)?;
             fixed.push(format!(
                 "rebuilt the database index from the files: {} re-read, {} restored",
                 count(stats.reindexed, "ticket"),
@@ -635,8 +581,8 @@ fn check_assignments(
 
 /// Outbox rows against the thread events and plan records of the tickets on disk. Only the
 /// tickets with an orphaned row have their rows read again, with their sequence numbers.
-async fn check_outbox(
-    db: &Db,
+fn check_outbox(
+    index: &DbIndex,
     snaps: &[&TicketScan],
     outbox: &[KeysOf<'_>],
     out: &mut Vec<Finding>,
@@ -674,9 +620,8 @@ async fn check_outbox(
             continue;
         }
         let ticket = row.ticket;
-        let rows: Vec<String> = db
-            .outbox_keys_of(ticket)
-            .await?
+        let rows: Vec<String> = index
+            .outbox_keys_of(ticket)?
             .into_iter()
             .filter(|o| !known_keys.contains(o.event_id.as_str()))
             .map(|o| format!("seq {} ({})", o.seq, o.event_id))

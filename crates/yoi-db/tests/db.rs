@@ -92,7 +92,7 @@ impl Fx {
 
     fn db_list(&self, filter: &ListFilter, search: &[&str]) -> Vec<(String, State, usize)> {
         let words: Vec<String> = search.iter().map(|s| s.to_string()).collect();
-        self.index
+        self.rt
             .block_on(self.index.db.list_all(filter, &words))
             .unwrap()
             .into_iter()
@@ -102,7 +102,7 @@ impl Fx {
 
     /// Run statements against the database behind the index, to break it on purpose.
     fn sql(&self, statements: &[String]) {
-        self.index.block_on(async {
+        self.rt.block_on(async {
             let pool = sqlx::AnyPool::connect(&self.url).await.unwrap();
             for s in statements {
                 sqlx::query(s)
@@ -185,7 +185,7 @@ fn file_fingerprints_read_back_whole_in_batches_of_any_size(b: Backend) {
         fx.create(&format!("ticket {n}"), &[]);
     }
     let rows: Vec<(String, String, i64, i64, String)> = fx
-        .index
+        .rt
         .block_on(async {
             let pool = sqlx::AnyPool::connect(&fx.url).await.unwrap();
             let rows = sqlx::query_as(
@@ -202,7 +202,7 @@ fn file_fingerprints_read_back_whole_in_batches_of_any_size(b: Backend) {
     let n = rows.len();
     for batch in [1, 2, 3, n - 1, n, n + 1, 4096] {
         let got: Vec<(String, String, i64, i64, String)> = fx
-            .index
+            .rt
             .block_on(fx.index.db.file_fingerprints(batch))
             .unwrap()
             .into_iter()
@@ -523,7 +523,7 @@ fn every_operation_updates_index_and_outbox(b: Backend) {
         note: None,
     };
     ops::add_relation(&fx.ws, &alice(), z.as_str(), &rel).unwrap();
-    let outbox = fx.index.block_on(fx.index.db.outbox()).unwrap();
+    let outbox = fx.rt.block_on(fx.index.db.outbox()).unwrap();
     let kinds: Vec<(&str, &str)> = outbox
         .iter()
         .map(|o| (o.ticket.as_str(), o.kind.as_str()))
@@ -566,7 +566,7 @@ fn every_operation_updates_index_and_outbox(b: Backend) {
     };
     assert_eq!(fx.db_list(&all, &[]), fx.file_list(&all));
     let row = fx
-        .index
+        .rt
         .block_on(fx.index.db.indexed_ticket(&a))
         .unwrap()
         .unwrap();
@@ -616,7 +616,7 @@ fn list_filters_pagination_and_search_match_the_files(b: Backend) {
         1
     );
     let blocked = fx
-        .index
+        .rt
         .block_on(fx.index.db.list(
             &ListFilter {
                 blocked: true,
@@ -635,7 +635,7 @@ fn list_filters_pagination_and_search_match_the_files(b: Backend) {
     let mut after = None;
     loop {
         let page = fx
-            .index
+            .rt
             .block_on(
                 fx.index
                     .db
@@ -680,12 +680,9 @@ fn list_filters_pagination_and_search_match_the_files(b: Backend) {
     };
     ops::cancel(&fx.ws, &alice(), done_blocker.as_str(), &cancel).unwrap();
     let asked = &ids[..6];
-    let by_id = fx
-        .index
-        .block_on(fx.index.db.blockers_by_id(asked))
-        .unwrap();
+    let by_id = fx.rt.block_on(fx.index.db.blockers_by_id(asked)).unwrap();
     let one_pass = fx
-        .index
+        .rt
         .block_on(fx.index.db.blockers_in_one_pass(asked))
         .unwrap();
     assert_eq!(by_id, one_pass);
@@ -723,10 +720,10 @@ fn incremental_reindex_picks_up_hand_edits_and_skips_untouched_files(b: Backend)
     std::fs::write(&thread, t.replace(&old_id, "01JDQ5V6W7X8Y9Z0A1B2C3D4Z9")).unwrap();
     let (_, index, stats) = fx.reopen();
     assert_eq!((stats.reindexed, stats.removed), (2, 1), "{stats:?}");
-    let rows = index.block_on(index.db.ticket_rows()).unwrap();
+    let rows = fx.rt.block_on(index.db.ticket_rows()).unwrap();
     let titles: Vec<&str> = rows.iter().map(|r| r.title.as_str()).collect();
     assert_eq!(titles, vec!["Edited by hand", "Edited by hand"]);
-    let outbox = index.block_on(index.db.outbox()).unwrap();
+    let outbox = fx.rt.block_on(index.db.outbox()).unwrap();
     assert!(
         outbox
             .iter()
@@ -735,7 +732,8 @@ fn incremental_reindex_picks_up_hand_edits_and_skips_untouched_files(b: Backend)
     );
     // Touching a file without changing it is not a change.
     let f = std::fs::File::options().append(true).open(&item).unwrap();
-    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+    let mtime = f.metadata().unwrap().modified().unwrap();
+    f.set_modified(mtime + std::time::Duration::from_secs(5))
         .unwrap();
     let (_, _, stats) = fx.reopen();
     assert_eq!(stats.reindexed, 0);
@@ -743,7 +741,7 @@ fn incremental_reindex_picks_up_hand_edits_and_skips_untouched_files(b: Backend)
     std::fs::remove_file(fx.ws.path_of(&pulled, "item.md")).unwrap();
     let (_, index, stats) = fx.reopen();
     assert_eq!((stats.scanned, stats.removed), (1, 1), "{stats:?}");
-    let rows = index.block_on(index.db.ticket_rows()).unwrap();
+    let rows = fx.rt.block_on(index.db.ticket_rows()).unwrap();
     assert_eq!(rows.len(), 1);
 }
 
@@ -773,11 +771,11 @@ fn full_reindex_rebuilds_rows_and_restores_missing_outbox_rows(b: Backend) {
         },
     )
     .unwrap();
-    let before = fx.index.block_on(fx.index.db.outbox()).unwrap();
+    let before = fx.rt.block_on(fx.index.db.outbox()).unwrap();
     let stats = fx.index.reindex(&fx.ws, ReindexMode::Full).unwrap();
     assert_eq!((stats.reindexed, stats.outbox_added), (2, 0));
     assert_eq!(
-        fx.index.block_on(fx.index.db.outbox()).unwrap(),
+        fx.rt.block_on(fx.index.db.outbox()).unwrap(),
         before,
         "no duplicates"
     );
@@ -796,7 +794,7 @@ fn full_reindex_rebuilds_rows_and_restores_missing_outbox_rows(b: Backend) {
     .unwrap();
     let stats = fx.index.reindex(&fx.ws, ReindexMode::Incremental).unwrap();
     assert_eq!((stats.reindexed, stats.outbox_added), (1, 1));
-    let after = fx.index.block_on(fx.index.db.outbox()).unwrap();
+    let after = fx.rt.block_on(fx.index.db.outbox()).unwrap();
     assert_eq!(after.len(), before.len() + 1);
     assert_eq!(after.last().unwrap().kind, "ticket_commented");
     let all = ListFilter {
@@ -812,13 +810,11 @@ fn deliveries_ack_defer_fail_and_give_up(b: Backend) {
     fx.create("Two", &[]);
     let db = &fx.index.db;
     let now = 1_000_000;
-    fx.index
-        .block_on(db.register_consumer("router", now))
-        .unwrap();
-    let next = |t: i64| fx.index.block_on(db.next_events("router", t, 10)).unwrap();
+    fx.rt.block_on(db.register_consumer("router", now)).unwrap();
+    let next = |t: i64| fx.rt.block_on(db.next_events("router", t, 10)).unwrap();
     assert_eq!(next(now).len(), 2);
-    fx.index.block_on(db.ack("router", 1, now)).unwrap();
-    fx.index
+    fx.rt.block_on(db.ack("router", 1, now)).unwrap();
+    fx.rt
         .block_on(db.defer("router", 2, now + 500, "waiting on capacity", now))
         .unwrap();
     assert!(
@@ -828,18 +824,14 @@ fn deliveries_ack_defer_fail_and_give_up(b: Backend) {
     let later = next(now + 500);
     assert_eq!(later.len(), 1);
     assert_eq!(later[0].attempts, 1);
-    let d = fx
-        .index
-        .block_on(db.delivery("router", 2))
-        .unwrap()
-        .unwrap();
+    let d = fx.rt.block_on(db.delivery("router", 2)).unwrap().unwrap();
     assert_eq!(
         (d.status.as_str(), d.reason.as_deref()),
         ("deferred", Some("waiting on capacity"))
     );
     // Another consumer has its own deliveries.
     assert_eq!(
-        fx.index
+        fx.rt
             .block_on(db.next_events("sse", now, 10))
             .unwrap()
             .len(),
@@ -848,22 +840,18 @@ fn deliveries_ack_defer_fail_and_give_up(b: Backend) {
     // Failures back off and finally give up.
     let mut t = now + 500;
     for _ in 0..yoi_db::MAX_ATTEMPTS {
-        fx.index.block_on(db.fail("router", 2, "boom", t)).unwrap();
+        fx.rt.block_on(db.fail("router", 2, "boom", t)).unwrap();
         t += 1 << 30;
     }
-    let d = fx
-        .index
-        .block_on(db.delivery("router", 2))
-        .unwrap()
-        .unwrap();
+    let d = fx.rt.block_on(db.delivery("router", 2)).unwrap().unwrap();
     assert_eq!(d.status, "dead");
     assert!(next(t + (1 << 40)).is_empty());
     // The row given up on stays visible (as dead); the acknowledged one is not reported.
-    let dead = fx.index.block_on(db.dead_deliveries()).unwrap();
+    let dead = fx.rt.block_on(db.dead_deliveries()).unwrap();
     let dead: Vec<(String, i64)> = dead.into_iter().map(|d| (d.consumer, d.seq)).collect();
     assert_eq!(dead, vec![("router".to_string(), 2)]);
     let pending = fx
-        .index
+        .rt
         .block_on(db.undelivered_by_consumer(i64::MAX))
         .unwrap();
     assert!(pending.is_empty(), "{pending:?}");
@@ -880,7 +868,7 @@ fn operation_ids_are_recorded_and_refused_on_another_ticket(b: Backend) {
     };
     let first = ops::comment(&fx.ws, &ctx, a.as_str(), &req).unwrap();
     let rec = fx
-        .index
+        .rt
         .block_on(fx.index.db.find_operation("op-1"))
         .unwrap()
         .unwrap();
@@ -899,8 +887,7 @@ fn operation_ids_are_recorded_and_refused_on_another_ticket(b: Backend) {
 
 fn newer_database_is_refused(b: Backend) {
     let fx = Fx::new(b);
-    fx.index
-        .block_on(async {
+    fx.rt.block_on(async {
             sqlx::query("INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (999, 'future', TRUE, $1, 0)")
                 .bind(vec![0u8; 48])
                 .execute(&sqlx::AnyPool::connect(&fx.url).await.unwrap())
@@ -949,7 +936,7 @@ fn doctor_finds_nothing_in_the_index_of_a_healthy_workspace(b: Backend) {
         accepted_plan: None,
     };
     let (_, record) = ops::add_plan_record(&fx.ws, &alice(), z.as_str(), &plan).unwrap();
-    let outbox = fx.index.block_on(fx.index.db.outbox()).unwrap();
+    let outbox = fx.rt.block_on(fx.index.db.outbox()).unwrap();
     assert!(
         outbox
             .iter()
@@ -1088,7 +1075,7 @@ fn doctor_reports_each_kind_of_index_drift_and_fix_rebuilds_the_index(b: Backend
     assert_eq!((report.ok, report.errors, report.warnings), (true, 0, 1));
     assert_eq!(fx.index_findings(HOUR), vec![orphan]);
     let db = &fx.index.db;
-    let rows = fx.index.block_on(db.ticket_rows()).unwrap();
+    let rows = fx.rt.block_on(db.ticket_rows()).unwrap();
     let states: Vec<(&str, &str)> = rows
         .iter()
         .map(|r| (r.id.as_str(), r.state.as_str()))
@@ -1096,7 +1083,7 @@ fn doctor_reports_each_kind_of_index_drift_and_fix_rebuilds_the_index(b: Backend
     let mut want = vec![(a.as_str(), "planning"), (z.as_str(), "planning")];
     want.sort();
     assert_eq!(states, want);
-    let outbox = fx.index.block_on(db.outbox_keys()).unwrap();
+    let outbox = fx.rt.block_on(db.outbox_keys()).unwrap();
     assert_eq!(
         outbox.iter().filter(|o| o.event_id == a_created).count(),
         1,
@@ -1123,17 +1110,17 @@ fn doctor_reports_undelivered_events_per_consumer_and_dead_deliveries(b: Backend
         ),
     ]);
     for c in ["mailer", "router", "sse"] {
-        fx.index.block_on(db.register_consumer(c, 0)).unwrap();
+        fx.rt.block_on(db.register_consumer(c, 0)).unwrap();
     }
-    fx.index.block_on(db.ack("router", 1, now)).unwrap();
-    fx.index.block_on(db.ack("mailer", 2, now)).unwrap();
+    fx.rt.block_on(db.ack("router", 1, now)).unwrap();
+    fx.rt.block_on(db.ack("mailer", 2, now)).unwrap();
     for n in 0..yoi_db::MAX_ATTEMPTS {
-        fx.index
+        fx.rt
             .block_on(db.fail("mailer", 1, "smtp refused", now + n))
             .unwrap();
     }
     // A consumer nobody registered is not waited for.
-    fx.index.block_on(db.ack("ghost", 3, now)).unwrap();
+    fx.rt.block_on(db.ack("ghost", 3, now)).unwrap();
     let undelivered = |consumer: &str, n: &str, oldest: i64, age: &str| {
         Finding::warning(
             "outbox.undelivered",
@@ -1204,7 +1191,7 @@ fn open_assignments_exist_only_for_work_in_progress(b: Backend) {
     let fx = Fx::new(b);
     let db = &fx.index.db;
     let status = |id: &TicketId| -> Vec<AssignmentStatus> {
-        fx.index
+        fx.rt
             .block_on(db.assignments_of(id.as_str()))
             .unwrap()
             .into_iter()
@@ -1225,7 +1212,7 @@ fn open_assignments_exist_only_for_work_in_progress(b: Backend) {
 
     // A queued ticket's pending assignment is one an acceptance is making: not stale, and an
     // operation on the ticket leaves it alone.
-    fx.index
+    fx.rt
         .block_on(db.create_assignment(&assignment("asg-1", &t)))
         .unwrap();
     ops::comment(
@@ -1251,7 +1238,7 @@ fn open_assignments_exist_only_for_work_in_progress(b: Backend) {
 
     // An open row the index never reconciled (written behind its back) is reported, and
     // --fix cancels it by re-reading the tickets.
-    fx.index
+    fx.rt
         .block_on(db.create_assignment(&assignment("asg-2", &t)))
         .unwrap();
     assert_eq!(
@@ -1274,7 +1261,7 @@ fn open_assignments_exist_only_for_work_in_progress(b: Backend) {
 
     // A ticket gone from the checkout is reported, not cancelled.
     let gone = TicketId::parse("01ZZZZZZZZZZZZZZZZZZZZZZZZ").unwrap();
-    fx.index
+    fx.rt
         .block_on(db.create_assignment(&assignment("asg-3", &gone)))
         .unwrap();
     assert_eq!(
@@ -1344,9 +1331,9 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
     .unwrap();
     let mut asg = assignment("asg-board", &bb);
     asg.role = "reviewer".into();
-    fx.index.block_on(db.create_assignment(&asg)).unwrap();
+    fx.rt.block_on(db.create_assignment(&asg)).unwrap();
 
-    let counts = fx.index.block_on(db.count_by_state()).unwrap();
+    let counts = fx.rt.block_on(db.count_by_state()).unwrap();
     assert_eq!(counts.get(&State::Inprogress), Some(&1));
     assert_eq!(counts.get(&State::Planning), Some(&3));
     assert_eq!(
@@ -1356,7 +1343,7 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
     );
 
     let ids = [a.clone(), bb.clone(), c.clone(), bare.clone()];
-    let facts = fx.index.block_on(db.card_facts(&ids)).unwrap();
+    let facts = fx.rt.block_on(db.card_facts(&ids)).unwrap();
     assert_eq!(facts.len(), 4);
     let fa = &facts[&a];
     assert_eq!(fa.unblocks, 1, "Bravo waits on Alpha");
@@ -1386,7 +1373,7 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
     // Cards by id, with the board's filters.
     let by_id = |words: &[&str], blocked: bool| -> Vec<String> {
         let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-        fx.index
+        fx.rt
             .block_on(db.summaries_by_id(&ids, &words, blocked))
             .unwrap()
             .into_iter()
@@ -1397,13 +1384,13 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
     assert_eq!(by_id(&["bravo"], false), ["Bravo build"]);
     assert_eq!(by_id(&[], true), ["Bravo build", "Charlie cleanup"]);
     let blockers = fx
-        .index
+        .rt
         .block_on(db.summaries_by_id(std::slice::from_ref(&c), &[], false))
         .unwrap();
     assert_eq!(blockers[0].blockers.len(), 1, "blockers are filled in");
 
     // What finishing Alpha unblocks, transitively, and nothing of a finished ticket.
-    let waits = fx.index.block_on(db.waiting_on(&a, 50)).unwrap();
+    let waits = fx.rt.block_on(db.waiting_on(&a, 50)).unwrap();
     let got: Vec<(String, u32)> = waits.iter().map(|w| (w.title.clone(), w.depth)).collect();
     assert_eq!(
         got,
@@ -1412,7 +1399,7 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
             ("Charlie cleanup".to_string(), 2)
         ]
     );
-    assert_eq!(fx.index.block_on(db.waiting_on(&a, 1)).unwrap().len(), 1);
+    assert_eq!(fx.rt.block_on(db.waiting_on(&a, 1)).unwrap().len(), 1);
     ops::cancel(
         &fx.ws,
         &alice(),
@@ -1423,7 +1410,7 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
         },
     )
     .unwrap();
-    let waits = fx.index.block_on(db.waiting_on(&a, 50)).unwrap();
+    let waits = fx.rt.block_on(db.waiting_on(&a, 50)).unwrap();
     assert!(
         waits.is_empty(),
         "a closed dependent waits on nothing: {waits:?}"
@@ -1435,13 +1422,13 @@ fn board_reads_count_lanes_and_give_each_card_its_facts(b: Backend) {
         ..ListFilter::default()
     };
     let page = fx
-        .index
+        .rt
         .block_on(db.list_ordered(&filter, &[], None, 2, true))
         .unwrap();
     let titles: Vec<&str> = page.tickets.iter().map(|t| t.title.as_str()).collect();
     assert_eq!(titles, ["Delta without a brief", "Charlie cleanup"]);
     let next = fx
-        .index
+        .rt
         .block_on(db.list_ordered(&filter, &[], page.next.as_ref(), 2, true))
         .unwrap();
     let titles: Vec<&str> = next.tickets.iter().map(|t| t.title.as_str()).collect();
@@ -1478,7 +1465,7 @@ impl Fx {
             "SELECT CAST(seq AS TEXT), event_id, ticket_id, kind, payload FROM outbox ORDER BY seq",
             "SELECT id, status FROM assignments ORDER BY id",
         ];
-        self.index.block_on(async {
+        self.rt.block_on(async {
             let pool = sqlx::AnyPool::connect(&self.url).await.unwrap();
             let mut out = Vec::new();
             for q in queries {
@@ -1556,7 +1543,7 @@ fn the_bulk_rebuild_writes_the_rows_the_per_ticket_writer_wrote(b: Backend) {
     .unwrap();
     let mut open = assignment("asg-open", &ids[3]);
     open.status = yoi_db::AssignmentStatus::Claimed;
-    fx.index
+    fx.rt
         .block_on(fx.index.db.create_assignment(&open))
         .unwrap();
     let before = fx.index_rows();
@@ -1612,7 +1599,7 @@ fn the_bulk_rebuild_writes_the_rows_the_per_ticket_writer_wrote(b: Backend) {
     ]);
     let stats = fx.index.reindex(&fx.ws, ReindexMode::Incremental).unwrap();
     assert_eq!(stats.reindexed, 30);
-    let outbox = fx.index.block_on(fx.index.db.outbox()).unwrap();
+    let outbox = fx.rt.block_on(fx.index.db.outbox()).unwrap();
     assert_eq!(stats.outbox_added, outbox.len());
     let seqs: Vec<i64> = outbox.iter().map(|e| e.seq).collect();
     assert_eq!(
@@ -1658,7 +1645,7 @@ fn a_rebuild_without_the_truncate_privilege_deletes_instead() {
         .url
         .replacen("postgres://yoi@", &format!("postgres://{role}@"), 1);
     assert_ne!(url, fx.url, "the test's URL names its user");
-    let refused = fx.index.block_on(async {
+    let refused = fx.rt.block_on(async {
         let pool = sqlx::AnyPool::connect(&url).await.unwrap();
         let r = sqlx::query("TRUNCATE tickets").execute(&pool).await;
         pool.close().await;

@@ -52,7 +52,7 @@ pub struct CostReport {
 /// The ledger of the ticket `query` names.
 pub fn ticket_cost(ws: &Workspace, index: &DbIndex, query: &str) -> Result<CostReport, StoreError> {
     let id = ws.resolve(query)?;
-    let rows = index.block_on(index.db.assignments_of(id.as_str()))?;
+    let rows = index.assignments_of(id.as_str())?;
     let prices = &ws.config.prices;
     let mut report = CostReport {
         ticket: id.to_string(),

@@ -73,7 +73,7 @@ pub fn activate_for_agent(
     }
     let own_ticket = match ticket {
         Some(_) => None,
-        None => index.block_on(index.db.assignment(own))?.map(|a| a.ticket),
+        None => index.assignment(own)?.map(|a| a.ticket),
     };
     activate(
         ws,
@@ -339,7 +339,7 @@ impl ActivationRecorder for DbRecorder<'_> {
             at_ms: self.now_ms,
         };
         self.index
-            .block_on(self.index.db.record_activation(&row))
+            .record_activation(&row)
             .map_err(|e| RecorderError {
                 reason: e.to_string(),
             })

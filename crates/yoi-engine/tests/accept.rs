@@ -313,7 +313,7 @@ fn leftovers_of_a_killed_acceptance_are_cleared_and_anything_else_is_left_alone(
     yoi_git::create_branch(&f.repo, branch, &f.base).unwrap();
     std::fs::create_dir_all(f.worktree_root()).unwrap();
     yoi_git::add_worktree(&f.repo, &wt, branch).unwrap();
-    f.db.block_on(f.db.db.create_assignment(&Assignment {
+    f.db.create_assignment(&Assignment {
         id: "asg-left-behind".into(),
         ticket: id.to_string(),
         step: "implement".into(),
@@ -325,7 +325,7 @@ fn leftovers_of_a_killed_acceptance_are_cleared_and_anything_else_is_left_alone(
         created_ms: 1,
         updated_ms: 1,
         ..Default::default()
-    }))
+    })
     .unwrap();
 
     let accepted = router::accept_ticket(&f.ws, &f.db, &id, &d, &f.worktree_root(), now()).unwrap();

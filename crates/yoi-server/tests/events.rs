@@ -53,7 +53,7 @@ impl Server {
         )
         .unwrap();
         index
-            .block_on(index.db.ensure_admin_token(&beside.local_dir(), "alice", 0))
+            .ensure_admin_token(&beside.local_dir(), "alice", 0)
             .unwrap();
         let token = read_token(&beside.local_dir());
 

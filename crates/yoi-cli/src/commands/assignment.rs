@@ -13,11 +13,8 @@ pub fn run(env: &Env, cmd: AssignmentCommand) -> Result<(), CliError> {
     } = cmd;
     let (ws, index) = env.workspace_with_index("yoi assignment list")?;
     let ticket = ticket.map(|t| ws.resolve(&t)).transpose()?;
-    let rows = index.block_on(
-        index
-            .db
-            .list_assignments(ticket.as_ref().map(|t| t.as_str()), limit.clamp(1, 10_000)),
-    )?;
+    let rows =
+        index.list_assignments(ticket.as_ref().map(|t| t.as_str()), limit.clamp(1, 10_000))?;
     if json {
         output::json(&serde_json::json!({ "count": rows.len(), "assignments": rows }));
         return Ok(());

@@ -12,11 +12,8 @@ pub fn run(env: &Env, as_json: bool) -> Result<(), CliError> {
     let (ws, index) =
         Env::new(Some(repo.workdir.clone()), None)?.workspace_with_index("yoi init")?;
     let principal = env.human_ctx(&ws)?.principal.name;
-    let token_created = index.block_on(index.db.ensure_admin_token(
-        &ws.local_dir(),
-        &principal,
-        now().unix_millis(),
-    ))?;
+    let token_created =
+        index.ensure_admin_token(&ws.local_dir(), &principal, now().unix_millis())?;
     if as_json {
         output::json(&report);
         return Ok(());

@@ -108,7 +108,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
 fn list(env: &Env, json: bool) -> Result<(), CliError> {
     let (_ws, index) = env.workspace_with_index("yoi pod list")?;
     let now_ms = now().unix_millis();
-    let pods = index.block_on(index.db.pods(now_ms, 3_600_000))?;
+    let pods = index.pods(now_ms, 3_600_000)?;
     if json {
         output::json(&serde_json::json!({ "count": pods.len(), "pods": pods }));
         return Ok(());

@@ -21,8 +21,7 @@ pub fn run(env: &Env, cmd: TokenCommand) -> Result<(), CliError> {
                 .parse()
                 .map_err(|e: yoi_engine::store::StoreError| CliError::Usage(e.to_string()))?;
             let principal = principal.unwrap_or_else(|| name.clone());
-            let (info, secret) =
-                index.block_on(index.db.create_token(&name, &scope, &principal, now_ms))?;
+            let (info, secret) = index.create_token(&name, &scope, &principal, now_ms)?;
             if json {
                 output::json(&serde_json::json!({ "token": info, "secret": secret }));
             } else {
@@ -34,7 +33,7 @@ pub fn run(env: &Env, cmd: TokenCommand) -> Result<(), CliError> {
             }
         }
         TokenCommand::Revoke { name } => {
-            if !index.block_on(index.db.revoke_token(&name, now_ms))? {
+            if !index.revoke_token(&name, now_ms)? {
                 return Err(CliError::Refused(format!(
                     "no live token named or with id `{name}`"
                 )));
@@ -42,7 +41,7 @@ pub fn run(env: &Env, cmd: TokenCommand) -> Result<(), CliError> {
             println!("revoked {name}");
         }
         TokenCommand::List { json } => {
-            let tokens = index.block_on(index.db.list_tokens())?;
+            let tokens = index.list_tokens()?;
             if json {
                 output::json(&serde_json::json!({ "count": tokens.len(), "tokens": tokens }));
             } else {

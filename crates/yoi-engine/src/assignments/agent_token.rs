@@ -46,7 +46,7 @@ pub fn live_claim_of(
     let Some((id, fence)) = parse(key, secret) else {
         return Ok(Err(AgentRefusal::Invalid));
     };
-    let row = index.block_on(index.db.assignment(&id))?;
+    let row = index.assignment(&id)?;
     Ok(match row {
         Some(a)
             if a.fence == fence

@@ -56,13 +56,13 @@ pub fn register_pod(
         assignment: None,
         token_id: caller.token_id.clone(),
     };
-    index.block_on(index.db.register_pod(&row))?;
+    index.register_pod(&row)?;
     Ok(row)
 }
 
 /// The pod `pod` if `caller` speaks for it: registered with the caller's token, for its role.
 pub fn pod_of(index: &DbIndex, caller: &PodCaller, pod: &str) -> Result<PodRow, AssignmentError> {
-    speaks_for(caller, pod, index.block_on(index.db.pod(pod))?)
+    speaks_for(caller, pod, index.pod(pod)?)
 }
 
 /// `row` (the pod `pod` as read) if `caller` speaks for it.
@@ -165,7 +165,7 @@ pub fn claim_many(
     let now_ms = now.unix_millis();
     let ids: Vec<&str> = asks.iter().map(|(_, p)| p.as_str()).collect();
     let known: std::collections::HashMap<String, PodRow> = index
-        .block_on(index.db.pods_by_id(&ids))?
+        .pods_by_id(&ids)?
         .into_iter()
         .map(|r| (r.id.clone(), r))
         .collect();
@@ -189,17 +189,13 @@ pub fn claim_many(
     let got = if wanted.is_empty() {
         Vec::new()
     } else {
-        index.block_on(
-            index
-                .db
-                .claim_assignments(&wanted, now_ms + cfg.lease_ms, now_ms),
-        )?
+        index.claim_assignments(&wanted, now_ms + cfg.lease_ms, now_ms)?
     };
     for ((i, row), a) in rows.iter().zip(got) {
         let Some(a) = a else {
             // An idle pod polling an empty queue writes its row only every few seconds.
             if row.state != PodState::Idle || now_ms - row.heartbeat_ms >= 5_000 {
-                index.block_on(index.db.touch_pod(&row.id, PodState::Idle, None, now_ms))?;
+                index.touch_pod(&row.id, PodState::Idle, None, now_ms)?;
             }
             out[*i] = Some(Ok(None));
             continue;
@@ -237,18 +233,18 @@ pub fn hand_out(
         Ok(work) => Ok(work),
         Err(reason) => {
             let _guard = results_lock();
-            let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
+            let attempts = index.attempts_of(&a.ticket, &a.step)?;
             let failed_in_a_row = 1 + trailing_failures(&attempts, &a.id);
             let next = retries_left(ws, &a, failed_in_a_row).then(|| next_attempt(&a, now));
             let how = Finish::failed(&reason);
-            index.block_on(index.db.finish_assignment(
+            index.finish_assignment(
                 &a.id,
                 a.fence,
                 Some(pod),
                 &how,
                 next.as_ref(),
                 now.unix_millis(),
-            ))?;
+            )?;
             Err(AssignmentError::Prepare { id: a.id, reason })
         }
     }
@@ -317,21 +313,14 @@ fn prepare(
         dir
     };
     let recorded = index
-        .block_on(index.db.set_assignment_workdir(
-            &a.id,
-            a.fence,
-            &workdir.display().to_string(),
-            Some(&head),
-        ))
+        .set_assignment_workdir(&a.id, a.fence, &workdir.display().to_string(), Some(&head))
         .map_err(|e| e.to_string())?;
     if !recorded {
         return Err("the claim was lost while its working directory was prepared".into());
     }
     let mut work = ready(ws, a, workdir, head, cfg)?;
     if a.role == "coder" {
-        let rows = index
-            .block_on(index.db.assignments_of(&a.ticket))
-            .map_err(|e| e.to_string())?;
+        let rows = index.assignments_of(&a.ticket).map_err(|e| e.to_string())?;
         work.feedback = super::flow::feedback(&rows);
     }
     Ok(work)
@@ -434,9 +423,7 @@ fn tidy_pod_worktrees(
         }
         let owner = std::fs::read_to_string(&path).unwrap_or_default();
         let owner = owner.trim();
-        let row = index
-            .block_on(index.db.pod(owner))
-            .map_err(|e| e.to_string())?;
+        let row = index.pod(owner).map_err(|e| e.to_string())?;
         let gone = row.is_none_or(|r| now.unix_millis() - r.heartbeat_ms > POD_GONE_AFTER_MS);
         if !gone || works_now(index, owner)? {
             continue;
@@ -451,18 +438,13 @@ fn tidy_pod_worktrees(
 
 /// Whether pod incarnation `pod` holds a live claim (it may be running in its folder).
 fn works_now(index: &DbIndex, pod: &str) -> Result<bool, String> {
-    let Some(row) = index
-        .block_on(index.db.pod(pod))
-        .map_err(|e| e.to_string())?
-    else {
+    let Some(row) = index.pod(pod).map_err(|e| e.to_string())? else {
         return Ok(false);
     };
     let Some(id) = row.assignment else {
         return Ok(false);
     };
-    let a = index
-        .block_on(index.db.assignment(&id))
-        .map_err(|e| e.to_string())?;
+    let a = index.assignment(&id).map_err(|e| e.to_string())?;
     Ok(a.is_some_and(|a| {
         a.status == AssignmentStatus::Claimed && a.claimed_by.as_deref() == Some(pod)
     }))
@@ -559,13 +541,9 @@ pub fn heartbeat(
     pod_of(index, caller, pod)?;
     let now_ms = now.unix_millis();
     let lease_until_ms = now_ms + cfg.lease_ms;
-    match index.block_on(
-        index
-            .db
-            .heartbeat_assignment(id, fence, pod, lease_until_ms, now_ms),
-    )? {
+    match index.heartbeat_assignment(id, fence, pod, lease_until_ms, now_ms)? {
         Some(_) => {
-            index.block_on(index.db.touch_pod(pod, PodState::Working, Some(id), now_ms))?;
+            index.touch_pod(pod, PodState::Working, Some(id), now_ms)?;
             Ok(HeartbeatReply { lease_until_ms })
         }
         None => Err(refusal(index, pod, id, fence)?),
@@ -579,7 +557,7 @@ pub(crate) fn refusal(
     id: &str,
     fence: i64,
 ) -> Result<AssignmentError, AssignmentError> {
-    let Some(row) = index.block_on(index.db.assignment(id))? else {
+    let Some(row) = index.assignment(id)? else {
         return Ok(AssignmentError::NotFound { id: id.to_string() });
     };
     if row.fence == fence
@@ -625,7 +603,7 @@ pub(crate) fn live_claim(
     fence: i64,
     now_ms: i64,
 ) -> Result<Assignment, AssignmentError> {
-    match index.block_on(index.db.assignment(id))? {
+    match index.assignment(id)? {
         Some(a)
             if a.fence == fence
                 && a.status == AssignmentStatus::Claimed

@@ -62,7 +62,7 @@ pub fn complete(
             now,
         )?;
         let a = index
-            .block_on(index.db.assignment(id))?
+            .assignment(id)?
             .ok_or_else(|| AssignmentError::NotFound { id: id.to_string() })?;
         let place = work_place(ws, &ticket_of(&a)?)?;
         let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
@@ -154,12 +154,7 @@ pub fn complete(
         error: None,
         log_path: report.log.clone(),
     };
-    let finished =
-        index.block_on(
-            index
-                .db
-                .finish_assignment(id, fence, Some(pod), &how, None, now_ms),
-        );
+    let finished = index.finish_assignment(id, fence, Some(pod), &how, None, now_ms);
     let finished = match finished {
         Ok(Some(row)) => row,
         other => {
@@ -174,7 +169,7 @@ pub fn complete(
             };
         }
     };
-    index.block_on(index.db.touch_pod(pod, PodState::Idle, None, now_ms))?;
+    index.touch_pod(pod, PodState::Idle, None, now_ms)?;
     let branch_head = moved_to.clone().unwrap_or(head);
     record(
         ws,
@@ -231,7 +226,7 @@ pub fn fail(
     let now_ms = now.unix_millis();
     let a = live_claim(index, pod, id, fence, now_ms)?;
     check_role(caller, &a, "fail")?;
-    let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
+    let attempts = index.attempts_of(&a.ticket, &a.step)?;
     let in_a_row = 1 + trailing_failures(&attempts, &a.id);
     let next = (retryable && retries_left(ws, &a, in_a_row)).then(|| next_attempt(&a, now));
     let how = Finish {
@@ -243,18 +238,11 @@ pub fn fail(
         error: Some(reason.to_string()),
         log_path: report.and_then(|r| r.log.clone()),
     };
-    let Some(row) = index.block_on(index.db.finish_assignment(
-        id,
-        fence,
-        Some(pod),
-        &how,
-        next.as_ref(),
-        now_ms,
-    ))?
+    let Some(row) = index.finish_assignment(id, fence, Some(pod), &how, next.as_ref(), now_ms)?
     else {
         return Err(refusal(index, pod, id, fence)?);
     };
-    index.block_on(index.db.touch_pod(pod, PodState::Idle, None, now_ms))?;
+    index.touch_pod(pod, PodState::Idle, None, now_ms)?;
     record(ws, &row, "failed", None, report, Some(reason), now)?;
     if next.is_none() {
         // Either the circuit opened or the pod said retrying is pointless: a person decides.
@@ -281,7 +269,7 @@ pub fn resume_after_retry(
     now: Timestamp,
 ) -> Result<Vec<Assignment>, AssignmentError> {
     let _guard = results_lock();
-    let all = index.block_on(index.db.assignments_of(ticket.as_str()))?;
+    let all = index.assignments_of(ticket.as_str())?;
     if all.iter().any(|a| a.status.is_live()) {
         return Ok(Vec::new());
     }
@@ -296,7 +284,7 @@ pub fn resume_after_retry(
         )
     }) {
         let next = next_attempt(last, now);
-        index.block_on(index.db.create_assignment(&next))?;
+        index.create_assignment(&next)?;
         return Ok(vec![next]);
     }
     Ok(super::flow::grant_round(ws, index, ticket, now)?

@@ -96,7 +96,7 @@ pub(crate) fn advance(
     ticket: &TicketId,
     now: Timestamp,
 ) -> Result<Advanced, AssignmentError> {
-    let rows = index.block_on(index.db.assignments_of(ticket.as_str()))?;
+    let rows = index.assignments_of(ticket.as_str())?;
     if rows.iter().any(|a| a.status.is_live()) {
         return Ok(Advanced::Nothing);
     }
@@ -187,12 +187,12 @@ pub(crate) fn advance(
             new_step(&rows, ticket, &step, &role, &branch_head()?, None, now)
         }
     };
-    match index.block_on(index.db.create_assignment(&row)) {
+    match index.create_assignment(&row) {
         Ok(()) => Ok(Advanced::Next(Box::new(row))),
         // Someone else handed it out first (the one-live-row index): nothing to do.
         Err(_)
             if index
-                .block_on(index.db.assignments_of(ticket.as_str()))?
+                .assignments_of(ticket.as_str())?
                 .iter()
                 .any(|a| a.status.is_live()) =>
         {
@@ -242,7 +242,7 @@ pub(crate) fn grant_round(
     ticket: &TicketId,
     now: Timestamp,
 ) -> Result<Option<Assignment>, AssignmentError> {
-    let rows = index.block_on(index.db.assignments_of(ticket.as_str()))?;
+    let rows = index.assignments_of(ticket.as_str())?;
     let flow = crate::flows::of_ticket(ws, ticket)?;
     if rows.iter().any(|a| a.status.is_live())
         || rounds_used(&rows) <= max_rounds(&flow) + rounds_granted(&rows)
@@ -260,7 +260,7 @@ pub(crate) fn grant_round(
         None => (flow.first().id.clone(), flow.first().role.clone()),
     };
     let row = new_step(&rows, ticket, &step, &role, &head, Some(GRANTED), now);
-    index.block_on(index.db.create_assignment(&row))?;
+    index.create_assignment(&row)?;
     Ok(Some(row))
 }
 

@@ -30,8 +30,8 @@ pub fn expire_due(
     let _guard = results_lock();
     let now_ms = now.unix_millis();
     let mut out = ExpireOutcome::default();
-    for a in index.block_on(index.db.expired_claims(now_ms))? {
-        let attempts = index.block_on(index.db.attempts_of(&a.ticket, &a.step))?;
+    for a in index.expired_claims(now_ms)? {
+        let attempts = index.attempts_of(&a.ticket, &a.step)?;
         let in_a_row = 1 + trailing_failures(&attempts, &a.id);
         let next = retries_left(ws, &a, in_a_row).then(|| next_attempt(&a, now));
         let reason = format!(
@@ -40,14 +40,8 @@ pub fn expire_due(
             a.claimed_by.as_deref().unwrap_or("none")
         );
         let how = Finish::ended(AssignmentStatus::Expired, &reason);
-        let Some(row) = index.block_on(index.db.finish_assignment(
-            &a.id,
-            a.fence,
-            None,
-            &how,
-            next.as_ref(),
-            now_ms,
-        ))?
+        let Some(row) =
+            index.finish_assignment(&a.id, a.fence, None, &how, next.as_ref(), now_ms)?
         else {
             continue;
         };

@@ -54,7 +54,7 @@ pub fn flow_tick(
     now: Timestamp,
 ) -> Result<FlowTick, AssignmentError> {
     let mut tick = FlowTick::default();
-    for t in index.block_on(index.db.tickets_between_steps())? {
+    for t in index.tickets_between_steps()? {
         let Ok(ticket) = TicketId::parse(&t) else {
             continue;
         };
@@ -73,7 +73,7 @@ pub fn flow_tick(
         }
     }
     let due: Vec<_> = index
-        .block_on(index.db.open_assignments())?
+        .open_assignments()?
         .into_iter()
         .filter(|a| is_service(a) && a.status == AssignmentStatus::Pending)
         .collect();
@@ -119,15 +119,11 @@ fn merge_one(
     let head = yoi_git::resolve_commit(repo, &place.branch)?;
     let approved = a.head_commit.clone().unwrap_or_default();
     let now_ms = now.unix_millis();
-    let rows = index.block_on(index.db.assignments_of(ticket.as_str()))?;
+    let rows = index.assignments_of(ticket.as_str())?;
     let send_back = |step: &str, role: &str, reason: String| -> Result<Merge, AssignmentError> {
         let next = new_step(&rows, ticket, step, role, &head, None, now);
         let how = Finish::failed(&reason);
-        match index.block_on(
-            index
-                .db
-                .finish_pending(&a.id, a.fence, &how, Some(&next), now_ms),
-        )? {
+        match index.finish_pending(&a.id, a.fence, &how, Some(&next), now_ms)? {
             Some(row) => {
                 record(ws, &row, "failed", None, None, Some(&reason), now)?;
                 Ok(Merge::SentBack(next.id))
@@ -218,13 +214,13 @@ fn merge_one(
                             "the target `{target}` moved on to {before}; the merge {commit} is validated before the target moves"
                         );
                         let how = Finish::failed(&reason);
-                        return match index.block_on(index.db.finish_pending(
+                        return match index.finish_pending(
                             &a.id,
                             a.fence,
                             &how,
                             Some(&next),
                             now_ms,
-                        ))? {
+                        )? {
                             Some(row) => {
                                 record(ws, &row, "failed", None, None, Some(&reason), now)?;
                                 Ok(Merge::SentBack(next.id))
@@ -312,7 +308,7 @@ fn land_on(
                 worktree.display(),
                 dirty.join(", ")
             );
-            if index.block_on(index.db.note_pending(&a.id, a.fence, &note))? {
+            if index.note_pending(&a.id, a.fence, &note)? {
                 let body = format!(
                     "Merge of {after} into `{target}` deferred: {note}. Nothing was written. \
                      Commit or stash those files; the merge runs by itself once they are clean."
@@ -345,8 +341,7 @@ fn complete_merge(
         error: None,
         log_path: None,
     };
-    let Some(row) = index.block_on(index.db.finish_pending(&a.id, a.fence, &how, None, now_ms))?
-    else {
+    let Some(row) = index.finish_pending(&a.id, a.fence, &how, None, now_ms)? else {
         return Ok(Merge::Retry);
     };
     yoi_store::testpoint::hit("merge.recorded");
@@ -408,7 +403,7 @@ fn auto_close(
     ev: &MergeEvidence,
     now: Timestamp,
 ) -> Result<(), AssignmentError> {
-    let rows = index.block_on(index.db.assignments_of(ticket.as_str()))?;
+    let rows = index.assignments_of(ticket.as_str())?;
     let mut lines: Vec<String> = Vec::new();
     for a in rows
         .iter()

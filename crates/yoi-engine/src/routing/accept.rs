@@ -154,7 +154,7 @@ impl Made {
         let repo = ws.root();
         let mut failed = Vec::new();
         if let Some(a) = self.assignment {
-            if let Err(e) = db.block_on(db.db.delete_assignment(&a)) {
+            if let Err(e) = db.delete_assignment(&a) {
                 failed.push(format!("delete assignment {a}: {e}"));
             }
         }
@@ -334,7 +334,7 @@ impl Job<'_> {
         let ctx = Ctx::new(Principal::orchestrator(), now);
         let assignment = format!("asg-{}", ops::new_ulid(ctx.precise));
         let now_ms = now.unix_millis();
-        db.block_on(db.db.create_assignment(&Assignment {
+        db.create_assignment(&Assignment {
             id: assignment.clone(),
             ticket: id.to_string(),
             step: first.id.clone(),
@@ -350,7 +350,7 @@ impl Job<'_> {
             workdir: Some(worktree.display().to_string()),
             head_commit: Some(base_commit.to_string()),
             ..Default::default()
-        }))
+        })
         .map_err(|e| (step, e.to_string()))?;
         made.assignment = Some(assignment.clone());
         injected(step, fail_at).map_err(|e| (step, e))?;
@@ -373,7 +373,7 @@ impl Job<'_> {
         yoi_store::testpoint::hit("accept.accepted");
         // Accepted: pods may claim the assignment now. Should this fail (or the process die
         // here), the orchestrator's catch-up releases the held rows of in-progress tickets.
-        if let Err(e) = db.block_on(db.db.release_held(id.as_str(), now.unix_millis())) {
+        if let Err(e) = db.release_held(id.as_str(), now.unix_millis()) {
             tracing::warn!(ticket = %id, error = %e, "the first assignment stays held until the next catch-up");
         }
         Ok(Accepted {
@@ -454,7 +454,7 @@ fn clear_leftovers(
     base_commit: &str,
 ) -> Result<(), String> {
     let discarded = db
-        .block_on(db.db.discard_pending_assignments(id.as_str()))
+        .discard_pending_assignments(id.as_str())
         .map_err(|e| format!("discard pending assignments: {e}"))?;
     if discarded > 0 {
         tracing::warn!(ticket = %id, discarded, "discarded pending assignments of an interrupted acceptance");

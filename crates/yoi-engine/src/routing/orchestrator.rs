@@ -133,12 +133,12 @@ impl Orchestrator {
         let now_ms = now.unix_millis();
         let db = env.db;
         if !self.registered {
-            match db.block_on(db.db.register_consumer(CONSUMER, now_ms)) {
+            match db.register_consumer(CONSUMER, now_ms) {
                 Ok(()) => self.registered = true,
                 Err(e) => self.error(format!("registering the outbox consumer: {e}")),
             }
         }
-        let events = match db.block_on(db.db.next_events(CONSUMER, now_ms, BATCH)) {
+        let events = match db.next_events(CONSUMER, now_ms, BATCH) {
             Ok(e) => e,
             Err(e) => {
                 self.error(format!("reading the outbox: {e}"));
@@ -210,7 +210,7 @@ impl Orchestrator {
                     tracing::error!(error = %e, "a routing pass failed; its events are retried");
                     self.error(e.to_string());
                     for ev in &events {
-                        match db.block_on(db.db.fail(CONSUMER, ev.seq, &e.to_string(), now_ms)) {
+                        match db.fail(CONSUMER, ev.seq, &e.to_string(), now_ms) {
                             Ok(()) => out.failed += 1,
                             Err(e) => self.error(format!("recording a failed delivery: {e}")),
                         }
@@ -225,7 +225,7 @@ impl Orchestrator {
             out.more = false;
         } else if handled {
             for ev in &events {
-                match db.block_on(db.db.ack(CONSUMER, ev.seq, now_ms)) {
+                match db.ack(CONSUMER, ev.seq, now_ms) {
                     Ok(()) => out.acknowledged += 1,
                     Err(e) => self.error(format!("acknowledging event {}: {e}", ev.seq)),
                 }
@@ -291,7 +291,7 @@ impl Orchestrator {
     /// died between moving its ticket and releasing the row left them.
     fn release_held(&mut self, env: &StepEnv<'_>, now_ms: i64) {
         let db = env.db;
-        let tickets = match db.block_on(db.db.tickets_with_held()) {
+        let tickets = match db.tickets_with_held() {
             Ok(t) => t,
             Err(e) => return self.error(format!("reading held assignments: {e}")),
         };
@@ -304,7 +304,7 @@ impl Orchestrator {
                 .read_item(&id)
                 .is_ok_and(|i| i.state == State::Inprogress)
             {
-                if let Err(e) = db.block_on(db.db.release_held(&t, now_ms)) {
+                if let Err(e) = db.release_held(&t, now_ms) {
                     self.error(format!("{t}: releasing its held assignment: {e}"));
                 }
             }

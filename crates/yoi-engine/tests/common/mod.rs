@@ -101,9 +101,7 @@ impl Fixture {
     }
 
     pub fn assignments(&self, id: &TicketId) -> Vec<Assignment> {
-        self.db
-            .block_on(self.db.db.assignments_of(id.as_str()))
-            .unwrap()
+        self.db.assignments_of(id.as_str()).unwrap()
     }
 
     pub fn worktree_root(&self) -> PathBuf {

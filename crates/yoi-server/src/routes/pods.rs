@@ -327,11 +327,7 @@ pub async fn list_assignments(
     let rows: Vec<Assignment> = s
         .read_indexed(move |ws, index| {
             let ticket = q.ticket.as_deref().map(|t| ws.resolve(t)).transpose()?;
-            index.block_on(
-                index
-                    .db
-                    .list_assignments(ticket.as_ref().map(|t| t.as_str()), limit),
-            )
+            index.list_assignments(ticket.as_ref().map(|t| t.as_str()), limit)
         })
         .await?;
     Ok(Json(

@@ -359,9 +359,9 @@ fn list_local(
 ) -> Result<(Vec<TicketSummary>, Option<yoi_core::TicketId>), CliError> {
     let after = a.after.as_deref().map(|q| ws.resolve(q)).transpose()?;
     if a.limit.is_none() && after.is_none() {
-        return Ok((index.block_on(index.db.list_all(filter, words))?, None));
+        return Ok((index.list_all(filter, words)?, None));
     }
     let limit = a.limit.unwrap_or(100_000);
-    let page = index.block_on(index.db.list(filter, words, after.as_ref(), limit))?;
+    let page = index.list(filter, words, after.as_ref(), limit)?;
     Ok((page.tickets, page.next))
 }

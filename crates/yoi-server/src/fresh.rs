@@ -12,7 +12,11 @@
 //! - **Tokens**: a token found in the database is kept until the database changes. Revoking a
 //!   token writes the database, so the next request after a revocation, from any process,
 //!   looks the token up again.
-//! - **Answers** (a ticket's JSON, a list page): kept until anything watched changes.
+//! - **Answers** (a ticket's JSON, a list page): kept until anything watched changes. Each
+//!   answer says how it met the kept ones in its `Cache-Status` header (RFC 9211): `yoi; hit`
+//!   (from memory), `yoi; fwd=miss` (computed now) or `yoi; fwd=bypass` (nothing may be kept
+//!   now). The two caches may keep at the same moments, so a hit also says that the request's
+//!   token is kept.
 //!
 //! One gap is closed by waiting: SQLite makes a commit visible to readers slightly after its
 //! last write to the log (the shared-memory index is updated after the write), so a read in
@@ -264,12 +268,16 @@ impl Fresh {
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<JsonBytes, crate::error::ApiError>>,
     {
-        let kept = |key: &str| lock(&self.answers).get(view.answers, key).map(JsonBytes);
+        let kept = |key: &str| {
+            lock(&self.answers)
+                .get(view.answers, key)
+                .map(|b| JsonBytes(b, Kept::Hit))
+        };
         if let Some(b) = kept(&key) {
             return Ok(b);
         }
         if view.answers.is_none() {
-            return compute().await;
+            return compute().await.map(|b| JsonBytes(b.0, Kept::Bypass));
         }
         let gate = lock(&self.computing)
             .entry(key.clone())
@@ -353,24 +361,49 @@ impl Drop for Forget<'_> {
     }
 }
 
-/// A JSON answer already serialized (the bytes `axum::Json` would send).
-pub struct JsonBytes(pub Bytes);
+/// A JSON answer already serialized (the bytes `axum::Json` would send), and how it met the
+/// kept answers.
+pub struct JsonBytes(pub Bytes, Kept);
+
+/// How an answer met the kept ones, sent as its `Cache-Status` (RFC 9211) so a client (and a
+/// test waiting for the server to keep answers) can tell.
+#[derive(Debug, Clone, Copy)]
+enum Kept {
+    /// Computed now.
+    Miss,
+    /// Computed now, and nothing may be kept now (see [`Fresh::settle`]).
+    Bypass,
+    /// From memory: nothing watched changed since it was computed.
+    Hit,
+}
 
 impl JsonBytes {
     pub fn of<T: serde::Serialize>(value: &T) -> Result<JsonBytes, crate::error::ApiError> {
         serde_json::to_vec(value)
-            .map(|v| JsonBytes(Bytes::from(v)))
+            .map(|v| JsonBytes(Bytes::from(v), Kept::Miss))
             .map_err(|e| crate::error::ApiError::internal("serializing the answer", e))
     }
 }
 
 impl axum::response::IntoResponse for JsonBytes {
     fn into_response(self) -> axum::response::Response {
+        use axum::http::{header, HeaderName, HeaderValue};
+        let status = match self.1 {
+            Kept::Miss => "yoi; fwd=miss",
+            Kept::Bypass => "yoi; fwd=bypass",
+            Kept::Hit => "yoi; hit",
+        };
         (
-            [(
-                axum::http::header::CONTENT_TYPE,
-                axum::http::HeaderValue::from_static("application/json"),
-            )],
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                ),
+                (
+                    HeaderName::from_static("cache-status"),
+                    HeaderValue::from_static(status),
+                ),
+            ],
             self.0,
         )
             .into_response()

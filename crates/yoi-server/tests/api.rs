@@ -413,6 +413,11 @@ fn listed_titles(s: &Server) -> Vec<String> {
         .token(&s.tokens.read)
         .send()
         .expect(200);
+    titles(&page)
+}
+
+/// The titles on a page of `GET /tickets`.
+fn titles(page: &Value) -> Vec<String> {
     page["tickets"]
         .as_array()
         .unwrap()
@@ -436,11 +441,16 @@ fn check_files_written_behind_the_servers_back_are_in_its_next_answer(backend: B
     let id = s.create("Indexed title", "");
     let other = s.create("Second ticket", "");
     assert_eq!(listed_titles(&s), ["Indexed title", "Second ticket"]);
-    // Let the server keep its answers (the database has been quiet long enough), then ask
-    // again so the kept ones are what it would answer.
-    std::thread::sleep(yoi_server::fresh::QUIET + std::time::Duration::from_millis(200));
-    assert_eq!(s.show(&id)["title"], "Indexed title");
-    assert_eq!(listed_titles(&s), ["Indexed title", "Second ticket"]);
+    // Wait until the server answers both from memory, so the kept answers are what it would
+    // answer next.
+    let shown = format!("/api/v1/tickets/{id}");
+    let kept = [
+        (shown.as_str(), s.tokens.human.as_str()),
+        ("/api/v1/tickets", s.tokens.read.as_str()),
+    ];
+    let answers = s.until_kept(&kept);
+    assert_eq!(answers[0]["title"], "Indexed title");
+    assert_eq!(titles(&answers[1]), ["Indexed title", "Second ticket"]);
 
     // An editor saves item.md.
     let item = s.root().join(".yoi/tickets").join(&id).join("item.md");
@@ -450,10 +460,10 @@ fn check_files_written_behind_the_servers_back_are_in_its_next_answer(backend: B
     std::fs::write(&item, text).unwrap();
     assert_eq!(s.show(&id)["title"], "Edited by hand");
     assert_eq!(listed_titles(&s), ["Edited by hand", "Second ticket"]);
-    // And still so once the server keeps answers again.
-    std::thread::sleep(yoi_server::fresh::QUIET + std::time::Duration::from_millis(200));
-    assert_eq!(s.show(&id)["title"], "Edited by hand");
-    assert_eq!(listed_titles(&s), ["Edited by hand", "Second ticket"]);
+    // And still so once the server answers from memory again.
+    let answers = s.until_kept(&kept);
+    assert_eq!(answers[0]["title"], "Edited by hand");
+    assert_eq!(titles(&answers[1]), ["Edited by hand", "Second ticket"]);
 
     // Another process creates a ticket on the files (as `yoi --local ticket create` does).
     let ws = s.workspace();

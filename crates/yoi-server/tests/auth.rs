@@ -377,20 +377,17 @@ fn check_a_token_revoked_by_another_process_is_401_at_once_though_the_server_kep
     let s = Server::start(backend);
     let secret = s.admin().create_token("kept", "read", "bob");
     s.get("/api/v1/tickets").token(&secret).send().expect(200);
-    // Once the database has been quiet for a while the server answers this token from
-    // memory; the revocation below comes through a second connection, as `yoi token revoke
-    // --local` in another process would.
-    std::thread::sleep(yoi_server::fresh::QUIET + std::time::Duration::from_millis(200));
-    for _ in 0..3 {
-        s.get("/api/v1/tickets").token(&secret).send().expect(200);
-    }
+    // Wait until the server answers a request with this token from memory: from then on it
+    // keeps the token too. The revocation below comes through a second connection, as
+    // `yoi token revoke --local` in another process would.
+    s.until_kept(&[("/api/v1/tickets", &secret)]);
     s.admin().revoke_token("kept");
     s.get("/api/v1/tickets")
         .token(&secret)
         .send()
         .expect_error(401, "unauthorized");
-    // And once the database is quiet again, when the server keeps tokens once more.
-    std::thread::sleep(yoi_server::fresh::QUIET + std::time::Duration::from_millis(200));
+    // And once the server keeps answers and tokens again, the revoked one is not among them.
+    s.until_kept(&[("/api/v1/tickets", &s.tokens.read)]);
     s.get("/api/v1/tickets")
         .token(&secret)
         .send()

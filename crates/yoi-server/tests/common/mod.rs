@@ -312,6 +312,30 @@ impl Server {
             .expect(200)
     }
 
+    /// GET each `(path, token)` again until one round is answered wholly from memory
+    /// (`Cache-Status: yoi; hit`); their bodies. That is the fixed point after which the
+    /// server keeps these answers, and the tokens that asked, until something it watches
+    /// changes (with SQLite, once the database has been quiet for `fresh::QUIET`). The server
+    /// says so only when asked, so this polls; the deadline turns a hang into a failure.
+    pub fn until_kept(&self, requests: &[(&str, &str)]) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let answers: Vec<Resp> = requests
+                .iter()
+                .map(|(path, token)| self.get(path).token(token).send())
+                .collect();
+            if answers.iter().all(|r| r.cache_status == "yoi; hit") {
+                return answers.into_iter().map(|r| r.expect(200)).collect();
+            }
+            let statuses: Vec<&str> = answers.iter().map(|r| r.cache_status.as_str()).collect();
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server never answered {requests:?} from memory: {statuses:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Every file (and folder) under the tickets folder with the SHA-256 of its bytes.
     pub fn tree(&self) -> BTreeMap<String, String> {
         tree_of(&self.root.join(".yoi/tickets"))
@@ -473,6 +497,12 @@ impl<'a> Req<'a> {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
+        let cache_status = resp
+            .headers()
+            .get("cache-status")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         let text = resp.body_mut().read_to_string().unwrap_or_default();
         let json = serde_json::from_str(&text).unwrap_or(Value::Null);
         Resp {
@@ -480,6 +510,7 @@ impl<'a> Req<'a> {
             path: self.path,
             status,
             content_type,
+            cache_status,
             text,
             json,
         }
@@ -493,6 +524,8 @@ pub struct Resp {
     pub path: String,
     pub status: u16,
     pub content_type: String,
+    /// How the answer met the server's kept ones (`Cache-Status`; empty when it says nothing).
+    pub cache_status: String,
     pub text: String,
     pub json: Value,
 }

@@ -26,6 +26,7 @@ use yoi_skills::{
     ActivateError, ParseError, ProposalError, ProposalStatus, RecorderError, ResourceError,
 };
 use yoi_store::worktrees::WorktreeError;
+use yoi_store::error::{Permission, Refusal};
 use yoi_store::StoreError;
 
 use crate::error::CliError;
@@ -380,8 +381,10 @@ fn store_error() {
             StoreError::BadInput { field: s("title"), reason: s("empty") } => Invalid 2 400,
             StoreError::ConflictingReplay { op: s("op-1"), ticket: id().to_string() }
                 => Conflict 1 409,
-            StoreError::Refused { reason: s("never") } => Refused 1 422,
-            StoreError::NotPermitted { reason: s("humans only") } => NotPermitted 1 403,
+            StoreError::Refused { reason: Refusal::NestedGroup } => Refused 1 422,
+            StoreError::NotPermitted {
+                reason: Permission::Retry { kind: PrincipalKind::Pod },
+            } => NotPermitted 1 403,
             StoreError::SelfRelation { ticket: id() } => Refused 1 422,
             StoreError::DuplicateRelation {
                 ticket: id(),

@@ -68,7 +68,9 @@ pub fn activate_for_agent(
 ) -> Result<Activation, SkillError> {
     if assignment.is_some_and(|a| a != own) {
         return Err(SkillError::Store(StoreError::NotPermitted {
-            reason: format!("an agent's token activates skills for its own assignment {own} only"),
+            reason: yoi_store::error::Permission::ActivateForOwnAssignment {
+                own: own.to_string(),
+            },
         }));
     }
     let own_ticket = match ticket {

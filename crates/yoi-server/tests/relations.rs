@@ -161,6 +161,8 @@ fn plan_refusals_write_nothing() {
     };
     let err = add(json!({ "kind": "accepted_plan", "note": "go" })).expect_error(422, "refused");
     assert!(err["message"].as_str().unwrap().contains("orchestrator"));
+    // The refusal names its rule for a program, not only in the message.
+    assert_eq!(err["details"]["reason"], "accepted_plan_is_the_routers");
     add(json!({ "kind": "someday" })).expect_error(400, "invalid");
     add(json!({ "kind": "after" })).expect_error(400, "invalid");
     add(json!({ "kind": "waiting_capacity", "note": "" })).expect_error(400, "invalid");

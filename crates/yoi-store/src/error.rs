@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 use yoi_core::id::{IdError, ResolveError};
+use yoi_core::principal::PrincipalKind;
 use yoi_core::relation::{Blocker, RelationKind};
 use yoi_core::state::{State, TransitionError};
 use yoi_core::TicketId;
@@ -65,10 +66,10 @@ pub enum StoreError {
     ConflictingReplay { op: String, ticket: String },
     /// A request this operation never grants, whoever asks (the reason says what to do).
     #[error("{reason}")]
-    Refused { reason: String },
+    Refused { reason: Refusal },
     /// This principal may not do this; the reason names who may.
     #[error("{reason}")]
-    NotPermitted { reason: String },
+    NotPermitted { reason: Permission },
     #[error("ticket {ticket} cannot relate to itself")]
     SelfRelation { ticket: TicketId },
     #[error("ticket {ticket} already has {kind} {target}")]
@@ -148,3 +149,84 @@ impl StoreError {
 }
 
 pub use yoi_core::ErrorClass;
+
+/// Why a request is refused whoever asks ([`StoreError::Refused`]): one variant per rule, with
+/// the facts its message names. [`Refusal::code`] is the stable name the API reports.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Refusal {
+    #[error("the ticket is {state}: its IntentPacket was frozen at acceptance (artifacts/intent-packet.json) and is what the work follows")]
+    PacketFrozen { state: State },
+    #[error("rewriting {path} would give a file that does not read back ({problem}); nothing was written, edit its frontmatter by hand")]
+    RewriteUnreadable { path: String, problem: String },
+    #[error("accepted_plan records are written by the orchestrator when it accepts a ticket")]
+    AcceptedPlanIsTheRouters,
+    #[error("{blocked} is in progress, and {blocker} ({blocker_state}) would block it after its work started; return it to planning first (`yoi ticket return-to-planning {blocked} --reason R`), or relate them with `related`")]
+    BlockerAfterStart {
+        blocked: TicketId,
+        blocker: TicketId,
+        blocker_state: State,
+    },
+    #[error("a group commit cannot run inside another")]
+    NestedGroup,
+    /// The group commit a mutation was part of failed before it: the group's error, as written.
+    #[error("{message}")]
+    GroupFailed { message: String },
+    #[error("{} is not 64 hex digits; delete it and restart the server (tokens handed to running agents stop working)", path.display())]
+    BadKeyFile { path: PathBuf },
+    #[error("ticket {ticket} has no accepted plan; it was never accepted")]
+    NeverAccepted { ticket: TicketId },
+    #[error("ticket {ticket}'s accepted plan names no branch or worktree")]
+    AcceptedPlanIncomplete { ticket: TicketId },
+    /// Routing found the ticket not ready to accept (the message says what is missing).
+    #[error("{message}")]
+    NotReadyToAccept { message: String },
+}
+
+impl Refusal {
+    /// The stable, machine-readable name of the rule (the API's `details.reason`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refusal::PacketFrozen { .. } => "packet_frozen",
+            Refusal::RewriteUnreadable { .. } => "rewrite_unreadable",
+            Refusal::AcceptedPlanIsTheRouters => "accepted_plan_is_the_routers",
+            Refusal::BlockerAfterStart { .. } => "blocker_after_start",
+            Refusal::NestedGroup => "nested_group",
+            Refusal::GroupFailed { .. } => "group_failed",
+            Refusal::BadKeyFile { .. } => "bad_key_file",
+            Refusal::NeverAccepted { .. } => "never_accepted",
+            Refusal::AcceptedPlanIncomplete { .. } => "accepted_plan_incomplete",
+            Refusal::NotReadyToAccept { .. } => "not_ready_to_accept",
+        }
+    }
+}
+
+/// Who may do what this principal asked ([`StoreError::NotPermitted`]): one variant per rule,
+/// naming the kind that asked.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Permission {
+    #[error(
+        "a {kind} cannot submit an IntentPacket; people, intake pods and the orchestrator can"
+    )]
+    SubmitPacket { kind: PrincipalKind },
+    #[error("only a person may retry routing; {kind} asked")]
+    Retry { kind: PrincipalKind },
+    #[error("only the orchestrator raises attention events; {kind} asked")]
+    RaiseAttention { kind: PrincipalKind },
+    #[error("only the orchestrator records attempts; {kind} asked")]
+    RecordAttempt { kind: PrincipalKind },
+    #[error("an agent's token activates skills for its own assignment {own} only")]
+    ActivateForOwnAssignment { own: String },
+}
+
+impl Permission {
+    /// The stable, machine-readable name of the rule (the API's `details.reason`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Permission::SubmitPacket { .. } => "submit_packet",
+            Permission::Retry { .. } => "retry",
+            Permission::RaiseAttention { .. } => "raise_attention",
+            Permission::RecordAttempt { .. } => "record_attempt",
+            Permission::ActivateForOwnAssignment { .. } => "activate_for_own_assignment",
+        }
+    }
+}

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use yoi_core::TicketId;
 
-use crate::error::StoreError;
+use crate::error::{Refusal, StoreError};
 use crate::index_hook::{AppendedThread, OpRecord};
 use crate::ops::Outcome;
 use crate::tickets::THREAD;
@@ -86,7 +86,7 @@ impl Drop for Clear {
 pub fn run(ws: &Workspace, jobs: Vec<Job>) -> Vec<Result<Outcome, StoreError>> {
     if active() {
         let e = StoreError::Refused {
-            reason: "a group commit cannot run inside another".into(),
+            reason: Refusal::NestedGroup,
         };
         return jobs.iter().map(|_| Err(again(&e))).collect();
     }
@@ -174,7 +174,9 @@ fn again(e: &StoreError) -> StoreError {
             waited: *waited,
         },
         other => StoreError::Refused {
-            reason: other.to_string(),
+            reason: Refusal::GroupFailed {
+                message: other.to_string(),
+            },
         },
     }
 }

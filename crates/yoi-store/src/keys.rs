@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 
-use crate::error::StoreError;
+use crate::error::{Refusal, StoreError};
 use crate::Workspace;
 
 const FILE: &str = "agent.key";
@@ -21,12 +21,11 @@ impl Workspace {
         };
         loop {
             match std::fs::read_to_string(&path) {
-                Ok(text) => return decode(text.trim()).ok_or_else(|| StoreError::Refused {
-                    reason: format!(
-                        "{} is not 64 hex digits; delete it and restart the server (tokens handed to running agents stop working)",
-                        path.display()
-                    ),
-                }),
+                Ok(text) => {
+                    return decode(text.trim()).ok_or_else(|| StoreError::Refused {
+                        reason: Refusal::BadKeyFile { path: path.clone() },
+                    })
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io(e)),
             }

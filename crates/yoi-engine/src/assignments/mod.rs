@@ -35,6 +35,7 @@ use thiserror::Error;
 use yoi_core::packet::FrozenPacket;
 use yoi_core::{ErrorClass, TicketId};
 use yoi_db::{Assignment, AssignmentStatus};
+use yoi_store::error::Refusal;
 use yoi_store::{StoreError, Workspace};
 
 pub use claim::{
@@ -139,11 +140,15 @@ pub(crate) struct WorkPlace {
 pub(crate) fn work_place(ws: &Workspace, ticket: &TicketId) -> Result<WorkPlace, StoreError> {
     let plan = ws.read_plan(ticket)?;
     let accepted = yoi_store::latest_accepted(plan.iter()).ok_or_else(|| StoreError::Refused {
-        reason: format!("ticket {ticket} has no accepted plan; it was never accepted"),
+        reason: Refusal::NeverAccepted {
+            ticket: ticket.clone(),
+        },
     })?;
     let (Some(branch), Some(worktree)) = (&accepted.branch, &accepted.worktree) else {
         return Err(StoreError::Refused {
-            reason: format!("ticket {ticket}'s accepted plan names no branch or worktree"),
+            reason: Refusal::AcceptedPlanIncomplete {
+                ticket: ticket.clone(),
+            },
         });
     };
     Ok(WorkPlace {

@@ -190,7 +190,9 @@ pub fn route_ticket(
                 Err(AcceptError::Store(e)) => return Err(e),
                 Err(e @ AcceptError::NotReady { .. }) => {
                     return Err(StoreError::Refused {
-                        reason: e.to_string(),
+                        reason: yoi_store::error::Refusal::NotReadyToAccept {
+                            message: e.to_string(),
+                        },
                     })
                 }
             }

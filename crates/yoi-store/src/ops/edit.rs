@@ -11,7 +11,7 @@ use super::{
     append_events, fingerprint, finish, one_line, replay_of, stamp, text_field, write_item, Ctx,
     Outcome,
 };
-use crate::error::StoreError;
+use crate::error::{Permission, Refusal, StoreError};
 use crate::workspace::Workspace;
 
 /// Kinds a person or pod may write with `comment`; the others belong to dedicated operations.
@@ -77,20 +77,16 @@ pub fn submit_packet(
         PrincipalKind::Human | PrincipalKind::Intake | PrincipalKind::Orchestrator
     ) {
         return Err(StoreError::NotPermitted {
-            reason: format!(
-                "a {} cannot submit an IntentPacket; people, intake pods and the orchestrator can",
-                ctx.principal.kind
-            ),
+            reason: Permission::SubmitPacket {
+                kind: ctx.principal.kind,
+            },
         });
     }
     let payload = json!({ "packet": packet });
     write_edit(ws, ctx, query, "submit_packet", &payload, |item| {
         if !matches!(item.state, State::Planning | State::Ready | State::Queued) {
             return Err(StoreError::Refused {
-                reason: format!(
-                    "the ticket is {}: its IntentPacket was frozen at acceptance (artifacts/intent-packet.json) and is what the work follows",
-                    item.state
-                ),
+                reason: Refusal::PacketFrozen { state: item.state },
             });
         }
         let body = packet.apply_to_body(item.body_text());

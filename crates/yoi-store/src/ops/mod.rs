@@ -25,7 +25,7 @@ use yoi_core::state::State;
 use yoi_core::thread::{Event, ParsedThread};
 use yoi_core::{sha256_hex, TicketId, Timestamp};
 
-use crate::error::StoreError;
+use crate::error::{Refusal, StoreError};
 use crate::fsutil;
 use crate::index_hook::OpRecord;
 use crate::tickets::THREAD;
@@ -252,10 +252,10 @@ pub(crate) fn write_item(
     // out past the YAML bounds, say): the mutation is refused and the old file stays.
     if let Err(e) = yoi_core::Item::parse(&text) {
         return Err(StoreError::Refused {
-            reason: format!(
-                "rewriting {} would give a file that does not read back ({e}); nothing was written, edit its frontmatter by hand",
-                ws.rel(&path)
-            ),
+            reason: Refusal::RewriteUnreadable {
+                path: ws.rel(&path),
+                problem: e.to_string(),
+            },
         });
     }
     fsutil::atomic_write(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))

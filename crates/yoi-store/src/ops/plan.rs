@@ -6,7 +6,7 @@ use yoi_core::plan::{AcceptedPlan, PlanKind, PlanRecord};
 use yoi_core::sha256_hex;
 
 use super::{Ctx, Outcome};
-use crate::error::StoreError;
+use crate::error::{Refusal, StoreError};
 use crate::fsutil;
 use crate::tickets::{ARTIFACTS, PLAN};
 use crate::workspace::Workspace;
@@ -27,9 +27,7 @@ pub fn add_plan_record(
 ) -> Result<(Outcome, PlanRecord), StoreError> {
     if req.kind == PlanKind::AcceptedPlan {
         return Err(StoreError::Refused {
-            reason:
-                "accepted_plan records are written by the orchestrator when it accepts a ticket"
-                    .into(),
+            reason: Refusal::AcceptedPlanIsTheRouters,
         });
     }
     let _lock = ws.lock()?;

@@ -10,7 +10,7 @@ use yoi_core::{State, TicketId};
 
 use super::edit::fresh;
 use super::{append_events, fingerprint, finish, replay_of, stamp, write_item, Ctx, Outcome};
-use crate::error::StoreError;
+use crate::error::{Refusal, StoreError};
 use crate::fsutil;
 use crate::tickets::{ARTIFACTS, RELATIONS};
 use crate::workspace::Workspace;
@@ -121,10 +121,11 @@ fn refuse_blocking_started(
         return Ok(());
     }
     Err(StoreError::Refused {
-        reason: format!(
-            "{blocked} is in progress, and {blocker} ({blocker_state}) would block it after its work started; \
-             return it to planning first (`yoi ticket return-to-planning {blocked} --reason R`), or relate them with `related`"
-        ),
+        reason: Refusal::BlockerAfterStart {
+            blocked: blocked.clone(),
+            blocker: blocker.clone(),
+            blocker_state,
+        },
     })
 }
 

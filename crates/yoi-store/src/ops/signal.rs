@@ -11,7 +11,7 @@ use yoi_core::State;
 
 use super::edit::append_one;
 use super::{text_field, Ctx, Outcome};
-use crate::error::StoreError;
+use crate::error::{Permission, StoreError};
 use crate::workspace::Workspace;
 
 /// Attribute on an `attention` event saying why it was raised.
@@ -33,10 +33,9 @@ pub fn retry(
 ) -> Result<Outcome, StoreError> {
     if ctx.principal.kind != PrincipalKind::Human {
         return Err(StoreError::NotPermitted {
-            reason: format!(
-                "only a person may retry routing; {} asked",
-                ctx.principal.kind
-            ),
+            reason: Permission::Retry {
+                kind: ctx.principal.kind,
+            },
         });
     }
     let reason = reason.map(|r| text_field("reason", r)).transpose()?;
@@ -59,10 +58,9 @@ pub fn attention(
 ) -> Result<Outcome, StoreError> {
     if ctx.principal.kind != PrincipalKind::Orchestrator {
         return Err(StoreError::NotPermitted {
-            reason: format!(
-                "only the orchestrator raises attention events; {} asked",
-                ctx.principal.kind
-            ),
+            reason: Permission::RaiseAttention {
+                kind: ctx.principal.kind,
+            },
         });
     }
     let event = Event::new(EventKind::Attention, body).with_attr(ATTENTION_REASON, reason);
@@ -89,10 +87,9 @@ pub fn record_attempt(
 ) -> Result<Outcome, StoreError> {
     if ctx.principal.kind != PrincipalKind::Orchestrator {
         return Err(StoreError::NotPermitted {
-            reason: format!(
-                "only the orchestrator records attempts; {} asked",
-                ctx.principal.kind
-            ),
+            reason: Permission::RecordAttempt {
+                kind: ctx.principal.kind,
+            },
         });
     }
     let mut event = Event::new(EventKind::Assignment, body);

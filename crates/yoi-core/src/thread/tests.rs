@@ -1,3 +1,6 @@
+use super::escape::{is_header_start, is_rule};
+use super::header::space_at;
+use super::scan::scan;
 use super::*;
 use proptest::prelude::*;
 

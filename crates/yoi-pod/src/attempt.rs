@@ -1,0 +1,150 @@
+//! What every attempt shares, whichever role runs it: the run folder, the heartbeat that must
+//! answer before anything starts, the heartbeats and stop requests while it runs, the step's
+//! timeout, and the log sent to the server.
+//!
+//! Nothing starts until the server confirms the claim ([`confirm_claim`]): a claim the server
+//! has already given away never starts an agent or a command. While a child runs, [`Lease`]
+//! heartbeats at the interval the server asked for; a 409 marks the lease lost and makes the
+//! runner kill the group at once, and the attempt then reports nothing ([`Reported::Lost`]).
+//! Other heartbeat failures are retried, since the lease covers a server restart. This module
+//! decides no outcome of its own: `agent_run` and `verify` build the report.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::client::{self, Client, ClientError, Work};
+use crate::process::Watch;
+use crate::worktree::check_workdir;
+use crate::PodSettings;
+
+pub(crate) enum Reported {
+    Completed,
+    Failed,
+    Lost,
+}
+
+/// Heartbeats and stop requests while an agent runs.
+pub(crate) struct Lease<'a> {
+    client: &'a Client,
+    pod: &'a str,
+    id: &'a str,
+    fence: i64,
+    every: Duration,
+    last: Instant,
+    pub(crate) lost: bool,
+    stop: &'a AtomicBool,
+}
+
+impl<'a> Lease<'a> {
+    /// Heartbeats for `work`'s claim every interval the server asked for.
+    pub(crate) fn new(
+        client: &'a Client,
+        pod: &'a str,
+        work: &'a Work,
+        stop: &'a AtomicBool,
+    ) -> Self {
+        Lease {
+            client,
+            pod,
+            id: &work.assignment.id,
+            fence: work.assignment.fence,
+            every: Duration::from_millis(work.heartbeat_ms.max(100) as u64),
+            last: Instant::now(),
+            lost: false,
+            stop,
+        }
+    }
+}
+
+impl Watch for Lease<'_> {
+    fn keep(&mut self) -> bool {
+        if self.last.elapsed() < self.every {
+            return true;
+        }
+        self.last = Instant::now();
+        match self.client.heartbeat(self.pod, self.id, self.fence) {
+            Ok(()) => true,
+            Err(ClientError::Lost { message }) => {
+                tracing::warn!(assignment = %self.id, %message, "lease lost; killing the agent");
+                self.lost = true;
+                false
+            }
+            // The server may be restarting: keep going, the lease covers the gap.
+            Err(e) => {
+                tracing::warn!(assignment = %self.id, error = %e, "heartbeat failed; retrying");
+                true
+            }
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// Check the working directory and make the attempt's run folder (prompt, logs); its path.
+pub(crate) fn prepare_run(settings: &PodSettings, work: &Work) -> Result<PathBuf, String> {
+    check_workdir(work)?;
+    let run_dir = settings.state_dir.join("runs").join(&work.assignment.id);
+    std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    Ok(run_dir)
+}
+
+/// Heartbeat once before starting anything: whether the server still has the claim (a claim
+/// it lost never starts an agent or a command).
+pub(crate) fn confirm_claim(
+    client: &Client,
+    pod: &str,
+    a: &client::AssignmentInfo,
+) -> Result<bool, String> {
+    match client.heartbeat(pod, &a.id, a.fence) {
+        Ok(()) => Ok(true),
+        Err(ClientError::Lost { .. }) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Send the run's output to the server's log, in bounded chunks; the log's path.
+pub(crate) fn stream_log(
+    client: &Client,
+    pod: &str,
+    a: &client::AssignmentInfo,
+    stdout: &str,
+    stderr: &str,
+) -> Option<String> {
+    let mut path = None;
+    let text = format!("--- stdout\n{stdout}\n--- stderr\n{stderr}\n");
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let mut end = (at + 200_000).min(bytes.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        match client.log(pod, &a.id, a.fence, &text[at..end]) {
+            Ok(p) => path = p.or(path),
+            Err(e) => {
+                tracing::warn!(assignment = %a.id, error = %e, "could not send the log");
+                break;
+            }
+        }
+        at = end;
+    }
+    path
+}
+
+/// This attempt's step in the flow frozen with the packet, if the packet has one.
+pub(crate) fn flow_step(work: &Work) -> Option<yoi_core::flow::Step> {
+    let flow = work.packet.as_ref()?.get("flow")?.clone();
+    let flow: yoi_core::flow::Flow = serde_json::from_value(flow).ok()?;
+    flow.step(&work.assignment.step).cloned()
+}
+
+/// How long an attempt may run: the flow step's `timeout`, else the agent profile's.
+pub(crate) fn step_timeout(settings: &PodSettings, work: &Work) -> Duration {
+    let secs = flow_step(work)
+        .and_then(|s| s.timeout_secs)
+        .unwrap_or(settings.profile.timeout_secs);
+    Duration::from_secs(secs.max(1))
+}

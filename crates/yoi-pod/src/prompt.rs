@@ -1,0 +1,101 @@
+//! The prompt file an agent reads: who it is and where it may work, the step's instructions
+//! from the frozen flow, the last round's feedback, the frozen brief, the skills it may
+//! activate, and the trailer lines it must end with.
+//!
+//! The prompt is rendered from what the server handed out and nothing else; it tells the agent
+//! the rules the pod enforces afterwards (a detached worktree, no branch moves, a read-only
+//! review) but enforces none of them itself: `worktree` and `agent_run` do.
+
+use serde_json::Value;
+
+use crate::attempt::flow_step;
+use crate::client::Work;
+
+/// The prompt file: the step, the frozen brief, the skills, and how to report.
+pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
+    let a = &work.assignment;
+    let mut out = format!(
+        "# yoi assignment: {} of ticket {} — {}\n\n\
+         You are the **{}** for step `{}` (attempt {}). Work only inside this folder: {}\n\
+         It is a git worktree detached at {}. Do not push and do not switch branches; yoi commits what you leave \
+         and moves the ticket branch itself. Do not change anything under `.yoi/tickets/`.\n\n",
+        a.step, work.ticket, work.title, a.role, a.step, a.attempt, work.workdir, work.head_commit
+    );
+    if a.role == "reviewer" {
+        out.push_str(
+            "## Your task: review\n\nRead the change this commit makes for the brief below (`git log` and \
+             `git diff` against the target). Change nothing: the folder must stay exactly at this commit, \
+             clean, or your verdict is void.\n\n",
+        );
+    }
+    if let Some(template) = flow_step(work).and_then(|s| s.prompt) {
+        let vars = [
+            ("ticket", work.ticket.as_str()),
+            ("title", work.title.as_str()),
+            ("step", a.step.as_str()),
+            ("commit", work.head_commit.as_str()),
+            ("branch", work.branch.as_str()),
+        ];
+        out.push_str(&format!(
+            "## This step\n\n{}\n\n",
+            yoi_core::flow::render_prompt(&template, &vars).trim_end()
+        ));
+    }
+    if let Some(f) = &work.feedback {
+        out.push_str(&format!(
+            "## What the last round found (fix this first)\n\n{f}\n"
+        ));
+    }
+    out.push_str("## The brief (IntentPacket, frozen at acceptance)\n\n");
+    match work.packet.as_ref().and_then(|p| p.get("packet")) {
+        Some(p) => {
+            for (key, title) in [
+                ("intent", "Intent"),
+                ("binding_decisions", "Binding decisions"),
+                ("acceptance_criteria", "Acceptance criteria"),
+                ("implementation_latitude", "Implementation latitude"),
+                ("escalate_if", "Escalate if"),
+                ("validation", "Validation"),
+                ("code_map", "Code map"),
+                ("critical_risks", "Critical risks"),
+                ("write_scope", "Write scope"),
+            ] {
+                let text = match &p[key] {
+                    Value::String(s) if !s.trim().is_empty() => s.trim().to_string(),
+                    Value::Array(items) if !items.is_empty() => items
+                        .iter()
+                        .filter_map(|i| i.as_str())
+                        .map(|i| format!("- {i}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    _ => continue,
+                };
+                out.push_str(&format!("### {title}\n\n{text}\n\n"));
+            }
+        }
+        None => out.push_str(
+            "(no frozen brief was found; ask for one by reporting `YOI-RESULT: blocked`)\n\n",
+        ),
+    }
+    if !skills.is_empty() {
+        out.push_str("## Skills you may activate\n\nEach is a folder of instructions; activate one with \
+                      `POST $YOI_SERVER/api/v1/skills/NAME/activate` with the header `Authorization: Bearer $YOI_TOKEN` \
+                      and the body `{}` when its description fits the task (the token is this attempt's own; \
+                      the activation is recorded against it).\n\n");
+        for (name, desc) in skills {
+            out.push_str(&format!("- `{name}`: {desc}\n"));
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "## How to finish\n\nEnd your final message with these lines:\n\n\
+         ```\nYOI-RESULT: done | blocked | failed\nYOI-SUMMARY: one sentence on what you did or why you stopped\n",
+    );
+    if a.role == "reviewer" {
+        out.push_str(
+            "YOI-VERDICT: approve | request_changes\nYOI-FINDING: one line per problem found (as many as needed)\n",
+        );
+    }
+    out.push_str("```\n");
+    out
+}

@@ -674,7 +674,11 @@ async fn forged_posts_and_foreign_hosts_are_refused_and_write_nothing() {
                 .send(format!("action=queue&csrf={token}")),
         }
         .unwrap();
-        assert_eq!(res.status().as_u16(), 421, "{method} {path} with a foreign Host");
+        assert_eq!(
+            res.status().as_u16(),
+            421,
+            "{method} {path} with a foreign Host"
+        );
         // The refusal names the file a person would edit to allow the name.
         let body = res.body_mut().read_to_string().unwrap();
         assert!(

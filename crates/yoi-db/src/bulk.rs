@@ -13,7 +13,7 @@ use sqlx::Row;
 use yoi_core::State;
 
 use super::db_err;
-use super::outbox::{outbox_kind, outbox_payload};
+use super::outbox::{outbox_kind, outbox_payload, OutboxKind};
 use super::snapshot::{plan_key, FileStat, Snapshot};
 use yoi_core::thread::Event;
 use yoi_store::index_hook::{AppendedThread, OpRecord};
@@ -480,7 +480,7 @@ impl<'a> Rows<'a> {
             self.outbox.push((
                 plan_key(&s.id, &p.id),
                 id.to_string(),
-                "plan_record_added",
+                OutboxKind::PlanRecordAdded,
                 payload.to_string(),
             ));
         }
@@ -593,7 +593,7 @@ pub(super) async fn write_rows(
 }
 
 /// An outbox row to add: the event's key, its ticket, the outbox kind and the payload.
-type OutboxRow = (String, String, &'static str, String);
+type OutboxRow = (String, String, OutboxKind, String);
 
 fn event_row<'a>(id: Val<'a>, position: usize, key: &'a str, e: &'a Event) -> Vec<Val<'a>> {
     let attrs: serde_json::Map<String, serde_json::Value> =
@@ -678,7 +678,7 @@ async fn add_outbox(
                     (last + 1 + i as i64).into(),
                     key.into(),
                     ticket.into(),
-                    kind.into(),
+                    Val::Static(kind.as_str()),
                     payload.into(),
                     now_ms.into(),
                 ]

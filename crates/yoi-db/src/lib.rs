@@ -44,7 +44,7 @@ pub use inspect::{
     DeadDelivery, KeysOf, OutboxKey, Span, SpanKeys, SpanRows, TicketRow, Undelivered,
 };
 pub use lists::{IndexedTicket, Page};
-pub use outbox::{outbox_kind, Delivery, OutboxEvent, MAX_ATTEMPTS};
+pub use outbox::{outbox_kind, Delivery, OutboxEvent, OutboxKind, MAX_ATTEMPTS};
 pub use pods::{PodRow, PodState};
 pub use read_ahead::SpanReader;
 pub use reindex::{IndexStats, ReindexMode};

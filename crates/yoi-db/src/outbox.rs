@@ -253,28 +253,118 @@ fn outbox_event(r: &sqlx::any::AnyRow) -> Result<OutboxEvent, StoreError> {
     })
 }
 
+/// The orchestration events the outbox carries: what each thread event (and plan record)
+/// becomes, and what routing and the live stream see. Stored and sent as its snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutboxKind {
+    TicketCreated,
+    TicketReady,
+    TicketQueued,
+    TicketReturnedToPlanning,
+    TicketStateChanged,
+    RelationChanged,
+    TicketEdited,
+    TicketClosed,
+    TicketMerged,
+    TicketRetried,
+    TicketAttention,
+    TicketCommented,
+    /// A thread event of another kind (an assignment, a verification, a kind this version
+    /// does not know).
+    TicketEvent,
+    PlanRecordAdded,
+}
+
+impl OutboxKind {
+    pub const ALL: [OutboxKind; 14] = [
+        OutboxKind::TicketCreated,
+        OutboxKind::TicketReady,
+        OutboxKind::TicketQueued,
+        OutboxKind::TicketReturnedToPlanning,
+        OutboxKind::TicketStateChanged,
+        OutboxKind::RelationChanged,
+        OutboxKind::TicketEdited,
+        OutboxKind::TicketClosed,
+        OutboxKind::TicketMerged,
+        OutboxKind::TicketRetried,
+        OutboxKind::TicketAttention,
+        OutboxKind::TicketCommented,
+        OutboxKind::TicketEvent,
+        OutboxKind::PlanRecordAdded,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutboxKind::TicketCreated => "ticket_created",
+            OutboxKind::TicketReady => "ticket_ready",
+            OutboxKind::TicketQueued => "ticket_queued",
+            OutboxKind::TicketReturnedToPlanning => "ticket_returned_to_planning",
+            OutboxKind::TicketStateChanged => "ticket_state_changed",
+            OutboxKind::RelationChanged => "relation_changed",
+            OutboxKind::TicketEdited => "ticket_edited",
+            OutboxKind::TicketClosed => "ticket_closed",
+            OutboxKind::TicketMerged => "ticket_merged",
+            OutboxKind::TicketRetried => "ticket_retried",
+            OutboxKind::TicketAttention => "ticket_attention",
+            OutboxKind::TicketCommented => "ticket_commented",
+            OutboxKind::TicketEvent => "ticket_event",
+            OutboxKind::PlanRecordAdded => "plan_record_added",
+        }
+    }
+
+    /// The kind a stored name stands for (`None`: written by another version of yoi).
+    pub fn parse(name: &str) -> Option<OutboxKind> {
+        OutboxKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl OutboxEvent {
+    /// This row's kind, when this version knows it.
+    pub fn known_kind(&self) -> Option<OutboxKind> {
+        OutboxKind::parse(&self.kind)
+    }
+}
+
 /// The orchestration event a thread event stands for.
-pub fn outbox_kind(e: &Event) -> &'static str {
+pub fn outbox_kind(e: &Event) -> OutboxKind {
     match &e.kind {
-        EventKind::Create => "ticket_created",
+        EventKind::Create => OutboxKind::TicketCreated,
         EventKind::StateChanged => match (e.get("from"), e.get("to")) {
-            (_, Some("ready")) => "ticket_ready",
-            (_, Some("queued")) => "ticket_queued",
-            (Some("ready" | "queued"), Some("planning")) => "ticket_returned_to_planning",
-            _ => "ticket_state_changed",
+            (_, Some("ready")) => OutboxKind::TicketReady,
+            (_, Some("queued")) => OutboxKind::TicketQueued,
+            (Some("ready" | "queued"), Some("planning")) => OutboxKind::TicketReturnedToPlanning,
+            _ => OutboxKind::TicketStateChanged,
         },
-        EventKind::RelationChanged => "relation_changed",
-        EventKind::ItemEdit => "ticket_edited",
-        EventKind::Close => "ticket_closed",
-        EventKind::Merge => "ticket_merged",
-        EventKind::Retry => "ticket_retried",
-        EventKind::Attention => "ticket_attention",
+        EventKind::RelationChanged => OutboxKind::RelationChanged,
+        EventKind::ItemEdit => OutboxKind::TicketEdited,
+        EventKind::Close => OutboxKind::TicketClosed,
+        EventKind::Merge => OutboxKind::TicketMerged,
+        EventKind::Retry => OutboxKind::TicketRetried,
+        EventKind::Attention => OutboxKind::TicketAttention,
         EventKind::Comment
         | EventKind::Plan
         | EventKind::Decision
         | EventKind::ImplementationReport
-        | EventKind::IntakeSummary => "ticket_commented",
-        _ => "ticket_event",
+        | EventKind::IntakeSummary => OutboxKind::TicketCommented,
+        _ => OutboxKind::TicketEvent,
+    }
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::OutboxKind;
+
+    #[test]
+    fn every_kind_reads_back_from_its_stored_name_and_serializes_as_it() {
+        for k in OutboxKind::ALL {
+            assert_eq!(OutboxKind::parse(k.as_str()), Some(k));
+            assert_eq!(
+                serde_json::to_value(k).unwrap(),
+                serde_json::Value::String(k.as_str().into())
+            );
+        }
+        assert_eq!(OutboxKind::parse("ticket_exploded"), None);
     }
 }
 
@@ -296,7 +386,7 @@ pub(crate) async fn add_outbox(
     conn: &mut AnyConnection,
     event_id: &str,
     ticket: &str,
-    kind: &str,
+    kind: OutboxKind,
     payload: &serde_json::Value,
     now_ms: i64,
 ) -> Result<usize, StoreError> {
@@ -309,7 +399,7 @@ pub(crate) async fn add_outbox(
     )
     .bind(event_id)
     .bind(ticket)
-    .bind(kind)
+    .bind(kind.as_str())
     .bind(payload.to_string())
     .bind(now_ms)
     .execute(&mut *conn)

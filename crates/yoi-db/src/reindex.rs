@@ -13,7 +13,7 @@ use sqlx::AnyConnection;
 use sqlx::Row;
 use yoi_core::{State, TicketId};
 
-use super::outbox::{add_outbox, outbox_kind, outbox_payload};
+use super::outbox::{add_outbox, outbox_kind, outbox_payload, OutboxKind};
 use super::snapshot::{
     file_stat, fingerprinted, look_at, plan_key, read_snapshot, snapshot, ticket_changed, FileStat,
     Seen, Snapshot, ITEM_AT,
@@ -561,7 +561,7 @@ async fn write_snapshot(
             conn,
             &plan_key(&s.id, &p.id),
             id,
-            "plan_record_added",
+            OutboxKind::PlanRecordAdded,
             &payload,
             now_ms,
         )

@@ -1487,7 +1487,8 @@ fn copy_tree(from: &Path, to: &Path) {
 fn legacy_ticket_tree_passes_with_warnings_only() {
     let fx = setup();
     let ws = &fx.ws;
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../yoi-store/tests/fixtures/legacy-tree");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../yoi-store/tests/fixtures/legacy-tree");
     copy_tree(&fixture, &ws.tickets_dir());
     assert_eq!(ws.ticket_ids().unwrap().len(), 4);
 

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use yoi_core::{State, TicketId, Timestamp};
-use yoi_db::{DbIndex, OutboxEvent};
+use yoi_db::{DbIndex, OutboxEvent, OutboxKind};
 use yoi_store::Workspace;
 
 use super::pass::{run_pass, PassHooks, PassResults, RouteConfig, Routed, Targets};
@@ -165,7 +165,10 @@ impl Orchestrator {
         }
         // A person's retry of a ticket in progress hands its stalled step out again (the
         // assignment circuit); a queued ticket's retry is routed below.
-        for e in events.iter().filter(|e| e.kind == "ticket_retried") {
+        for e in events
+            .iter()
+            .filter(|e| e.known_kind() == Some(OutboxKind::TicketRetried))
+        {
             let Ok(id) = TicketId::parse(&e.ticket) else {
                 continue;
             };
@@ -317,16 +320,32 @@ impl Orchestrator {
     }
 }
 
-/// What wakes routing for an outbox event.
+/// What wakes routing for an outbox event: every kind is named, so a new kind must say
+/// whether it wakes routing before this compiles. A kind written by another version of yoi
+/// wakes every ticket, which is never wrong, only slower.
 fn wakes(e: &OutboxEvent) -> Option<Targets> {
-    match e.kind.as_str() {
-        "ticket_created" | "ticket_commented" | "ticket_attention" | "ticket_event" => None,
-        "ticket_retried" => {
+    let Some(kind) = e.known_kind() else {
+        return Some(Targets::All);
+    };
+    match kind {
+        OutboxKind::TicketCreated
+        | OutboxKind::TicketCommented
+        | OutboxKind::TicketAttention
+        | OutboxKind::TicketEvent => None,
+        OutboxKind::TicketRetried => {
             let mut t = Targets::none();
             t.add(TicketId::parse(&e.ticket).ok()?);
             Some(t)
         }
-        _ => Some(Targets::All),
+        OutboxKind::TicketReady
+        | OutboxKind::TicketQueued
+        | OutboxKind::TicketReturnedToPlanning
+        | OutboxKind::TicketStateChanged
+        | OutboxKind::RelationChanged
+        | OutboxKind::TicketEdited
+        | OutboxKind::TicketClosed
+        | OutboxKind::TicketMerged
+        | OutboxKind::PlanRecordAdded => Some(Targets::All),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Agent profiles: how to run one command-line coding agent headless (docs/pods.md). A profile
 //! is data — an argv template, how the prompt is delivered, which environment passes through,
 //! how its output is read. yoi ships built-in profiles (`yoi-pod`); `[agents.NAME]` in
-//! `.yoi/workspace.toml` replaces the built-in of the same name or adds one.
+//! `.yoi/workspace.toml` is laid over the built-in of the same name field by field
+//! ([`AgentProfile::over`]), or adds a profile of its own.
 
 use std::collections::BTreeMap;
 
@@ -23,7 +24,8 @@ pub struct AgentProfile {
     /// `prompt_file` (the prompt on stdin) or `null` (`/dev/null`).
     pub stdin: String,
     /// Environment variable names passed through from the pod's environment (`NAME` or a
-    /// `PREFIX_*` pattern); nothing else is inherited but PATH, HOME, LANG, TMPDIR.
+    /// `PREFIX_*` pattern); nothing else is inherited but PATH, HOME, LANG, LC_ALL, TMPDIR and
+    /// USER.
     pub env_passthrough: Vec<String>,
     /// Variables set for every run (updaters, telemetry and prompts silenced).
     pub env: BTreeMap<String, String>,

@@ -15,12 +15,13 @@
 //! breaks as `\n`, so every line of the body keeps its meaning. An empty evidence list is
 //! written as `- none`.
 //!
-//! The prose is for people. The same decision is also written as data, so no reader parses the
-//! prose back: [`RoutingDecision::render_event`] appends a fenced block with the info string
-//! `json yoi-decision` holding the decision as one line of JSON (its serde form, tagged by
-//! `kind`), and [`read_decision`] takes the kind and the data from that block. Decision events
-//! written before the block existed still read: their kind comes from the first line and their
-//! data is `None`, with [`ReadDecision::step`] falling back to the `- step:` evidence line.
+//! The prose is for people. The same decision is also written as data, so a reader need not
+//! parse the prose back: [`RoutingDecision::render_event`] appends a fenced block with the info
+//! string `json yoi-decision` holding the decision as one line of JSON (its serde form, tagged
+//! by `kind`), and [`read_decision`] takes the kind and the data from that block. The prose is
+//! read only when there is no readable block — decision events written before the block
+//! existed, or a block that does not parse: their kind comes from the first line and their data
+//! is `None`, with [`ReadDecision::step`] falling back to the `- step:` evidence line.
 //!
 //! This module does not decide anything; the router builds the value.
 

@@ -1,8 +1,8 @@
 //! Doctor findings: small values, one per problem seen, each telling what was seen, what was
 //! expected, and the command that fixes it.
 //!
-//! A finding is data, not control flow: the store's doctor builds them, the CLI and the API
-//! render them, and `--fix` applies only the [`SafeFix`] a finding carries.
+//! A finding is data, not control flow: the doctor (`yoi-doctor`) builds them, the CLI and the
+//! API render them, and `--fix` applies only the [`SafeFix`] a finding carries.
 
 use std::borrow::Cow;
 

@@ -21,8 +21,9 @@
 //!
 //! Files written without escapes (the older format) still read without loss: a `---` line only
 //! ends an event when the next non-blank line is an event header or the end of the file, so a
-//! Markdown rule inside an old body stays in the body. A header line always starts a new event;
-//! if the previous one was never closed (a torn append) it is reported, not dropped.
+//! Markdown rule inside an old body stays in the body. A header line always ends the event
+//! before it; if that one was never closed (a torn append) it is reported, not dropped. A header
+//! that cannot be read starts no event: it is reported and its event skipped.
 //!
 //! The format is kept in parts, each in its own file: `event_kind` names the kinds, `event`
 //! builds, validates and renders one [`Event`], `escape` holds the attribute and body-line

@@ -1,7 +1,8 @@
 //! Timestamps as they appear in ticket files: UTC, RFC 3339, `Z` suffix.
 //!
 //! The core never reads a clock; callers pass `Timestamp` values in. Sub-second precision is
-//! kept when present so that a rewrite never loses information.
+//! kept when present, so a rewrite keeps the instant; a time written with another offset is
+//! rewritten in UTC with `Z`.
 
 use std::fmt;
 
@@ -32,7 +33,8 @@ impl Timestamp {
         Timestamp(t)
     }
 
-    /// Truncate to whole seconds (what the store writes for new events).
+    /// The instant `millis` milliseconds after the Unix epoch, milliseconds kept (the store
+    /// drops them with [`Timestamp::to_seconds`] for what it writes).
     pub fn from_unix_millis(millis: i64) -> Self {
         Timestamp(DateTime::from_timestamp_millis(millis).unwrap_or_default())
     }

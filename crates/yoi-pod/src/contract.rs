@@ -1,7 +1,13 @@
-//! Reading what an agent said: its final message by output kind (the structured result first,
-//! the exit code only as a fallback), its usage, and the output contract — trailer lines
-//! `YOI-RESULT: done|blocked|failed`, `YOI-SUMMARY: …` (and for reviewers `YOI-VERDICT: …`)
-//! taken from the final message only, never from tool output in the stream.
+//! Reading what an agent said: its final message by output kind, its usage, and the output
+//! contract — trailer lines `YOI-RESULT: done|blocked|failed`, `YOI-SUMMARY: …` (and for
+//! reviewers `YOI-VERDICT: …`) taken from the final message only. The exit code is not read
+//! here.
+//!
+//! For a structured kind the final message is the agent's last message, not the tool output in
+//! its stream. It is all of stdout, tool output included, for `text` and wherever the structured
+//! reading finds nothing to stand on: `claude_json`, `gemini_json` or `goose_json` that does not
+//! parse, or a `claude_stream_json` stream without a result event. A result file, when the
+//! profile names one, replaces the final message whatever the kind.
 
 use serde_json::Value;
 

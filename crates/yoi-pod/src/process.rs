@@ -1,8 +1,13 @@
-//! Running one agent: its argv (never a shell string) in its own process group, stdin from a
-//! file or `/dev/null`, stdout and stderr into files (the child never blocks on a full pipe),
-//! and one kill ladder on every way out — SIGTERM to the whole group, a grace period, SIGKILL —
-//! after which the group is confirmed gone. A natural exit reaps the group too, so a grandchild
-//! the agent left running (a dev server, an MCP helper) does not outlive its run.
+//! Running one child, an agent or one of the verifier's commands: its argv as given (this module
+//! never builds or splits a shell string; the verifier's commands, shell text by design, arrive
+//! as `sh -c COMMAND`) in its own process group, with only the environment it is handed, stdin
+//! from a file or `/dev/null`, stdout and stderr into files (the child never blocks on a full
+//! pipe). A timeout, or a stop request that outlasts the grace period, takes the kill ladder —
+//! SIGTERM to the whole group, a grace period, SIGKILL; a lost lease takes SIGKILL to the group
+//! at once. However the run ended, what is left of the group is then killed and waited for (a
+//! few seconds at most), so a grandchild the agent left running (a dev server, an MCP helper)
+//! does not outlive its run; and should the pod itself die, the kernel kills the process it
+//! started.
 
 use std::fs::File;
 use std::path::PathBuf;

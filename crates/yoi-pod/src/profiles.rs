@@ -3,9 +3,11 @@
 //! code, updaters, telemetry and first-run prompts silenced, `git push` denied, the provider
 //! variables each CLI reads passed through), and how a profile becomes an argv.
 //!
-//! A workspace's `[agents.NAME]` replaces the built-in of the same name ([`resolve`]).
-//! Placeholders fill one argv element each and never split it; an unknown placeholder is an
-//! error naming it, never left in the argv.
+//! A workspace's `[agents.NAME]` is laid over the built-in of the same name field by field (what
+//! it sets wins: [`AgentProfile::over`]), and a name with no built-in is laid over `script`
+//! ([`resolve`]). Placeholders fill one argv element each and never split it; an unknown
+//! placeholder is an error naming it, never left in the argv (braces around JSON, or around
+//! text with a space or a colon, are not placeholders and stay as written).
 
 use std::collections::BTreeMap;
 

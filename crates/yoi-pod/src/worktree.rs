@@ -1,13 +1,13 @@
-//! What the pod checks and does in the git worktree the server handed out, and nothing else
-//! of git: the folder must be detached at the attempt's head before an agent starts there
-//! ([`check_workdir`]); after a coder, what it left uncommitted is committed under the pod's
-//! name and its own commits are counted ([`settle_commits`]); after a reviewer, the folder must
-//! be exactly as it was read ([`review_problem`]).
+//! What the pod checks and does in the git worktree the server handed out: the folder must be
+//! detached at the attempt's head before an agent starts there ([`check_workdir`]); after a
+//! coder, what it left uncommitted is committed under the pod's name and its own commits are
+//! counted ([`settle_commits`]); after a reviewer, the folder must be exactly as it was read
+//! ([`review_problem`]).
 //!
-//! The pod pushes nothing and moves no ticket branch (the server does, from the commit the
-//! attempt reports); checking that the folder is detached before the agent starts is what keeps
-//! the agent's commits on the attempt's head and off anyone else's work. A folder that fails a
-//! check fails the attempt, and the step is handed out again in a fresh worktree.
+//! The ticket branch is the server's to move, from the commit the attempt reports; starting the
+//! agent on a detached head at the attempt's commit is what puts its work there and on nobody
+//! else's. A folder that fails a check fails the attempt, and the step is handed out again in a
+//! fresh worktree.
 
 use std::path::Path;
 

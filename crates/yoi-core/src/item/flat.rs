@@ -4,8 +4,8 @@
 //! reading it this way costs a fraction of building a document with serde_yaml_ng.
 //!
 //! It only ever answers for text whose meaning is beyond doubt, and then exactly as
-//! serde_yaml_ng would (the property test in `item/tests.rs` holds the two side by side). Any
-//! line it is not sure of — comments, anchors, tags, multi-line scalars, escapes, tabs, CRLF,
+//! serde_yaml_ng would (the property tests at the end of this file hold the two side by side).
+//! Any line it is not sure of — comments, anchors, tags, multi-line scalars, escapes, tabs, CRLF,
 //! a plain value that YAML might read as a number, a duplicate key — makes it answer `None`,
 //! and the caller parses the text with serde_yaml_ng, errors and all.
 

@@ -29,16 +29,23 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::role::{Role, ServiceStep};
+
 /// The flow file name suffix.
 pub const FLOW_SUFFIX: &str = ".flow.yaml";
 /// The flow every ticket follows unless told otherwise.
 pub const BUILTIN: &str = "coder-review";
 /// The one schema version this yoi reads.
 pub const SCHEMA_VERSION: u32 = 1;
+/// The built-in flow's first step, whose attempts work in `.attempt-N` folders.
+pub const IMPLEMENT: &str = "implement";
 /// Step ids yoi uses itself: bringing a moved target in, and validating a computed merge.
-pub const RESERVED_STEPS: &[&str] = &["integrate", "merge-verify"];
+pub const RESERVED_STEPS: [&str; 2] = [
+    ServiceStep::Integrate.as_str(),
+    ServiceStep::MergeVerify.as_str(),
+];
 /// The role of the step the service runs itself.
-pub const SERVICE: &str = "service";
+pub const SERVICE: &str = Role::Service.as_str();
 
 /// What a step must return, which also says who can run it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,12 +72,12 @@ impl Output {
     }
 
     /// The role whose runtime returns this output.
-    pub fn role(self) -> &'static str {
+    pub fn role(self) -> Role {
         match self {
-            Output::Commit => "coder",
-            Output::Checks => "verifier",
-            Output::Verdict => "reviewer",
-            Output::Merge => SERVICE,
+            Output::Commit => Role::Coder,
+            Output::Checks => Role::Verifier,
+            Output::Verdict => Role::Reviewer,
+            Output::Merge => Role::Service,
         }
     }
 }
@@ -157,10 +164,10 @@ impl Flow {
     /// The output of step `id`, including yoi's own steps (`integrate` returns a commit,
     /// `merge-verify` checks).
     pub fn output_of(&self, id: &str) -> Option<Output> {
-        match id {
-            "integrate" => Some(Output::Commit),
-            "merge-verify" => Some(Output::Checks),
-            _ => self.step(id).map(|s| s.output),
+        match ServiceStep::parse(id) {
+            Some(ServiceStep::Integrate) => Some(Output::Commit),
+            Some(ServiceStep::MergeVerify) => Some(Output::Checks),
+            None => self.step(id).map(|s| s.output),
         }
     }
 }
@@ -169,7 +176,7 @@ impl Flow {
 pub fn builtin(max_rounds: u32) -> Flow {
     let step = |id: &str, output: Output| Step {
         id: id.into(),
-        role: output.role().into(),
+        role: output.role().as_str().into(),
         prompt: None,
         output,
         timeout_secs: None,
@@ -181,7 +188,7 @@ pub fn builtin(max_rounds: u32) -> Flow {
         title: "Implement, verify, review, merge".into(),
         max_rounds: max_rounds.max(1),
         steps: vec![
-            step("implement", Output::Commit),
+            step(IMPLEMENT, Output::Commit),
             step("verify", Output::Checks),
             step("review", Output::Verdict),
             step("merge", Output::Merge),
@@ -326,7 +333,7 @@ pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem
                 s.role,
                 roles.join(", ")
             ));
-        } else if s.output.role() != s.role {
+        } else if !s.output.role().is(&s.role) {
             bad(format!(
                 "output `{}` is returned by the `{}` role, not `{}`",
                 s.output.as_str(),

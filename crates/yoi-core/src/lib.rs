@@ -18,6 +18,7 @@ pub mod principal;
 pub mod relation;
 pub mod report;
 pub mod resolution;
+pub mod role;
 pub mod scope;
 pub mod state;
 pub mod thread;
@@ -28,6 +29,7 @@ pub use class::ErrorClass;
 pub use id::TicketId;
 pub use item::Item;
 pub use principal::{Principal, PrincipalKind};
+pub use role::{Role, ServiceStep};
 pub use state::{Operation, State};
 pub use time::Timestamp;
 

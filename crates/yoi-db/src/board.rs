@@ -5,6 +5,7 @@
 //! read of every file.
 
 use std::collections::BTreeMap;
+use yoi_core::Role;
 
 use serde::Serialize;
 use sqlx::Row;
@@ -180,7 +181,7 @@ impl Db {
             let result: Option<String> = r.try_get(4).map_err(db_err)?;
             let Some(f) = entry(out, &id)? else { continue };
             if status == "completed" {
-                if role == "reviewer" {
+                if Role::Reviewer.is(&role) {
                     let verdict = result
                         .as_deref()
                         .and_then(|r| serde_json::from_str::<yoi_core::report::Report>(r).ok())

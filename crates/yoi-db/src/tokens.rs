@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use yoi_core::Role;
 
 use serde::Serialize;
 use sqlx::Row;
@@ -47,7 +48,7 @@ impl FromStr for Scope {
             "human" => Ok(Scope::Human),
             "read" => Ok(Scope::Read),
             other => match other.strip_prefix("pod:") {
-                Some(role) if matches!(role, "coder" | "verifier" | "reviewer" | "orchestrator" | "intake") => {
+                Some(role) if Role::PODS.iter().any(|r| r.is(role)) => {
                     Ok(Scope::Pod(role.to_string()))
                 }
                 _ => Err(StoreError::bad_input(

@@ -5,6 +5,7 @@
 //! flow is frozen with its IntentPacket, and the flow engine reads it from there ([`of_ticket`]).
 
 use std::path::{Path, PathBuf};
+use yoi_core::Role;
 
 use serde::Serialize;
 use yoi_core::flow::{self, Flow, Problem, FLOW_SUFFIX};
@@ -39,9 +40,9 @@ impl FlowFile {
 pub fn roles(ws: &Workspace) -> Vec<&'static str> {
     let r = &ws.config.roles;
     [
-        ("coder", r.coder),
-        ("verifier", r.verifier),
-        ("reviewer", r.reviewer),
+        (Role::Coder.as_str(), r.coder),
+        (Role::Verifier.as_str(), r.verifier),
+        (Role::Reviewer.as_str(), r.reviewer),
     ]
     .into_iter()
     .filter(|(_, n)| *n > 0)

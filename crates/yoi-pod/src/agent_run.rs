@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
+use yoi_core::Role;
 
 use yoi_core::report::{CostSource, Report, ReportOutcome, Usage, Verdict};
 
@@ -50,7 +51,7 @@ pub(crate) fn run_one(
         assignment: a.id.clone(),
         model: p.model.clone(),
     };
-    let template = if a.role == "reviewer" && !p.reviewer_argv.is_empty() {
+    let template = if Role::Reviewer.is(&a.role) && !p.reviewer_argv.is_empty() {
         &p.reviewer_argv
     } else {
         &p.argv
@@ -122,7 +123,7 @@ pub(crate) fn run_one(
         _ => said.agent_error.clone(),
     };
     let contract = contract::read_contract(&said.final_message);
-    let (commit, agent_commits) = if a.role == "coder" {
+    let (commit, agent_commits) = if Role::Coder.is(&a.role) {
         settle_commits(work, &settings.profile_name)?
     } else {
         (None, 0)
@@ -148,7 +149,7 @@ pub(crate) fn run_one(
             report.summary = c.summary.clone();
             report.findings = c.findings.clone();
             report.verdict = c.verdict.as_deref().and_then(Verdict::parse);
-            if a.role == "reviewer" && c.result == ReportOutcome::Done {
+            if Role::Reviewer.is(&a.role) && c.result == ReportOutcome::Done {
                 review_problem(work, c.verdict.as_deref())
             } else {
                 None

@@ -7,6 +7,7 @@
 //! review) but enforces none of them itself: `worktree` and `agent_run` do.
 
 use serde_json::Value;
+use yoi_core::Role;
 
 use crate::attempt::flow_step;
 use crate::client::Work;
@@ -21,7 +22,7 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
          and moves the ticket branch itself. Do not change anything under `.yoi/tickets/`.\n\n",
         a.step, work.ticket, work.title, a.role, a.step, a.attempt, work.workdir, work.head_commit
     );
-    if a.role == "reviewer" {
+    if Role::Reviewer.is(&a.role) {
         out.push_str(
             "## Your task: review\n\nRead the change this commit makes for the brief below (`git log` and \
              `git diff` against the target). Change nothing: the folder must stay exactly at this commit, \
@@ -91,7 +92,7 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
         "## How to finish\n\nEnd your final message with these lines:\n\n\
          ```\nYOI-RESULT: done | blocked | failed\nYOI-SUMMARY: one sentence on what you did or why you stopped\n",
     );
-    if a.role == "reviewer" {
+    if Role::Reviewer.is(&a.role) {
         out.push_str(
             "YOI-VERDICT: approve | request_changes\nYOI-FINDING: one line per problem found (as many as needed)\n",
         );

@@ -144,14 +144,12 @@ fn store_error(e: &StoreError) -> ApiError {
         StoreError::Invalid { path, line, .. } => {
             ("corrupt_file", json!({ "path": path, "line": line }))
         }
-        StoreError::Refused { reason } => (
-            class_code(e.class()),
-            json!({ "reason": reason.code() }),
-        ),
-        StoreError::NotPermitted { reason } => (
-            class_code(e.class()),
-            json!({ "reason": reason.code() }),
-        ),
+        StoreError::Refused { reason } => {
+            (class_code(e.class()), json!({ "reason": reason.code() }))
+        }
+        StoreError::NotPermitted { reason } => {
+            (class_code(e.class()), json!({ "reason": reason.code() }))
+        }
         StoreError::BadId(_)
         | StoreError::BadInput { .. }
         | StoreError::Resolve(_)

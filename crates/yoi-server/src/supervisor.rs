@@ -17,6 +17,7 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
+use yoi_core::Role;
 
 use tokio::process::Command;
 use yoi_db::Scope;
@@ -44,9 +45,9 @@ async fn run(state: AppState, launcher: PodLauncher, server_url: String) {
     let cfg = state.ws.config.clone();
     let mut slots = Vec::new();
     for (role, count) in [
-        ("coder", cfg.roles.coder),
-        ("verifier", cfg.roles.verifier),
-        ("reviewer", cfg.roles.reviewer),
+        (Role::Coder.as_str(), cfg.roles.coder),
+        (Role::Verifier.as_str(), cfg.roles.verifier),
+        (Role::Reviewer.as_str(), cfg.roles.reviewer),
     ] {
         let Some(agent) = cfg.pods.agent_for(role) else {
             continue;

@@ -3,6 +3,7 @@
 //! value is an error naming the file, key and line — never a silent fallback.
 
 use std::path::{Component, Path, PathBuf};
+use yoi_core::Role;
 
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +52,7 @@ impl PodsSection {
         self.agent
             .get(role)
             .cloned()
-            .or_else(|| (role == "verifier").then(|| "verify".to_string()))
+            .or_else(|| (Role::Verifier.is(&role)).then(|| "verify".to_string()))
     }
 }
 

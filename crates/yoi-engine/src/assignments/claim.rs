@@ -1,6 +1,7 @@
 //! Registering pods, claiming work with its working directory, and heartbeats.
 
 use std::path::{Path, PathBuf};
+use yoi_core::Role;
 
 use serde::Serialize;
 use yoi_core::packet::FrozenPacket;
@@ -294,7 +295,7 @@ fn prepare(
     let workdir = if a.step == flow.first().id && a.attempt <= 1 {
         ready_ticket_worktree(&place.worktree, &head)?;
         place.worktree.clone()
-    } else if let Some(dir) = (a.role != "coder")
+    } else if let Some(dir) = (!Role::Coder.is(&a.role))
         .then(|| pod_worktree(ws, index, pod, &head, now))
         .transpose()?
         .flatten()
@@ -319,7 +320,7 @@ fn prepare(
         return Err("the claim was lost while its working directory was prepared".into());
     }
     let mut work = ready(ws, a, workdir, head, cfg)?;
-    if a.role == "coder" {
+    if Role::Coder.is(&a.role) {
         let rows = index.assignments_of(&a.ticket).map_err(|e| e.to_string())?;
         work.feedback = super::flow::feedback(&rows);
     }
@@ -502,7 +503,7 @@ fn ready_ticket_worktree(worktree: &Path, head: &str) -> Result<(), String> {
 /// The folder of attempt `n` of `step`: next to the ticket worktree — `.attempt-N` for the
 /// coder's `implement`, `.<step>-N` for the others.
 pub fn step_dir(ticket_worktree: &Path, step: &str, n: i64) -> PathBuf {
-    if step == "implement" {
+    if step == yoi_core::flow::IMPLEMENT {
         return attempt_dir(ticket_worktree, n);
     }
     let name = ticket_worktree

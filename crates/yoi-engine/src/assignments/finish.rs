@@ -3,6 +3,7 @@
 //! a step whose circuit is open ([`resume_after_retry`]).
 
 use std::path::Path;
+use yoi_core::Role;
 
 use serde::Serialize;
 use yoi_core::{Principal, TicketId, Timestamp};
@@ -106,7 +107,7 @@ pub fn complete(
         }
     };
     let moved_to = match commit.as_deref() {
-        Some(c) if c != head && a.role != "coder" => {
+        Some(c) if c != head && !Role::Coder.is(&a.role) => {
             return Err(AssignmentError::BadResult {
                 id: id.to_string(),
                 reason: format!(
@@ -182,7 +183,7 @@ pub fn complete(
     )?;
     // A read-only step's worktree has done its job (a pod's own worktree is kept for its next
     // claim).
-    if finished.role != "coder" {
+    if !Role::Coder.is(&finished.role) {
         if let Some(dir) = finished
             .workdir
             .as_deref()

@@ -19,6 +19,7 @@
 
 use yoi_core::report::{Report, Verdict};
 use yoi_core::{Principal, TicketId, Timestamp};
+use yoi_core::{Role, ServiceStep};
 use yoi_db::{Assignment, AssignmentStatus, DbIndex};
 use yoi_store::ops;
 use yoi_store::{Ctx, Workspace};
@@ -147,7 +148,7 @@ pub(crate) fn advance(
             }
         }
         Some(Output::Commit) => {
-            let after = if last.step == "integrate" {
+            let after = if ServiceStep::Integrate.is(&last.step) {
                 flow.after(&flow.first().id)
             } else {
                 flow.after(&last.step)
@@ -229,7 +230,7 @@ pub(crate) fn row_role(step: &Step) -> &str {
 fn round_step(flow: &Flow, last: &Assignment) -> (String, String) {
     let first = flow.first();
     if last.step == MERGE_VERIFY {
-        ("integrate".into(), first.role.clone())
+        (ServiceStep::Integrate.as_str().into(), first.role.clone())
     } else {
         (first.id.clone(), first.role.clone())
     }
@@ -337,7 +338,7 @@ pub struct MergeRecord {
 pub fn feedback(rows: &[Assignment]) -> Option<String> {
     let last = rows
         .iter()
-        .filter(|a| a.finished_ms.is_some() && a.role != "coder")
+        .filter(|a| a.finished_ms.is_some() && !Role::Coder.is(&a.role))
         .max_by_key(|a| (a.finished_ms, a.created_ms))?;
     if is_service(last) && last.status == AssignmentStatus::Failed {
         return Some(format!(

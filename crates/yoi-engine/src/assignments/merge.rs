@@ -11,6 +11,7 @@
 //! completes tickets whose merge is recorded.
 
 use yoi_core::{Principal, TicketId, Timestamp};
+use yoi_core::{Role, ServiceStep};
 use yoi_db::{AssignmentStatus, DbIndex, Finish};
 use yoi_store::ops::{self, MergeEvidence, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
@@ -26,7 +27,7 @@ pub const MERGE_DEFERRED: &str = "merge_deferred";
 pub const MERGE_CONFLICT: &str = "merge_conflict";
 
 /// The step that validates a computed merge commit before the target moves (the verifier).
-pub const MERGE_VERIFY: &str = "merge-verify";
+pub const MERGE_VERIFY: &str = ServiceStep::MergeVerify.as_str();
 
 /// What one [`flow_tick`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -190,8 +191,8 @@ fn merge_one(
             match yoi_git::merge_three_way(repo, &before, &approved, &message, &who)? {
                 yoi_git::ThreeWay::Conflicted { before, paths } => {
                     return send_back(
-                        "integrate",
-                        "coder",
+                        ServiceStep::Integrate.as_str(),
+                        Role::Coder.as_str(),
                         format!(
                             "{MERGE_CONFLICT}: merging {approved} into `{target}` at {before} conflicts in {}",
                             paths.join(", ")
@@ -208,8 +209,15 @@ fn merge_one(
                         .unwrap_or(0);
                     if checks > 0 {
                         // Validate the merged tree before the target moves, as merge queues do.
-                        let next =
-                            new_step(&rows, ticket, MERGE_VERIFY, "verifier", &commit, None, now);
+                        let next = new_step(
+                            &rows,
+                            ticket,
+                            MERGE_VERIFY,
+                            ServiceStep::MergeVerify.role().as_str(),
+                            &commit,
+                            None,
+                            now,
+                        );
                         let reason = format!(
                             "the target `{target}` moved on to {before}; the merge {commit} is validated before the target moves"
                         );
@@ -407,7 +415,7 @@ fn auto_close(
     let mut lines: Vec<String> = Vec::new();
     for a in rows
         .iter()
-        .filter(|a| a.status == AssignmentStatus::Completed && a.role == "coder")
+        .filter(|a| a.status == AssignmentStatus::Completed && Role::Coder.is(&a.role))
     {
         if let Some(s) = super::flow::report_of(a).and_then(|r| r.summary) {
             let line = format!("- {} (attempt {}): {}", a.step, a.attempt, s.trim());

@@ -30,6 +30,7 @@ mod merge;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
+use yoi_core::Role;
 
 use thiserror::Error;
 use yoi_core::packet::FrozenPacket;
@@ -199,7 +200,9 @@ pub(crate) fn next_attempt(a: &Assignment, now: yoi_core::Timestamp) -> Assignme
         status: AssignmentStatus::Pending,
         created_ms: now_ms,
         updated_ms: now_ms,
-        head_commit: (a.role != "coder").then(|| a.head_commit.clone()).flatten(),
+        head_commit: (!Role::Coder.is(&a.role))
+            .then(|| a.head_commit.clone())
+            .flatten(),
         ..Assignment::default()
     }
 }

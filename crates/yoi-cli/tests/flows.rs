@@ -211,8 +211,9 @@ fn past_max_rounds_the_ticket_waits_for_a_person_and_retry_grants_one_more() {
             .unwrap()
             .contains("rounds_exhausted")
     });
-    // Two verifications failed (the first round and the one allowed fix round); nothing is live.
-    std::thread::sleep(Duration::from_secs(2));
+    // Two verifications failed (the first round and the one allowed fix round); nothing is
+    // live, also once a whole sweep has looked at the ticket since.
+    until_swept(&server, &repo);
     let rows = assignments(&server, &repo, &id);
     assert!(
         rows.iter()
@@ -321,8 +322,9 @@ fn a_dirty_checked_out_main_defers_the_merge_and_a_branch_moved_after_approval_i
             && t.contains("Nothing was written"),
         "{t}"
     );
-    std::thread::sleep(Duration::from_secs(2));
-    // Nothing moved: main, the user's file, the ticket's state.
+    // Nothing moved, also once a whole sweep has tried the merge again since: main, the
+    // user's file, the ticket's state.
+    until_swept(&server, &repo);
     assert_eq!(
         git(repo.path(), &["log", "--format=%s", "main"])
             .lines()

@@ -48,6 +48,9 @@ async fn run(state: AppState) {
             Ok(Err(e)) => tracing::error!(error = %e, "the flow sweep failed; it runs again"),
             Err(e) => tracing::error!(error = %e, "the flow sweep panicked; it runs again"),
         }
+        state
+            .flow_sweeps
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         tokio::select! {
             _ = tokio::time::sleep(EVERY) => {}
             _ = state.flow_wake.notified() => {}

@@ -23,6 +23,10 @@ pub struct AppState {
     /// Wakes the flow sweep before its second is up: an attempt ended, so a next step or a
     /// merge may be due.
     pub flow_wake: Arc<tokio::sync::Notify>,
+    /// Flow sweeps finished since the server started (`GET /api/v1/router`). The second one
+    /// to finish after a reader saw the count began after it looked: a count two past it
+    /// means a whole sweep has seen what the reader saw.
+    pub flow_sweeps: Arc<std::sync::atomic::AtomicU64>,
     /// Mutations of this server queue here, first come first served, before they take the
     /// workspace lock. The lock itself is polled with backoff (it is shared with other
     /// processes), so without this queue concurrent requests would sleep past each other's
@@ -92,6 +96,7 @@ impl AppState {
             changed: Arc::new(watch::channel(0).0),
             closing: Arc::new(watch::channel(false).0),
             flow_wake: Arc::new(tokio::sync::Notify::new()),
+            flow_sweeps: Arc::default(),
             writers: Arc::new(Mutex::new(())),
             grouped: Arc::default(),
             last_group: Arc::default(),

@@ -65,6 +65,25 @@ pub fn until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Wait until the server has done whatever it would do about what the caller has seen: a
+/// whole flow sweep (next steps, due merges) began after this call — `flow_sweeps` in
+/// `GET /api/v1/router` two past what it is now — and routing has settled. A test asserts
+/// that nothing happened after this, not after a while.
+pub fn until_swept(server: &Server, repo: &Repo) {
+    let router = || {
+        let (status, body) = server.get(repo, "/router");
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    let seen = router()["flow_sweeps"]
+        .as_u64()
+        .expect("the router reports its flow sweeps");
+    until("a whole flow sweep and routing to settle", || {
+        let now = router();
+        now["flow_sweeps"].as_u64().unwrap_or_default() >= seen + 2 && now["settled"] == true
+    });
+}
+
 pub fn assignments(server: &Server, repo: &Repo, id: &str) -> Vec<serde_json::Value> {
     let (status, body) = server.get(repo, &format!("/assignments?ticket={id}"));
     assert_eq!(status, 200, "{body}");

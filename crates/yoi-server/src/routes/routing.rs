@@ -57,10 +57,13 @@ pub struct RouterView {
     /// Caught up, no pass running and no ticket waiting out a retry backoff: routing has reached
     /// a fixed point until something changes.
     pub settled: bool,
+    /// Flow sweeps (expired leases, next steps, due merges) finished since the server
+    /// started: once it is two past what a client read, a whole sweep ran after that read.
+    pub flow_sweeps: u64,
 }
 
 #[utoipa::path(get, tag = "routing", path = "/api/v1/router", responses((status = 200, body = Object)), security(("bearer" = [])))]
-/// What the orchestrator loop is doing.
+/// What the orchestrator loop is doing, and how many flow sweeps have run.
 pub async fn router_status(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -76,5 +79,6 @@ pub async fn router_status(
         settled: caught_up && !status.busy && status.holding.is_empty(),
         caught_up,
         status,
+        flow_sweeps: s.flow_sweeps.load(std::sync::atomic::Ordering::Acquire),
     }))
 }

@@ -427,8 +427,9 @@ fn doctor_keeps_its_cache_only_when_asked_and_sees_an_edit_made_after_it() {
     let repo = Repo::init();
     let id = repo.create("Cached", "");
     let cache = repo.path().join(".yoi/local/doctor-cache");
-    // Older than a tick of the file system's clock, so the pass may keep the ticket.
-    std::thread::sleep(std::time::Duration::from_millis(40));
+    // Every time the ticket's files carry is older than the next pass, so it may keep the
+    // ticket.
+    until_the_file_clock_passes(&repo.ticket_dir(&id), &repo.path().join(".yoi/local"));
     let out = repo.yoi(&["ticket", "doctor", "--json", "--no-cache"]).ok();
     assert!(
         !cache.exists(),
@@ -437,7 +438,12 @@ fn doctor_keeps_its_cache_only_when_asked_and_sees_an_edit_made_after_it() {
     let first = out.stdout;
     let out = repo.yoi(&["ticket", "doctor", "--json"]).ok();
     assert_eq!(out.stdout, first);
-    assert!(cache.is_file());
+    // The file's index names each ticket it keeps an entry for.
+    let kept = std::fs::read(&cache).unwrap();
+    assert!(
+        kept.windows(id.len()).any(|w| w == id.as_bytes()),
+        "the cache keeps an entry for {id}"
+    );
     let out = repo.yoi(&["ticket", "doctor", "--json"]).ok();
     assert_eq!(
         out.stdout, first,
@@ -464,6 +470,39 @@ fn doctor_keeps_its_cache_only_when_asked_and_sees_an_edit_made_after_it() {
         "{}",
         out.stdout
     );
+}
+
+/// Wait until the file system's clock has moved past every time (modification and change)
+/// of `dir` and what it holds: a file made in `probe_in` (on the same file system) from then
+/// on gets a later time, as the doctor's pass does when it starts.
+fn until_the_file_clock_passes(dir: &std::path::Path, probe_in: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt;
+    fn latest(path: &std::path::Path) -> i64 {
+        let m = std::fs::symlink_metadata(path).unwrap();
+        let own = (m.mtime() * 1_000_000_000 + m.mtime_nsec())
+            .max(m.ctime() * 1_000_000_000 + m.ctime_nsec());
+        if !m.is_dir() {
+            return own;
+        }
+        std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| latest(&e.unwrap().path()))
+            .fold(own, i64::max)
+    }
+    let last = latest(dir);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        // Unnamed, so the folder it is made in does not change.
+        let m = tempfile::tempfile_in(probe_in).unwrap().metadata().unwrap();
+        if m.mtime() * 1_000_000_000 + m.mtime_nsec() > last {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the file system's clock did not move past {last}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 #[test]

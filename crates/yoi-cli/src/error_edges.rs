@@ -25,8 +25,8 @@ use yoi_server::error::ApiError;
 use yoi_skills::{
     ActivateError, ParseError, ProposalError, ProposalStatus, RecorderError, ResourceError,
 };
-use yoi_store::worktrees::WorktreeError;
 use yoi_store::error::{Permission, Refusal};
+use yoi_store::worktrees::WorktreeError;
 use yoi_store::StoreError;
 
 use crate::error::CliError;

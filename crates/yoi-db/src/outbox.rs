@@ -351,23 +351,6 @@ pub fn outbox_kind(e: &Event) -> OutboxKind {
     }
 }
 
-#[cfg(test)]
-mod kind_tests {
-    use super::OutboxKind;
-
-    #[test]
-    fn every_kind_reads_back_from_its_stored_name_and_serializes_as_it() {
-        for k in OutboxKind::ALL {
-            assert_eq!(OutboxKind::parse(k.as_str()), Some(k));
-            assert_eq!(
-                serde_json::to_value(k).unwrap(),
-                serde_json::Value::String(k.as_str().into())
-            );
-        }
-        assert_eq!(OutboxKind::parse("ticket_exploded"), None);
-    }
-}
-
 /// The outbox payload of a thread event.
 pub(crate) fn outbox_payload(ticket: &str, key: &str, e: &Event) -> serde_json::Value {
     json!({
@@ -406,4 +389,21 @@ pub(crate) async fn add_outbox(
     .await
     .map_err(db_err)?;
     Ok(done.rows_affected() as usize)
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::OutboxKind;
+
+    #[test]
+    fn every_kind_reads_back_from_its_stored_name_and_serializes_as_it() {
+        for k in OutboxKind::ALL {
+            assert_eq!(OutboxKind::parse(k.as_str()), Some(k));
+            assert_eq!(
+                serde_json::to_value(k).unwrap(),
+                serde_json::Value::String(k.as_str().into())
+            );
+        }
+        assert_eq!(OutboxKind::parse("ticket_exploded"), None);
+    }
 }

@@ -52,7 +52,7 @@ impl PodsSection {
         self.agent
             .get(role)
             .cloned()
-            .or_else(|| (Role::Verifier.is(&role)).then(|| "verify".to_string()))
+            .or_else(|| Role::Verifier.is(role).then(|| "verify".to_string()))
     }
 }
 

@@ -1,0 +1,457 @@
+//! The pods: two coders, a verifier and a reviewer, as clients of the same engine calls the
+//! API makes (`register_pod`, `claim`, `heartbeat`, `complete`, `fail`).
+//!
+//! A pod does its work as a real one does: it checks the folder it is handed before work
+//! (yoi-pod's `check_workdir`, through the same `detached_at`) and fails the attempt when the
+//! folder is not at the claim's commit; a coder commits a file of its own, sometimes a line of
+//! the shared file, and merges the target in first at an `integrate` step; the verifier's
+//! checks pass; the reviewer approves three times in four. It also misbehaves on purpose, as
+//! pods do: it dies silently, pauses past its lease and resumes with a late result, sends the
+//! same result twice, and sends one with the fence before its own.
+//!
+//! `send` is where one invariant is checked as it happens: a result for a claim that
+//! is not live (not this pod's, not at this fence, not claimed) changes neither the ticket's
+//! assignment rows nor its branch head. A coder commit whose result was refused is remembered,
+//! so `check_branches` can hold that it never reaches its ticket's branch. A pod's step moves
+//! no ticket (the reference model refuses every edge to it), and a pod writes in its own
+//! worktree only: what it does reaches a ticket through the engine's answer to its results.
+
+use std::collections::BTreeSet;
+
+use yoi_core::report::{CheckResult, Report, ReportOutcome, Verdict};
+use yoi_core::TicketId;
+use yoi_engine::assignments::{self as asg, PodCaller, Work};
+use yoi_engine::db::{Assignment, AssignmentStatus};
+use yoi_engine::git as ygit;
+
+use super::faults::git;
+use super::{broken, Broken, World, EPOCH_MS, LEASE};
+
+/// The pods: two coders, the verifier and a reviewer.
+const PODS: &[(&str, &str)] = &[
+    ("coder", "coder-1"),
+    ("coder", "coder-2"),
+    ("verifier", "verifier-1"),
+    ("reviewer", "reviewer-1"),
+];
+
+/// A ticket's assignment rows (id, status, fence) and its branch head.
+type Footprint = (Vec<(String, AssignmentStatus, i64)>, Option<String>);
+
+pub(super) struct Pod {
+    role: &'static str,
+    name: &'static str,
+    id: String,
+    pub(super) held: Option<Held>,
+    last: Option<Sent>,
+}
+
+pub(super) struct Held {
+    work: Work,
+    pub(super) paused: bool,
+}
+
+#[derive(Clone)]
+enum Outcome {
+    Complete(Box<Report>),
+    Fail,
+}
+
+#[derive(Clone)]
+struct Sent {
+    id: String,
+    fence: i64,
+    outcome: Outcome,
+}
+
+/// The check a real pod makes of the folder it is handed before its agent starts (yoi-pod's
+/// `check_workdir`, through the same `detached_at`).
+fn workdir_ready(w: &Work) -> Result<(), String> {
+    ygit::detached_at(&w.workdir, &w.head_commit).map_err(|e| {
+        format!(
+            "{} is not detached at {}: {e:?}",
+            w.workdir.display(),
+            w.head_commit
+        )
+    })
+}
+
+fn caller(role: &str) -> PodCaller {
+    PodCaller {
+        token_id: format!("tok-{role}"),
+        role: role.into(),
+    }
+}
+
+impl World {
+    fn register(&self, role: &str, name: &str) -> Result<String, Broken> {
+        let l = self.live();
+        asg::register_pod(&l.db, &caller(role), name, "sim", None, None, self.now())
+            .map(|p| p.id)
+            .map_err(|e| broken("setup", format!("registering pod {name}: {e}")))
+    }
+
+    /// Register every pod of `PODS`, in its order.
+    pub(super) fn register_pods(&mut self) -> Result<(), Broken> {
+        for (role, name) in PODS {
+            let id = self.register(role, name)?;
+            self.pods.push(Pod {
+                role,
+                name,
+                id,
+                held: None,
+                last: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// The pod `p` stands for: one for which `fit` holds, unless `p % 4 == 3` (or none does),
+    /// when it is any pod (trying what a pod with nothing to do may not do).
+    fn pod_where(&self, p: u32, fit: impl Fn(&Pod) -> bool) -> usize {
+        let n = (p / 4) as usize;
+        if p % 4 != 3 {
+            let fits: Vec<usize> = (0..self.pods.len())
+                .filter(|&k| fit(&self.pods[k]))
+                .collect();
+            if !fits.is_empty() {
+                return fits[n % fits.len()];
+            }
+        }
+        p as usize % self.pods.len()
+    }
+
+    /// A pod at work (holding an unpaused claim), preferably.
+    fn pod(&self, p: u32) -> usize {
+        self.pod_where(p, |pod| pod.held.as_ref().is_some_and(|h| !h.paused))
+    }
+
+    pub(super) fn claim(&mut self, p: u32) -> Result<(), Broken> {
+        let l = self.live();
+        let open =
+            l.db.block_on(l.db.db.open_assignments())
+                .map_err(|e| broken("db", e.to_string()))?;
+        let roles: BTreeSet<String> = open
+            .into_iter()
+            .filter(|a| a.status == AssignmentStatus::Pending)
+            .map(|a| a.role)
+            .collect();
+        let k = self.pod_where(p, |pod| pod.held.is_none() && roles.contains(pod.role));
+        if self.pods[k].held.is_some() {
+            return Ok(());
+        }
+        let l = self.live();
+        let pod = &self.pods[k];
+        match asg::claim(&l.ws, &l.db, &caller(pod.role), &pod.id, LEASE, self.now()) {
+            Ok(Some(work)) => {
+                self.note(format!(
+                    "  {} claimed {} {} attempt {} fence {}",
+                    pod.name,
+                    work.ticket,
+                    work.assignment.step,
+                    work.assignment.attempt,
+                    work.assignment.fence
+                ));
+                if let Err(e) = workdir_ready(&work) {
+                    // As a real pod does before its agent starts: the attempt fails.
+                    self.note(format!("  {} refuses the folder: {e}", self.pods[k].name));
+                    let a = &work.assignment;
+                    return self.send(k, &a.id, a.fence, Outcome::Fail).map(|_| ());
+                }
+                self.pods[k].held = Some(Held {
+                    work,
+                    paused: false,
+                });
+            }
+            Ok(None) => {}
+            Err(e) => self.note(format!("  {} could not claim: {e}", pod.name)),
+        }
+        Ok(())
+    }
+
+    /// The heartbeat of the pod `p` stands for, a pod at work preferably.
+    pub(super) fn pod_heartbeats(&mut self, p: u32) {
+        let k = self.pod(p);
+        self.heartbeat(k);
+    }
+
+    pub(super) fn heartbeat(&mut self, k: usize) {
+        let Some(h) = &self.pods[k].held else { return };
+        if h.paused {
+            return;
+        }
+        let (id, fence) = (h.work.assignment.id.clone(), h.work.assignment.fence);
+        let l = self.live();
+        let pod = &self.pods[k];
+        if let Err(e) = asg::heartbeat(
+            &l.db,
+            &caller(pod.role),
+            &pod.id,
+            &id,
+            fence,
+            LEASE,
+            self.now(),
+        ) {
+            // A pod whose heartbeat is refused stops its agent and lets the claim go.
+            self.note(format!("  {} lost its claim: {e}", pod.name));
+            self.pods[k].held = None;
+        }
+    }
+
+    /// The pod `p` stands for finishes its work, if it is at work and not paused.
+    pub(super) fn pod_finishes(&mut self, p: u32, how: u32) -> Result<(), Broken> {
+        let k = self.pod(p);
+        if self.pods[k].held.as_ref().is_some_and(|h| !h.paused) {
+            self.finish(k, how)?;
+        }
+        Ok(())
+    }
+
+    /// The pod `p` stands for reports its work failed, if it is at work and not paused.
+    pub(super) fn pod_fails(&mut self, p: u32) -> Result<(), Broken> {
+        let k = self.pod(p);
+        if let Some(h) = self.pods[k].held.take() {
+            if h.paused {
+                self.pods[k].held = Some(h);
+            } else {
+                let a = &h.work.assignment;
+                self.send(k, &a.id.clone(), a.fence, Outcome::Fail)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The pod `p` names dies silently and comes back as a new registration with nothing held.
+    pub(super) fn pod_dies(&mut self, p: u32) -> Result<(), Broken> {
+        let k = p as usize % self.pods.len();
+        self.pods[k].held = None;
+        self.pods[k].last = None;
+        let (role, name) = (self.pods[k].role, self.pods[k].name);
+        self.pods[k].id = self.register(role, name)?;
+        Ok(())
+    }
+
+    /// The pod `p` stands for stops: no heartbeats and no result until it resumes.
+    pub(super) fn pod_pauses(&mut self, p: u32) {
+        let k = self.pod(p);
+        if let Some(h) = &mut self.pods[k].held {
+            h.paused = true;
+        }
+    }
+
+    /// A paused pod, preferably, wakes and finishes its work with what is now a late result.
+    pub(super) fn pod_resumes(&mut self, p: u32) -> Result<(), Broken> {
+        let k = self.pod_where(p, |pod| pod.held.as_ref().is_some_and(|h| h.paused));
+        let resumed = match &mut self.pods[k].held {
+            Some(h) if h.paused => {
+                h.paused = false;
+                true
+            }
+            _ => false,
+        };
+        if resumed {
+            self.finish(k, 1)?;
+        }
+        Ok(())
+    }
+
+    /// A pod that sent a result, preferably, sends the same result again.
+    pub(super) fn pod_resends(&mut self, p: u32) -> Result<(), Broken> {
+        let k = self.pod_where(p, |pod| pod.last.is_some());
+        if let Some(s) = self.pods[k].last.clone() {
+            self.send(k, &s.id, s.fence, s.outcome)?;
+        }
+        Ok(())
+    }
+
+    /// The pod `p` stands for sends a result for its claim with the fence before its own.
+    pub(super) fn pod_sends_old_fence(&mut self, p: u32) -> Result<(), Broken> {
+        let k = self.pod(p);
+        let Some(h) = &self.pods[k].held else {
+            return Ok(());
+        };
+        let (id, fence) = (h.work.assignment.id.clone(), h.work.assignment.fence);
+        let report = Report {
+            outcome: ReportOutcome::Done,
+            commit: Some(h.work.head_commit.clone()),
+            summary: Some("a result from an earlier claim".into()),
+            ..Report::default()
+        };
+        self.send(k, &id, fence - 1, Outcome::Complete(Box::new(report)))?;
+        Ok(())
+    }
+
+    /// The pod does the work it holds and sends the result.
+    pub(super) fn finish(&mut self, k: usize, how: u32) -> Result<(), Broken> {
+        let Some(h) = self.pods[k].held.take() else {
+            return Ok(());
+        };
+        let w = &h.work;
+        let report = match self.pods[k].role {
+            "coder" => match self.code(w, how) {
+                Ok(commit) => Report {
+                    outcome: ReportOutcome::Done,
+                    commit: Some(commit),
+                    summary: Some("did the work".into()),
+                    ..Report::default()
+                },
+                Err(e) => {
+                    self.note(format!("  the coder's work failed: {e}"));
+                    let a = &w.assignment;
+                    return self
+                        .send(k, &a.id.clone(), a.fence, Outcome::Fail)
+                        .map(|_| ());
+                }
+            },
+            "verifier" => Report {
+                outcome: ReportOutcome::Done,
+                checks: vec![CheckResult {
+                    command: "cargo test".into(),
+                    exit_code: Some(0),
+                    duration_ms: 1,
+                    timed_out: false,
+                    log: None,
+                }],
+                ..Report::default()
+            },
+            _ => Report {
+                outcome: ReportOutcome::Done,
+                verdict: Some(if how.is_multiple_of(4) {
+                    Verdict::RequestChanges
+                } else {
+                    Verdict::Approve
+                }),
+                ..Report::default()
+            },
+        };
+        let a = &w.assignment;
+        let (id, fence) = (a.id.clone(), a.fence);
+        let commit = report.commit.clone();
+        let applied = self.send(k, &id, fence, Outcome::Complete(Box::new(report)));
+        if let (Ok(false), Some(c)) = (&applied, commit) {
+            self.refused.push((w.ticket.clone(), c));
+        }
+        applied.map(|_| ())
+    }
+
+    /// A coder's change in its working directory, committed: a file of its own, sometimes a
+    /// line of the shared file; an `integrate` step first merges the target in.
+    fn code(&self, w: &Work, how: u32) -> Result<String, String> {
+        let dir = &w.workdir;
+        if w.assignment.step == "integrate" {
+            git(dir, &["merge", "-q", "--no-edit", "-X", "theirs", "main"])?;
+        }
+        let a = &w.assignment;
+        std::fs::create_dir_all(dir.join("work")).map_err(|e| e.to_string())?;
+        let name = format!("work/{}-{}-{}.txt", w.ticket, a.attempt, a.fence);
+        std::fs::write(dir.join(&name), format!("{} at {}\n", a.id, self.clock_ms))
+            .map_err(|e| e.to_string())?;
+        if how.is_multiple_of(3) {
+            let p = dir.join("shared.txt");
+            let mut text = std::fs::read_to_string(&p).map_err(|e| e.to_string())?;
+            text.push_str(&format!("{} attempt {}\n", w.ticket, a.attempt));
+            std::fs::write(&p, text).map_err(|e| e.to_string())?;
+        }
+        let who = ygit::Identity {
+            name: "sim coder".into(),
+            email: "coder@yoi.invalid".into(),
+            time_secs: (EPOCH_MS + self.clock_ms) / 1000,
+        };
+        ygit::commit_all(dir, &format!("work on {}", w.ticket), &who)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "nothing to commit".to_string())
+    }
+
+    /// What a result may change: the ticket's assignment rows and its branch head.
+    fn footprint(&self, ticket: &str) -> Result<Footprint, Broken> {
+        let l = self.live();
+        let rows =
+            l.db.block_on(l.db.db.assignments_of(ticket))
+                .map_err(|e| broken("db", e.to_string()))?;
+        let id = TicketId::parse(ticket).map_err(|e| broken("db", e.to_string()))?;
+        let head = self
+            .branch_of(&id)?
+            .and_then(|b| ygit::resolve_commit(&self.repo, &b).ok());
+        Ok((
+            rows.into_iter()
+                .map(|r| (r.id, r.status, r.fence))
+                .collect(),
+            head,
+        ))
+    }
+
+    /// Send a result for `id` at `fence` as pod `k`; whether it was applied. A result for a
+    /// claim that was not live (this pod's, this fence, claimed) must change nothing.
+    fn send(&mut self, k: usize, id: &str, fence: i64, outcome: Outcome) -> Result<bool, Broken> {
+        let now = self.now();
+        let pod_id = self.pods[k].id.clone();
+        let role = self.pods[k].role;
+        let l = self.live();
+        let row: Option<Assignment> =
+            l.db.block_on(l.db.db.assignment(id))
+                .map_err(|e| broken("db", e.to_string()))?;
+        let Some(row) = row else {
+            return Err(broken("db", format!("assignment {id} is unknown")));
+        };
+        let live = row.status == AssignmentStatus::Claimed
+            && row.fence == fence
+            && row.claimed_by.as_deref() == Some(pod_id.as_str());
+        let before = self.footprint(&row.ticket)?;
+        let l = self.live();
+        let result = match &outcome {
+            Outcome::Complete(report) => {
+                asg::complete(&l.ws, &l.db, &caller(role), &pod_id, id, fence, report, now)
+                    .map(|_| ())
+            }
+            Outcome::Fail => asg::fail(
+                &l.ws,
+                &l.db,
+                &caller(role),
+                &pod_id,
+                id,
+                fence,
+                "the simulated agent failed",
+                true,
+                None,
+                now,
+            )
+            .map(|_| ()),
+        };
+        let after = self.footprint(&row.ticket)?;
+        self.pods[k].last = Some(Sent {
+            id: id.to_string(),
+            fence,
+            outcome,
+        });
+        if !live && before != after {
+            return Err(broken(
+                "stale-result",
+                format!(
+                    "a result for {id} at fence {fence} from {pod_id} was applied though the claim was {} at fence {} by {:?}: {before:?} -> {after:?}",
+                    row.status.as_str(),
+                    row.fence,
+                    row.claimed_by
+                ),
+            ));
+        }
+        match result {
+            Ok(()) => {
+                // A commit whose first send was refused and whose resend was taken (the claim
+                // was live both times) may be on the branch.
+                if let Some(Outcome::Complete(r)) = self.pods[k].last.as_ref().map(|s| &s.outcome) {
+                    if let Some(c) = r.commit.clone() {
+                        self.refused.retain(|(_, refused)| *refused != c);
+                    }
+                }
+                self.stats.results_applied += 1;
+                self.note(format!("  result for {id} applied"));
+                Ok(true)
+            }
+            Err(e) => {
+                self.stats.results_refused += 1;
+                self.note(format!("  result for {id} refused: {e}"));
+                Ok(false)
+            }
+        }
+    }
+}

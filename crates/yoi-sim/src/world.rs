@@ -34,7 +34,7 @@ mod setup;
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use yoi_core::{State, TicketId, Timestamp};
 use yoi_engine::assignments::LeaseConfig;
@@ -104,7 +104,7 @@ impl Stats {
 pub struct World {
     live: Option<Live>,
     rt: tokio::runtime::Runtime,
-    faults: Rc<Faults>,
+    faults: Arc<Faults>,
     repo: PathBuf,
     clock_ms: i64,
     tickets: Vec<TicketId>,

@@ -8,8 +8,9 @@
 //! write can leave the temporary file behind; doctor reports it and `--fix` removes it.
 //! `append_sync` opens with O_APPEND and fsyncs after writing the whole buffer in one call.
 //!
-//! Inside a group commit ([`crate::group`]) both leave their syncs, and the rename, to the
-//! group's end, and reads through [`read_opt`] see a replacement that waits for it.
+//! These are the plain forms, durable when they return. A ticket write goes through the
+//! workspace's [`crate::writes::Writes`], which uses these alone and defers the syncs and the
+//! rename to the end of a group commit.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -21,25 +22,27 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Prefix shared by every temporary file, so doctor can recognise leftovers.
 pub const TEMP_MARKER: &str = ".tmp.";
 
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// The temporary file an atomic replacement of `path` writes first (unique in this process).
+pub fn temp_path(path: &Path) -> PathBuf {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(
+    dir.join(format!(
         ".{name}{TEMP_MARKER}{}.{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    ))
+}
+
+/// Replace `path` with `bytes`, durable when it returns.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let tmp = temp_path(path);
     let result = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
-        // In a group commit the sync and the rename wait for the group's end.
-        let Some(f) = crate::group::defer_sync(f) else {
-            crate::group::defer_rename(&tmp, path);
-            return Ok(());
-        };
         f.sync_all()?;
         drop(f);
         fs::rename(&tmp, path)?;
@@ -51,21 +54,11 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Append `bytes` to `path` (created when missing), synced when it returns.
 pub fn append_sync(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let target = crate::group::pending(path);
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(target.as_deref().unwrap_or(path))?;
-    if crate::group::active() {
-        let before = f.metadata()?;
-        crate::group::note_append(path, before.len() as i64, mtime_ns(&before));
-    }
+    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
     f.write_all(bytes)?;
-    match crate::group::defer_sync(f) {
-        Some(f) => f.sync_data(),
-        None => Ok(()),
-    }
+    f.sync_data()
 }
 
 /// A file's modification time in nanoseconds since the epoch (0 when unknown), as the index
@@ -80,10 +73,7 @@ pub fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
 
 /// The length of the file at `path` (0 when there is none), as [`read_opt`] would read it.
 pub fn len(path: &Path) -> u64 {
-    let target = crate::group::pending(path);
-    fs::metadata(target.as_deref().unwrap_or(path))
-        .map(|m| m.len())
-        .unwrap_or(0)
+    fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
@@ -92,9 +82,7 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 
 /// Read a file, mapping "not found" to `None`.
 pub fn read_opt(path: &Path) -> io::Result<Option<String>> {
-    // In a group commit, what the file will be once the group's renames are made.
-    let target = crate::group::pending(path);
-    match fs::read(target.as_deref().unwrap_or(path)) {
+    match fs::read(path) {
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| {
             io::Error::new(
                 io::ErrorKind::InvalidData,

@@ -3,14 +3,14 @@
 //! Alone, a mutation makes itself durable as it goes: its thread append is synced, item.md is
 //! written to a temporary file that is synced, renamed and its folder synced, and the index
 //! follows in a transaction of its own: three fsyncs and a commit per comment. [`run`] runs
-//! several mutations one after another on this thread with that work deferred to the group's
-//! end:
+//! several mutations one after another on a copy of the workspace whose [`Writes`](crate::writes::Writes) names the
+//! group, with that work deferred to the group's end:
 //! - the workspace lock is taken once, for the whole group (the mutations' own requests for it
 //!   are answered by the group's);
 //! - appends are written, not synced;
 //! - an atomic replacement writes and keeps its temporary file, and the rename waits. Reads of
-//!   the target through [`crate::fsutil`] on this thread see the waiting file, so a later
-//!   mutation of the same ticket in the group builds on it;
+//!   the target through the group's [`Writes`](crate::writes::Writes) see the waiting file, so a later mutation of
+//!   the same ticket in the group builds on it;
 //! - each mutation's index update is queued.
 //!
 //! At the end, in this order: every file written is synced (several at a time), the waiting
@@ -27,11 +27,11 @@
 //! error, though some of their files may be in place: a caller that retries with its operation
 //! id is answered from the thread, as for any interrupted mutation.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use yoi_core::TicketId;
 
@@ -44,47 +44,40 @@ use crate::workspace::Workspace;
 /// One mutation of a group.
 pub type Job = Box<dyn FnOnce(&Workspace) -> Result<Outcome, StoreError> + Send>;
 
+/// What a group has written and queued so far; reached through the [`Writes`](crate::writes::Writes) of the
+/// workspace copy its mutations run on.
 #[derive(Default)]
-struct Group {
+pub(crate) struct Group {
     /// The lock file the group holds.
-    lock: PathBuf,
+    pub(crate) lock: PathBuf,
     /// Files written and not yet synced: appended files, and temporary files.
-    unsynced: Vec<File>,
+    pub(crate) unsynced: Vec<File>,
     /// Waiting renames, in the order they were asked for: (temporary file, target).
     renames: Vec<(PathBuf, PathBuf)>,
     /// Files appended to, with their size and mtime before the group's first append to each.
     appends: Vec<(PathBuf, i64, i64)>,
     /// Tickets whose files changed, and the operations to record, for the index.
-    tickets: Vec<TicketId>,
-    records: Vec<OpRecord>,
+    pub(crate) tickets: Vec<TicketId>,
+    pub(crate) records: Vec<OpRecord>,
 }
 
-thread_local! {
-    static GROUP: RefCell<Option<Group>> = const { RefCell::new(None) };
-}
-
-fn with<R>(f: impl FnOnce(&mut Group) -> R) -> Option<R> {
-    GROUP.with(|g| g.borrow_mut().as_mut().map(f))
-}
-
-/// Clears this thread's group however `run` ends (also by a panic, which then loses the
-/// group as a crash would: nothing was answered).
-struct Clear;
+/// Removes a group's waiting temporary files however `run` ends without making it durable
+/// (also by a panic, which then loses the group as a crash would: nothing was answered).
+struct Clear(Arc<Mutex<Group>>);
 
 impl Drop for Clear {
     fn drop(&mut self) {
-        if let Some(g) = GROUP.with(|g| g.borrow_mut().take()) {
-            for (tmp, _) in g.renames {
-                let _ = std::fs::remove_file(tmp);
-            }
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for (tmp, _) in g.renames.drain(..) {
+            let _ = std::fs::remove_file(tmp);
         }
     }
 }
 
-/// Run `jobs` as one group on this thread (see the module docs): their outcomes, in order,
+/// Run `jobs` as one group (see the module docs): their outcomes, in order,
 /// each told only once the whole group is durable.
 pub fn run(ws: &Workspace, jobs: Vec<Job>) -> Vec<Result<Outcome, StoreError>> {
-    if active() {
+    if ws.writes.grouped() {
         let e = StoreError::Refused {
             reason: Refusal::NestedGroup,
         };
@@ -94,17 +87,18 @@ pub fn run(ws: &Workspace, jobs: Vec<Job>) -> Vec<Result<Outcome, StoreError>> {
         Ok(l) => l,
         Err(e) => return jobs.iter().map(|_| Err(again(&e))).collect(),
     };
-    GROUP.with(|g| {
-        *g.borrow_mut() = Some(Group {
-            lock: lock.path().to_path_buf(),
-            ..Group::default()
-        })
-    });
-    let _clear = Clear;
-    let mut outcomes: Vec<Result<Outcome, StoreError>> = jobs.into_iter().map(|j| j(ws)).collect();
-    let group = GROUP
-        .with(|g| g.borrow_mut().take())
-        .expect("the group set up above");
+    let shared = Arc::new(Mutex::new(Group {
+        lock: lock.path().to_path_buf(),
+        ..Group::default()
+    }));
+    let clear = Clear(shared.clone());
+    let mut grouped = ws.clone();
+    grouped.writes = ws.writes.in_group(shared.clone());
+    let mut outcomes: Vec<Result<Outcome, StoreError>> =
+        jobs.into_iter().map(|j| j(&grouped)).collect();
+    drop(grouped);
+    let group = std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()));
+    drop(clear);
     if let Err(e) = make_durable(&group) {
         for (tmp, _) in &group.renames {
             let _ = std::fs::remove_file(tmp);
@@ -112,7 +106,7 @@ pub fn run(ws: &Workspace, jobs: Vec<Job>) -> Vec<Result<Outcome, StoreError>> {
         let e = StoreError::io(&ws.tickets_dir(), e);
         return outcomes.iter().map(|_| Err(again(&e))).collect();
     }
-    crate::testpoint::hit("group.durable");
+    ws.writes.hit("group.durable");
     if let Some(index) = &ws.index {
         let mut ids = group.tickets.clone();
         ids.sort();
@@ -254,75 +248,36 @@ fn start_writeback(file: &File) {
 #[cfg(not(target_os = "linux"))]
 fn start_writeback(_file: &File) {}
 
-/// Whether this thread runs a group.
-pub(crate) fn active() -> bool {
-    GROUP.with(|g| g.borrow().is_some())
-}
-
-/// Inside a group: `path` is about to be appended to, and was `size` bytes with this mtime.
-/// Only the first append to each file in the group is kept.
-pub(crate) fn note_append(path: &Path, size: i64, mtime_ns: i64) {
-    with(|g| {
-        if !g.appends.iter().any(|(p, _, _)| p == path) {
-            g.appends.push((path.to_path_buf(), size, mtime_ns));
+impl Group {
+    /// `path` is about to be appended to, and was `size` bytes with this mtime. Only the first
+    /// append to each file in the group is kept.
+    pub(crate) fn note_append(&mut self, path: &Path, size: i64, mtime_ns: i64) {
+        if !self.appends.iter().any(|(p, _, _)| p == path) {
+            self.appends.push((path.to_path_buf(), size, mtime_ns));
         }
-    });
-}
+    }
 
-/// Whether this thread runs a group holding the lock file at `path`.
-pub(crate) fn holds_lock(path: &Path) -> bool {
-    with(|g| g.lock == path).unwrap_or(false)
-}
-
-/// Inside a group: keep `file` (just written) to be synced at the end. Outside: `None`, and
-/// the caller syncs it now.
-pub(crate) fn defer_sync(file: File) -> Option<File> {
-    GROUP.with(|g| match g.borrow_mut().as_mut() {
-        Some(g) => {
-            g.unsynced.push(file);
-            None
-        }
-        None => Some(file),
-    })
-}
-
-/// Inside a group: the temporary file `tmp` (written, kept in [`defer_sync`]) replaces
-/// `target` at the end; an earlier waiting replacement of `target` is dropped. `false`
-/// outside a group.
-pub(crate) fn defer_rename(tmp: &Path, target: &Path) -> bool {
-    with(|g| {
-        if let Some(i) = g.renames.iter().position(|(_, t)| t == target) {
-            let (old, _) = g.renames.remove(i);
+    /// The temporary file `tmp` (written, kept to be synced) replaces `target` at the end; an
+    /// earlier waiting replacement of `target` is dropped.
+    pub(crate) fn defer_rename(&mut self, tmp: &Path, target: &Path) {
+        if let Some(i) = self.renames.iter().position(|(_, t)| t == target) {
+            let (old, _) = self.renames.remove(i);
             let _ = std::fs::remove_file(old);
         }
-        g.renames.push((tmp.to_path_buf(), target.to_path_buf()));
-    })
-    .is_some()
-}
+        self.renames.push((tmp.to_path_buf(), target.to_path_buf()));
+    }
 
-/// The file that holds what `path` will be at the end of this thread's group: its waiting
-/// replacement, if any.
-pub(crate) fn pending(path: &Path) -> Option<PathBuf> {
-    with(|g| {
-        g.renames
+    /// The file that holds what `path` will be at the end of the group: its waiting
+    /// replacement, if any.
+    pub(crate) fn pending(&self, path: &Path) -> Option<PathBuf> {
+        self.renames
             .iter()
             .find(|(_, t)| t == path)
             .map(|(tmp, _)| tmp.clone())
-    })
-    .flatten()
-}
+    }
 
-/// The operation `op_id` queued earlier in this thread's group, if any.
-pub(crate) fn queued_operation(op_id: &str) -> Option<OpRecord> {
-    with(|g| g.records.iter().find(|r| r.op_id == op_id).cloned()).flatten()
-}
-
-/// Inside a group: queue the index update of `ticket` (recording `op`) for the end, and say
-/// so; `false` outside a group, where the caller updates the index now.
-pub(crate) fn defer_index(ticket: &TicketId, op: Option<OpRecord>) -> bool {
-    with(|g| {
-        g.tickets.push(ticket.clone());
-        g.records.extend(op);
-    })
-    .is_some()
+    /// The operation `op_id` queued earlier in the group, if any.
+    pub(crate) fn queued_operation(&self, op_id: &str) -> Option<OpRecord> {
+        self.records.iter().find(|r| r.op_id == op_id).cloned()
+    }
 }

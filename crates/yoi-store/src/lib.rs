@@ -29,6 +29,7 @@ pub mod testpoint;
 pub mod tickets;
 pub mod workspace;
 pub mod worktrees;
+pub mod writes;
 
 pub use error::{ErrorClass, StoreError};
 pub use git::latest_accepted;

@@ -23,12 +23,6 @@ pub struct WorkspaceLock {
 impl WorkspaceLock {
     /// Wait up to `timeout` for the lock. `holder` describes this process for other waiters.
     pub fn acquire(path: &Path, timeout: Duration, holder: &str) -> Result<Self, StoreError> {
-        if crate::group::holds_lock(path) {
-            return Ok(WorkspaceLock {
-                file: None,
-                path: path.to_path_buf(),
-            });
-        }
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
         }
@@ -72,6 +66,15 @@ impl WorkspaceLock {
             let _ = file.set_len(0);
             let _ = file.seek(SeekFrom::Start(0));
             let _ = file.write_all(holder.as_bytes());
+        }
+    }
+
+    /// The lock a group commit already holds, for a mutation inside it: dropping it releases
+    /// nothing (the group does, at its end).
+    pub(crate) fn held_by_group(path: &Path) -> WorkspaceLock {
+        WorkspaceLock {
+            file: None,
+            path: path.to_path_buf(),
         }
     }
 

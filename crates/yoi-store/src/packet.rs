@@ -9,7 +9,6 @@ use yoi_core::packet::FrozenPacket;
 use yoi_core::TicketId;
 
 use crate::error::StoreError;
-use crate::fsutil::{atomic_write, read_opt};
 use crate::workspace::Workspace;
 
 /// Where the frozen packet is kept, relative to the ticket folder.
@@ -28,7 +27,8 @@ impl Workspace {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
         }
-        atomic_write(&path, format!("{json}\n").as_bytes())
+        self.writes
+            .atomic_write(&path, format!("{json}\n").as_bytes())
             .map_err(|e| StoreError::io(&path, e))?;
         Ok(path)
     }
@@ -37,7 +37,11 @@ impl Workspace {
     /// parse is an error naming its line.
     pub fn read_frozen_packet(&self, id: &TicketId) -> Result<Option<FrozenPacket>, StoreError> {
         let path = self.path_of(id, INTENT_PACKET);
-        let Some(text) = read_opt(&path).map_err(|e| StoreError::io(&path, e))? else {
+        let Some(text) = self
+            .writes
+            .read_opt(&path)
+            .map_err(|e| StoreError::io(&path, e))?
+        else {
             return Ok(None);
         };
         serde_json::from_str(&text)

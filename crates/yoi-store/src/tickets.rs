@@ -15,8 +15,8 @@ use yoi_core::state::State;
 use yoi_core::thread::{parse_thread, ParsedThread};
 
 use crate::error::StoreError;
-use crate::fsutil::read_opt;
 use crate::workspace::Workspace;
+use crate::writes::Writes;
 
 pub const ITEM: &str = "item.md";
 pub const THREAD: &str = "thread.md";
@@ -86,13 +86,15 @@ impl Workspace {
 
     pub fn read_item(&self, id: &TicketId) -> Result<Item, StoreError> {
         let path = self.path_of(id, ITEM);
-        let text = read_required(&path)?;
+        let text = read_required(&self.writes, &path)?;
         Item::parse(&text).map_err(|e| StoreError::invalid(&path, e.line, e.reason))
     }
 
     pub fn read_thread(&self, id: &TicketId) -> Result<ParsedThread, StoreError> {
         let path = self.path_of(id, THREAD);
-        let text = read_opt(&path)
+        let text = self
+            .writes
+            .read_opt(&path)
             .map_err(|e| StoreError::io(&path, e))?
             .unwrap_or_default();
         Ok(parse_thread(&text))
@@ -100,7 +102,11 @@ impl Workspace {
 
     pub fn read_relations(&self, id: &TicketId) -> Result<RelationsFile, StoreError> {
         let path = self.path_of(id, RELATIONS);
-        match read_opt(&path).map_err(|e| StoreError::io(&path, e))? {
+        match self
+            .writes
+            .read_opt(&path)
+            .map_err(|e| StoreError::io(&path, e))?
+        {
             None => Ok(RelationsFile::empty()),
             Some(text) => RelationsFile::parse(&text, id).map_err(|e| {
                 let line = match &e {
@@ -114,7 +120,11 @@ impl Workspace {
 
     pub fn read_plan(&self, id: &TicketId) -> Result<Vec<PlanRecord>, StoreError> {
         let path = self.path_of(id, PLAN);
-        match read_opt(&path).map_err(|e| StoreError::io(&path, e))? {
+        match self
+            .writes
+            .read_opt(&path)
+            .map_err(|e| StoreError::io(&path, e))?
+        {
             None => Ok(Vec::new()),
             Some(text) => parse_plan(&text, id).map_err(|e| {
                 let line = match &e {
@@ -128,7 +138,9 @@ impl Workspace {
 
     pub fn read_resolution(&self, id: &TicketId) -> Result<Option<String>, StoreError> {
         let path = self.path_of(id, RESOLUTION);
-        Ok(read_opt(&path)
+        Ok(self
+            .writes
+            .read_opt(&path)
             .map_err(|e| StoreError::io(&path, e))?
             .map(|t| parse_resolution(&t)))
     }
@@ -174,8 +186,9 @@ impl Workspace {
     }
 }
 
-fn read_required(path: &Path) -> Result<String, StoreError> {
-    read_opt(path)
+fn read_required(writes: &Writes, path: &Path) -> Result<String, StoreError> {
+    writes
+        .read_opt(path)
         .map_err(|e| StoreError::io(path, e))?
         .ok_or_else(|| StoreError::invalid(path, None, "the file is missing"))
 }

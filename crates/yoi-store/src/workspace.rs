@@ -18,6 +18,7 @@ use crate::error::StoreError;
 use crate::fsutil;
 use crate::index_hook::IndexRef;
 use crate::lock::WorkspaceLock;
+use crate::writes::Writes;
 
 /// The URL of the embedded SQLite database file at `path` (created when missing).
 pub fn sqlite_url(path: &Path) -> String {
@@ -36,6 +37,9 @@ pub struct Workspace {
     pub holder: String,
     /// The database index to keep up to date after each mutation, when one is attached.
     pub index: Option<IndexRef>,
+    /// How this workspace's writes are made: alone or in a group commit, and the test points
+    /// they reach ([`Writes`]).
+    pub writes: Writes,
 }
 
 impl Workspace {
@@ -53,6 +57,7 @@ impl Workspace {
             config,
             holder: format!("pid {}", std::process::id()),
             index: None,
+            writes: Writes::default(),
         })
     }
 
@@ -97,9 +102,14 @@ impl Workspace {
         }
     }
 
+    /// The workspace lock: taken now, or, for a mutation inside a group commit, the group's.
     pub fn lock(&self) -> Result<WorkspaceLock, StoreError> {
+        let path = self.local_dir().join(LOCK_FILE);
+        if self.writes.holds_lock(&path) {
+            return Ok(WorkspaceLock::held_by_group(&path));
+        }
         WorkspaceLock::acquire(
-            &self.local_dir().join(LOCK_FILE),
+            &path,
             Duration::from_secs(self.config.workspace.lock_timeout_secs),
             &self.holder,
         )

@@ -293,7 +293,7 @@ fn land_on(
     now: Timestamp,
 ) -> Result<Landing, AssignmentError> {
     let tickets_dir = ws.config.tickets_prefix();
-    yoi_store::testpoint::hit("merge.before_land");
+    ws.writes.hit("merge.before_land");
     match yoi_git::land(
         ws.root(),
         target,
@@ -303,7 +303,7 @@ fn land_on(
         &[tickets_dir.as_str()],
     ) {
         Ok(yoi_git::Landed::Moved { .. }) => {
-            yoi_store::testpoint::hit("merge.landed");
+            ws.writes.hit("merge.landed");
             Ok(Landing::Moved)
         }
         Err(e) => {
@@ -352,7 +352,7 @@ fn complete_merge(
     let Some(row) = index.finish_pending(&a.id, a.fence, &how, None, now_ms)? else {
         return Ok(Merge::Retry);
     };
-    yoi_store::testpoint::hit("merge.recorded");
+    ws.writes.hit("merge.recorded");
     record(ws, &row, "completed", Some(&merged.after), None, None, now)?;
     let ev = MergeEvidence {
         target_ref: merged.target_ref,

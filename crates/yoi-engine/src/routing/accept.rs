@@ -314,7 +314,7 @@ impl Job<'_> {
             .map_err(|e| (step, e.to_string()))?;
         made.worktree = Some(worktree.clone());
         injected(step, fail_at).map_err(|e| (step, e))?;
-        yoi_store::testpoint::hit("accept.worktree");
+        ws.writes.hit("accept.worktree");
 
         let step = FailAt::IntentPacket;
         if let Some(p) = flow_problems {
@@ -354,7 +354,7 @@ impl Job<'_> {
         .map_err(|e| (step, e.to_string()))?;
         made.assignment = Some(assignment.clone());
         injected(step, fail_at).map_err(|e| (step, e))?;
-        yoi_store::testpoint::hit("accept.assignment");
+        ws.writes.hit("accept.assignment");
 
         let step = FailAt::Accept;
         injected(step, fail_at).map_err(|e| (step, e))?;
@@ -370,7 +370,7 @@ impl Job<'_> {
             ..TransitionRequest::default()
         };
         ops::accept(ws, &ctx, id.as_str(), &req, &evidence).map_err(|e| (step, e.to_string()))?;
-        yoi_store::testpoint::hit("accept.accepted");
+        ws.writes.hit("accept.accepted");
         // Accepted: pods may claim the assignment now. Should this fail (or the process die
         // here), the orchestrator's catch-up releases the held rows of in-progress tickets.
         if let Err(e) = db.release_held(id.as_str(), now.unix_millis()) {

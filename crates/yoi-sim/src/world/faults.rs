@@ -17,71 +17,72 @@
 //! background maintenance, so a seed replays the same commits.
 
 use std::any::Any;
-use std::cell::Cell;
 use std::panic;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+use std::sync::Arc;
 
-use yoi_engine::store::testpoint;
+use yoi_engine::store::writes::Writes;
 
 use super::{broken, Broken, World};
 
 /// What a simulated crash unwinds with.
 pub struct SimCrash(pub &'static str);
 
-/// The faults the testpoint hook acts on.
+/// The faults the testpoint hook acts on. One world runs on one thread; the fields are atomic
+/// only because a workspace's hook must be shareable.
 pub(super) struct Faults {
     /// Die at the point this many hits from now (0: not armed).
-    countdown: Cell<u32>,
+    countdown: AtomicU32,
     /// Commit on the target at the next `merge.before_land`.
-    race: Cell<bool>,
+    race: AtomicBool,
     repo: PathBuf,
-    commits: Cell<u32>,
+    commits: AtomicU32,
 }
 
 impl Faults {
-    /// The faults of the world in `repo`, none armed, with this thread's testpoint hook acting
-    /// on them.
-    pub(super) fn install(repo: &Path) -> Rc<Faults> {
-        let faults = Rc::new(Faults {
-            countdown: Cell::new(0),
-            race: Cell::new(false),
+    /// The faults of the world in `repo`, none armed.
+    pub(super) fn new(repo: &Path) -> Arc<Faults> {
+        Arc::new(Faults {
+            countdown: AtomicU32::new(0),
+            race: AtomicBool::new(false),
             repo: repo.to_path_buf(),
-            commits: Cell::new(0),
-        });
-        let f = faults.clone();
-        testpoint::install(move |name| {
-            if name == "merge.before_land" && f.race.replace(false) {
-                let n = f.commits.get() + 1;
-                f.commits.set(n);
+            commits: AtomicU32::new(0),
+        })
+    }
+
+    /// The writes of the world's workspace: every test point they reach acts on these faults.
+    pub(super) fn writes(self: &Arc<Faults>) -> Writes {
+        let f = self.clone();
+        Writes::default().with_points(move |name| {
+            if name == "merge.before_land" && f.race.swap(false, SeqCst) {
+                let n = f.commits.fetch_add(1, SeqCst) + 1;
                 // Another writer: a failure here is the world's, not yoi's.
                 let _ = commit_on_target(&f.repo, false, n);
             }
-            match f.countdown.get() {
+            match f.countdown.load(SeqCst) {
                 0 => {}
                 1 => {
-                    f.countdown.set(0);
+                    f.countdown.store(0, SeqCst);
                     panic::panic_any(SimCrash(name));
                 }
-                n => f.countdown.set(n - 1),
+                n => f.countdown.store(n - 1, SeqCst),
             }
-        });
-        faults
+        })
     }
 
     /// Disarm the crash and the race: the faults stop.
     pub(super) fn stop(&self) {
-        self.countdown.set(0);
-        self.race.set(false);
+        self.countdown.store(0, SeqCst);
+        self.race.store(false, SeqCst);
     }
 }
 
 impl World {
     /// Someone else's commit on the target, numbered after every earlier one.
     pub(super) fn target_commit(&mut self, conflict: bool) -> Result<(), Broken> {
-        let n = self.faults.commits.get() + 1;
-        self.faults.commits.set(n);
+        let n = self.faults.commits.fetch_add(1, SeqCst) + 1;
         commit_on_target(&self.repo, conflict, n).map_err(|e| broken("world", e))
     }
 
@@ -102,12 +103,12 @@ impl World {
 
     /// Commit on the target at the next merge's `merge.before_land`.
     pub(super) fn race_next_merge(&mut self) {
-        self.faults.race.set(true);
+        self.faults.race.store(true, SeqCst);
     }
 
     /// Crash at the `nth` write point from now.
     pub(super) fn arm_crash(&mut self, nth: u32) {
-        self.faults.countdown.set(nth);
+        self.faults.countdown.store(nth, SeqCst);
     }
 }
 

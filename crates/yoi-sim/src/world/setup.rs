@@ -8,18 +8,19 @@
 //!   runs the incremental reindex. The files on disk are all that carries over. A restart
 //!   repairs nothing of its own, because what a crash left behind is what the invariants after
 //!   it are there to see; `check_outbox` checks after each one that the outbox kept its rows.
-//! - **Teardown** clears this thread's testpoint hook and closes the database before the
-//!   folder goes.
+//! - **Teardown** closes the database before the folder goes. The faults' hook lives on the
+//!   world's workspace (`Faults::writes`), so it goes with the world.
 //!
 //! The index's own stamps take the wall clock (see `index_bridge`); everything the engine
 //! decides on runs on the world's simulated clock.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use yoi_engine::db::DbIndex;
 use yoi_engine::routing::Orchestrator;
-use yoi_engine::store::{testpoint, Workspace};
+use yoi_engine::store::Workspace;
 
 use super::faults::{git, install_quiet_crashes, Faults};
 use super::{broken, Broken, Stats, World};
@@ -32,8 +33,9 @@ pub(super) struct Live {
 }
 
 impl Live {
-    fn open(repo: &Path, rt: tokio::runtime::Handle) -> Result<Live, Broken> {
+    fn open(repo: &Path, rt: tokio::runtime::Handle, faults: &Arc<Faults>) -> Result<Live, Broken> {
         let mut ws = Workspace::open(repo).map_err(|e| broken("restart", e.to_string()))?;
+        ws.writes = faults.writes();
         let (db, _) = DbIndex::attach(&mut ws, index_bridge(rt))
             .map_err(|e| broken("restart", e.to_string()))?;
         let orch = Orchestrator::of(&ws);
@@ -140,8 +142,8 @@ impl World {
         base_repo(&repo).map_err(|e| setup(&e))?;
         let repo = repo.canonicalize().map_err(|e| setup(&e))?;
         let rt = runtime().map_err(|e| setup(&e))?;
-        let live = Live::open(&repo, rt.handle().clone())?;
-        let faults = Faults::install(&repo);
+        let faults = Faults::new(&repo);
+        let live = Live::open(&repo, rt.handle().clone(), &faults)?;
         let mut world = World {
             live: Some(live),
             rt,
@@ -169,14 +171,17 @@ impl World {
         if let Some(l) = self.live.take() {
             l.close();
         }
-        self.live = Some(Live::open(&self.repo, self.rt.handle().clone())?);
+        self.live = Some(Live::open(
+            &self.repo,
+            self.rt.handle().clone(),
+            &self.faults,
+        )?);
         Ok(())
     }
 }
 
 impl Drop for World {
     fn drop(&mut self) {
-        testpoint::clear();
         // Closed before the folder goes: a pool closing in the background still touches
         // the database's files while the folder is being removed, which leaves it half there.
         if let Some(l) = self.live.take() {

@@ -12,7 +12,7 @@ use yoi_core::TicketId;
 
 use super::{fingerprint, one_line, stamp, text_field, Ctx, Outcome};
 use crate::error::StoreError;
-use crate::fsutil::{self, read_opt};
+use crate::fsutil::{self};
 use crate::tickets::{ARTIFACTS, ITEM, RELATIONS, THREAD};
 use crate::workspace::Workspace;
 
@@ -102,7 +102,9 @@ pub fn create(ws: &Workspace, ctx: &Ctx, req: &CreateRequest) -> Result<Outcome,
         fs::create_dir_all(staging.join(ARTIFACTS)).map_err(|e| StoreError::io(&staging, e))?;
         let write = |name: &str, text: &str| {
             let p = staging.join(name);
-            fsutil::atomic_write(&p, text.as_bytes()).map_err(|e| StoreError::io(&p, e))
+            ws.writes
+                .atomic_write(&p, text.as_bytes())
+                .map_err(|e| StoreError::io(&p, e))
         };
         write(ITEM, &item.render())?;
         write(THREAD, &event.render())?;
@@ -146,7 +148,11 @@ pub fn create(ws: &Workspace, ctx: &Ctx, req: &CreateRequest) -> Result<Outcome,
 fn find_created_by_op(ws: &Workspace, op: &str) -> Result<Option<(TicketId, Event)>, StoreError> {
     for id in ws.ticket_ids()? {
         let path = ws.path_of(&id, THREAD);
-        let Some(text) = read_opt(&path).map_err(|e| StoreError::io(&path, e))? else {
+        let Some(text) = ws
+            .writes
+            .read_opt(&path)
+            .map_err(|e| StoreError::io(&path, e))?
+        else {
             continue;
         };
         let first = text.lines().next().unwrap_or("");

@@ -26,7 +26,6 @@ use yoi_core::thread::{Event, ParsedThread};
 use yoi_core::{sha256_hex, TicketId, Timestamp};
 
 use crate::error::{Refusal, StoreError};
-use crate::fsutil;
 use crate::index_hook::OpRecord;
 use crate::tickets::THREAD;
 use crate::workspace::Workspace;
@@ -149,7 +148,7 @@ pub(crate) fn replay_of(
         None => None,
     };
     // An operation earlier in this group commit is not in the index yet.
-    if let Some(rec) = recorded.or_else(|| crate::group::queued_operation(op)) {
+    if let Some(rec) = recorded.or_else(|| ws.writes.queued_operation(op)) {
         if rec.fingerprint != fp {
             return Err(conflict());
         }
@@ -168,7 +167,7 @@ pub(crate) fn replay_of(
 
 /// After the files are written (lock still held): update the index and remember the operation.
 pub(crate) fn finish(ws: &Workspace, ctx: &Ctx, fp: &str, mut outcome: Outcome) -> Outcome {
-    crate::testpoint::hit("files.written");
+    ws.writes.hit("files.written");
     if ws.index.is_none() {
         return outcome;
     }
@@ -180,7 +179,7 @@ pub(crate) fn finish(ws: &Workspace, ctx: &Ctx, fp: &str, mut outcome: Outcome) 
         outcome: outcome.clone(),
     });
     // In a group commit the index reads the files once they are in place, at its end.
-    if crate::group::defer_index(&outcome.ticket, record.clone()) {
+    if ws.writes.defer_index(&outcome.ticket, record.clone()) {
         return outcome;
     }
     let Some(index) = &ws.index else {
@@ -226,8 +225,8 @@ pub(crate) fn append_events(
         e.validate()
             .map_err(|err| StoreError::bad_input("event", err.to_string()))?;
     }
-    crate::testpoint::hit("thread.appending");
-    let existing = fsutil::len(&path);
+    ws.writes.hit("thread.appending");
+    let existing = ws.writes.len(&path);
     let mut text = String::new();
     for e in events {
         if existing > 0 || !text.is_empty() {
@@ -235,8 +234,10 @@ pub(crate) fn append_events(
         }
         text.push_str(&e.render());
     }
-    fsutil::append_sync(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))?;
-    crate::testpoint::hit("thread.appended");
+    ws.writes
+        .append_sync(&path, text.as_bytes())
+        .map_err(|e| StoreError::io(&path, e))?;
+    ws.writes.hit("thread.appended");
     Ok(())
 }
 
@@ -258,7 +259,9 @@ pub(crate) fn write_item(
             },
         });
     }
-    fsutil::atomic_write(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))
+    ws.writes
+        .atomic_write(&path, text.as_bytes())
+        .map_err(|e| StoreError::io(&path, e))
 }
 
 /// A required one-line text field of at most `max` characters (counted as given, before

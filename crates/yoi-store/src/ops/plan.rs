@@ -7,7 +7,6 @@ use yoi_core::sha256_hex;
 
 use super::{Ctx, Outcome};
 use crate::error::{Refusal, StoreError};
-use crate::fsutil;
 use crate::tickets::{ARTIFACTS, PLAN};
 use crate::workspace::Workspace;
 
@@ -80,7 +79,8 @@ pub fn add_plan_record(
     let dir = ws.path_of(&id, ARTIFACTS);
     std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
     let path = ws.path_of(&id, PLAN);
-    fsutil::append_sync(&path, record.render_line().as_bytes())
+    ws.writes
+        .append_sync(&path, record.render_line().as_bytes())
         .map_err(|e| StoreError::io(&path, e))?;
     let fp = super::fingerprint(
         "plan_add",

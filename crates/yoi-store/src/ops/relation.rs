@@ -11,7 +11,6 @@ use yoi_core::{State, TicketId};
 use super::edit::fresh;
 use super::{append_events, fingerprint, finish, replay_of, stamp, write_item, Ctx, Outcome};
 use crate::error::{Refusal, StoreError};
-use crate::fsutil;
 use crate::tickets::{ARTIFACTS, RELATIONS};
 use crate::workspace::Workspace;
 
@@ -190,5 +189,7 @@ fn write_relations(
     let dir = ws.path_of(id, ARTIFACTS);
     std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
     let path = ws.path_of(id, RELATIONS);
-    fsutil::atomic_write(&path, file.render().as_bytes()).map_err(|e| StoreError::io(&path, e))
+    ws.writes
+        .atomic_write(&path, file.render().as_bytes())
+        .map_err(|e| StoreError::io(&path, e))
 }

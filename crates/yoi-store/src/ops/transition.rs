@@ -21,7 +21,6 @@ use super::{
     append_events, fingerprint, finish, one_line, replay_of, stamp, write_item, Ctx, Outcome,
 };
 use crate::error::StoreError;
-use crate::fsutil;
 use crate::tickets::{PLAN, RESOLUTION};
 use crate::workspace::Workspace;
 
@@ -148,12 +147,14 @@ fn run(
     append_events(ws, &id, &events)?;
     if let Some(rec) = &effects.plan {
         let path = ws.path_of(&id, PLAN);
-        fsutil::append_sync(&path, rec.render_line().as_bytes())
+        ws.writes
+            .append_sync(&path, rec.render_line().as_bytes())
             .map_err(|e| StoreError::io(&path, e))?;
     }
     let res_path = ws.path_of(&id, RESOLUTION);
     if let Some(text) = &effects.resolution {
-        fsutil::atomic_write(&res_path, text.as_bytes())
+        ws.writes
+            .atomic_write(&res_path, text.as_bytes())
             .map_err(|e| StoreError::io(&res_path, e))?;
     } else if effects.remove_resolution && res_path.exists() {
         std::fs::remove_file(&res_path).map_err(|e| StoreError::io(&res_path, e))?;

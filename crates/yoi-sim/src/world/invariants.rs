@@ -97,7 +97,7 @@ impl World {
     pub(super) fn check_assignments(&self, swept: bool) -> Result<(), Broken> {
         let l = self.live();
         let rows =
-            l.db.block_on(l.db.db.list_assignments(None, 1_000_000))
+            l.db.list_assignments(None, 1_000_000)
                 .map_err(|e| broken("db", e.to_string()))?;
         let mut by_ticket: BTreeMap<&str, Vec<&Assignment>> = BTreeMap::new();
         for r in &rows {
@@ -235,9 +235,7 @@ impl World {
     /// and every thread event has its row.
     pub(super) fn check_outbox(&mut self) -> Result<(), Broken> {
         let l = self.live();
-        let rows =
-            l.db.block_on(l.db.db.outbox())
-                .map_err(|e| broken("db", e.to_string()))?;
+        let rows = l.db.outbox().map_err(|e| broken("db", e.to_string()))?;
         let now: BTreeMap<i64, String> = rows.into_iter().map(|r| (r.seq, r.event_id)).collect();
         for (seq, event) in &self.outbox {
             if now.get(seq) != Some(event) {
@@ -312,7 +310,7 @@ mod tests {
             status: AssignmentStatus::Pending,
             ..Assignment::default()
         };
-        l.db.block_on(l.db.db.create_assignment(&extra)).unwrap();
+        l.db.create_assignment(&extra).unwrap();
         let err = w.step(Action::Route).unwrap_err();
         assert_eq!(err.kind, "live-rows", "{err:?}");
         assert!(err.what.contains("2 live assignments"), "{err:?}");

@@ -129,7 +129,7 @@ impl World {
     pub(super) fn claim(&mut self, p: u32) -> Result<(), Broken> {
         let l = self.live();
         let open =
-            l.db.block_on(l.db.db.open_assignments())
+            l.db.open_assignments()
                 .map_err(|e| broken("db", e.to_string()))?;
         let roles: BTreeSet<String> = open
             .into_iter()
@@ -366,7 +366,7 @@ impl World {
     fn footprint(&self, ticket: &str) -> Result<Footprint, Broken> {
         let l = self.live();
         let rows =
-            l.db.block_on(l.db.db.assignments_of(ticket))
+            l.db.assignments_of(ticket)
                 .map_err(|e| broken("db", e.to_string()))?;
         let id = TicketId::parse(ticket).map_err(|e| broken("db", e.to_string()))?;
         let head = self
@@ -388,7 +388,7 @@ impl World {
         let role = self.pods[k].role;
         let l = self.live();
         let row: Option<Assignment> =
-            l.db.block_on(l.db.db.assignment(id))
+            l.db.assignment(id)
                 .map_err(|e| broken("db", e.to_string()))?;
         let Some(row) = row else {
             return Err(broken("db", format!("assignment {id} is unknown")));

@@ -75,7 +75,7 @@ impl World {
                 continue;
             }
             let rows =
-                l.db.block_on(l.db.db.assignments_of(t.as_str()))
+                l.db.assignments_of(t.as_str())
                     .map_err(|e| broken("db", e.to_string()))?;
             let last = rows.iter().max_by_key(|r| (r.created_ms, r.id.clone()));
             if !last.is_some_and(|r| {
@@ -96,9 +96,7 @@ impl World {
         if self.echo {
             let l = self.live();
             for (t, s) in &self.states {
-                let rows =
-                    l.db.block_on(l.db.db.assignments_of(t.as_str()))
-                        .unwrap_or_default();
+                let rows = l.db.assignments_of(t.as_str()).unwrap_or_default();
                 let last = rows.iter().max_by_key(|r| (r.created_ms, r.id.clone()));
                 eprintln!(
                     "end: {t} {s} {:?}",

@@ -43,7 +43,7 @@ impl Live {
     }
 
     fn close(self) {
-        self.db.block_on(self.db.db.close());
+        self.db.close();
     }
 }
 
@@ -87,7 +87,7 @@ fn base_repo(into: &Path) -> Result<(), String> {
             let (db, _) = DbIndex::attach(&mut ws, index_bridge(rt.handle().clone()))
                 .map_err(|e| e.to_string())?;
             // Closed and checkpointed before anything copies the file.
-            db.block_on(db.db.close());
+            db.close();
             drop(db);
             *slot = Some(dir);
         }

@@ -54,34 +54,33 @@ fn drift_in_every_chunk_is_found(url: Option<String>, rt: tokio::runtime::Runtim
         "7ZZZZZZZZZZZZZZZZZZZZZZZZZ",
     ];
     let url = ws.database_url();
-    index
-        .block_on(async {
-            let pool = &sqlx::AnyPool::connect(&url).await?;
-            sqlx::query("DELETE FROM tickets WHERE id = $1")
-                .bind(first)
-                .execute(pool)
-                .await?;
-            sqlx::query("DELETE FROM events WHERE ticket_id = $1")
-                .bind(second)
-                .execute(pool)
-                .await?;
-            sqlx::query("DELETE FROM outbox WHERE ticket_id = $1")
-                .bind(third)
-                .execute(pool)
-                .await?;
-            for (i, ghost) in ghosts.iter().enumerate() {
-                sqlx::query(
-                    "INSERT INTO events (id, ticket_id, position, kind, attrs, body) \
+    rt.block_on(async {
+        let pool = &sqlx::AnyPool::connect(&url).await?;
+        sqlx::query("DELETE FROM tickets WHERE id = $1")
+            .bind(first)
+            .execute(pool)
+            .await?;
+        sqlx::query("DELETE FROM events WHERE ticket_id = $1")
+            .bind(second)
+            .execute(pool)
+            .await?;
+        sqlx::query("DELETE FROM outbox WHERE ticket_id = $1")
+            .bind(third)
+            .execute(pool)
+            .await?;
+        for (i, ghost) in ghosts.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO events (id, ticket_id, position, kind, attrs, body) \
                      VALUES ($1, $2, 0, 'comment', '[]', '')",
-                )
-                .bind(format!("ghost-event-{i}"))
-                .bind(*ghost)
-                .execute(pool)
-                .await?;
-            }
-            Ok::<_, sqlx::Error>(())
-        })
-        .unwrap();
+            )
+            .bind(format!("ghost-event-{i}"))
+            .bind(*ghost)
+            .execute(pool)
+            .await?;
+        }
+        Ok::<_, sqlx::Error>(())
+    })
+    .unwrap();
     let mut want = vec![
         ("index.missing_ticket", first.to_string()),
         ("index.missing_event", second.to_string()),

@@ -93,7 +93,7 @@ fn checks(index: &DbIndex, ws: &Workspace) -> Vec<(&'static str, String)> {
 
 fn has_event(index: &DbIndex, ticket: &TicketId, event: &str) -> bool {
     index
-        .block_on(index.db.event_keys())
+        .event_keys()
         .unwrap()
         .contains(&(ticket.to_string(), event.to_string()))
 }
@@ -101,7 +101,7 @@ fn has_event(index: &DbIndex, ticket: &TicketId, event: &str) -> bool {
 /// The kinds of the outbox rows standing for `event`.
 fn outbox_rows(index: &DbIndex, event: &str) -> Vec<String> {
     index
-        .block_on(index.db.outbox())
+        .outbox()
         .unwrap()
         .into_iter()
         .filter(|o| o.event_id == event)
@@ -144,7 +144,7 @@ fn comment_written_before_a_crash_reaches_the_index_on_the_next_start(b: Backend
     let fx = Fx::new(b);
     let (ws, index, _) = fx.start();
     let ticket = create(&ws);
-    assert_eq!(index.block_on(index.db.outbox()).unwrap().len(), 1);
+    assert_eq!(index.outbox().unwrap().len(), 1);
 
     fx.crash(&["comment", ticket.as_str(), "written before the crash"]);
 
@@ -157,7 +157,7 @@ fn comment_written_before_a_crash_reaches_the_index_on_the_next_start(b: Backend
     // ...the database does not, and doctor names exactly that gap.
     assert!(!has_event(&index, &ticket, &id));
     assert_eq!(outbox_rows(&index, &id), Vec::<String>::new());
-    assert_eq!(index.block_on(index.db.outbox()).unwrap().len(), 1);
+    assert_eq!(index.outbox().unwrap().len(), 1);
     let t = ticket.to_string();
     assert_eq!(
         checks(&index, &ws),
@@ -174,10 +174,7 @@ fn comment_written_before_a_crash_reaches_the_index_on_the_next_start(b: Backend
     assert_eq!((stats.reindexed, stats.outbox_added), (1, 1), "{stats:?}");
     assert!(has_event(&index, &ticket, &id));
     assert_eq!(outbox_rows(&index, &id), vec!["ticket_commented"]);
-    let row = index
-        .block_on(index.db.indexed_ticket(&ticket))
-        .unwrap()
-        .unwrap();
+    let row = index.indexed_ticket(&ticket).unwrap().unwrap();
     assert_eq!(row.updated_at, "2026-11-29T11:00:00Z");
     assert_eq!(checks(&index, &ws), Vec::new());
     let report = doctor::run_with_index(&ws, &index, false).unwrap();
@@ -201,13 +198,7 @@ fn state_change_written_before_a_crash_reaches_the_index_on_the_next_start(b: Ba
     let event = ws.read_thread(&ticket).unwrap().events.pop().unwrap();
     assert_eq!(event.get("to"), Some("ready"));
     let id = event.id().unwrap().to_string();
-    let row = |index: &DbIndex| {
-        index
-            .block_on(index.db.indexed_ticket(&ticket))
-            .unwrap()
-            .unwrap()
-            .state
-    };
+    let row = |index: &DbIndex| index.indexed_ticket(&ticket).unwrap().unwrap().state;
     assert_eq!(row(&index), State::Planning, "the index missed the change");
     assert_eq!(outbox_rows(&index, &id), Vec::<String>::new());
     let t = ticket.to_string();

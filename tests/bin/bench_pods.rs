@@ -197,10 +197,7 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     let (_, token) = db
-        .block_on(
-            db.db
-                .create_token("bench", &Scope::Pod("coder".into()), "bench", 0),
-        )
+        .create_token("bench", &Scope::Pod("coder".into()), "bench", 0)
         .unwrap();
     let (mut server, addr) = yoi_tests::yoi_serve(&yoi, root);
 

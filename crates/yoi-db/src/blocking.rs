@@ -172,14 +172,6 @@ impl DbIndex {
         self.bridge.run(f)
     }
 
-    /// Temporary: the simulator's call sites still run their own futures; they move to the
-    /// named methods once `yoi-sim/src/world.rs` is split. Nothing else may call this
-    /// (`scripts/check-boundaries`).
-    #[doc(hidden)]
-    pub fn block_on<F: Future>(&self, f: F) -> F::Output {
-        self.run(f)
-    }
-
     /// Run a database future on the index's runtime while the caller goes on.
     pub(crate) fn spawn<F>(&self, f: F) -> tokio::task::JoinHandle<F::Output>
     where

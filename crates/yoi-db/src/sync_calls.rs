@@ -9,8 +9,8 @@ use yoi_store::query::{ListFilter, RelationView, TicketSummary};
 use yoi_store::StoreError;
 
 use super::{
-    ActivationRow, Assignment, DbIndex, DeadDelivery, Finish, OutboxEvent, OutboxKey, Page, PodRow,
-    PodState, Scope, Span, SpanRows, TokenInfo, Undelivered, Waiting,
+    ActivationRow, Assignment, DbIndex, DeadDelivery, Finish, IndexedTicket, OutboxEvent,
+    OutboxKey, Page, PodRow, PodState, Scope, Span, SpanRows, TokenInfo, Undelivered, Waiting,
 };
 
 /// Assignments: the steps of a ticket's flow and their attempts.
@@ -208,6 +208,10 @@ impl DbIndex {
         self.run(self.db.span_rows(span))
     }
 
+    pub fn event_keys(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.run(self.db.event_keys())
+    }
+
     pub fn outbox_keys_of(&self, ticket: &str) -> Result<Vec<OutboxKey>, StoreError> {
         self.run(self.db.outbox_keys_of(ticket))
     }
@@ -269,6 +273,10 @@ impl DbIndex {
         limit: usize,
     ) -> Result<Page, StoreError> {
         self.run(self.db.list(filter, search, after, limit))
+    }
+
+    pub fn indexed_ticket(&self, id: &TicketId) -> Result<Option<IndexedTicket>, StoreError> {
+        self.run(self.db.indexed_ticket(id))
     }
 
     pub fn relation_view(&self, id: &TicketId) -> Result<Option<RelationView>, StoreError> {

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{normalize, Repo, COMPLETE_BRIEF};
+use yoi_testkit::until_the_file_clock_passes;
 
 #[test]
 fn init_refuses_outside_a_git_repository() {
@@ -470,39 +471,6 @@ fn doctor_keeps_its_cache_only_when_asked_and_sees_an_edit_made_after_it() {
         "{}",
         out.stdout
     );
-}
-
-/// Wait until the file system's clock has moved past every time (modification and change)
-/// of `dir` and what it holds: a file made in `probe_in` (on the same file system) from then
-/// on gets a later time, as the doctor's pass does when it starts.
-fn until_the_file_clock_passes(dir: &std::path::Path, probe_in: &std::path::Path) {
-    use std::os::unix::fs::MetadataExt;
-    fn latest(path: &std::path::Path) -> i64 {
-        let m = std::fs::symlink_metadata(path).unwrap();
-        let own = (m.mtime() * 1_000_000_000 + m.mtime_nsec())
-            .max(m.ctime() * 1_000_000_000 + m.ctime_nsec());
-        if !m.is_dir() {
-            return own;
-        }
-        std::fs::read_dir(path)
-            .unwrap()
-            .map(|e| latest(&e.unwrap().path()))
-            .fold(own, i64::max)
-    }
-    let last = latest(dir);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        // Unnamed, so the folder it is made in does not change.
-        let m = tempfile::tempfile_in(probe_in).unwrap().metadata().unwrap();
-        if m.mtime() * 1_000_000_000 + m.mtime_nsec() > last {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the file system's clock did not move past {last}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
 }
 
 #[test]

@@ -77,8 +77,39 @@ pub fn dashboard_session(link: &str) -> String {
 /// The wall clock in milliseconds since the Unix epoch: the clock tests give the database index
 /// (`yoi_db::Bridge`), which never reads one itself.
 pub fn wall_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    yoi_core::time::unix_ms(std::time::SystemTime::now())
+}
+
+/// Wait until the file system's clock has moved past every time (modification and change) of
+/// `dir` and what it holds: a file made in `probe_in` (on the same file system) from then on
+/// gets a later time, as a doctor pass's cache file does when the pass starts. Waits on the
+/// clock it is about, not on a guess of its tick; panics after 10 s.
+pub fn until_the_file_clock_passes(dir: &Path, probe_in: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    fn latest(path: &Path) -> i64 {
+        let m = std::fs::symlink_metadata(path).unwrap();
+        let own = (m.mtime() * 1_000_000_000 + m.mtime_nsec())
+            .max(m.ctime() * 1_000_000_000 + m.ctime_nsec());
+        if !m.is_dir() {
+            return own;
+        }
+        std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| latest(&e.unwrap().path()))
+            .fold(own, i64::max)
+    }
+    let last = latest(dir);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        // Unnamed, so the folder it is made in does not change.
+        let m = tempfile::tempfile_in(probe_in).unwrap().metadata().unwrap();
+        if m.mtime() * 1_000_000_000 + m.mtime_nsec() > last {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the file system's clock did not move past {last}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }

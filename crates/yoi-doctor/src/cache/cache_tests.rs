@@ -14,6 +14,7 @@ use yoi_store::dirfd::FileMeta;
 use yoi_store::ops::{self, CommentRequest, CreateRequest, Ctx, PlanRequest, RelationRequest};
 use yoi_store::tickets::{ITEM, THREAD};
 use yoi_store::workspace::Workspace;
+use yoi_testkit::until_the_file_clock_passes;
 
 use super::cache_file::FOOTER;
 use super::{Cache, Entry, Stamped, Stamps, FILE};
@@ -74,45 +75,8 @@ fn fixture() -> Fx {
         "<!-- event: comment author: bob at: 2026-11-29T11:00:00Z -->\n## Note\nold\n\n---\n",
     );
     std::fs::write(&thread, text).unwrap();
-    until_the_file_clock_passes(&ws);
+    until_the_file_clock_passes(&ws.tickets_dir(), &ws.local_dir());
     Fx { _dir: dir, ws, ids }
-}
-
-/// Wait until the file system's clock has moved past every time (modification and change) of
-/// the tickets and what they hold: a file made from then on (the next pass's cache file, made
-/// when the pass starts) gets a later time, so the pass may keep every ticket. Waits on the
-/// clock it is about, not on a guess of its tick.
-fn until_the_file_clock_passes(ws: &Workspace) {
-    use std::os::unix::fs::MetadataExt;
-    fn latest(path: &std::path::Path) -> i64 {
-        let m = std::fs::symlink_metadata(path).unwrap();
-        let own = (m.mtime() * 1_000_000_000 + m.mtime_nsec())
-            .max(m.ctime() * 1_000_000_000 + m.ctime_nsec());
-        if !m.is_dir() {
-            return own;
-        }
-        std::fs::read_dir(path)
-            .unwrap()
-            .map(|e| latest(&e.unwrap().path()))
-            .fold(own, i64::max)
-    }
-    let last = latest(&ws.tickets_dir());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        // Unnamed, so the folder it is made in does not change.
-        let m = tempfile::tempfile_in(ws.local_dir())
-            .unwrap()
-            .metadata()
-            .unwrap();
-        if m.mtime() * 1_000_000_000 + m.mtime_nsec() > last {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the file system's clock did not move past {last}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
 }
 
 /// One pass over every ticket through `cache`, as doctor makes it; returns the scans.
@@ -240,7 +204,7 @@ fn any_change_in_a_ticket_folder_has_it_read_again() {
         .any(|f| f.check == "layout.stray_file" && f.seen.contains("notes.txt")));
     // The next pass reuses every entry that pass could keep: not those of files changed
     // within its first clock tick (racy), which it reads again and keeps.
-    until_the_file_clock_passes(&fx.ws);
+    until_the_file_clock_passes(&fx.ws.tickets_dir(), &fx.ws.local_dir());
     let next = pass(&fx);
     let kept: Vec<bool> = after.iter().map(|s| s.cache.is_some()).collect();
     assert_eq!(reused(&next), kept);

@@ -3,7 +3,8 @@
 //! attaching the index runs the incremental reindex — brings the index and the outbox back in
 //! line, with exactly one outbox row per event. Every case runs on SQLite and on PostgreSQL.
 
-use yoi_testkit::pg;
+use yoi_testkit::on_both_backends;
+use yoi_testkit::pg::{self, Backend};
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
@@ -20,12 +21,6 @@ const BRIEF: &str =
 /// What the helper prints right before `abort()`; see tests/bin/crash_before_index.rs.
 const MARKER: &str = "yoi-crash-before-index: files written, aborting before the index";
 const SIGABRT: i32 = 6;
-
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
 
 struct Fx {
     dir: tempfile::TempDir,
@@ -107,21 +102,6 @@ fn outbox_rows(index: &DbIndex, event: &str) -> Vec<String> {
         .filter(|o| o.event_id == event)
         .map(|o| o.kind)
         .collect()
-}
-
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[test]
-            fn sqlite() {
-                super::$name(super::Backend::Sqlite)
-            }
-            #[test]
-            fn postgres() {
-                super::$name(super::Backend::Postgres)
-            }
-        }
-    )*};
 }
 
 on_both_backends!(

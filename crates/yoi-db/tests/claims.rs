@@ -2,17 +2,12 @@
 //! never share a row, the schema allows one live attempt per step, and every fenced statement
 //! changes nothing unless it holds the live claim.
 
-use yoi_testkit::pg;
+use yoi_testkit::on_both_backends;
+use yoi_testkit::pg::{self, Backend};
 
 use std::sync::{Arc, Barrier};
 
 use yoi_db::{Assignment, AssignmentStatus, Db, Finish, PodRow, PodState};
-
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
 
 struct Fx {
     _dir: tempfile::TempDir,
@@ -66,21 +61,6 @@ fn done() -> Finish {
         error: None,
         log_path: None,
     }
-}
-
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[test]
-            fn sqlite() {
-                super::$name(super::Backend::Sqlite)
-            }
-            #[test]
-            fn postgres() {
-                super::$name(super::Backend::Postgres)
-            }
-        }
-    )*};
 }
 
 on_both_backends!(

@@ -1,7 +1,8 @@
 //! The database index, outbox and operation records — every case runs on SQLite and on a real
 //! PostgreSQL (see `yoi_testkit::pg`), through the same code.
 
-use yoi_testkit::pg;
+use yoi_testkit::on_both_backends;
+use yoi_testkit::pg::{self, Backend};
 
 use std::sync::Arc;
 
@@ -20,12 +21,6 @@ use yoi_store::{Ctx, StoreError, Workspace};
 
 const BRIEF: &str =
     "## Intent\nDo it.\n\n## Acceptance criteria\n- done\n\n## Validation\n`true`\n";
-
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
 
 struct Fx {
     _dir: tempfile::TempDir,
@@ -140,21 +135,6 @@ fn alice() -> Ctx {
         Principal::human("alice"),
         Timestamp::parse("2026-11-29T10:00:00Z").unwrap(),
     )
-}
-
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[test]
-            fn sqlite() {
-                super::$name(super::Backend::Sqlite)
-            }
-            #[test]
-            fn postgres() {
-                super::$name(super::Backend::Postgres)
-            }
-        }
-    )*};
 }
 
 on_both_backends!(

@@ -177,3 +177,28 @@ pub fn database() -> String {
     }
     format!("postgres://yoi@127.0.0.1:{}/{name}", cluster.port)
 }
+
+/// Which database a test runs on: the embedded SQLite or the throwaway PostgreSQL cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// For each named test function taking a [`Backend`], a module with a `sqlite` and a
+/// `postgres` test: the same case on both databases in one `cargo test`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$name($crate::pg::Backend::Sqlite)
+            }
+            #[test]
+            fn postgres() {
+                super::$name($crate::pg::Backend::Postgres)
+            }
+        }
+    )*};
+}

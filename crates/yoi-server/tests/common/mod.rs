@@ -25,11 +25,7 @@ use yoi_store::{Ctx, Workspace};
 pub use yoi_testkit::git;
 
 /// Which database the server indexes into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
+pub use yoi_testkit::pg::Backend;
 
 /// A brief with every required section, so `mark-ready` accepts it.
 pub const COMPLETE_BRIEF: &str = "## Intent\nMake it work.\n\n## Acceptance criteria\n- it works\n\n## Validation\n`cargo test`\n";

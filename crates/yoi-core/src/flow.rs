@@ -39,11 +39,6 @@ pub const BUILTIN: &str = "coder-review";
 pub const SCHEMA_VERSION: u32 = 1;
 /// The built-in flow's first step, whose attempts work in `.attempt-N` folders.
 pub const IMPLEMENT: &str = "implement";
-/// Step ids yoi uses itself: bringing a moved target in, and validating a computed merge.
-pub const RESERVED_STEPS: [&str; 2] = [
-    ServiceStep::Integrate.as_str(),
-    ServiceStep::MergeVerify.as_str(),
-];
 /// The role of the step the service runs itself.
 pub const SERVICE: &str = Role::Service.as_str();
 
@@ -317,7 +312,7 @@ pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem
         if !valid_name(&s.id) {
             bad("an id is lowercase letters, digits and `-`, starting with a letter".into());
         }
-        if RESERVED_STEPS.contains(&s.id.as_str()) {
+        if ServiceStep::parse(&s.id).is_some() {
             bad(format!(
                 "`{}` is a step yoi runs itself; choose another id",
                 s.id

@@ -5,11 +5,16 @@
 //! `fstat` that `opendir` makes and the copies of every entry's name and of the folder's path,
 //! and per file the walk of the whole path from the root (`openat` resolves one name). The
 //! listing reads `getdents64` into a buffer kept for the thread.
+//!
+//! Below the folder first opened, nothing follows a symbolic link: a folder or file is opened
+//! with `O_NOFOLLOW` (a link fails with `ELOOP`), and a listing reports a link as a link,
+//! never as the folder or file it leads to, so no pass reads or lists what a link points at
+//! ([`crate::beneath`] says why).
 
 use std::cell::RefCell;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -18,8 +23,10 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub name: String,
-    /// A folder, or a symbolic link to one.
+    /// A folder (a symbolic link is not one, whatever it leads to).
     pub is_dir: bool,
+    /// A symbolic link, which nothing here follows.
+    pub is_link: bool,
 }
 
 /// An open folder.
@@ -42,36 +49,55 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 const OPEN_DIR: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
 /// `O_NONBLOCK`: opening a named pipe where a file should be returns at once instead of
 /// waiting for a writer (it does nothing to a regular file).
-const OPEN_FILE: libc::c_int = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK;
+const OPEN_FILE: libc::c_int =
+    libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_NOFOLLOW;
 
 impl Dir {
+    /// The folder at `path`, following links on the way as any path does.
     pub fn open(path: &Path) -> io::Result<Dir> {
-        let c = c_name(path.as_os_str().as_bytes())?;
-        // SAFETY: `c` is a NUL-terminated string that outlives the call.
-        let fd = cvt(unsafe { libc::open(c.as_ptr(), OPEN_DIR) })?;
-        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Dir::open_with(path, OPEN_DIR)
+    }
+
+    /// The folder at `path`, refused (`ELOOP`) when `path` itself is a symbolic link: a ticket
+    /// folder, opened by its full path.
+    pub fn open_no_link(path: &Path) -> io::Result<Dir> {
+        Dir::open_with(path, OPEN_DIR | libc::O_NOFOLLOW)
+    }
+
+    fn open_with(path: &Path, flags: libc::c_int) -> io::Result<Dir> {
         Ok(Dir {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd: crate::beneath::open_at(None, path.as_os_str().as_bytes(), flags)?,
         })
     }
 
     fn open_at(&self, name: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
-        let c = c_name(name.as_bytes())?;
-        // SAFETY: `self.fd` is an open folder and `c` a NUL-terminated string.
-        let fd = cvt(unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags) })?;
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        crate::beneath::open_at(Some(&self.fd), name.as_bytes(), flags)
     }
 
-    /// The folder `name` inside this one.
+    /// The folder `name` inside this one (not a link to one).
     pub fn open_dir(&self, name: &str) -> io::Result<Dir> {
         Ok(Dir {
-            fd: self.open_at(name, OPEN_DIR)?,
+            fd: self.open_at(name, OPEN_DIR | libc::O_NOFOLLOW)?,
         })
     }
 
-    /// Every entry but `.` and `..`, sorted by name. A symbolic link counts as a folder when
-    /// it leads to one.
+    /// The file `path` (names split by `/`) below this folder, each folder on the way and the
+    /// file itself opened without following a link.
+    fn open_file(&self, path: &str) -> io::Result<OwnedFd> {
+        match path.rsplit_once('/') {
+            None => self.open_at(path, OPEN_FILE),
+            Some((dirs, name)) => {
+                let mut dir = self.open_dir(dirs.split('/').next().unwrap_or(dirs))?;
+                for part in dirs.split('/').skip(1) {
+                    dir = dir.open_dir(part)?;
+                }
+                dir.open_at(name, OPEN_FILE)
+            }
+        }
+    }
+
+    /// Every entry but `.` and `..`, sorted by name. A symbolic link is marked as one and is
+    /// neither a folder nor a file here.
     pub fn list(&self) -> io::Result<Vec<Entry>> {
         thread_local! {
             static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0; 32 * 1024]);
@@ -116,22 +142,19 @@ impl Dir {
                 if name == b"." || name == b".." {
                     continue;
                 }
-                let is_dir = match kind {
-                    libc::DT_DIR => true,
-                    libc::DT_LNK => self.stat(name, true).is_ok_and(is_dir),
+                let (is_dir, is_link) = match kind {
+                    libc::DT_DIR => (true, false),
+                    libc::DT_LNK => (false, true),
                     libc::DT_UNKNOWN => {
                         let st = self.stat(name, false)?;
-                        if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
-                            self.stat(name, true).is_ok_and(is_dir)
-                        } else {
-                            is_dir(st)
-                        }
+                        (is_dir(st), st.st_mode & libc::S_IFMT == libc::S_IFLNK)
                     }
-                    _ => false,
+                    _ => (false, false),
                 };
                 out.push(Entry {
                     name: String::from_utf8_lossy(name).into_owned(),
                     is_dir,
+                    is_link,
                 });
             }
         })?;
@@ -156,8 +179,10 @@ impl Dir {
     /// `fstat` gave, so a short read cannot cut a file the index then fingerprints; bytes
     /// appended meanwhile make the size disagree with the text, which the next check sees as
     /// a change.
+    /// `name` may name a file in a subfolder (`artifacts/relations.json`); no link on the way
+    /// is followed.
     pub fn read_stat_into(&self, name: &str, buf: &mut Vec<u8>) -> io::Result<FileMeta> {
-        let fd = self.open_at(name, OPEN_FILE)?;
+        let fd = self.open_file(name)?;
         let st = fstat(&fd)?;
         if st.st_mode & libc::S_IFMT != libc::S_IFREG {
             let e = if is_dir(st) {
@@ -177,10 +202,11 @@ impl Dir {
         fstat(&self.fd).map(|st| FileMeta::of(&st))
     }
 
-    /// What `stat` says of `path` (relative to this folder), following symbolic links as
-    /// opening it does.
+    /// What `stat` says of `path` (relative to this folder), of a symbolic link itself, as
+    /// opening it (which refuses it) sees it.
     pub fn meta_of(&self, path: &str) -> io::Result<FileMeta> {
-        self.stat(path.as_bytes(), true).map(|st| FileMeta::of(&st))
+        self.stat(path.as_bytes(), false)
+            .map(|st| FileMeta::of(&st))
     }
 }
 
@@ -296,17 +322,23 @@ mod tests {
             .unwrap()
             .map(|e| {
                 let e = e.unwrap();
+                let t = e.file_type().unwrap();
                 Entry {
                     name: e.file_name().to_string_lossy().into_owned(),
-                    is_dir: e.path().is_dir(),
+                    is_dir: t.is_dir(),
+                    is_link: t.is_symlink(),
                 }
             })
             .collect();
         want.sort_by(|a, b| a.name.cmp(&b.name));
         assert_eq!(listed.len(), 1500 + 6);
         assert_eq!(listed, want);
-        assert!(listed.iter().any(|e| e.name == "to-sub" && e.is_dir));
-        assert!(listed.iter().any(|e| e.name == "dangling" && !e.is_dir));
+        assert!(listed
+            .iter()
+            .any(|e| e.name == "to-sub" && !e.is_dir && e.is_link));
+        assert!(listed
+            .iter()
+            .any(|e| e.name == "dangling" && !e.is_dir && e.is_link));
 
         use std::os::unix::fs::MetadataExt;
         let mut buf = b"left over".to_vec();
@@ -314,9 +346,9 @@ mod tests {
         assert_eq!(buf, big);
         dir.read_stat_into("a.md", &mut buf).unwrap();
         assert!(buf.is_empty());
-        // With the size and time `std::fs::metadata` reports, through a symbolic link too.
+        // With the size and time `std::fs::metadata` reports.
         std::os::unix::fs::symlink(root.join("big"), root.join("to-big")).unwrap();
-        for name in ["big", "b.md", "to-big"] {
+        for name in ["big", "b.md"] {
             let meta = dir.read_stat_into(name, &mut buf).unwrap();
             let want = std::fs::metadata(root.join(name)).unwrap();
             assert_eq!(buf, std::fs::read(root.join(name)).unwrap());
@@ -330,6 +362,24 @@ mod tests {
             // `stat` through the folder, and `fstat` of a folder, say the same.
             assert_eq!(dir.meta_of(name).unwrap(), meta);
         }
+        // A link is not followed, to a file or a folder, at the end of a name or on the way.
+        std::fs::write(root.join("sub/in.md"), "in").unwrap();
+        for name in ["to-big", "to-sub/in.md"] {
+            let e = dir.read_stat_into(name, &mut buf).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{name}");
+        }
+        dir.read_stat_into("sub/in.md", &mut buf).unwrap();
+        assert_eq!(buf, b"in");
+        assert_eq!(
+            dir.open_dir("to-sub").err().and_then(|e| e.raw_os_error()),
+            Some(libc::ELOOP)
+        );
+        assert_eq!(
+            Dir::open_no_link(&root.join("to-sub"))
+                .err()
+                .and_then(|e| e.raw_os_error()),
+            Some(libc::ELOOP)
+        );
         let sub = dir.open_dir("sub").unwrap();
         assert_eq!(sub.meta().unwrap(), dir.meta_of("sub").unwrap());
         assert_eq!(

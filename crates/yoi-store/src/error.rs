@@ -12,6 +12,9 @@ use yoi_core::relation::{Blocker, RelationKind};
 use yoi_core::state::{State, TransitionError};
 use yoi_core::TicketId;
 
+/// Why a path beneath the tickets folder that is, or passes through, a symbolic link is refused.
+pub const LINK_REASON: &str = "it, or a folder above it inside the tickets folder, is a symbolic link, and yoi follows no links there: replace the link with the real file or folder (`yoi ticket doctor` reports it as layout.symlink)";
+
 #[derive(Debug, Error)]
 pub enum StoreError {
     #[error("{}: {source}", path.display())]
@@ -100,7 +103,21 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// An I/O error on `path`. Two kinds are damage to the files rather than a failure of the
+    /// machine, and become [`StoreError::Invalid`] (`corrupt_file`, naming the path): a
+    /// symbolic link where yoi follows none ([`crate::beneath`]), and text that is not UTF-8
+    /// (with its line).
     pub fn io(path: &Path, source: std::io::Error) -> Self {
+        if crate::beneath::is_link(&source) {
+            return StoreError::invalid(path, None, LINK_REASON);
+        }
+        if let Some(bad) = crate::beneath::not_utf8(&source) {
+            return StoreError::invalid(
+                path,
+                Some(bad.line),
+                format!("not UTF-8 (byte {})", bad.byte),
+            );
+        }
         StoreError::Io {
             path: path.to_path_buf(),
             source,

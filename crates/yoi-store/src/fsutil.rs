@@ -83,12 +83,7 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Read a file, mapping "not found" to `None`.
 pub fn read_opt(path: &Path) -> io::Result<Option<String>> {
     match fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("not UTF-8 (byte {})", e.utf8_error().valid_up_to()),
-            )
-        }),
+        Ok(bytes) => crate::beneath::utf8(bytes).map(Some),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }

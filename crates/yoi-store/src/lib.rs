@@ -11,6 +11,7 @@
 //! attaches through [`index_hook::IndexHook`] (the `yoi-db` crate implements it); the doctor
 //! lives in `yoi-doctor`.
 
+pub mod beneath;
 pub mod config;
 pub mod dirfd;
 pub mod error;

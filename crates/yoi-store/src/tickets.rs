@@ -14,7 +14,9 @@ use yoi_core::resolution::parse_resolution;
 use yoi_core::state::State;
 use yoi_core::thread::{parse_thread, ParsedThread};
 
-use crate::error::StoreError;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{StoreError, LINK_REASON};
 use crate::workspace::Workspace;
 use crate::writes::Writes;
 
@@ -24,6 +26,21 @@ pub const RESOLUTION: &str = "resolution.md";
 pub const ARTIFACTS: &str = "artifacts";
 pub const RELATIONS: &str = "artifacts/relations.json";
 pub const PLAN: &str = "artifacts/orchestration-plan.jsonl";
+
+/// A ticket yoi cannot read ([`Workspace::diagnose`]): which file, where, why, and the doctor
+/// check whose finding says more. Listed beside the readable tickets, never instead of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokenTicket {
+    pub id: TicketId,
+    /// The broken file, or the ticket folder, relative to the repository root.
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    pub reason: String,
+    /// The doctor check that reports it (`item.parse`, `file.unreadable`,
+    /// `ticket.missing_item` or `layout.symlink`).
+    pub check: String,
+}
 
 /// Everything recorded for one ticket.
 #[derive(Debug, Clone)]
@@ -69,15 +86,82 @@ impl Workspace {
         Ok(ids)
     }
 
-    /// Resolve a full id or a unique suffix of at least four characters.
+    /// Resolve a full id or a unique suffix of at least four characters. A broken ticket
+    /// ([`Workspace::holds_ticket`]) resolves too, so reading it names what is broken instead
+    /// of saying there is no such ticket.
     pub fn resolve(&self, query: &str) -> Result<TicketId, StoreError> {
         // Fast path: an exact id whose folder exists.
         if let Ok(id) = TicketId::parse(&query.trim().to_ascii_uppercase()) {
-            if self.ticket_dir(&id).join(ITEM).is_file() {
+            if self.ticket_dir(&id).join(ITEM).is_file() || self.holds_ticket(&id) {
                 return Ok(id);
             }
         }
-        Ok(id::resolve(query, &self.ticket_ids()?)?)
+        let mut ids = self.ticket_folders()?;
+        ids.retain(|id| self.holds_ticket(id));
+        Ok(id::resolve(query, &ids)?)
+    }
+
+    /// Whether the folder of `id` holds a ticket, readable or not: item.md or thread.md is
+    /// there (as anything, a symbolic link too), or the folder itself is a link.
+    pub fn holds_ticket(&self, id: &TicketId) -> bool {
+        let dir = self.ticket_dir(id);
+        match fs::symlink_metadata(&dir) {
+            Ok(m) if m.file_type().is_symlink() => true,
+            Ok(m) if m.is_dir() => [ITEM, THREAD]
+                .iter()
+                .any(|f| fs::symlink_metadata(dir.join(f)).is_ok()),
+            _ => false,
+        }
+    }
+
+    /// What keeps yoi from reading ticket `id`, if anything: a symbolic link for its folder,
+    /// an item.md that is missing, a link, not UTF-8 or not valid frontmatter, or a thread.md
+    /// that is a link or not UTF-8. The first problem found, named as doctor names it.
+    pub fn diagnose(&self, id: &TicketId) -> Option<BrokenTicket> {
+        let broken = |path: &Path, line: Option<usize>, reason: String, check: &str| {
+            Some(BrokenTicket {
+                id: id.clone(),
+                path: self.rel(path),
+                line,
+                reason,
+                check: check.to_string(),
+            })
+        };
+        let dir = self.ticket_dir(id);
+        if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return broken(&dir, None, LINK_REASON.into(), "layout.symlink");
+        }
+        let unreadable = |path: &Path, e: std::io::Error| {
+            if crate::beneath::is_link(&e) {
+                return broken(path, None, LINK_REASON.into(), "layout.symlink");
+            }
+            match crate::beneath::not_utf8(&e) {
+                Some(bad) => broken(path, Some(bad.line), bad.to_string(), "file.unreadable"),
+                None => broken(path, None, e.to_string(), "file.unreadable"),
+            }
+        };
+        let item = self.path_of(id, ITEM);
+        match self.writes.read_opt(&item) {
+            Err(e) => return unreadable(&item, e),
+            Ok(None) => {
+                return broken(
+                    &item,
+                    None,
+                    "item.md is missing".into(),
+                    "ticket.missing_item",
+                )
+            }
+            Ok(Some(text)) => {
+                if let Err(e) = Item::parse(&text) {
+                    return broken(&item, e.line, e.reason, "item.parse");
+                }
+            }
+        }
+        let thread = self.path_of(id, THREAD);
+        match self.writes.read_opt(&thread) {
+            Err(e) => unreadable(&thread, e),
+            Ok(_) => None,
+        }
     }
 
     pub fn path_of(&self, id: &TicketId, file: &str) -> PathBuf {

@@ -52,12 +52,13 @@ impl Workspace {
             });
         }
         let config = Config::load(&yoi.join(CONFIG_FILE))?;
+        let writes = Writes::default().beneath(&config.tickets_dir(root));
         Ok(Workspace {
             root: root.to_path_buf(),
             config,
             holder: format!("pid {}", std::process::id()),
             index: None,
-            writes: Writes::default(),
+            writes,
         })
     }
 

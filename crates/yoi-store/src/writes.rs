@@ -14,14 +14,16 @@
 //! costs one branch.
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use yoi_core::TicketId;
 
+use crate::beneath;
 use crate::fsutil::{self, mtime_ns};
 use crate::group::Group;
 use crate::index_hook::OpRecord;
@@ -42,6 +44,9 @@ struct Points {
 pub struct Writes {
     group: Option<Arc<Mutex<Group>>>,
     points: Option<Arc<Points>>,
+    /// The tickets folder: every file beneath it is read and written without following a
+    /// symbolic link ([`crate::beneath`]).
+    beneath: Option<Arc<PathBuf>>,
 }
 
 impl fmt::Debug for Writes {
@@ -71,7 +76,24 @@ impl Writes {
                 hook: Box::new(hook),
                 running: AtomicBool::new(false),
             })),
+            beneath: self.beneath.clone(),
         }
+    }
+
+    /// These writes, following no symbolic link beneath `tickets` ([`crate::beneath`]).
+    pub fn beneath(&self, tickets: &Path) -> Writes {
+        Writes {
+            beneath: Some(Arc::new(tickets.to_path_buf())),
+            ..self.clone()
+        }
+    }
+
+    /// The folder `path` must be opened beneath without following links, when it lies in it.
+    fn base_of(&self, path: &Path) -> Option<&Path> {
+        self.beneath
+            .as_deref()
+            .map(PathBuf::as_path)
+            .filter(|b| path.starts_with(b))
     }
 
     /// These writes, deferred to the end of `group`.
@@ -79,6 +101,7 @@ impl Writes {
         Writes {
             group: Some(group),
             points: self.points.clone(),
+            beneath: self.beneath.clone(),
         }
     }
 
@@ -113,12 +136,23 @@ impl Writes {
     /// Replace `path` with `bytes` atomically: durable on return alone; in a group, the sync
     /// and the rename wait for the group's end.
     pub fn atomic_write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let base = self.base_of(path);
         let Some(mut group) = self.group() else {
-            return fsutil::atomic_write(path, bytes);
+            return match base {
+                Some(base) => beneath::atomic_write(base, path, bytes),
+                None => fsutil::atomic_write(path, bytes),
+            };
         };
+        if let Some(base) = base {
+            beneath::check_folders(base, path)?;
+        }
         let tmp = fsutil::temp_path(path);
         let result = (|| {
-            let mut f = File::create(&tmp)?;
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
             f.write_all(bytes)?;
             group.defer_rename(&tmp, path);
             group.unsynced.push(f);
@@ -133,14 +167,22 @@ impl Writes {
     /// Append `bytes` to `path` (created when missing): synced on return alone; in a group,
     /// the sync waits for the group's end.
     pub fn append_sync(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let base = self.base_of(path);
         let Some(mut group) = self.group() else {
-            return fsutil::append_sync(path, bytes);
+            return match base {
+                Some(base) => beneath::append_sync(base, path, bytes),
+                None => fsutil::append_sync(path, bytes),
+            };
         };
         let target = group.pending(path);
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(target.as_deref().unwrap_or(path))?;
+        let mut f = match (base, &target) {
+            (Some(base), None) => beneath::open_append(base, path)?,
+            _ => OpenOptions::new()
+                .create(true)
+                .append(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(target.as_deref().unwrap_or(path))?,
+        };
         let before = f.metadata()?;
         group.note_append(path, before.len() as i64, mtime_ns(&before));
         f.write_all(bytes)?;
@@ -152,7 +194,11 @@ impl Writes {
     /// "not found" is `None`.
     pub fn read_opt(&self, path: &Path) -> io::Result<Option<String>> {
         let target = self.pending(path);
-        fsutil::read_opt(target.as_deref().unwrap_or(path))
+        match (self.base_of(path), target) {
+            (_, Some(t)) => fsutil::read_opt(&t),
+            (Some(base), None) => beneath::read_opt(base, path),
+            (None, None) => fsutil::read_opt(path),
+        }
     }
 
     /// The length of `path` as [`Writes::read_opt`] would read it (0 when there is none).

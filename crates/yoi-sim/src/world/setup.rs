@@ -35,7 +35,7 @@ pub(super) struct Live {
 impl Live {
     fn open(repo: &Path, rt: tokio::runtime::Handle, faults: &Arc<Faults>) -> Result<Live, Broken> {
         let mut ws = Workspace::open(repo).map_err(|e| broken("restart", e.to_string()))?;
-        ws.writes = faults.writes();
+        ws.writes = faults.writes().beneath(&ws.tickets_dir());
         let (db, _) = DbIndex::attach(&mut ws, index_bridge(rt))
             .map_err(|e| broken("restart", e.to_string()))?;
         let orch = Orchestrator::of(&ws);

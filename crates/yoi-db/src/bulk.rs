@@ -174,6 +174,7 @@ pub(super) async fn rewrite_snapshots(
             ("plan_records", "ticket_id"),
             ("events", "ticket_id"),
             ("ticket_files", "ticket_id"),
+            ("broken_tickets", "ticket_id"),
         ] {
             let sql = format!("DELETE FROM {table} WHERE {column} IN ({list})");
             let mut q = sqlx::query(&sql);
@@ -415,6 +416,8 @@ pub(super) struct Rows<'a> {
     plans: Vec<Vec<Val<'a>>>,
     events: Vec<Vec<Val<'a>>>,
     files: Vec<Vec<Val<'a>>>,
+    /// Tickets whose files yoi cannot read ([`Snapshot::broken`]).
+    broken: Vec<Vec<Val<'a>>>,
     /// An outbox row for every plan record and event, in file order; the writer adds those the
     /// outbox does not hold yet.
     outbox: Vec<OutboxRow>,
@@ -490,6 +493,9 @@ impl<'a> Rows<'a> {
         }
         self.files
             .extend(s.files.iter().map(|f| file_row(idv(), f)));
+        if s.broken() {
+            self.broken.push(vec![idv()]);
+        }
     }
 
     /// These rows holding their own copies of every value, to cross threads.
@@ -505,6 +511,7 @@ impl<'a> Rows<'a> {
             plans: owned(self.plans),
             events: owned(self.events),
             files: owned(self.files),
+            broken: owned(self.broken),
             outbox: self.outbox,
             settled: self.settled,
         }
@@ -517,6 +524,7 @@ impl<'a> Rows<'a> {
         self.plans.append(&mut other.plans);
         self.events.append(&mut other.events);
         self.files.append(&mut other.files);
+        self.broken.append(&mut other.broken);
         self.outbox.append(&mut other.outbox);
         self.settled.append(&mut other.settled);
     }
@@ -547,6 +555,7 @@ pub(super) async fn write_rows(
         plans,
         events,
         files,
+        broken,
         mut outbox,
         settled,
     } = rows;
@@ -589,6 +598,14 @@ pub(super) async fn write_rows(
     .await?;
     insert_events(conn, events).await?;
     insert_files(conn, files).await?;
+    insert_rows(
+        conn,
+        "INSERT INTO broken_tickets (ticket_id)",
+        "",
+        1,
+        broken,
+    )
+    .await?;
     add_outbox(conn, outbox, now_ms).await
 }
 

@@ -15,6 +15,7 @@ mod activations;
 mod assignments;
 mod blocking;
 mod board;
+pub mod broken;
 mod bulk;
 mod inspect;
 mod lists;
@@ -81,6 +82,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         6,
         "covering_ticket_indexes",
         include_str!("../../../migrations/0006_covering_ticket_indexes.sql"),
+    ),
+    (
+        7,
+        "broken_tickets",
+        include_str!("../../../migrations/0007_broken_tickets.sql"),
     ),
 ];
 

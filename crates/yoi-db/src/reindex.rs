@@ -15,8 +15,8 @@ use yoi_core::{State, TicketId};
 
 use super::outbox::{add_outbox, outbox_kind, outbox_payload, OutboxKind};
 use super::snapshot::{
-    file_stat, fingerprinted, look_at, plan_key, read_snapshot, snapshot, ticket_changed, FileStat,
-    Seen, Snapshot, ITEM_AT,
+    file_stat, fingerprinted, is_ticket, look_at, plan_key, read_snapshot, snapshot,
+    ticket_changed, FileStat, Seen, Snapshot,
 };
 use super::{db_err, Db};
 use yoi_store::index_hook::{AppendedThread, OpRecord};
@@ -113,7 +113,7 @@ impl Db {
         for id in ids {
             let seen = look_at(ws, id);
             let known = indexed.remove(id.as_str()).unwrap_or_default();
-            if seen[ITEM_AT].is_none() {
+            if !is_ticket(&seen) {
                 if !known.is_empty() {
                     gone.push(id.clone());
                 }
@@ -201,7 +201,7 @@ impl Db {
                 Ok(folders
                     .into_iter()
                     .zip(seen)
-                    .filter(|(_, seen)| seen[ITEM_AT].is_some())
+                    .filter(|(_, seen)| is_ticket(seen))
                     .collect())
             })
         });
@@ -243,6 +243,7 @@ impl Db {
                     "relations",
                     "events",
                     "plan_records",
+                    "broken_tickets",
                 ];
                 // PostgreSQL's DELETE leaves every old row behind as a dead tuple until a
                 // vacuum, so each rebuild would make the next one (and every read) slower;
@@ -473,6 +474,7 @@ async fn delete_ticket_rows(conn: &mut AnyConnection, id: &str) -> Result<(), St
         "DELETE FROM relations WHERE ticket_id = $1",
         "DELETE FROM events WHERE ticket_id = $1",
         "DELETE FROM plan_records WHERE ticket_id = $1",
+        "DELETE FROM broken_tickets WHERE ticket_id = $1",
     ] {
         sqlx::query(sql)
             .bind(id)
@@ -624,6 +626,18 @@ async fn write_snapshot(
             .bind(f.size)
             .bind(f.mtime_ns)
             .bind(f.hash.clone().unwrap_or_default())
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+    }
+    sqlx::query("DELETE FROM broken_tickets WHERE ticket_id = $1")
+        .bind(id)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    if s.broken() {
+        sqlx::query("INSERT INTO broken_tickets (ticket_id) VALUES ($1)")
+            .bind(id)
             .execute(&mut *conn)
             .await
             .map_err(db_err)?;

@@ -23,8 +23,9 @@ use yoi_store::workspace::Workspace;
 use yoi_store::StoreError;
 
 pub(crate) const FILES: [&str; 5] = [ITEM, THREAD, RELATIONS, PLAN, RESOLUTION];
-/// Where item.md is in [`FILES`] (a folder is a ticket when it holds one).
+/// Where item.md and thread.md are in [`FILES`] (a folder is a ticket when it holds either).
 pub(crate) const ITEM_AT: usize = 0;
+pub(crate) const THREAD_AT: usize = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FileStat {
@@ -37,9 +38,14 @@ pub(crate) struct FileStat {
 /// What one ticket's files say, read once. Doctor derives what the index should hold with the
 /// same rules (`Item::parse`, [`event_key`], [`indexed_plan`] and [`plan_key`]), so it and the
 /// indexer cannot disagree about what the files hold.
+///
+/// A folder is a ticket when item.md or thread.md is a regular file in it. Its item is `None`
+/// (no tickets row, and a broken_tickets row: [`Snapshot::broken`]) when item.md is missing,
+/// a symbolic link, unreadable or does not parse, or thread.md is there but a link or not
+/// UTF-8. Without a readable item.md, nothing else of the folder is indexed but its files'
+/// fingerprints: doctor's index facts say the same (`yoi-doctor`'s `IndexFacts`).
 pub(crate) struct Snapshot {
     pub(crate) id: TicketId,
-    /// `None` when item.md is missing, unreadable or does not parse (no tickets row then).
     pub(crate) item: Option<Item>,
     /// Thread events with their index keys (see [`event_key`]).
     pub(crate) events: Vec<(String, Event)>,
@@ -69,17 +75,22 @@ pub(crate) fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) ->
         files: Vec::new(),
         thread_clean: false,
     };
-    let Ok(dir) = Dir::open(&ws.ticket_dir(id)) else {
+    // A ticket folder that is a symbolic link is not opened (doctor reports it).
+    let Ok(dir) = Dir::open_no_link(&ws.ticket_dir(id)) else {
         return (!only_ticket).then_some(snap);
     };
-    let ticket = yoi_store::dirfd::with_buffer(|buf| {
+    let mut item_read = false;
+    let mut thread_bad = false;
+    yoi_store::dirfd::with_buffer(|buf| {
         for name in FILES {
-            let Ok(meta) = dir.read_stat_into(name, buf) else {
-                if name == ITEM && only_ticket {
-                    return false;
+            let meta = match dir.read_stat_into(name, buf) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    thread_bad |= name == THREAD && e.kind() != std::io::ErrorKind::NotFound;
+                    continue;
                 }
-                continue;
             };
+            item_read |= name == ITEM;
             snap.files.push(FileStat {
                 name,
                 size: meta.size as i64,
@@ -87,6 +98,7 @@ pub(crate) fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) ->
                 hash: Some(sha256_hex(buf)),
             });
             let Ok(text) = std::str::from_utf8(buf) else {
+                thread_bad |= name == THREAD;
                 continue;
             };
             match name {
@@ -110,16 +122,37 @@ pub(crate) fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) ->
                 _ => {}
             }
         }
-        true
     });
-    if !ticket {
+    let seen = |name: &str| snap.files.iter().any(|f| f.name == name);
+    if only_ticket && !seen(ITEM) && !seen(THREAD) {
         return None;
+    }
+    if !item_read {
+        snap.events.clear();
+        snap.relations.clear();
+        snap.plan.clear();
+        snap.thread_clean = false;
+    }
+    if thread_bad {
+        snap.item = None;
     }
     // The index's `updated_at` is the ticket's last change, thread included.
     if let Some(item) = &mut snap.item {
         item.updated_at = item.last_changed(snap.events.iter().map(|(_, e)| e));
     }
     Some(snap)
+}
+
+impl Snapshot {
+    /// A folder holding a ticket whose files yoi cannot read (see [`Snapshot`]).
+    pub(crate) fn broken(&self) -> bool {
+        self.item.is_none() && !self.files.is_empty()
+    }
+}
+
+/// Whether a folder, as [`look_at`] saw it, holds a ticket: item.md or thread.md is a file.
+pub(crate) fn is_ticket(seen: &Seen) -> bool {
+    seen[ITEM_AT].is_some() || seen[THREAD_AT].is_some()
 }
 
 /// The plan records the index holds for a plan file: all of them, or none while a line is bad
@@ -173,10 +206,12 @@ pub(crate) fn file_stat(r: &sqlx::any::AnyRow, at: usize) -> Result<Option<FileS
 /// The size and mtime of each of a ticket's [`FILES`] (`None`: not there, or not a file).
 pub(crate) type Seen = [Option<(i64, i64)>; FILES.len()];
 
+/// A symbolic link is not a file here, as [`read_snapshot`] does not read one.
 pub(crate) fn look_at(ws: &Workspace, id: &TicketId) -> Seen {
     debug_assert_eq!(FILES[ITEM_AT], ITEM);
+    debug_assert_eq!(FILES[THREAD_AT], THREAD);
     FILES.map(|name| {
-        fs::metadata(ws.path_of(id, name))
+        fs::symlink_metadata(ws.path_of(id, name))
             .ok()
             .filter(fs::Metadata::is_file)
             .map(|m| (m.len() as i64, mtime_ns(&m)))

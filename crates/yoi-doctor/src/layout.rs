@@ -47,6 +47,14 @@ pub(super) fn scan_root(ws: &Workspace) -> Result<RootScan, StoreError> {
     for e in &entries {
         let path = root.join(&e.name);
         let rel = ws.rel(&path);
+        if e.is_link {
+            findings.push(symlink_finding(
+                ws,
+                &path,
+                TicketId::parse(&e.name).ok().as_ref(),
+            ));
+            continue;
+        }
         if e.name == GITKEEP && !e.is_dir {
             continue;
         }
@@ -100,6 +108,28 @@ pub(super) fn scan_root(ws: &Workspace) -> Result<RootScan, StoreError> {
         findings,
         ticket_dirs,
     })
+}
+
+/// A symbolic link where yoi reads and writes (`layout.symlink`): named with where it points,
+/// never with anything read through it.
+pub fn symlink_finding(ws: &Workspace, path: &Path, ticket: Option<&TicketId>) -> Finding {
+    let rel = ws.rel(path);
+    let target = fs::read_link(path)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|e| format!("an unreadable target: {e}"));
+    let f = Finding::error(
+        "layout.symlink",
+        format!("{rel} is a symbolic link (to {target}); yoi neither reads nor writes through it"),
+        "real files and folders: yoi follows no symbolic link in the tickets folder, the skills folder or a ticket worktree's path",
+    )
+    .at(rel.clone(), None)
+    .with_fix(format!(
+        "replace {rel} with the real file or folder it should be (or remove it if it does not belong)"
+    ));
+    match ticket {
+        Some(id) => f.with_ticket(id.as_str()),
+        None => f,
+    }
 }
 
 fn dir_name_finding(rel: &str, name: &str) -> Finding {

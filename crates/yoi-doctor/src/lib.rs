@@ -101,6 +101,7 @@ const fn check(id: &'static str, severity: Severity, what: &'static str) -> Chec
 pub const CHECKS: &[CheckInfo] = &[
     check("ticket.dir_name", E, "a folder holding item.md whose name is not a ticket id (26-char ULID or 13-char legacy id, upper case)"),
     check("ticket.missing_item", E, "a ticket folder without item.md: yoi cannot see the ticket"),
+    check("layout.symlink", E, "a symbolic link where yoi reads and writes: a ticket folder, a file or folder in one, a skill folder or a ticket worktree (never followed; its target's contents are never listed)"),
     check("layout.stray_file", W, "a file or folder that does not belong in the tickets root or a ticket folder"),
     check("layout.staging_dir", W, "a `.new-<id>` folder left by an interrupted create (never removed by --fix)"),
     check("layout.temp_file", W, "a temporary file left by an interrupted atomic write (removed by --fix when the real file is intact)"),

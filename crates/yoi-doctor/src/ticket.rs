@@ -137,8 +137,9 @@ fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) -> TicketScan
     let has = |name: &str, dir_wanted: bool| {
         entries
             .iter()
-            .any(|e| e.name == name && e.is_dir == dir_wanted)
+            .any(|e| e.name == name && e.is_dir == dir_wanted && !e.is_link)
     };
+    let linked = |name: &str| entries.iter().any(|e| e.name == name && e.is_link);
     let has_item = has(ITEM, false);
     let has_thread = has(THREAD, false);
     let has_resolution = has(RESOLUTION, false);
@@ -146,6 +147,10 @@ fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) -> TicketScan
     let mut thread_temp = false;
     for e in &entries {
         let path = dir.join(&e.name);
+        if e.is_link {
+            out.push(layout::symlink_finding(ws, &path, Some(id)));
+            continue;
+        }
         match e.name.as_str() {
             ITEM | THREAD | RESOLUTION if !e.is_dir => {}
             ARTIFACTS if e.is_dir => {}
@@ -172,6 +177,10 @@ fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) -> TicketScan
                 );
             }
         }
+    }
+    if linked(ITEM) {
+        // Reported above; the ticket is broken until the link is replaced.
+        return scan;
     }
     if !has_item {
         let holds = if entries.is_empty() {
@@ -205,6 +214,8 @@ fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) -> TicketScan
     // Thread first: its facts make the item findings' suggestions concrete.
     let thread_rel = format!("{rel_dir}/{THREAD}");
     let mut facts = thread::ThreadFacts::default();
+    // A thread.md there but unreadable makes the ticket broken: the index holds no row for it.
+    let mut thread_broken = linked(THREAD);
     if has_thread {
         with_text(
             &folder,
@@ -214,7 +225,10 @@ fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) -> TicketScan
             |text| match text {
                 Ok(Some(text)) => facts = thread::check(id, &thread_rel, text, out),
                 Ok(None) => {}
-                Err(why) => out.push(unreadable(id, &thread_rel, why)),
+                Err(why) => {
+                    thread_broken = true;
+                    out.push(unreadable(id, &thread_rel, why))
+                }
             },
         );
     } else if !entries.iter().any(|e| e.name == THREAD) {
@@ -247,7 +261,7 @@ fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) -> TicketScan
         }
     });
     scan.state = item.as_ref().map(|i| i.state);
-    scan.facts.item = item.map(|i| {
+    scan.facts.item = item.filter(|_| !thread_broken).map(|i| {
         [
             i.title,
             i.state.as_str().to_string(),

@@ -21,6 +21,7 @@ use yoi_engine::store::ops::{
 };
 use yoi_engine::store::query::{ListFilter, TicketSummary};
 use yoi_engine::store::server_file::{self, ServerInfo};
+use yoi_engine::store::tickets::BrokenTicket;
 use yoi_engine::store::Outcome;
 
 use crate::error::CliError;
@@ -78,11 +79,14 @@ impl Remote {
         words: &[String],
         after: Option<&str>,
         limit: Option<usize>,
-    ) -> Result<(Vec<TicketSummary>, Option<TicketId>), CliError> {
+    ) -> Result<(Vec<TicketSummary>, Option<TicketId>, Vec<BrokenTicket>), CliError> {
         #[derive(serde::Deserialize)]
         struct Page {
             tickets: Vec<TicketSummary>,
             next: Option<String>,
+            /// On the first page only.
+            #[serde(default)]
+            broken: Vec<BrokenTicket>,
         }
         let mut query = Vec::new();
         if let Some(states) = &filter.states {
@@ -99,6 +103,7 @@ impl Remote {
             query.push(("search", words.join(" ")));
         }
         let mut tickets = Vec::new();
+        let mut broken = Vec::new();
         let mut cursor = after.map(str::to_string);
         loop {
             let page_size = limit.map_or(1000, |l| l.saturating_sub(tickets.len()).clamp(1, 1000));
@@ -110,15 +115,16 @@ impl Remote {
             let encoded = serde_urlencoded::to_string(&q).map_err(|e| self.unreachable(e))?;
             let page: Page = self.send("GET", format!("/tickets?{encoded}"), None)?;
             tickets.extend(page.tickets);
+            broken.extend(page.broken);
             let next = page.next;
             let want_more = limit.is_none_or(|l| tickets.len() < l);
             match next {
                 Some(n) if want_more => cursor = Some(n),
                 Some(n) => {
                     let next = TicketId::parse(&n).map_err(|e| self.unreachable(e))?;
-                    return Ok((tickets, Some(next)));
+                    return Ok((tickets, Some(next), broken));
                 }
-                None => return Ok((tickets, None)),
+                None => return Ok((tickets, None, broken)),
             }
         }
     }

@@ -136,7 +136,12 @@ impl Workspace {
                 return broken(path, None, LINK_REASON.into(), "layout.symlink");
             }
             match crate::beneath::not_utf8(&e) {
-                Some(bad) => broken(path, Some(bad.line), bad.to_string(), "file.unreadable"),
+                Some(bad) => broken(
+                    path,
+                    Some(bad.line),
+                    format!("not UTF-8 (byte {})", bad.byte),
+                    "file.unreadable",
+                ),
                 None => broken(path, None, e.to_string(), "file.unreadable"),
             }
         };

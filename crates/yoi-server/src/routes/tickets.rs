@@ -110,6 +110,12 @@ pub struct ListResponse {
     #[schema(value_type = Vec<Object>)]
     pub tickets: Vec<yoi_store::query::TicketSummary>,
     pub next: Option<String>,
+    /// Tickets whose files yoi cannot read (`id`, `path`, `line`, `reason`, `check`: the
+    /// doctor check that reports it), whatever the filter; on the first page only (no
+    /// `after`), and absent when there are none.
+    #[schema(value_type = Vec<Object>)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub broken: Vec<yoi_store::tickets::BrokenTicket>,
 }
 
 /// The `state` filter as the document states it: empty, `active`, `all`, or a comma list of
@@ -172,11 +178,28 @@ async fn list_page(s: AppState, p: ListParams) -> Result<crate::fresh::JsonBytes
     let limit =
         crate::extract::page_size(p.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)))? as usize;
     let page = s.db().list(&filter, &words, after.as_ref(), limit).await?;
+    let broken = match after {
+        None => broken_tickets(&s).await?,
+        Some(_) => Vec::new(),
+    };
     crate::fresh::JsonBytes::of(&ListResponse {
         count: page.tickets.len(),
         tickets: page.tickets,
         next: page.next.map(|n| n.to_string()),
+        broken,
     })
+}
+
+/// Every ticket the index holds as broken, with what is wrong read from its files.
+pub async fn broken_tickets(
+    s: &AppState,
+) -> Result<Vec<yoi_store::tickets::BrokenTicket>, ApiError> {
+    let ids = s.db().broken_ids().await?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    s.read(move |ws| Ok(yoi_engine::db::broken::diagnose(ws, &ids)))
+        .await
 }
 
 #[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, description = "created", body = Object), (status = 200, description = "a replay of an earlier create with the same Idempotency-Key", body = Object)), security(("bearer" = [])))]

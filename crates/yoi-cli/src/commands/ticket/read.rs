@@ -4,6 +4,7 @@ use serde::Serialize;
 use yoi_core::state::State;
 use yoi_engine::db::DbIndex;
 use yoi_engine::store::query::{self, ListFilter, RelationView, TicketSummary};
+use yoi_engine::store::tickets::BrokenTicket;
 use yoi_engine::store::Workspace;
 
 use crate::cli::ListArgs;
@@ -21,6 +22,21 @@ struct ListOutput<'a> {
     tickets: &'a [TicketSummary],
     #[serde(skip_serializing_if = "Option::is_none")]
     next: Option<yoi_core::TicketId>,
+    /// Tickets yoi cannot read, whatever the filter (a broken file never hides a ticket).
+    #[serde(skip_serializing_if = "<[BrokenTicket]>::is_empty")]
+    broken: &'a [BrokenTicket],
+}
+
+/// One line on standard error per broken ticket: its id, the file and line, what is wrong and
+/// the doctor check that says more.
+fn report_broken(broken: &[BrokenTicket]) {
+    for b in broken {
+        let line = b.line.map(|l| format!(":{l}")).unwrap_or_default();
+        eprintln!(
+            "broken: {} ({}{line}): {}; see `yoi ticket doctor` ({})",
+            b.id, b.path, b.reason, b.check
+        );
+    }
 }
 
 /// Answered by the workspace's running server (whose index follows the files as they are
@@ -41,15 +57,25 @@ pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
     if a.limit == Some(0) {
         return Err(CliError::Usage("--limit must be at least 1".into()));
     }
-    let (tickets, next) = match env.reader("yoi ticket list")? {
+    let (tickets, next, broken) = match env.reader("yoi ticket list")? {
         Reader::Server(remote) => remote.list(&filter, &words, a.after.as_deref(), a.limit)?,
-        Reader::Files(local) => list_local(&local.0, &local.1, &filter, &words, a)?,
+        Reader::Files(local) => {
+            let (tickets, next) = list_local(&local.0, &local.1, &filter, &words, a)?;
+            // Listed once, with the first page.
+            let broken = match a.after {
+                None => local.1.broken(&local.0)?,
+                Some(_) => Vec::new(),
+            };
+            (tickets, next, broken)
+        }
     };
+    report_broken(&broken);
     if a.json {
         output::json(&ListOutput {
             count: tickets.len(),
             tickets: &tickets,
             next,
+            broken: &broken,
         });
         return Ok(());
     }

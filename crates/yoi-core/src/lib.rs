@@ -22,6 +22,7 @@ pub mod role;
 pub mod scope;
 pub mod state;
 pub mod thread;
+pub mod text;
 pub mod time;
 pub mod yaml;
 

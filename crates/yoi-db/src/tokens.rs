@@ -118,6 +118,8 @@ impl Db {
                 "must be 1 to 100 characters without spaces",
             ));
         }
+        yoi_store::error::Refusal::check_bidi("name", name)?;
+        yoi_store::error::Refusal::check_bidi("principal", principal)?;
         if matches!(scope, Scope::Human | Scope::Read)
             && yoi_core::principal::is_reserved_author(principal)
         {

@@ -279,6 +279,17 @@ impl Config {
                 ),
             ));
         }
+        let names = self
+            .principal
+            .name
+            .iter()
+            .map(|n| ("principal.name".to_string(), n))
+            .chain(self.agents.keys().map(|k| (format!("agents.{k}"), k)));
+        for (key, name) in names {
+            if let Err(e) = crate::error::Refusal::check_bidi(&format!("`{key}`"), name) {
+                return Err(StoreError::invalid(path, None, e.to_string()));
+            }
+        }
         if self.workspace.default_target.trim().is_empty() {
             return Err(StoreError::invalid(
                 path,

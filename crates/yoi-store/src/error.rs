@@ -197,9 +197,29 @@ pub enum Refusal {
     /// Routing found the ticket not ready to accept (the message says what is missing).
     #[error("{message}")]
     NotReadyToAccept { message: String },
+    #[error("{field} holds the bidirectional control U+{code_point:04X} at character {position}; such controls make text display in another order than it is stored, so titles and names may not carry them: remove it")]
+    BidiControl {
+        field: String,
+        position: usize,
+        code_point: u32,
+    },
 }
 
 impl Refusal {
+    /// Refuse `value` of `field` (a title or a name) when it holds a bidirectional control.
+    pub fn check_bidi(field: &str, value: &str) -> Result<(), StoreError> {
+        match yoi_core::text::first_bidi_control(value) {
+            None => Ok(()),
+            Some((position, c)) => Err(StoreError::Refused {
+                reason: Refusal::BidiControl {
+                    field: field.to_string(),
+                    position,
+                    code_point: u32::from(c),
+                },
+            }),
+        }
+    }
+
     /// The stable, machine-readable name of the rule (the API's `details.reason`).
     pub fn code(&self) -> &'static str {
         match self {
@@ -213,6 +233,7 @@ impl Refusal {
             Refusal::NeverAccepted { .. } => "never_accepted",
             Refusal::AcceptedPlanIncomplete { .. } => "accepted_plan_incomplete",
             Refusal::NotReadyToAccept { .. } => "not_ready_to_accept",
+            Refusal::BidiControl { .. } => "bidi_control",
         }
     }
 }

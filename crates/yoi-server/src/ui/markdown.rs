@@ -6,6 +6,10 @@
 //! `javascript:` or `data:` URL) is replaced by `#`. Everything else pulldown-cmark writes is
 //! escaped by it. That is the whole sanitizer: no HTML passes through, so no allowlist of tags
 //! and attributes is needed.
+//!
+//! A run of text or code holding a bidirectional override, embedding or isolate control
+//! (`yoi_core::text`) is wrapped in `<bdi>`, so the reordering it asks for ends with the run and
+//! cannot make the text around it read as something else.
 
 use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
@@ -13,7 +17,9 @@ use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 pub fn render(text: &str) -> String {
     let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let events = Parser::new_ext(text, opts).map(|e| match e {
-        Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
+        Event::Html(h) | Event::InlineHtml(h) => isolated(h, false),
+        Event::Text(t) => isolated(t, false),
+        Event::Code(c) => isolated(c, true),
         // The page's own headings are h1 and h2; a brief's `## Intent` sits below them.
         Event::Start(Tag::Heading {
             level,
@@ -54,6 +60,31 @@ pub fn render(text: &str) -> String {
     let mut out = String::with_capacity(text.len() * 5 / 4);
     pulldown_cmark::html::push_html(&mut out, events);
     out
+}
+
+/// Text (or inline code) as an event; in a `<bdi>` when it holds a bidirectional control.
+fn isolated(text: CowStr<'_>, code: bool) -> Event<'_> {
+    if !text.chars().any(yoi_core::text::is_bidi_control) {
+        return if code {
+            Event::Code(text)
+        } else {
+            Event::Text(text)
+        };
+    }
+    let mut html = String::with_capacity(text.len() + 24);
+    html.push_str(if code { "<bdi><code>" } else { "<bdi>" });
+    for c in text.chars() {
+        match c {
+            '&' => html.push_str("&amp;"),
+            '<' => html.push_str("&lt;"),
+            '>' => html.push_str("&gt;"),
+            '"' => html.push_str("&quot;"),
+            '\'' => html.push_str("&#39;"),
+            c => html.push(c),
+        }
+    }
+    html.push_str(if code { "</code></bdi>" } else { "</bdi>" });
+    Event::InlineHtml(html.into())
 }
 
 fn deeper(level: HeadingLevel) -> HeadingLevel {
@@ -99,6 +130,18 @@ mod tests {
         assert!(out.contains("href=\"https://ok.example/x\""), "{out}");
         assert!(out.contains("href=\"/tickets/1\""), "{out}");
         assert!(out.contains("href=\"#e-1\""), "{out}");
+    }
+
+    #[test]
+    fn bidi_controls_are_isolated_and_escaped() {
+        let out = render("see \u{202E}<b>evil</b>\u{202C} and `a\u{2066}b`\n\nplain\n");
+        // Raw HTML between the controls is its own run: text, outside the isolates.
+        assert!(
+            out.contains("<bdi>see \u{202E}</bdi>&lt;b&gt;evil&lt;/b&gt;<bdi>\u{202C} and </bdi>"),
+            "{out}"
+        );
+        assert!(out.contains("<bdi><code>a\u{2066}b</code></bdi>"), "{out}");
+        assert!(out.contains("<p>plain</p>"), "{out}");
     }
 
     #[test]

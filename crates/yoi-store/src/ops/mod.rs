@@ -280,6 +280,7 @@ pub(crate) fn one_line(field: &str, value: &str, max: usize) -> Result<String, S
     if v.contains(['\n', '\r']) || v.chars().any(char::is_control) {
         return Err(StoreError::bad_input(field, "must be a single line"));
     }
+    crate::error::Refusal::check_bidi(field, v)?;
     Ok(v.to_string())
 }
 

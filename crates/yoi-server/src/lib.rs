@@ -12,6 +12,7 @@ pub mod error;
 pub mod extract;
 pub mod fresh;
 pub mod leases;
+pub mod listen;
 pub mod memory;
 pub mod openapi;
 pub mod orchestrator;
@@ -174,6 +175,8 @@ pub async fn serve(
 ) -> Result<(), ServerError> {
     let local = ws.local_dir();
     if let Some(info) = server_file::live(&local) {
+    let fd_limit = listen::raise_fd_limit();
+    let limits = listen::Limits::from_config(&ws.config.server, fd_limit);
         if info.pid != std::process::id() {
             return Err(ServerError::AlreadyRunning {
                 pid: info.pid,
@@ -227,7 +230,12 @@ pub async fn serve(
         },
     )
     .map_err(|e| StoreError::io(&server_file::path(&local), e))?;
-    tracing::info!(%addr, "yoi server listening");
+    tracing::info!(
+        %addr,
+        max_connections = limits.max_connections,
+        fd_limit,
+        "yoi server listening"
+    );
     let state = AppState::watched(ws, index, fresh);
     let login = ui::session::startup_login(&state).await;
     on_ready(addr, login);
@@ -246,9 +254,7 @@ pub async fn serve(
         // Live-event streams never end on their own; they end at this signal.
         closing.send_replace(true);
     };
-    let result = axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    listen::run(listener, router(state), limits, shutdown).await;
     if let Some(task) = orchestrator {
         // It ends at the closing signal, after the pass in progress.
         if let Err(e) = task.await {
@@ -274,7 +280,7 @@ pub async fn serve(
     }
     server_file::remove_if_ours(&local);
     tracing::info!("yoi server stopped");
-    result.map_err(|e| ServerError::Other(e.to_string()))
+    Ok(())
 }
 
 /// Completes on SIGINT or SIGTERM. The handlers are installed when this is called (inside a

@@ -46,6 +46,8 @@ pub struct AppState {
     pub ui: Arc<crate::ui::UiState>,
     /// The file watch that keeps the index fresh, and the caches it keeps exact.
     pub fresh: Arc<crate::fresh::Fresh>,
+    /// Live-event streams open, per token (`[server] max_streams_per_token`).
+    pub streams: Arc<crate::routes::events::Streams>,
 }
 
 /// The most mutations one group commit runs; the rest wait for the next turn, which each of
@@ -104,6 +106,7 @@ impl AppState {
             router: Arc::default(),
             ui: Arc::default(),
             fresh: Arc::new(fresh),
+            streams: Arc::default(),
         }
     }
 

@@ -150,6 +150,30 @@ pub struct ServerSection {
     pub allowed_hosts: Vec<String>,
 }
 
+    /// Seconds a client has to send a request's whole head (request line and headers), from
+    /// its first byte — or, on a new connection, from the connection's accept.
+    pub header_timeout_secs: u64,
+    /// Seconds a client has to send a request's whole body, from the end of its head.
+    pub body_timeout_secs: u64,
+    /// Seconds a kept-alive connection may wait for its next request, and the longest a
+    /// response may wait for a client that does not read it. Live-event streams are exempt
+    /// from the first: they stay open while the client reads.
+    pub idle_timeout_secs: u64,
+    /// Connections served at once; more wait in the listen queue. `yoi serve` lowers it below
+    /// the file-descriptor limit (after raising the soft limit to the hard one), keeping room
+    /// for the database, the files and the pods.
+    pub max_connections: usize,
+    /// Live-event streams (`GET /api/v1/events`, the dashboard's `/live`) one token or
+    /// session may hold open at once; one more is refused with 429.
+    pub max_streams_per_token: usize,
+    /// A dashboard session ends after this many seconds without a request.
+    pub session_idle_secs: u64,
+    /// A dashboard session ends this many seconds after its login, however busy (also the
+    /// cookie's `Max-Age`).
+    pub session_max_secs: u64,
+    /// Failed logins (`/login` with an unknown code or token) one client address may make per
+    /// minute; the next is refused with 429 and `Retry-After`.
+    pub login_failures_per_minute: u32,
 impl Default for ServerSection {
     fn default() -> Self {
         ServerSection {
@@ -157,6 +181,14 @@ impl Default for ServerSection {
             allowed_hosts: Vec::new(),
         }
     }
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            idle_timeout_secs: 60,
+            max_connections: 1024,
+            max_streams_per_token: 8,
+            session_idle_secs: 12 * 3600,
+            session_max_secs: 7 * 24 * 3600,
+            login_failures_per_minute: 10,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -281,6 +313,33 @@ impl Config {
         }
         let names = self
             .principal
+        for (key, value) in [
+            (
+                "server.header_timeout_secs",
+                self.server.header_timeout_secs,
+            ),
+            ("server.body_timeout_secs", self.server.body_timeout_secs),
+            ("server.idle_timeout_secs", self.server.idle_timeout_secs),
+            ("server.max_connections", self.server.max_connections as u64),
+            (
+                "server.max_streams_per_token",
+                self.server.max_streams_per_token as u64,
+            ),
+            ("server.session_idle_secs", self.server.session_idle_secs),
+            ("server.session_max_secs", self.server.session_max_secs),
+            (
+                "server.login_failures_per_minute",
+                u64::from(self.server.login_failures_per_minute),
+            ),
+        ] {
+            if value == 0 {
+                return Err(StoreError::invalid(
+                    path,
+                    None,
+                    format!("`{key}` must be at least 1 (a zero would refuse everything)"),
+                ));
+            }
+        }
             .name
             .iter()
             .map(|n| ("principal.name".to_string(), n))
@@ -359,6 +418,20 @@ lock_timeout_secs = 30
 listen = "127.0.0.1:7311"
 
 [skills]
+# Seconds a client has to send a request's head, and then its body; seconds a kept-alive
+# connection may sit idle (live-event streams are exempt while their client reads).
+header_timeout_secs = 10
+body_timeout_secs = 30
+idle_timeout_secs = 60
+# Connections served at once (lowered below the file-descriptor limit); live-event streams one
+# token or dashboard session may hold open.
+max_connections = 1024
+max_streams_per_token = 8
+# A dashboard session ends after this long without a request, and this long after its login.
+session_idle_secs = 43200
+session_max_secs = 604800
+# Failed logins one client address may make per minute before it waits.
+login_failures_per_minute = 10
 # Extra skill folders, searched after .yoi/skills/ and before the built-in skills.
 extra_dirs = []
 

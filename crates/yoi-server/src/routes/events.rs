@@ -10,9 +10,15 @@
 //! outbox every [`POLL_INTERVAL`], so events written by another process — the CLI with
 //! `--local` — arrive too, at most that late. It ends when the server starts shutting down, so
 //! graceful shutdown never waits on an open stream. The token is checked once, at connect.
+//!
+//! A stream is exempt from the server's idle timeout while its client reads it (`listen.rs`),
+//! so each token — and each dashboard session, whose pages open the same stream at `/live/events`
+//! — may hold at most `[server] max_streams_per_token` open at once; one more is refused with
+//! 429 `too_many_streams`.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -84,20 +90,34 @@ impl From<OutboxEvent> for LiveEvent {
         (status = 400, description = "a position that is not a whole number, or an unknown parameter"),
         (status = 401, description = "missing or unknown token"),
         (status = 404, description = "no such ticket"),
+        (status = 429, description = "this token already holds `[server] max_streams_per_token` streams open"),
     ),
     security(("bearer" = []))
 )]
 pub async fn stream(
     State(s): State<AppState>,
-    _a: Authed<ReadTickets>,
+    Authed(c, ..): Authed<ReadTickets>,
     headers: HeaderMap,
     Params(p): Params<EventsParams>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    open(s, &c.token.id, &headers, p).await
+}
+
+/// The stream of events after the requested position, counted against `holder` (a token id).
+pub async fn open(
+    s: AppState,
+    holder: &str,
+    headers: &HeaderMap,
+    p: EventsParams,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
+    let slot = s
+        .streams
+        .open(holder, s.ws.config.server.max_streams_per_token)?;
     let ticket = match p.ticket {
         Some(t) => Some(s.read(move |ws| ws.resolve(&t)).await?.to_string()),
         None => None,
     };
-    let after = match start_position(&headers, p.after)? {
+    let after = match start_position(headers, p.after)? {
         Some(n) => n,
         None => s.db().last_event_seq().await?,
     };
@@ -108,6 +128,7 @@ pub async fn stream(
         pending: VecDeque::new(),
         changed: s.changed.subscribe(),
         closing: s.closing.subscribe(),
+        _slot: slot,
     };
     let events = futures_util::stream::unfold(feed, |mut feed| async move {
         let e = feed.next().await?;
@@ -160,6 +181,61 @@ struct Feed {
     pending: VecDeque<OutboxEvent>,
     changed: watch::Receiver<u64>,
     closing: watch::Receiver<bool>,
+    /// Gives the holder's stream back when the stream ends (the client went, or the server
+    /// is closing).
+    _slot: StreamSlot,
+}
+
+/// Live-event streams open, by holder (token id).
+#[derive(Default)]
+pub struct Streams {
+    open: Arc<std::sync::Mutex<HashMap<String, usize>>>,
+}
+
+impl Streams {
+    /// Count one more stream for `holder`, or refuse when it holds `max` already.
+    pub fn open(&self, holder: &str, max: usize) -> Result<StreamSlot, ApiError> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(holder.to_string()).or_default();
+        if *n >= max {
+            return Err(ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "too_many_streams",
+                format!(
+                    "this token already holds {n} live-event streams open, the most `[server] max_streams_per_token` allows; close one first"
+                ),
+            ));
+        }
+        *n += 1;
+        Ok(StreamSlot {
+            open: self.open.clone(),
+            holder: holder.to_string(),
+        })
+    }
+
+    /// Streams `holder` holds open now.
+    pub fn held(&self, holder: &str) -> usize {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.get(holder).copied().unwrap_or(0)
+    }
+}
+
+/// One open stream, counted until dropped.
+pub struct StreamSlot {
+    open: Arc<std::sync::Mutex<HashMap<String, usize>>>,
+    holder: String,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.holder) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&self.holder);
+            }
+        }
+    }
 }
 
 impl Feed {

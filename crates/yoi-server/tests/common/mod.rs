@@ -142,6 +142,14 @@ impl Server {
         Server::start_in(backend, dir, false, |ws| setup(ws))
     }
 
+    /// A server (not routing) on a fresh workspace whose configuration `configure` adjusts
+    /// first (e.g. `[server]` limits).
+    pub fn start_configured(backend: Backend, configure: impl FnOnce(&mut Workspace)) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        yoi_store::init(dir.path(), "main").unwrap();
+        Server::start_in(backend, dir, false, configure)
+    }
+
     /// A server with the orchestrator running, on a git repository (`main` with one commit
     /// holding a README and the yoi workspace). `configure` adjusts the configuration the
     /// server runs with (e.g. `router.max_inprogress`); retries back off 20 ms.

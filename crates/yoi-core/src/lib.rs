@@ -21,8 +21,8 @@ pub mod resolution;
 pub mod role;
 pub mod scope;
 pub mod state;
-pub mod thread;
 pub mod text;
+pub mod thread;
 pub mod time;
 pub mod yaml;
 

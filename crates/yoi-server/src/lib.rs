@@ -174,9 +174,9 @@ pub async fn serve(
     on_ready: impl FnOnce(SocketAddr, Option<String>) + Send,
 ) -> Result<(), ServerError> {
     let local = ws.local_dir();
-    if let Some(info) = server_file::live(&local) {
     let fd_limit = listen::raise_fd_limit();
     let limits = listen::Limits::from_config(&ws.config.server, fd_limit);
+    if let Some(info) = server_file::live(&local) {
         if info.pid != std::process::id() {
             return Err(ServerError::AlreadyRunning {
                 pid: info.pid,

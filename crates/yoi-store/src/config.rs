@@ -148,8 +148,6 @@ pub struct ServerSection {
     /// request naming any other `Host` is refused, so a web page whose name was rebound to this
     /// machine's address (DNS rebinding) cannot reach the API or the dashboard.
     pub allowed_hosts: Vec<String>,
-}
-
     /// Seconds a client has to send a request's whole head (request line and headers), from
     /// its first byte — or, on a new connection, from the connection's accept.
     pub header_timeout_secs: u64,
@@ -174,13 +172,13 @@ pub struct ServerSection {
     /// Failed logins (`/login` with an unknown code or token) one client address may make per
     /// minute; the next is refused with 429 and `Retry-After`.
     pub login_failures_per_minute: u32,
+}
+
 impl Default for ServerSection {
     fn default() -> Self {
         ServerSection {
             listen: "127.0.0.1:7311".into(),
             allowed_hosts: Vec::new(),
-        }
-    }
             header_timeout_secs: 10,
             body_timeout_secs: 30,
             idle_timeout_secs: 60,
@@ -189,6 +187,8 @@ impl Default for ServerSection {
             session_idle_secs: 12 * 3600,
             session_max_secs: 7 * 24 * 3600,
             login_failures_per_minute: 10,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -311,8 +311,6 @@ impl Config {
                 ),
             ));
         }
-        let names = self
-            .principal
         for (key, value) in [
             (
                 "server.header_timeout_secs",
@@ -340,6 +338,8 @@ impl Config {
                 ));
             }
         }
+        let names = self
+            .principal
             .name
             .iter()
             .map(|n| ("principal.name".to_string(), n))
@@ -416,8 +416,6 @@ lock_timeout_secs = 30
 [server]
 # Address `yoi serve` listens on; keep it on loopback unless pods on other hosts must reach it.
 listen = "127.0.0.1:7311"
-
-[skills]
 # Seconds a client has to send a request's head, and then its body; seconds a kept-alive
 # connection may sit idle (live-event streams are exempt while their client reads).
 header_timeout_secs = 10
@@ -432,6 +430,8 @@ session_idle_secs = 43200
 session_max_secs = 604800
 # Failed logins one client address may make per minute before it waits.
 login_failures_per_minute = 10
+
+[skills]
 # Extra skill folders, searched after .yoi/skills/ and before the built-in skills.
 extra_dirs = []
 

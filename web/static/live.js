@@ -16,7 +16,7 @@
     if (es) es.close();
     es = null;
     if (paused) return;
-    let url = '/api/v1/events?after=' + last;
+    let url = '/live/events?after=' + last;
     if (ticket) url += '&ticket=' + encodeURIComponent(ticket);
     es = new EventSource(url);
     es.onopen = () => { retry = 0; show('live', 'live'); };

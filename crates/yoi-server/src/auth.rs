@@ -4,6 +4,11 @@
 //! `ALLOWED` list is the whole scope table, so a handler cannot compile without declaring its
 //! scope. A missing, malformed, unknown or revoked token is 401; a valid token whose scope the
 //! action does not allow is 403. Secrets are hashed before lookup and never logged.
+//!
+//! The API takes bearer tokens only. A dashboard session is a human token too, but its secret
+//! lives in a cookie that a browser attaches on its own; so neither the cookie nor the session's
+//! secret sent as a bearer token authorizes an API call (the dashboard reads its live events at
+//! `/live/events`, a dashboard route).
 
 use std::marker::PhantomData;
 
@@ -143,7 +148,12 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
     ) -> Result<Self, Self::Rejection> {
         let view = state.settle().await?;
         let Some(header) = parts.headers.get(axum::http::header::AUTHORIZATION) else {
-            return session_caller::<A>(parts, state, view).await;
+            let why = if crate::ui::session::secret_of(&parts.headers).is_some() {
+                "missing bearer token (a dashboard session cookie is not an API token)"
+            } else {
+                "missing bearer token"
+            };
+            return Err(ApiError::unauthorized(why));
         };
         let secret = header
             .to_str()
@@ -172,6 +182,11 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
             .token_by_hash(view, &hash_secret(secret))
             .await?
             .ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))?;
+        if crate::ui::session::is_session(&token) {
+            return Err(ApiError::unauthorized(
+                "a dashboard session is not an API token; use `yoi token create`",
+            ));
+        }
         let caller = Caller {
             principal: principal_for(&token),
             token,
@@ -186,33 +201,6 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
         }
         Ok(Authed(caller, PhantomData))
     }
-}
-
-/// A request without a bearer token: a dashboard session may read (its cookie rides along
-/// with `EventSource` and links into the JSON API). It never mutates through the API; the
-/// dashboard's own forms carry the CSRF token for that.
-async fn session_caller<A: Action>(
-    parts: &Parts,
-    state: &AppState,
-    view: crate::fresh::View,
-) -> Result<Authed<A>, ApiError> {
-    let safe = parts.method == axum::http::Method::GET || parts.method == axum::http::Method::HEAD;
-    let secret = crate::ui::session::secret_of(&parts.headers)
-        .filter(|_| safe && A::ALLOWED.contains(&ScopeClass::Read))
-        .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
-    let token = state
-        .token_by_hash(view, &hash_secret(&secret))
-        .await?
-        .filter(|t| t.scope == Scope::Human)
-        .ok_or_else(|| ApiError::unauthorized("unknown or ended dashboard session"))?;
-    Ok(Authed(
-        Caller {
-            principal: principal_for(&token),
-            token,
-            view,
-        },
-        PhantomData,
-    ))
 }
 
 /// The caller an agent token speaks for: its live claim's pod, as that pod's role.

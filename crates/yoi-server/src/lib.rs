@@ -125,7 +125,8 @@ pub fn router(state: AppState) -> Router {
             get(routes::skills::resource),
         )
         .route("/dashboard/login", post(ui::session::mint_route))
-        .route("/openapi.json", get(openapi::serve));
+        .route("/openapi.json", get(openapi::serve))
+        .layer(axum::middleware::from_fn(ui::guard::api_headers));
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))

@@ -345,7 +345,7 @@ pub async fn logout(
         .await
         .map_err(UiError::from_store)?;
     Ok((
-        [(header::SET_COOKIE, session::cookie(None))],
+        [(header::SET_COOKIE, session::cookie(None, 0))],
         Redirect::to("/login"),
     )
         .into_response())

@@ -1,5 +1,5 @@
 //! Two checks in front of the dashboard and the API: the `Host` allowlist (against DNS
-//! rebinding) and the security headers every page carries.
+//! rebinding), and the security headers every page and every API answer carries.
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -74,6 +74,23 @@ pub async fn headers(req: Request, next: Next) -> Response {
         HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    res
+}
+
+/// The headers of every API answer: it is data, never a page — a browser that is led to one
+/// must not guess another type, keep it, or run anything in it.
+pub async fn api_headers(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+    );
     res
 }
 

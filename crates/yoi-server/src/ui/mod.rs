@@ -23,11 +23,14 @@ use axum::Router;
 
 use crate::state::AppState;
 
-/// What the dashboard keeps in memory: unused login codes and one-shot messages.
+/// What the dashboard keeps in memory: unused login codes, one-shot messages, when each
+/// session was last seen and the failed logins of the last minute.
 #[derive(Default)]
 pub struct UiState {
     pub logins: session::Logins,
     pub flashes: page::Flashes,
+    pub sessions: session::Sessions,
+    pub login_failures: session::LoginFailures,
 }
 
 /// The dashboard's routes (pages, fragments, forms, static files).
@@ -55,6 +58,22 @@ pub fn routes() -> Router<AppState> {
         .route("/fragments/cards", get(board::cards_fragment))
         .route("/fragments/counts", get(board::counts_fragment))
         .route("/fragments/ticket/{id}", get(ticket::fragment))
+        .route("/live/events", get(live_events))
         .route("/static/{file}", get(assets::serve))
         .layer(middleware::from_fn(guard::headers))
+}
+
+/// `GET /live/events`: the API's event stream (`routes/events.rs`) for a dashboard session,
+/// which the API itself does not accept; it counts against the session's stream cap.
+async fn live_events(
+    axum::extract::State(s): axum::extract::State<AppState>,
+    v: session::Viewer,
+    headers: axum::http::HeaderMap,
+    crate::extract::Params(p): crate::extract::Params<crate::routes::events::EventsParams>,
+) -> Result<axum::response::Response, crate::error::ApiError> {
+    use axum::response::IntoResponse;
+    let holder = v.caller.token.id.clone();
+    Ok(crate::routes::events::open(s, &holder, &headers, p)
+        .await?
+        .into_response())
 }

@@ -34,23 +34,61 @@ pub struct LoginQuery {
     pub code: Option<String>,
 }
 
-fn logged_in(secret: &str) -> Response {
+fn logged_in(s: &AppState, secret: &str) -> Response {
+    let max_age = s.ws.config.server.session_max_secs;
     (
-        [(header::SET_COOKIE, session::cookie(Some(secret)))],
+        [(header::SET_COOKIE, session::cookie(Some(secret), max_age))],
         Redirect::to("/"),
     )
         .into_response()
 }
 
+/// The client address a login counts against (the unspecified address when the server was
+/// reached some other way than its own listener, as in-process tests of the router may).
+fn client_addr(ext: &axum::http::Extensions) -> std::net::IpAddr {
+    ext.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+}
+
+/// Refuse a login from an address that failed too often in the last minute: 429 with
+/// `Retry-After`.
+fn too_many_failures(s: &AppState, addr: std::net::IpAddr) -> Option<Response> {
+    let max = s.ws.config.server.login_failures_per_minute;
+    let wait =
+        s.ui.login_failures
+            .check(addr, now().unix_millis(), max)
+            .err()?;
+    let page = LoginPage {
+        message: Some(format!(
+            "Too many failed logins from this address; try again in {wait} s."
+        )),
+    };
+    Some(
+        (
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, wait.to_string())],
+            html(&page),
+        )
+            .into_response(),
+    )
+}
+
 /// `GET /login[?code=…]`: exchange a one-time code for a session, or show how to get one.
 pub async fn login(
     State(s): State<AppState>,
+    ext: axum::http::Extensions,
     Query(q): Query<LoginQuery>,
 ) -> Result<Response, UiError> {
     let Some(code) = q.code.filter(|c| !c.trim().is_empty()) else {
         return Ok(html(&LoginPage { message: None }));
     };
+    let addr = client_addr(&ext);
+    if let Some(refused) = too_many_failures(&s, addr) {
+        return Ok(refused);
+    }
     let Some(principal) = s.ui.logins.redeem(&code, now().unix_millis()) else {
+        s.ui.login_failures.failed(addr, now().unix_millis());
         let page = LoginPage {
             message: Some(
                 "That login link is unknown, used or expired (links work once, for 10 minutes). Run `yoi dashboard` for a new one."
@@ -62,23 +100,22 @@ pub async fn login(
     let secret = session::start(&s, &principal)
         .await
         .map_err(UiError::from_store)?;
-    Ok(logged_in(&secret))
+    Ok(logged_in(&s, &secret))
 }
 
-/// `POST /login`: a pasted human token starts a session for its principal.
+/// `POST /login`: a pasted human token starts a session for its principal. Like every form,
+/// it is refused when the browser marks it cross-site or its `Origin` is not this server
+/// (login CSRF: another site logging the browser in as someone else).
 pub async fn login_with_token(
     State(s): State<AppState>,
+    ext: axum::http::Extensions,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, UiError> {
-    if headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| matches!(v, "cross-site" | "same-site"))
-    {
-        return Err(UiError::Forbidden(
-            "a login from another site is refused".into(),
-        ));
+    session::same_origin(&headers)?;
+    let addr = client_addr(&ext);
+    if let Some(refused) = too_many_failures(&s, addr) {
+        return Ok(refused);
     }
     let form = Form::parse(&body);
     let token = form.get("token").unwrap_or("");
@@ -87,8 +124,9 @@ pub async fn login_with_token(
         .token_by_hash(&hash_secret(token))
         .await
         .map_err(UiError::from_store)?
-        .filter(|t| t.scope == Scope::Human && !t.name.starts_with("session-"));
+        .filter(|t| t.scope == Scope::Human && !session::is_session(t));
     let Some(t) = found else {
+        s.ui.login_failures.failed(addr, now().unix_millis());
         let page = LoginPage {
             message: Some("That is not a live human token.".into()),
         };
@@ -97,7 +135,7 @@ pub async fn login_with_token(
     let secret = session::start(&s, &t.principal)
         .await
         .map_err(UiError::from_store)?;
-    Ok(logged_in(&secret))
+    Ok(logged_in(&s, &secret))
 }
 
 // ---- queue ----
@@ -111,6 +149,8 @@ pub struct QueuePage {
     pub chrome: Chrome,
     pub q: QueueView,
     pub op: String,
+    /// Tickets yoi cannot read, shown as broken cards (their state is unknown).
+    pub broken: Vec<yoi_store::tickets::BrokenTicket>,
 }
 
 impl QueuePage {
@@ -130,10 +170,12 @@ pub async fn queue(State(s): State<AppState>, v: Viewer) -> Result<Response, UiE
         .read(move |ws| yoi_engine::routing::view::queue_view(ws, max, QUEUE_PAGE))
         .await?;
     let chrome = Chrome::new(&s, &v, "Queue", "queue").await?;
+    let broken = crate::routes::tickets::broken_tickets(&s).await?;
     Ok(html(&QueuePage {
         chrome,
         q,
         op: ulid::Ulid::new().to_string(),
+        broken,
     }))
 }
 

@@ -6,19 +6,29 @@
 //! for a session: a human token in the token table, named `session-<ulid>` and bound to the
 //! principal that minted the code, whose secret only the browser holds, in an `HttpOnly;
 //! SameSite=Strict` cookie. The answer is a redirect, so the code leaves the address bar and the
-//! history. Sessions outlive a restart of the server (they are tokens) and end at logout or
-//! `yoi token revoke`.
+//! history. Sessions outlive a restart of the server (they are tokens) and end at logout, at
+//! `yoi token revoke`, after `[server] session_idle_secs` without a request, and
+//! `[server] session_max_secs` after the login (the cookie's `Max-Age`); an ended session's
+//! token is revoked. The idle clock is kept in memory, so a restart starts it again; the
+//! absolute limit comes from the token's creation time and survives restarts.
+//!
+//! A session is for the dashboard only: its cookie does not authorize API calls and its secret
+//! is not accepted as a bearer token (`auth.rs`); the cookie takes session tokens only. Failed
+//! logins are counted per client address, and past `[server] login_failures_per_minute` in a
+//! minute every login from that address is answered 429 with `Retry-After` until the oldest
+//! failure is a minute old.
 //!
 //! Every form carries the session's CSRF token, a keyed hash of the session that a page on
 //! another origin cannot read or compute; a POST without it is refused before anything runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::Mutex;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method};
-use yoi_db::{hash_secret, new_secret, Scope};
+use yoi_db::{hash_secret, new_secret, Scope, TokenInfo};
 
 use super::page::UiError;
 use crate::auth::{now, Caller};
@@ -26,6 +36,8 @@ use crate::state::AppState;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "yoi_session";
+/// What the name of every session's token starts with.
+pub const SESSION_PREFIX: &str = "session-";
 /// How long a login code stays valid.
 pub const LOGIN_TTL_MS: i64 = 10 * 60 * 1000;
 /// Login codes kept at most (older ones are dropped first).
@@ -79,21 +91,111 @@ pub async fn local_human(s: &AppState) -> String {
         .unwrap_or_else(|| "human".into())
 }
 
+/// Whether `token` is a dashboard session's (not an API token).
+pub fn is_session(token: &TokenInfo) -> bool {
+    token.scope == Scope::Human && token.name.starts_with(SESSION_PREFIX)
+}
+
 /// Start a session for `principal`; returns the cookie's secret.
 pub async fn start(s: &AppState, principal: &str) -> Result<String, yoi_store::StoreError> {
-    let name = format!("session-{}", ulid::Ulid::new().to_string().to_lowercase());
+    let name = format!(
+        "{SESSION_PREFIX}{}",
+        ulid::Ulid::new().to_string().to_lowercase()
+    );
+    let now_ms = now().unix_millis();
     let (_, secret) = s
         .db()
-        .create_token(&name, &Scope::Human, principal, now().unix_millis())
+        .create_token(&name, &Scope::Human, principal, now_ms)
         .await?;
+    s.ui.sessions.seen(&hash_secret(&secret), now_ms);
     Ok(secret)
 }
 
-/// The `Set-Cookie` value that stores `secret` (or, with `None`, removes the cookie).
-pub fn cookie(secret: Option<&str>) -> String {
+/// The `Set-Cookie` value that stores `secret` for `max_age_secs` (or, with `None`, removes
+/// the cookie).
+pub fn cookie(secret: Option<&str>, max_age_secs: u64) -> String {
     match secret {
-        Some(s) => format!("{COOKIE}={s}; Path=/; HttpOnly; SameSite=Strict"),
+        Some(s) => {
+            format!("{COOKIE}={s}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_secs}")
+        }
         None => format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    }
+}
+
+/// When each session last made a request, by secret hash (this run of the server only);
+/// `None` once it has ended, so a token read from a cache before its revocation is seen stays
+/// ended.
+#[derive(Default)]
+pub struct Sessions {
+    last: Mutex<HashMap<String, Option<i64>>>,
+}
+
+impl Sessions {
+    fn seen(&self, hash: &str, now_ms: i64) {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        last.insert(hash.to_string(), Some(now_ms));
+    }
+
+    /// Whether the session `token` (secret hash `hash`) is still live at `now_ms` under
+    /// `[server]`'s limits; a live one is marked seen now.
+    fn touch(&self, token: &TokenInfo, hash: &str, now_ms: i64, idle_ms: i64, max_ms: i64) -> bool {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = last.entry(hash.to_string()).or_insert(Some(now_ms));
+        let Some(seen) = *entry else {
+            return false;
+        };
+        let live = now_ms - token.created_ms < max_ms && now_ms - seen < idle_ms;
+        *entry = live.then_some(now_ms);
+        live
+    }
+}
+
+/// Failed logins per client address in the last minute.
+#[derive(Default)]
+pub struct LoginFailures {
+    by_addr: Mutex<HashMap<IpAddr, VecDeque<i64>>>,
+}
+
+/// The window failed logins are counted in.
+const FAILURE_WINDOW_MS: i64 = 60_000;
+
+impl LoginFailures {
+    /// `Err(seconds to wait)` when `addr` has failed `max` times in the last minute.
+    pub fn check(&self, addr: IpAddr, now_ms: i64, max: u32) -> Result<(), u64> {
+        let mut by = self.by_addr.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(times) = by.get_mut(&addr) else {
+            return Ok(());
+        };
+        while times
+            .front()
+            .is_some_and(|t| now_ms - t >= FAILURE_WINDOW_MS)
+        {
+            times.pop_front();
+        }
+        match times.front() {
+            Some(oldest) if times.len() >= max as usize => {
+                let wait_ms = FAILURE_WINDOW_MS - (now_ms - oldest);
+                Err(u64::try_from(wait_ms.max(0))
+                    .unwrap_or(0)
+                    .div_ceil(1000)
+                    .max(1))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Count a failed login from `addr`.
+    pub fn failed(&self, addr: IpAddr, now_ms: i64) {
+        let mut by = self.by_addr.lock().unwrap_or_else(|p| p.into_inner());
+        // Forget addresses whose failures are all older than the window, so the map stays
+        // as small as the set of addresses failing now.
+        by.retain(|_, times| times.back().is_some_and(|t| now_ms - t < FAILURE_WINDOW_MS));
+        let times = by.entry(addr).or_default();
+        times.push_back(now_ms);
+        // More than the largest limit that can matter is never needed.
+        while times.len() > 10_000 {
+            times.pop_front();
+        }
     }
 }
 
@@ -153,18 +255,36 @@ pub async fn viewer_of(s: &AppState, headers: &HeaderMap) -> Result<Option<Viewe
     };
     let hash = hash_secret(&secret);
     let view = s.settle().await?;
-    let token = s.token_by_hash(view, &hash).await?;
-    Ok(token
-        .filter(|t| t.scope == Scope::Human)
-        .map(|token| Viewer {
-            csrf: csrf_token(s, &hash),
-            caller: Caller {
-                principal: yoi_core::Principal::human(token.principal.clone()),
-                token,
-                view,
-            },
-            session: hash,
-        }))
+    let Some(token) = s.token_by_hash(view, &hash).await?.filter(is_session) else {
+        return Ok(None);
+    };
+    let limits = &s.ws.config.server;
+    let to_ms = |secs: u64| i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let now_ms = now().unix_millis();
+    let live = s.ui.sessions.touch(
+        &token,
+        &hash,
+        now_ms,
+        to_ms(limits.session_idle_secs),
+        to_ms(limits.session_max_secs),
+    );
+    if !live {
+        // Ended for good: the token goes too, so no copy of the cookie works again.
+        s.db()
+            .revoke_token(&token.id, now_ms)
+            .await
+            .map_err(UiError::from_store)?;
+        return Ok(None);
+    }
+    Ok(Some(token).map(|token| Viewer {
+        csrf: csrf_token(s, &hash),
+        caller: Caller {
+            principal: yoi_core::Principal::human(token.principal.clone()),
+            token,
+            view,
+        },
+        session: hash,
+    }))
 }
 
 impl FromRequestParts<AppState> for Viewer {
@@ -188,8 +308,9 @@ impl FromRequestParts<AppState> for Viewer {
     }
 }
 
-/// A browser marks a cross-site request; refuse one (the CSRF token refuses it too).
-fn same_origin(headers: &HeaderMap) -> Result<(), UiError> {
+/// A browser marks a cross-site request; refuse one (the CSRF token refuses it too; the login
+/// form, which has none, relies on this alone).
+pub fn same_origin(headers: &HeaderMap) -> Result<(), UiError> {
     let site = headers
         .get("sec-fetch-site")
         .and_then(|v| v.to_str().ok())

@@ -162,6 +162,19 @@ pub const CHECKS: &[CheckInfo] = &[
     check("git.unreadable", W, "the repository's worktrees or branches could not be read, so the worktree checks did not run"),
 ];
 
+/// What doctor's file checks find in one ticket's folder (as a full run reports them for it,
+/// without the checks across tickets): what a page about a broken ticket shows. A folder that
+/// is a symbolic link is reported as such and not read.
+pub fn ticket_findings(ws: &Workspace, id: &yoi_core::TicketId) -> Vec<Finding> {
+    let dir = ws.ticket_dir(id);
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return vec![layout::symlink_finding(ws, &dir, Some(id))];
+    }
+    let mut scan = ticket::scan_ticket(ws, id, &mut cache::Stamps::default());
+    scan.findings.sort_unstable_by(order);
+    scan.findings
+}
+
 /// Check the workspace; with `fix`, first apply the repairs that cannot lose information.
 pub fn run(ws: &Workspace, fix: bool) -> Result<Report, StoreError> {
     if !fix {

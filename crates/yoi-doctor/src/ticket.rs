@@ -103,7 +103,7 @@ pub(super) fn check_ticket(ws: &Workspace, id: &TicketId, cache: &Cache) -> Tick
     scan
 }
 
-fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) -> TicketScan {
+pub(super) fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) -> TicketScan {
     let dir = ws.ticket_dir(id);
     let rel_dir = ws.rel(&dir);
     let mut scan = TicketScan {

@@ -10,7 +10,7 @@
 use yoi_db::DbIndex;
 use yoi_store::{StoreError, Workspace};
 
-pub use yoi_doctor::Report;
+pub use yoi_doctor::{ticket_findings, Report};
 
 /// Check the workspace (and the database `index`, when the caller has one); with `fix`, first
 /// apply the repairs that cannot lose anything.

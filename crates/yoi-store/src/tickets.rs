@@ -245,6 +245,19 @@ impl Workspace {
         })
     }
 
+    /// Every ticket's item that reads, in id order, skipping the tickets whose files are
+    /// damaged (a [`StoreError::Invalid`]: see [`Workspace::diagnose`]), so one broken file
+    /// never stops a pass over the others. Other errors (the machine's) fail the read.
+    pub fn read_readable_items(&self) -> Result<Vec<(TicketId, Item)>, StoreError> {
+        let ids = self.ticket_ids()?;
+        let read = parallel_map(&ids, |id| match self.read_item(id) {
+            Ok(item) => Ok(Some((id.clone(), item))),
+            Err(StoreError::Invalid { .. }) => Ok(None),
+            Err(e) => Err(e),
+        })?;
+        Ok(read.into_iter().flatten().collect())
+    }
+
     /// Every ticket's item, in id order. Unreadable items are errors.
     pub fn read_all_items(&self) -> Result<Vec<(TicketId, Item)>, StoreError> {
         let ids = self.ticket_ids()?;

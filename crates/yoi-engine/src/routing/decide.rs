@@ -15,7 +15,9 @@ use super::circuit::Circuit;
 
 /// Every ticket's item and the relation graph, read once for a routing pass. Deciding re-reads
 /// the routed ticket itself (and its thread); the snapshot supplies the other tickets' states
-/// and is updated by the pass as it accepts or returns tickets.
+/// and is updated by the pass as it accepts or returns tickets. A broken ticket (its item.md
+/// unreadable) is left out, so it stops neither the pass nor the queue page; as a blocker it
+/// counts as a ticket in no known state, which blocks.
 pub struct Snapshot {
     pub items: BTreeMap<TicketId, Item>,
     pub graph: RelationGraph,
@@ -24,7 +26,7 @@ pub struct Snapshot {
 impl Snapshot {
     pub fn load(ws: &Workspace) -> Result<Snapshot, StoreError> {
         Ok(Snapshot {
-            items: ws.read_all_items()?.into_iter().collect(),
+            items: ws.read_readable_items()?.into_iter().collect(),
             graph: ws.read_graph()?,
         })
     }

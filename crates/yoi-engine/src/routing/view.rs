@@ -206,7 +206,12 @@ pub fn queue_view(
     let order = snap.queued();
     for id in order.iter().take(limit) {
         let item = &snap.items[id];
-        let thread = ws.read_thread(id)?;
+        // A thread.md yoi cannot read makes the ticket broken: the page lists it as such.
+        let thread = match ws.read_thread(id) {
+            Ok(t) => t,
+            Err(StoreError::Invalid { .. }) => continue,
+            Err(e) => return Err(e),
+        };
         let would = decide_for(ws, &snap, id, item, &thread, max_inprogress)?;
         let blockers = snap
             .graph

@@ -258,6 +258,8 @@ pub struct BoardPage {
     pub max_inprogress: usize,
     pub op: String,
     pub api_query: String,
+    /// Tickets yoi cannot read, shown as broken cards whatever the filters.
+    pub broken: Vec<yoi_store::tickets::BrokenTicket>,
 }
 
 /// The cards of `tickets` with their facts.
@@ -346,6 +348,7 @@ pub async fn board(
         });
     }
     let chrome = Chrome::new(&s, &v, "Board", "board").await?;
+    let broken = crate::routes::tickets::broken_tickets(&s).await?;
     let api_query = {
         let mut q = vec!["state=all".to_string()];
         if p.blocked {
@@ -365,6 +368,7 @@ pub async fn board(
         op: ulid::Ulid::new().to_string(),
         filters: f,
         api_query,
+        broken,
     }))
 }
 

@@ -469,7 +469,10 @@ pub async fn page(
     Path(id): Path<String>,
     Query(q): Query<TicketQuery>,
 ) -> Result<Response, UiError> {
-    let t = view(&s, &v, id, q.from).await?;
+    let t = match view(&s, &v, id.clone(), q.from).await {
+        Ok(t) => t,
+        Err(e) => return broken_page(&s, &v, id).await?.ok_or(e),
+    };
     let mut chrome = Chrome::new(&s, &v, format!("{} {}", t.d.id, t.d.title), "tickets").await?;
     chrome.live_ticket = Some(t.d.id.to_string());
     Ok(html(&TicketPage {
@@ -478,6 +481,39 @@ pub async fn page(
         t,
         op: ulid::Ulid::new().to_string(),
     }))
+}
+
+#[derive(Template)]
+#[template(path = "ticket_broken.html")]
+pub struct BrokenTicketPage {
+    pub chrome: Chrome,
+    pub b: yoi_store::tickets::BrokenTicket,
+    pub findings: Vec<yoi_core::finding::Finding>,
+}
+
+/// The page of a ticket yoi cannot read, when `id` names one: which file is broken, and what
+/// doctor finds in its folder. `None` when the ticket is not broken (the caller's error
+/// stands).
+async fn broken_page(s: &AppState, v: &Viewer, id: String) -> Result<Option<Response>, UiError> {
+    let found = s
+        .read(move |ws| {
+            let Ok(id) = ws.resolve(&id) else {
+                return Ok(None);
+            };
+            Ok(ws
+                .diagnose(&id)
+                .map(|b| (b, yoi_engine::doctor::ticket_findings(ws, &id))))
+        })
+        .await?;
+    let Some((b, findings)) = found else {
+        return Ok(None);
+    };
+    let chrome = Chrome::new(s, v, format!("{} (broken)", b.id), "tickets").await?;
+    Ok(Some(html(&BrokenTicketPage {
+        chrome,
+        b,
+        findings,
+    })))
 }
 
 /// `GET /fragments/ticket/{id}`: the page's live sections, as the page renders them.

@@ -1,0 +1,326 @@
+//! Issue 38, items 7 and 8, with the real `yoi` binary and a real `yoi serve` on loopback: a
+//! ticket whose files are damaged (item.md bad YAML, not UTF-8 or missing; thread.md not UTF-8)
+//! stays listed by the CLI and the API, shows as a broken card on the board and the queue and
+//! as a page of its own, and is answered `corrupt_file` with its path, while every page keeps
+//! serving; a symbolic link for a ticket folder, item.md or thread.md is neither read nor
+//! written through and is doctor's `layout.symlink`, which never shows what the link leads to.
+
+mod common;
+
+use std::path::Path;
+
+use common::server::Server;
+use common::Repo;
+use serde_json::Value;
+
+/// The damage each broken ticket carries: (name, file, line of the damage, doctor check).
+const DAMAGE: [(&str, &str, Option<u64>, &str); 4] = [
+    ("yaml", "item.md", Some(4), "item.parse"),
+    ("utf8", "item.md", Some(10), "file.unreadable"),
+    ("missing", "item.md", None, "ticket.missing_item"),
+    ("thread", "thread.md", Some(8), "file.unreadable"),
+];
+
+/// Damage `file` of ticket `id` as `kind` says.
+fn damage(repo: &Repo, id: &str, kind: &str) {
+    let dir = repo.ticket_dir(id);
+    let item = dir.join("item.md");
+    match kind {
+        "yaml" => {
+            let text = std::fs::read_to_string(&item).unwrap();
+            let broken = text.replace("state: planning", "state: [planning");
+            assert_ne!(text, broken);
+            std::fs::write(&item, broken).unwrap();
+        }
+        "utf8" => append(&item, b"Body \xff\xfe broken\n"),
+        "missing" => std::fs::remove_file(&item).unwrap(),
+        "thread" => append(&dir.join("thread.md"), b"bad \xff bytes\n"),
+        _ => unreachable!(),
+    }
+}
+
+fn append(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+/// A workspace with one healthy ticket and one ticket per kind of damage: (healthy, broken by
+/// kind).
+fn damaged_workspace() -> (Repo, String, Vec<(&'static str, String)>) {
+    let repo = Repo::init();
+    let ok = repo.create("Healthy", "## Intent\nx\n");
+    let mut broken = Vec::new();
+    for (kind, ..) in DAMAGE {
+        let id = repo.create(&format!("Broken {kind}"), "## Intent\nx\n");
+        damage(&repo, &id, kind);
+        broken.push((kind, id));
+    }
+    (repo, ok, broken)
+}
+
+fn line_of(kind: &str) -> Option<u64> {
+    DAMAGE.iter().find(|d| d.0 == kind).unwrap().2
+}
+
+fn file_of(kind: &str) -> &'static str {
+    DAMAGE.iter().find(|d| d.0 == kind).unwrap().1
+}
+
+fn check_of(kind: &str) -> &'static str {
+    DAMAGE.iter().find(|d| d.0 == kind).unwrap().3
+}
+
+/// `yoi ticket list` (and `--json`) names every broken ticket: a stderr line with file and
+/// line, a `broken` entry with the doctor check; the healthy ticket is listed as before.
+fn assert_list_names_the_broken(repo: &Repo, ok: &str, broken: &[(&str, String)]) {
+    let out = repo.yoi(&["ticket", "list"]).ok();
+    assert!(out.stdout.contains(ok), "{}", out.stdout);
+    for (kind, id) in broken {
+        let line = out
+            .stderr
+            .lines()
+            .find(|l| l.contains(id.as_str()))
+            .unwrap_or_else(|| panic!("no stderr line for {kind}: {}", out.stderr));
+        let at = match line_of(kind) {
+            Some(n) => format!(".yoi/tickets/{id}/{}:{n})", file_of(kind)),
+            None => format!(".yoi/tickets/{id}/{})", file_of(kind)),
+        };
+        assert!(line.starts_with("broken: "), "{line}");
+        assert!(line.contains(&at), "{kind}: {line} lacks {at}");
+        assert!(line.contains(check_of(kind)), "{line}");
+    }
+    let out = repo.yoi(&["ticket", "list", "--json"]).ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["count"], 1, "{v}");
+    let listed = v["broken"].as_array().expect("a broken array");
+    assert_eq!(listed.len(), broken.len(), "{v}");
+    for (kind, id) in broken {
+        let b = listed.iter().find(|b| b["id"] == id.as_str()).unwrap();
+        assert_eq!(
+            b["path"],
+            format!(".yoi/tickets/{id}/{}", file_of(kind)).as_str()
+        );
+        assert_eq!(b["line"].as_u64(), line_of(kind), "{kind}: {b}");
+        assert_eq!(b["check"], check_of(kind), "{kind}: {b}");
+    }
+}
+
+#[test]
+fn every_kind_of_broken_file_stays_listed_by_the_cli() {
+    let (repo, ok, broken) = damaged_workspace();
+    assert_list_names_the_broken(&repo, &ok, &broken);
+    // Showing one names the file: a corrupt-file error (exit 1), never "no such ticket".
+    for (kind, id) in &broken {
+        let out = repo.yoi(&["ticket", "show", id]);
+        assert_eq!(out.code, 1, "{kind}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!(".yoi/tickets/{id}/{}", file_of(kind))),
+            "{kind}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// A one-time login link from `yoi dashboard`, visited: the session cookie's `name=value`.
+fn log_in(repo: &Repo) -> String {
+    let out = repo.yoi(&["dashboard", "--no-open"]).ok();
+    let link = out.stdout.lines().last().unwrap().trim().to_string();
+    let res = browser().get(&link).call().unwrap();
+    assert_eq!(res.status(), 303, "the login link starts a session");
+    let set = res.headers().get("set-cookie").unwrap().to_str().unwrap();
+    set.split(';').next().unwrap().to_string()
+}
+
+fn browser() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into()
+}
+
+fn page(server: &Server, cookie: &str, path: &str) -> (u16, String) {
+    let mut res = browser()
+        .get(&format!("http://{}{path}", server.addr))
+        .header("Cookie", cookie)
+        .call()
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.body_mut().read_to_string().unwrap())
+}
+
+#[test]
+fn every_kind_of_broken_file_stays_on_the_api_the_board_the_queue_and_its_page() {
+    let (repo, ok, broken) = damaged_workspace();
+    let server = Server::start(&repo);
+    // Through the server, the CLI lists the same.
+    assert_list_names_the_broken(&repo, &ok, &broken);
+
+    let (status, list) = server.get(&repo, "/tickets?state=all");
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["count"], 1, "{list}");
+    assert_eq!(list["broken"].as_array().unwrap().len(), broken.len());
+    for (kind, id) in &broken {
+        let (status, body) = server.get(&repo, &format!("/tickets/{id}"));
+        assert_eq!(body["error"]["code"], "corrupt_file", "{kind}: {body}");
+        assert_ne!(status, 404, "{kind}");
+        let path = body["error"]["details"]["path"].as_str().unwrap();
+        assert!(
+            path.ends_with(&format!(".yoi/tickets/{id}/{}", file_of(kind))),
+            "{kind}: {path}"
+        );
+        assert_eq!(body["error"]["details"]["line"].as_u64(), line_of(kind));
+    }
+
+    let cookie = log_in(&repo);
+    for path in ["/", "/queue", "/doctor", "/tickets", "/pods", "/skills"] {
+        let (status, _) = page(&server, &cookie, path);
+        assert_eq!(status, 200, "{path} keeps serving");
+    }
+    let (_, board) = page(&server, &cookie, "/");
+    let (_, queue) = page(&server, &cookie, "/queue");
+    let (_, doctor) = page(&server, &cookie, "/doctor");
+    for (kind, id) in &broken {
+        let anchor = format!("f-{id}-{}", check_of(kind));
+        for (name, html) in [("board", &board), ("queue", &queue)] {
+            assert!(
+                html.contains(&format!("id=\"broken-{id}\"")),
+                "{name} lacks the broken card of {kind}"
+            );
+            assert!(
+                html.contains(&format!("href=\"/doctor#{anchor}\"")),
+                "{name}'s card of {kind} links to its finding"
+            );
+        }
+        assert!(doctor.contains(&format!("id=\"{anchor}\"")), "{anchor}");
+        let (status, html) = page(&server, &cookie, &format!("/tickets/{id}"));
+        assert_eq!(status, 200, "{kind}: {html}");
+        assert!(html.contains("yoi cannot read this ticket"), "{html}");
+        assert!(
+            html.contains(&format!(".yoi/tickets/{id}/{}", file_of(kind))),
+            "{kind}: the page names the file"
+        );
+        assert!(
+            html.contains(&format!("<code>{}</code>", check_of(kind))),
+            "{kind}: the page shows doctor's finding"
+        );
+    }
+    // The healthy ticket's page is the usual one.
+    let (status, html) = page(&server, &cookie, &format!("/tickets/{ok}"));
+    assert_eq!(status, 200);
+    assert!(!html.contains("yoi cannot read this ticket"));
+}
+
+/// Outside the repository: what links in the tickets folder point at.
+fn outside_secret(dir: &Path) -> std::path::PathBuf {
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("item.md"), "SECRET-ITEM\n").unwrap();
+    std::fs::write(outside.join("thread.md"), "SECRET-THREAD\n").unwrap();
+    std::fs::write(outside.join("notes.txt"), "SECRET-NOTES\n").unwrap();
+    outside
+}
+
+#[test]
+fn links_in_the_tickets_folder_are_never_followed_and_doctor_names_them() {
+    let repo = Repo::init();
+    let outside = outside_secret(repo.side.path());
+    let before = common_tree(&outside);
+    let item_link = repo.create("Item is a link", "## Intent\nx\n");
+    let thread_link = repo.create("Thread is a link", "## Intent\nx\n");
+    let folder_link = repo.create("Folder is a link", "## Intent\nx\n");
+    let dir = |id: &str| repo.ticket_dir(id);
+    std::fs::remove_file(dir(&item_link).join("item.md")).unwrap();
+    std::os::unix::fs::symlink(outside.join("item.md"), dir(&item_link).join("item.md")).unwrap();
+    std::fs::remove_file(dir(&thread_link).join("thread.md")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.join("thread.md"),
+        dir(&thread_link).join("thread.md"),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(dir(&folder_link)).unwrap();
+    std::os::unix::fs::symlink(&outside, dir(&folder_link)).unwrap();
+
+    for id in [&item_link, &thread_link, &folder_link] {
+        // Reads are refused with an error naming the link.
+        let out = repo.yoi(&["ticket", "show", id]);
+        assert_eq!(out.code, 1, "{id}: {}", out.stdout);
+        assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+        assert!(!out.stdout.contains("SECRET"), "{}", out.stdout);
+        // Writes are refused and nothing outside changes.
+        for args in [
+            vec!["ticket", "comment", id.as_str(), "-m", "through the link"],
+            vec!["ticket", "edit", id.as_str(), "--title", "Renamed"],
+            vec!["ticket", "mark-ready", id.as_str()],
+        ] {
+            let out = repo.yoi(&args);
+            assert_ne!(out.code, 0, "{args:?} was refused: {}", out.stdout);
+            assert_eq!(common_tree(&outside), before, "{args:?} wrote through");
+        }
+    }
+    assert_eq!(
+        std::fs::read_link(dir(&item_link).join("item.md")).unwrap(),
+        outside.join("item.md"),
+        "the link itself is left as it was"
+    );
+
+    // The broken ones stay listed, as links.
+    let out = repo.yoi(&["ticket", "list", "--json"]).ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    for id in [&item_link, &thread_link] {
+        let b = v["broken"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == id.as_str())
+            .unwrap_or_else(|| panic!("{id} is listed as broken: {v}"));
+        assert_eq!(b["check"], "layout.symlink", "{b}");
+    }
+    assert!(!out.stdout.contains("SECRET") && !out.stderr.contains("SECRET"));
+
+    // Doctor: an error per link, naming where it points, never what is there.
+    let out = repo.yoi(&["ticket", "doctor", "--json"]);
+    assert_eq!(out.code, 1, "links are errors");
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let links: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "layout.symlink")
+        .collect();
+    let mut paths: Vec<&str> = links.iter().map(|f| f["path"].as_str().unwrap()).collect();
+    paths.sort();
+    let mut want = [
+        format!(".yoi/tickets/{item_link}/item.md"),
+        format!(".yoi/tickets/{thread_link}/thread.md"),
+        format!(".yoi/tickets/{folder_link}"),
+    ];
+    want.sort();
+    assert_eq!(paths, want.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(links.len(), 3, "{links:?}");
+    assert!(links.iter().all(|f| f["severity"] == "error"));
+    assert!(!out.stdout.contains("SECRET"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("notes.txt"),
+        "doctor never lists a linked folder's contents"
+    );
+    assert_eq!(common_tree(&outside), before);
+}
+
+/// Every file under `dir` with its bytes.
+fn common_tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}

@@ -522,4 +522,37 @@ mod tests {
         assert_eq!(c.principal.name.as_deref(), Some("flag"));
         assert_eq!(c.workspace.lock_timeout_secs, 30);
     }
+
+    #[test]
+    fn a_zero_server_limit_is_refused_naming_its_key() {
+        let c = Config::parse("[server]\nheader_timeout_secs = 3\n", Path::new("w.toml")).unwrap();
+        assert_eq!(c.server.header_timeout_secs, 3);
+        assert_eq!(
+            c.server.body_timeout_secs, 30,
+            "the others keep their defaults"
+        );
+        let err = Config::parse("[server]\nmax_connections = 0\n", Path::new("w.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("w.toml") && err.contains("`server.max_connections` must be at least 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn names_with_bidi_controls_are_refused_naming_the_key() {
+        for text in [
+            "[principal]\nname = \"al\u{202E}ice\"\n",
+            "[agents.\"co\u{2066}der\"]\nprogram = \"true\"\n",
+        ] {
+            let err = Config::parse(text, Path::new("w.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("w.toml") && err.contains("bidirectional control U+"),
+                "{err}"
+            );
+        }
+    }
 }

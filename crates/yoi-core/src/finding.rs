@@ -118,4 +118,9 @@ pub enum SafeFix {
     /// `git worktree prune` does. No file and no branch goes: the folders are already gone and
     /// the commits stay on their branches.
     PruneWorktrees,
+    /// Move a torn event out of a ticket's thread.md — a header cut short (with what follows
+    /// it up to the next header), or an event never closed at the end of the file — into a
+    /// side file in the ticket's `artifacts/`, byte for byte, then rewrite thread.md without
+    /// it. `line` is where the torn event starts.
+    SetAsideTorn { ticket: String, line: usize },
 }

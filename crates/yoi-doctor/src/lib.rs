@@ -301,6 +301,57 @@ fn merged(mut own: Vec<Finding>, other: Vec<Finding>, more: usize) -> Vec<Findin
     own
 }
 
+/// [`SafeFix::SetAsideTorn`]: re-read thread.md, and when `line` still starts a torn event,
+/// write its bytes to the side file (a new file, synced) before rewriting thread.md without
+/// them. Nothing is read or written through a symbolic link.
+fn set_aside_torn(ws: &Workspace, ticket: &str, line: usize) -> Result<Option<String>, StoreError> {
+    let id = TicketId::parse(ticket)?;
+    let path = ws.path_of(&id, yoi_store::tickets::THREAD);
+    let base = ws.tickets_dir();
+    let Some(text) =
+        yoi_store::beneath::read_opt(&base, &path).map_err(|e| StoreError::io(&path, e))?
+    else {
+        return Ok(None);
+    };
+    let parsed = yoi_core::thread::parse_thread_headers(&text);
+    let Some(region) = parsed
+        .issues
+        .iter()
+        .filter(|i| i.line == line)
+        .find_map(|i| thread::torn_region(&text, i))
+    else {
+        return Ok(None);
+    };
+    let side = ws.ticket_dir(&id).join(thread::torn_side_file(line));
+    if fs::symlink_metadata(&side).is_ok() {
+        // An earlier repair's side file: never overwritten; a person decides.
+        return Ok(None);
+    }
+    if let Some(dir) = side.parent() {
+        yoi_store::beneath::check_folders(&base, &side)
+            .or_else(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    fs::create_dir(dir)
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(|e| StoreError::io(dir, e))?;
+    }
+    yoi_store::beneath::atomic_write(&base, &side, text[region.clone()].as_bytes())
+        .map_err(|e| StoreError::io(&side, e))?;
+    let mut kept = String::with_capacity(text.len() - region.len());
+    kept.push_str(&text[..region.start]);
+    kept.push_str(&text[region.end..]);
+    yoi_store::beneath::atomic_write(&base, &path, kept.as_bytes())
+        .map_err(|e| StoreError::io(&path, e))?;
+    Ok(Some(format!(
+        "set the torn event at {}:{line} aside in {}",
+        ws.rel(&path),
+        ws.rel(&side)
+    )))
+}
+
 /// Apply one repair. Each re-checks, inside the lock, that it still loses nothing; `None` means
 /// there was nothing left to do.
 fn apply(ws: &Workspace, repair: &SafeFix) -> Result<Option<String>, StoreError> {
@@ -355,6 +406,7 @@ fn apply(ws: &Workspace, repair: &SafeFix) -> Result<Option<String>, StoreError>
                 Err(e) => Err(StoreError::io(&p, e)),
             }
         }
+        SafeFix::SetAsideTorn { ticket, line } => set_aside_torn(ws, ticket, *line),
         SafeFix::PruneWorktrees => {
             let Some(repo) = yoi_store::git::repo_root(ws.root()) else {
                 return Ok(None);

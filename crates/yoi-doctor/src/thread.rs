@@ -1,10 +1,44 @@
 //! thread.md checks: what `parse_thread` reports (malformed headers, torn appends, stray text),
 //! then each event's own attributes, ids, and the state changes it records.
 
-use yoi_core::finding::Finding;
+use std::ops::Range;
+
+use yoi_core::finding::{Finding, SafeFix};
 use yoi_core::state::State;
-use yoi_core::thread::{parse_thread_headers, EventKind, ThreadIssueKind};
+use yoi_core::thread::{parse_thread_headers, EventKind, ThreadIssue, ThreadIssueKind};
 use yoi_core::{TicketId, Timestamp};
+
+/// The bytes of a torn event that `issue` reports, when it is one: a header line cut short
+/// (no `-->`) with what follows it up to the next header line, or an event never closed by
+/// `---` that runs to the end of the file (a half-written append). `None` for any other issue,
+/// which needs a person.
+pub(super) fn torn_region(text: &str, issue: &ThreadIssue) -> Option<Range<usize>> {
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        starts.push(at);
+        at += line.len();
+    }
+    let start = *starts.get(issue.line.checked_sub(1)?)?;
+    let header = text[start..].lines().next().unwrap_or("");
+    let next_header = starts
+        .iter()
+        .copied()
+        .filter(|&s| s > start)
+        .find(|&s| text[s..].starts_with("<!-- event:"));
+    match &issue.kind {
+        ThreadIssueKind::MalformedHeader { .. } if !header.trim_end().ends_with("-->") => {
+            Some(start..next_header.unwrap_or(text.len()))
+        }
+        ThreadIssueKind::Unterminated if next_header.is_none() => Some(start..text.len()),
+        _ => None,
+    }
+}
+
+/// Where `--fix` keeps a torn event that started at `line`, relative to the ticket folder.
+pub(super) fn torn_side_file(line: usize) -> String {
+    format!("artifacts/torn-thread-line-{line}.md")
+}
 
 /// What the item and resolution checks need to know about the thread.
 #[derive(Debug, Default)]
@@ -58,6 +92,19 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
                 "move the text at {} into a comment (`yoi ticket comment {id} -m …`) and delete it from thread.md",
                 loc(issue.line)
             )),
+        };
+        let f = match torn_region(text, issue) {
+            Some(_) => f
+                .with_fix(format!(
+                    "yoi ticket doctor --fix sets the torn bytes at {} aside in {} and removes them from thread.md",
+                    loc(issue.line),
+                    torn_side_file(issue.line)
+                ))
+                .with_safe_fix(SafeFix::SetAsideTorn {
+                    ticket: id.to_string(),
+                    line: issue.line,
+                }),
+            None => f,
         };
         out.push(f.with_ticket(id.as_str()).at(rel, Some(issue.line)));
     }

@@ -125,8 +125,7 @@ pub fn router(state: AppState) -> Router {
             get(routes::skills::resource),
         )
         .route("/dashboard/login", post(ui::session::mint_route))
-        .route("/openapi.json", get(openapi::serve))
-        .layer(axum::middleware::from_fn(ui::guard::api_headers));
+        .route("/openapi.json", get(openapi::serve));
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
@@ -147,6 +146,7 @@ pub fn router(state: AppState) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(ui::guard::api_headers))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             ui::guard::hosts,

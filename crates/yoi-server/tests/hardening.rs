@@ -160,6 +160,12 @@ fn api_answers_carry_nosniff_no_store_and_a_csp_that_allows_nothing() {
     check("/api/v1/tickets", None, 401);
     check("/api/v1/openapi.json", None, 200);
     check("/api/v1/skills", Some(&server.tokens.read), 200);
+    check("/api/v1/no-such-route", Some(&server.tokens.read), 404);
+    check("/healthz", None, 200);
+    // Pages keep their own policy.
+    let page = agent.get(&format!("{}/login", server.base)).call().unwrap();
+    let csp = page.headers().get("content-security-policy").unwrap();
+    assert!(csp.to_str().unwrap().starts_with("default-src 'self'"));
 }
 
 #[test]

@@ -77,10 +77,16 @@ pub async fn headers(req: Request, next: Next) -> Response {
     res
 }
 
-/// The headers of every API answer: it is data, never a page — a browser that is led to one
-/// must not guess another type, keep it, or run anything in it.
+/// The headers of every API answer (`/api/…`, its 404s included, `/healthz` and `/readyz`):
+/// it is data, never a page — a browser that is led to one must not guess another type, keep
+/// it, or run anything in it.
 pub async fn api_headers(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let api = path.starts_with("/api/") || path == "/healthz" || path == "/readyz";
     let mut res = next.run(req).await;
+    if !api {
+        return res;
+    }
     let h = res.headers_mut();
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,

@@ -482,7 +482,70 @@ impl Drop for ResponseBody {
 
 #[cfg(test)]
 mod tests {
-    use super::connection_cap;
+    use super::{connection_cap, Limits, Watchdog};
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    fn limits(ms: u64) -> Limits {
+        Limits {
+            header: Duration::from_millis(ms),
+            body: Duration::from_millis(2 * ms),
+            idle: Duration::from_millis(3 * ms),
+            max_connections: 1,
+        }
+    }
+
+    /// The phase the watchdog times now (`None`: nothing is timed).
+    fn timing(dog: &Watchdog) -> Option<&'static str> {
+        dog.deadline().map(|(_, what)| what)
+    }
+
+    #[tokio::test]
+    async fn each_phase_has_its_own_deadline_and_a_response_being_read_has_none() {
+        let l = limits(10_000);
+        let dog = Watchdog::new(l);
+        let accepted = Instant::now();
+        assert_eq!(timing(&dog), Some("waiting for a request"));
+        // The first head's time counts from the accept, not from its first byte.
+        let first = dog.deadline().unwrap().0;
+        dog.read_some();
+        assert_eq!(timing(&dog), Some("reading a request head"));
+        assert_eq!(dog.deadline().unwrap().0, first);
+        assert!(first <= accepted + l.header + Duration::from_millis(50));
+        dog.request_started(false);
+        assert_eq!(timing(&dog), Some("reading a request body"));
+        dog.body_done();
+        assert_eq!(
+            timing(&dog),
+            None,
+            "a handler at work, or a response read, is not timed"
+        );
+        dog.write_blocked(true);
+        assert_eq!(timing(&dog), Some("writing to a stalled client"));
+        dog.write_blocked(false);
+        assert_eq!(timing(&dog), None);
+        dog.response_done();
+        assert_eq!(timing(&dog), Some("waiting for a request"));
+        let idle = dog.deadline().unwrap().0;
+        assert!(idle > first, "a kept-alive connection waits the idle limit");
+        // A kept-alive connection's next head gets a header limit of its own.
+        dog.read_some();
+        assert_eq!(timing(&dog), Some("reading a request head"));
+        // A request without a body goes straight to its handler.
+        dog.request_started(true);
+        assert_eq!(timing(&dog), None);
+    }
+
+    #[tokio::test]
+    async fn a_write_the_client_leaves_blocked_expires_after_the_idle_limit() {
+        let l = limits(20);
+        let dog = Watchdog::new(l);
+        dog.request_started(true);
+        let blocked = Instant::now();
+        dog.write_blocked(true);
+        assert_eq!(dog.expired().await, "writing to a stalled client");
+        assert!(blocked.elapsed() >= l.idle);
+    }
 
     #[test]
     fn the_cap_stays_below_the_descriptor_limit() {

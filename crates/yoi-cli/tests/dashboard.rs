@@ -686,7 +686,8 @@ async fn forged_posts_and_foreign_hosts_are_refused_and_write_nothing() {
             "{method} {path}: {body}"
         );
     }
-    // A session reads the API but never writes through it.
+    // A session is no API credential: it cannot write through the API (nor read it, as
+    // crates/yoi-server/tests/hardening.rs shows).
     let api = agent
         .post(&format!("{}/api/v1/tickets/{t}/queue", site.base()))
         .header("Cookie", &cookie)

@@ -50,7 +50,9 @@ pub use pods::{PodRow, PodState};
 pub use read_ahead::SpanReader;
 pub use reindex::{IndexStats, ReindexMode};
 pub use snapshot::{event_key, event_key_of, indexed_plan, plan_key};
-pub use tokens::{hash_secret, new_secret, write_secret_file, Scope, TokenInfo, ADMIN_TOKEN_FILE};
+pub use tokens::{
+    hash_secret, new_secret, write_secret_file, Scope, TokenInfo, ADMIN_TOKEN_FILE, SESSION_PREFIX,
+};
 pub use yoi_store::workspace::sqlite_url;
 
 use yoi_store::StoreError;

@@ -103,8 +103,44 @@ fn row_to_info(r: &sqlx::any::AnyRow) -> Result<TokenInfo, StoreError> {
 const COLUMNS: &str = "id, name, scope, principal, created_ms, revoked_ms";
 
 impl Db {
-    /// Create a token; returns its record and the secret (shown once).
+    /// Create a token; returns its record and the secret (shown once). Names starting with
+    /// [`SESSION_PREFIX`] are the dashboard's sessions' ([`Db::create_session`]).
     pub async fn create_token(
+        &self,
+        name: &str,
+        scope: &Scope,
+        principal: &str,
+        now_ms: i64,
+    ) -> Result<(TokenInfo, String), StoreError> {
+        if name.trim().starts_with(SESSION_PREFIX) {
+            return Err(StoreError::bad_input(
+                "name",
+                format!("`{SESSION_PREFIX}…` names the dashboard's sessions, which are not API tokens; choose another name"),
+            ));
+        }
+        self.insert_token(name, scope, principal, now_ms).await
+    }
+
+    /// A dashboard session for `principal`: a human token whose `name` starts with
+    /// [`SESSION_PREFIX`], which the server accepts in the session cookie and never as an API
+    /// bearer token.
+    pub async fn create_session(
+        &self,
+        name: &str,
+        principal: &str,
+        now_ms: i64,
+    ) -> Result<(TokenInfo, String), StoreError> {
+        if !name.starts_with(SESSION_PREFIX) {
+            return Err(StoreError::bad_input(
+                "name",
+                format!("a session's name starts with `{SESSION_PREFIX}`"),
+            ));
+        }
+        self.insert_token(name, &Scope::Human, principal, now_ms)
+            .await
+    }
+
+    async fn insert_token(
         &self,
         name: &str,
         scope: &Scope,
@@ -211,6 +247,9 @@ impl Db {
         Ok(done.rows_affected() > 0)
     }
 }
+
+/// What the name of every dashboard session's token starts with.
+pub const SESSION_PREFIX: &str = "session-";
 
 /// File holding the local human's admin token secret (mode 0600, under `.yoi/local/`).
 pub const ADMIN_TOKEN_FILE: &str = "admin.token";

@@ -109,6 +109,24 @@ fn a_session_cookie_is_not_an_api_credential_but_the_dashboard_stream_takes_it()
 }
 
 #[test]
+fn no_token_but_a_session_is_named_like_one() {
+    let server = Server::start(Backend::Sqlite);
+    let admin = server.admin();
+    let err = admin
+        .rt
+        .block_on(
+            admin
+                .db
+                .create_token("session-mine", &"human".parse().unwrap(), "bob", 1),
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("names the dashboard's sessions"),
+        "{err}"
+    );
+}
+
+#[test]
 fn the_login_form_refuses_another_origin() {
     let server = Server::start(Backend::Sqlite);
     let post = |origin: &str| {

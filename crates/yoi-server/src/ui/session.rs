@@ -28,7 +28,7 @@ use std::sync::Mutex;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method};
-use yoi_db::{hash_secret, new_secret, Scope, TokenInfo};
+use yoi_db::{hash_secret, new_secret, Scope, TokenInfo, SESSION_PREFIX};
 
 use super::page::UiError;
 use crate::auth::{now, Caller};
@@ -36,8 +36,6 @@ use crate::state::AppState;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "yoi_session";
-/// What the name of every session's token starts with.
-pub const SESSION_PREFIX: &str = "session-";
 /// How long a login code stays valid.
 pub const LOGIN_TTL_MS: i64 = 10 * 60 * 1000;
 /// Login codes kept at most (older ones are dropped first).
@@ -103,10 +101,7 @@ pub async fn start(s: &AppState, principal: &str) -> Result<String, yoi_store::S
         ulid::Ulid::new().to_string().to_lowercase()
     );
     let now_ms = now().unix_millis();
-    let (_, secret) = s
-        .db()
-        .create_token(&name, &Scope::Human, principal, now_ms)
-        .await?;
+    let (_, secret) = s.db().create_session(&name, principal, now_ms).await?;
     s.ui.sessions.seen(&hash_secret(&secret), now_ms);
     Ok(secret)
 }

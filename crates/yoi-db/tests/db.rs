@@ -719,12 +719,26 @@ fn incremental_reindex_picks_up_hand_edits_and_skips_untouched_files(b: Backend)
         .unwrap();
     let (_, _, stats) = fx.reopen();
     assert_eq!(stats.reindexed, 0);
-    // A folder whose item.md is gone (its other files left behind) is no ticket any more.
+    // A folder whose item.md is gone (its thread left behind) is a broken ticket: no tickets
+    // row, but listed as broken, never silently dropped.
     std::fs::remove_file(fx.ws.path_of(&pulled, "item.md")).unwrap();
     let (_, index, stats) = fx.reopen();
-    assert_eq!((stats.scanned, stats.removed), (1, 1), "{stats:?}");
+    assert_eq!(
+        (stats.scanned, stats.reindexed, stats.removed),
+        (2, 1, 0),
+        "{stats:?}"
+    );
     let rows = fx.rt.block_on(index.db.ticket_rows()).unwrap();
     assert_eq!(rows.len(), 1);
+    assert_eq!(
+        fx.rt.block_on(index.db.broken_ids()).unwrap(),
+        vec![pulled.clone()]
+    );
+    // Without its thread too, it is no ticket any more.
+    std::fs::remove_file(fx.ws.path_of(&pulled, "thread.md")).unwrap();
+    let (_, index, stats) = fx.reopen();
+    assert_eq!((stats.scanned, stats.removed), (1, 1), "{stats:?}");
+    assert!(fx.rt.block_on(index.db.broken_ids()).unwrap().is_empty());
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
@@ -888,7 +902,7 @@ fn newer_database_is_refused(b: Backend) {
             err,
             StoreError::DatabaseTooNew {
                 found: 999,
-                known: 6,
+                known: 7..,
                 ..
             }
         ),
@@ -1535,14 +1549,16 @@ fn the_bulk_rebuild_writes_the_rows_the_per_ticket_writer_wrote(b: Backend) {
         before.len()
     );
 
-    // Folders named like tickets that are not tickets: no item.md (a thread alone), item.md a
-    // folder, item.md a named pipe (which must not block the reader). None gives a row.
+    // Folders named like tickets that are not tickets: neither item.md nor thread.md (its
+    // artifacts alone), item.md a folder, item.md a named pipe (which must not block the
+    // reader). None gives a row. (A thread alone is a broken ticket: see
+    // `incremental_reindex_picks_up_hand_edits_and_skips_untouched_files`.)
     let stray = |id: &str| {
         let dir = fx.ws.tickets_dir().join(id);
         std::fs::create_dir_all(&dir).unwrap();
         dir
     };
-    std::fs::write(stray("01ARZ3NDEKTSV4RRFFQ69G5FAV").join("thread.md"), "").unwrap();
+    std::fs::create_dir(stray("01ARZ3NDEKTSV4RRFFQ69G5FAV").join("artifacts")).unwrap();
     std::fs::create_dir(stray("01ARZ3NDEKTSV4RRFFQ69G5FAW").join("item.md")).unwrap();
     let fifo = stray("01ARZ3NDEKTSV4RRFFQ69G5FAX").join("item.md");
     assert!(std::process::Command::new("mkfifo")

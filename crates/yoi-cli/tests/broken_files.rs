@@ -324,3 +324,44 @@ fn common_tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+#[test]
+fn a_linked_skill_folder_is_not_loaded_and_doctor_names_it() {
+    let repo = Repo::init();
+    let outside = repo.side.path().join("evil");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("SKILL.md"),
+        "---\nname: evil\ndescription: SECRET-SKILL, read through a link\n---\nSECRET-SKILL body\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(repo.path().join(".yoi/skills")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.path().join(".yoi/skills/evil")).unwrap();
+
+    let out = repo.yoi(&["skill", "list", "--json"]).ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        !v["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "evil"),
+        "{v}"
+    );
+    assert!(!out.stdout.contains("SECRET-SKILL"));
+    let out = repo.yoi(&["skill", "show", "evil"]);
+    assert_ne!(out.code, 0, "a linked skill cannot be read");
+    assert!(!out.stdout.contains("SECRET-SKILL"));
+
+    let out = repo.yoi(&["ticket", "doctor", "--json"]);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let f = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "layout.symlink")
+        .unwrap_or_else(|| panic!("no layout.symlink: {report}"));
+    assert_eq!(f["path"], ".yoi/skills/evil");
+    assert_eq!(f["severity"], "error");
+    assert!(!out.stdout.contains("SECRET-SKILL"), "{}", out.stdout);
+}

@@ -104,10 +104,44 @@ pub(super) fn scan_root(ws: &Workspace) -> Result<RootScan, StoreError> {
             )),
         );
     }
+    findings.extend(skill_links(ws));
+    findings.extend(worktree_links(ws));
     Ok(RootScan {
         findings,
         ticket_dirs,
     })
+}
+
+/// Every skill folder in `.yoi/skills/` that is a symbolic link (`layout.symlink`): the
+/// catalog skips them, and a skill approved under that name replaces the link, never writes
+/// through it.
+fn skill_links(ws: &Workspace) -> Vec<Finding> {
+    let root = ws.root().join(".yoi/skills");
+    let Ok(entries) = yoi_store::dirfd::Dir::open(&root).and_then(|d| d.list()) else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter(|e| e.is_link)
+        .map(|e| symlink_finding(ws, &root.join(&e.name), None))
+        .collect()
+}
+
+/// The worktree folder (`.worktree/`) when it is a symbolic link, else every entry in it that
+/// is one (`layout.symlink`): yoi neither adds, inspects nor removes a worktree through a link.
+fn worktree_links(ws: &Workspace) -> Vec<Finding> {
+    let root = ws.config.worktree_dir(ws.root());
+    if fs::symlink_metadata(&root).is_ok_and(|m| m.file_type().is_symlink()) {
+        return vec![symlink_finding(ws, &root, None)];
+    }
+    let Ok(entries) = yoi_store::dirfd::Dir::open(&root).and_then(|d| d.list()) else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter(|e| e.is_link)
+        .map(|e| symlink_finding(ws, &root.join(&e.name), None))
+        .collect()
 }
 
 /// A symbolic link where yoi reads and writes (`layout.symlink`): named with where it points,

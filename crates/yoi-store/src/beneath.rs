@@ -140,6 +140,23 @@ fn parent_beneath<'p>(base: &Path, path: &'p Path) -> io::Result<(OwnedFd, &'p [
     Ok((dir, name))
 }
 
+/// The first of `path` and the folders between `base` and it that is a symbolic link, if
+/// any (a worktree's path, before yoi adds, inspects or removes it). Names that do not exist
+/// end the walk: nothing below them can be a link.
+pub fn link_on_path(base: &Path, path: &Path) -> Option<std::path::PathBuf> {
+    let rel = path.strip_prefix(base).ok()?;
+    let mut at = base.to_path_buf();
+    for c in rel.components() {
+        at.push(c);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return Some(at),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 /// Refuse `path` when a folder between `base` and it is a symbolic link (the file itself is
 /// opened with `O_NOFOLLOW` by whoever opens it).
 pub fn check_folders(base: &Path, path: &Path) -> io::Result<()> {

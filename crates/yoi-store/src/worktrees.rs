@@ -221,6 +221,9 @@ pub fn remove_worktree(
     if row.status == WorktreeStatus::Gone {
         return Err(WorktreeError::Gone { path: row.path });
     }
+    if let Some(link) = crate::beneath::link_on_path(&repo, &row.full_path) {
+        return Err(StoreError::invalid(&link, None, crate::error::LINK_REASON).into());
+    }
     if let (Some((ticket, state)), false) = (in_progress.clone(), force) {
         return Err(WorktreeError::InProgress {
             ticket,

@@ -292,6 +292,24 @@ impl Job<'_> {
         let worktree =
             fresh_place(ws, id, worktree_root, name).map_err(|e| (FailAt::Worktree, e))?;
 
+        // A planted link for the worktree (or the folder holding it) would have the checkout
+        // written wherever it leads.
+        let planted = yoi_store::beneath::link_on_path(repo, &worktree)
+            .or_else(|| yoi_store::beneath::link_on_path(worktree_root, &worktree))
+            .or_else(|| {
+                std::fs::symlink_metadata(worktree_root)
+                    .is_ok_and(|m| m.file_type().is_symlink())
+                    .then(|| worktree_root.to_path_buf())
+            });
+        if let Some(link) = planted {
+            return Err((
+                FailAt::Worktree,
+                format!(
+                    "{} is a symbolic link, and yoi writes no worktree through a link; remove it (`yoi ticket doctor` reports it as layout.symlink)",
+                    link.display()
+                ),
+            ));
+        }
         let step = FailAt::Branch;
         clear_leftovers(db, id, repo, &worktree, branch, base_commit)
             .map_err(|e| (FailAt::Worktree, e))?;

@@ -80,6 +80,15 @@ pub(super) fn scan_root(
             continue;
         }
         let dir = entry.path();
+        // A folder that is a symbolic link is never read through: its target could be any
+        // folder on the machine, and its SKILL.md would reach agents as this repository's.
+        if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            if fs::metadata(&dir).is_ok_and(|m| m.is_dir()) {
+                let why = NotSkill::Link;
+                skipped.push(skipped_folder(name, source, &prefix, why, root_is_skill));
+            }
+            continue;
+        }
         if !fs::metadata(&dir).is_ok_and(|m| m.is_dir()) {
             continue;
         }
@@ -128,6 +137,8 @@ enum NotSkill {
     Missing,
     /// The folder cannot be listed.
     Unlistable(ErrorKind),
+    /// The folder is a symbolic link, which yoi does not follow.
+    Link,
 }
 
 /// `Ok` when `dir` holds an entry named exactly `SKILL.md` that is (or links to) a file.
@@ -205,6 +216,14 @@ fn skipped_folder(
             rules::FILE_READ,
             expected,
             format!("the folder `{name}` cannot be listed: {kind}"),
+        ),
+        NotSkill::Link => (
+            rules::FILE_READ,
+            format!("{prefix}{name}"),
+            format!(
+                "`{name}` is a symbolic link, and yoi follows no link in a skills folder, so it \
+                 is not loaded as a skill; put the skill's folder itself here"
+            ),
         ),
     };
     SkippedFolder {

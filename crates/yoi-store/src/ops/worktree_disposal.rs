@@ -86,6 +86,15 @@ pub(super) fn inspect(ws: &Workspace, id: &TicketId) -> Result<Option<Disposal>,
 }
 
 fn verdict(repo: &std::path::Path, path: &std::path::Path) -> Verdict {
+    // A link on the way could lead git to another folder: it is never inspected or removed.
+    if let Some(link) = crate::beneath::link_on_path(repo, path) {
+        return Verdict::KeptUnreadable {
+            reason: format!(
+                "{} is a symbolic link, and yoi follows no link in a worktree's path",
+                link.display()
+            ),
+        };
+    }
     let registered = match yoi_git::list_worktrees_with(repo, yoi_git::StatusOf::Nothing) {
         Ok(list) => {
             let wanted = git::canonical(path);

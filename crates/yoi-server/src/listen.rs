@@ -17,8 +17,9 @@
 //! queue, where they hold no descriptor of ours. [`raise_fd_limit`] lifts the soft
 //! `RLIMIT_NOFILE` to the hard limit at start and [`connection_cap`] keeps the cap below it, so
 //! a flood of connections never leaves the server without descriptors for its database, its
-//! files and its pods. Shutdown stops accepting, asks every connection to finish its request in
-//! flight, and waits for them (the watchdog still cuts the slow ones).
+//! files and its pods. Shutdown stops accepting, closes the connections that are between
+//! requests or still sending a head, lets every request being answered finish, and waits for
+//! those (the watchdog still cuts the slow ones).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -216,6 +217,11 @@ async fn serve_connection(
                 return;
             }
             _ = stop.wait_for(|s| *s), if !stopping => {
+                // A request being answered finishes; a connection between requests, or one
+                // still sending a head, has nothing to finish and is closed now.
+                if !dog.busy() {
+                    return;
+                }
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
             }
@@ -302,6 +308,11 @@ impl Watchdog {
             until: Instant::now() + self.limits.idle,
             fresh: false,
         });
+    }
+
+    /// Whether a request is being answered (its head has arrived).
+    fn busy(&self) -> bool {
+        self.with(|s| matches!(s.0, Phase::Busy { .. }))
     }
 
     /// A write could not proceed (`true`) or did (`false`).

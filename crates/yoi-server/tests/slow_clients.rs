@@ -275,3 +275,74 @@ fn a_token_holds_at_most_its_streams_and_one_more_is_429() {
     let (_s, head) = open_stream(&server, "/api/v1/events", &other);
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
 }
+
+#[test]
+fn shutdown_closes_idle_trickling_and_streaming_connections_at_once() {
+    let server = Server::start(Backend::Sqlite);
+    let auth = format!("Authorization: Bearer {}\r\n", server.tokens.read);
+    let (mut stream, head) = open_stream(&server, "/api/v1/events", &auth);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut idle = connect(&server);
+    exchange(
+        &mut idle,
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    );
+    let mut trickling = connect(&server);
+    trickling
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a")
+        .unwrap();
+    let mut fresh = connect(&server);
+    let asked = Instant::now();
+    // `stop` returns once `serve` has: every connection has ended.
+    server.stop();
+    let took = asked.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "shutdown waited {took:?}, as if for the 10 s header timeout"
+    );
+    for s in [&mut stream, &mut idle, &mut trickling, &mut fresh] {
+        wait_closed(s, asked);
+    }
+}
+
+#[test]
+fn shutdown_lets_a_request_in_flight_finish() {
+    let server = Server::start(Backend::Sqlite);
+    let mut s = connect(&server);
+    let body = r#"{"title": "Finished", "body": ""}"#;
+    write!(
+        s,
+        "POST /api/v1/tickets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        server.tokens.human,
+        body.len(),
+    )
+    .unwrap();
+    // The server asks for the body once the handler reads it: the request is in flight.
+    s.set_read_timeout(Some(GRACE)).unwrap();
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut byte).unwrap(), 1, "closed before 100 Continue");
+        got.push(byte[0]);
+    }
+    assert!(
+        got.starts_with(b"HTTP/1.1 100"),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+    let root = server.root().to_path_buf();
+    let stopper = std::thread::spawn(move || server.stop());
+    s.write_all(body.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    let _stopped = stopper.join().unwrap();
+    let titles: Vec<String> = std::fs::read_dir(root.join(".yoi/tickets"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path().join("item.md")).unwrap())
+        .collect();
+    assert!(
+        titles.iter().any(|t| t.contains("title: Finished")),
+        "{titles:?}"
+    );
+}

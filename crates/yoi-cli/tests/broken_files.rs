@@ -110,8 +110,12 @@ fn assert_list_names_the_broken(repo: &Repo, ok: &str, broken: &[(&str, String)]
 fn every_kind_of_broken_file_stays_listed_by_the_cli() {
     let (repo, ok, broken) = damaged_workspace();
     assert_list_names_the_broken(&repo, &ok, &broken);
-    // Showing one names the file: a corrupt-file error (exit 1), never "no such ticket".
+    // Showing one, by its id or a suffix of it, names the file: a corrupt-file error (exit 1),
+    // never "no such ticket".
     for (kind, id) in &broken {
+        let out = repo.yoi(&["ticket", "show", &id[id.len() - 8..]]);
+        assert_eq!(out.code, 1, "{kind}: {}", out.stderr);
+        assert!(out.stderr.contains(id.as_str()), "{kind}: {}", out.stderr);
         let out = repo.yoi(&["ticket", "show", id]);
         assert_eq!(out.code, 1, "{kind}: {}", out.stderr);
         assert!(

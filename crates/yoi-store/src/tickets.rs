@@ -96,9 +96,15 @@ impl Workspace {
                 return Ok(id);
             }
         }
-        let mut ids = self.ticket_folders()?;
-        ids.retain(|id| self.holds_ticket(id));
-        Ok(id::resolve(query, &ids)?)
+        match id::resolve(query, &self.ticket_ids()?) {
+            Ok(id) => Ok(id),
+            // Only then look for a broken one: most lookups never pay for the extra looks.
+            Err(first) => {
+                let mut ids = self.ticket_folders()?;
+                ids.retain(|id| self.holds_ticket(id));
+                id::resolve(query, &ids).map_err(|_| first.into())
+            }
+        }
     }
 
     /// Whether the folder of `id` holds a ticket, readable or not: item.md or thread.md is

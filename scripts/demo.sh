@@ -14,6 +14,9 @@ cargo build --quiet -p yoi-cli -p yoi-tests --bin yoi --bin yoi-fake-agent
 YOI="$PWD/target/debug/yoi"
 AGENT="$PWD/target/debug/yoi-fake-agent"
 DEMO="$(mktemp -d -t yoi-demo-XXXXXX)"
+# The scripted agents' scripts live beside the workspace: agents run sandboxed and cannot read
+# .yoi/local (docs/security.md).
+AGENTS="$(mktemp -d -t yoi-demo-agents-XXXXXX)"
 export USER="${USER:-demo}"
 
 run() { printf '\n$ yoi %s\n' "$*"; "$YOI" -C "$DEMO" "$@"; }
@@ -55,13 +58,13 @@ run ticket show "$CLI"
 run ticket doctor
 
 echo "# a coder pod runs a scripted agent (any CLI agent fits: \`yoi agent list\`); a reviewer approves:"
-cat >"$DEMO/.yoi/local/demo-agent.txt" <<'SCRIPT'
+cat >"$AGENTS/demo-agent.txt" <<'SCRIPT'
 write notes/$YOI_TICKET.md // written for ticket $YOI_TICKET\n
 say I added notes/$YOI_TICKET.md.
 say Tokens: 1.2k sent, 310 received. Cost: $0.01 message, $0.01 session.
 done added the note
 SCRIPT
-cat >"$DEMO/.yoi/local/demo-review.txt" <<'SCRIPT'
+cat >"$AGENTS/demo-review.txt" <<'SCRIPT'
 say The note is there and says what it should.
 say YOI-VERDICT: approve
 done reviewed the change
@@ -71,12 +74,12 @@ cat >>"$DEMO/.yoi/workspace.toml" <<TOML
 
 [agents.demo]
 program = "$AGENT"
-argv = ["{program}", "$DEMO/.yoi/local/demo-agent.txt"]
+argv = ["{program}", "$AGENTS/demo-agent.txt"]
 output = "text"
 
 [agents.demo-review]
 program = "$AGENT"
-argv = ["{program}", "$DEMO/.yoi/local/demo-review.txt"]
+argv = ["{program}", "$AGENTS/demo-review.txt"]
 output = "text"
 TOML
 git -C "$DEMO" add -A .yoi/workspace.toml

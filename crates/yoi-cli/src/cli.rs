@@ -104,9 +104,13 @@ pub struct PodRunArgs {
     /// The server (`http://127.0.0.1:7311`); default: the workspace's running server.
     #[arg(long)]
     pub server: Option<String>,
-    /// The pod token; default: the YOI_TOKEN environment variable.
+    /// A file holding the pod token (keep it 0600). Without it or `--token-fd`, the YOI_TOKEN
+    /// environment variable; never on the command line, where every process could read it.
+    #[arg(long, conflicts_with = "token_fd")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// An inherited descriptor to read the pod token from (how `yoi serve` starts its pods).
     #[arg(long)]
-    pub token: Option<String>,
+    pub token_fd: Option<i32>,
     /// The agent profile to run; default: `[pods.agent] ROLE` of the workspace.
     #[arg(long)]
     pub agent: Option<String>,

@@ -6,6 +6,7 @@ mod context;
 mod error;
 #[cfg(test)]
 mod error_edges;
+mod launcher;
 mod output;
 mod remote;
 mod target;
@@ -13,6 +14,13 @@ mod target;
 use clap::Parser;
 
 fn main() {
+    // The sandbox launcher between a pod and each agent or command it runs: single-threaded,
+    // before anything else starts.
+    let mut args = std::env::args();
+    if args.nth(1).as_deref() == Some("__sandbox") {
+        let rest: Vec<String> = args.collect();
+        std::process::exit(launcher::main(&rest));
+    }
     let cli = cli::Cli::parse();
     // A command whose output goes to a pipe that closes early (`yoi ticket show … | head`)
     // ends quietly, as other command-line tools do, instead of panicking on the write. Not for

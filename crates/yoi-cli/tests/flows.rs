@@ -228,7 +228,7 @@ fn past_max_rounds_the_ticket_waits_for_a_person_and_retry_grants_one_more() {
     assert_eq!(state_of(&repo, &id), "inprogress");
     // A person fixes the agent and grants a round.
     std::fs::write(
-        repo.path().join(".yoi/local/agent-script.txt"),
+        repo.side.path().join("agent-script.txt"),
         "write hello.txt hello\\n\ndone added hello.txt\n",
     )
     .unwrap();
@@ -395,13 +395,17 @@ fn a_dirty_checked_out_main_defers_the_merge_and_a_branch_moved_after_approval_i
 fn a_target_that_moved_on_with_a_conflict_goes_to_the_coder_to_integrate_then_merges() {
     // The implement step also commits a conflicting hello.txt onto main (someone else's work
     // landing meanwhile); the integrate step merges main in, keeping its own side.
-    let coder = "step implement write hello.txt ours\\n\n\
-                 step implement run cd \"$(git rev-parse --path-format=absolute --git-common-dir)/..\" && printf 'theirs\\n' > hello.txt && git add hello.txt && git -c user.name=o -c user.email=o@o.invalid commit -q -m theirs\n\
-                 step integrate run git -c user.name=c -c user.email=c@c.invalid merge -q --no-edit -X ours main\n\
-                 done did it\n";
-    let repo = workspace_with_reviewer(coder, APPROVE);
+    let repo = workspace_with_reviewer("", APPROVE);
+    let coder = format!(
+        "step implement write hello.txt ours\\n\n{}\
+         step integrate run git -c user.name=c -c user.email=c@c.invalid merge -q --no-edit -X ours main\n\
+         done did it\n",
+        wait_for_theirs(&repo)
+    );
+    std::fs::write(repo.side.path().join("agent-script.txt"), coder).unwrap();
     let id = queued_ticket(&repo);
     let server = Server::spawn(&repo);
+    land_theirs_on_main(&server, &repo, &id, "hello.txt", "theirs\n");
     until("the ticket to be done", || state_of(&repo, &id) == "done");
     let rows = assignments(&server, &repo, &id);
     let steps: Vec<String> = rows
@@ -547,7 +551,40 @@ fn step_log(server: &Server, repo: &common::Repo, id: &str) -> Vec<String> {
 }
 
 /// A coder line that lands a commit of someone else's on main while the ticket is worked.
-const THEIRS_ON_MAIN: &str = "step implement run cd \"$(git rev-parse --path-format=absolute --git-common-dir)/..\" && printf 'theirs\\n' > other.txt && git add other.txt && git -c user.name=o -c user.email=o@o.invalid commit -q -m theirs\n";
+/// The implement step's agent waits, in its sandbox, until someone else's commit has landed
+/// on main ([`land_theirs_on_main`]); agents cannot write the main repository themselves.
+fn wait_for_theirs(repo: &common::Repo) -> String {
+    format!(
+        "step implement run while [ ! -e '{}' ]; do sleep 0.05; done\n",
+        repo.side.path().join("theirs-landed").display()
+    )
+}
+
+/// Once the implement step is claimed, commit `file` with `text` on main as someone else, then
+/// let the waiting agent ([`wait_for_theirs`]) go on.
+fn land_theirs_on_main(server: &Server, repo: &common::Repo, id: &str, file: &str, text: &str) {
+    until("the implement step to be claimed", || {
+        assignments(server, repo, id)
+            .iter()
+            .any(|a| a["step"] == "implement" && a["status"] == "claimed")
+    });
+    std::fs::write(repo.path().join(file), text).unwrap();
+    git(repo.path(), &["add", file]);
+    git(
+        repo.path(),
+        &[
+            "-c",
+            "user.name=o",
+            "-c",
+            "user.email=o@o.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "theirs",
+        ],
+    );
+    std::fs::write(repo.side.path().join("theirs-landed"), "").unwrap();
+}
 
 /// Give ticket `id` the `flow:` key, as a person editing item.md would.
 fn name_flow(repo: &common::Repo, id: &str, flow: &str) {
@@ -570,11 +607,16 @@ fn queued_with(repo: &common::Repo, validation: &str) -> String {
 
 #[test]
 fn a_target_that_moved_on_without_conflict_is_merged_by_yoi_once_the_merged_tree_passes() {
-    let coder = format!("step implement write hello.txt hello\\n\n{THEIRS_ON_MAIN}done did it\n");
-    let repo = workspace_with_reviewer(&coder, APPROVE);
+    let repo = workspace_with_reviewer("", APPROVE);
+    let coder = format!(
+        "step implement write hello.txt hello\\n\n{}done did it\n",
+        wait_for_theirs(&repo)
+    );
+    std::fs::write(repo.side.path().join("agent-script.txt"), coder).unwrap();
     // Passes on the branch and on the merged tree.
     let id = queued_with(&repo, "test -f hello.txt");
     let server = Server::spawn(&repo);
+    land_theirs_on_main(&server, &repo, &id, "other.txt", "theirs\n");
     until("the ticket to be done", || state_of(&repo, &id) == "done");
     assert_eq!(
         step_log(&server, &repo, &id),
@@ -636,14 +678,17 @@ fn a_target_that_moved_on_without_conflict_is_merged_by_yoi_once_the_merged_tree
 fn a_merged_tree_that_fails_validation_never_reaches_the_target_and_goes_back_to_the_coder() {
     // The brief's check passes on the branch alone and fails once other.txt is merged in; the
     // coder's integrate round merges main and drops other.txt, which then merges forward.
+    let repo = workspace_with_reviewer("", APPROVE);
     let coder = format!(
-        "step implement write hello.txt hello\\n\n{THEIRS_ON_MAIN}\
+        "step implement write hello.txt hello\\n\n{}\
          step integrate run git -c user.name=c -c user.email=c@c.invalid merge -q --no-edit main && git rm -q other.txt && git -c user.name=c -c user.email=c@c.invalid commit -q -m drop-other\n\
-         done did it\n"
+         done did it\n",
+        wait_for_theirs(&repo)
     );
-    let repo = workspace_with_reviewer(&coder, APPROVE);
+    std::fs::write(repo.side.path().join("agent-script.txt"), coder).unwrap();
     let id = queued_with(&repo, "test -f hello.txt && ! test -e other.txt");
     let server = Server::spawn(&repo);
+    land_theirs_on_main(&server, &repo, &id, "other.txt", "theirs\n");
     until("the ticket to be done", || state_of(&repo, &id) == "done");
     assert_eq!(
         step_log(&server, &repo, &id),

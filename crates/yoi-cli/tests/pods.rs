@@ -215,20 +215,15 @@ fn a_killed_pod_loses_its_lease_and_its_late_results_change_nothing() {
     });
     let first = assignments(&server, &repo, &id)[0].clone();
     assert_eq!(first["status"], "claimed");
-    let agent_pid: u32 = std::fs::read_to_string(wt.join("agent.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    // The agent (and its sandbox launcher) by command line: in its PID namespace the pid it
+    // wrote is not the machine's.
+    let agent = processes_mentioning(&script.display().to_string());
+    assert!(!agent.is_empty(), "the agent's processes are found");
     pod.kill().unwrap();
     pod.wait().unwrap();
     // The agent dies with its pod.
     until("the agent to die with its pod", || {
-        let stat = std::fs::read_to_string(format!("/proc/{agent_pid}/stat")).unwrap_or_default();
-        stat.is_empty()
-            || stat
-                .rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        processes_mentioning(&script.display().to_string()).is_empty()
     });
 
     // The lease runs out; attempt 2 is handed out with a new fence.
@@ -305,6 +300,8 @@ fn a_killed_pod_loses_its_lease_and_its_late_results_change_nothing() {
     assert_eq!(row["status"], "expired");
     // Attempt 2 gets a worktree of its own, never the one the old attempt used.
     std::fs::write(&script, "write second.txt two\\n\ndone second try\n").unwrap();
+    let token_file = repo.side.path().join("pod.token");
+    std::fs::write(&token_file, &token).unwrap();
     let out = repo.yoi_in(
         repo.path(),
         &[
@@ -319,8 +316,8 @@ fn a_killed_pod_loses_its_lease_and_its_late_results_change_nothing() {
             "--once",
             "--wait-ms",
             "5000",
-            "--token",
-            &token,
+            "--token-file",
+            &token_file.display().to_string(),
         ],
         None,
     );
@@ -738,6 +735,25 @@ fn model_endpoint(reply: &'static str) -> (String, std::sync::Arc<std::sync::Mut
     (format!("http://{addr}/v1"), seen)
 }
 
+/// What every run of every pod printed, for a failure's message.
+fn run_outputs(repo: &common::Repo) -> String {
+    let mut out = String::new();
+    let pods = repo.path().join(".yoi/local/pods");
+    for pod in std::fs::read_dir(pods).into_iter().flatten().flatten() {
+        for run in std::fs::read_dir(pod.path().join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for f in ["stdout.log", "stderr.log"] {
+                let text = std::fs::read_to_string(run.path().join(f)).unwrap_or_default();
+                out.push_str(&format!("--- {}/{f}\n{text}\n", run.path().display()));
+            }
+        }
+    }
+    out
+}
+
 /// Aider: `YOI_AIDER`, else `aider` on PATH. `.ci/run` installs `aider-chat` from PyPI.
 fn aider() -> String {
     if let Ok(p) = std::env::var("YOI_AIDER") {
@@ -772,6 +788,13 @@ fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
     let id = queued_ticket(&repo);
     let server = Server::spawn(&repo);
     let home = tempfile::tempdir().unwrap();
+    // A git identity, as a person running Aider has: without one Aider writes it into the
+    // repository's shared config, which the sandbox keeps closed to agents.
+    std::fs::write(
+        home.path().join(".gitconfig"),
+        "[user]\n\tname = aider user\n\temail = aider@yoi.invalid\n",
+    )
+    .unwrap();
     let mut pod = own_pod_env(
         &repo,
         "aider",
@@ -793,7 +816,12 @@ fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
         .into_iter()
         .filter(|a| a["step"] == "implement")
         .collect();
-    assert_eq!(rows[0]["status"], "completed", "{rows:?}");
+    assert_eq!(
+        rows[0]["status"],
+        "completed",
+        "{rows:?}\n{}",
+        run_outputs(&repo)
+    );
     let head = git(repo.path(), &["rev-parse", &format!("yoi/{id}-say-hello")]);
     assert_eq!(
         git(repo.path(), &["show", &format!("{head}:greeting.txt")]),

@@ -45,6 +45,9 @@ pub struct AgentProfile {
     pub extra_args: Vec<String>,
     /// How to print the agent's version (`yoi agent check`).
     pub version_argv: Vec<String>,
+    /// The agent's own state (`~/.claude`, `~/.codex`, …): the only places outside its
+    /// working, run and temporary folders that its sandbox lets it write (docs/security.md).
+    pub state: Vec<String>,
 }
 
 impl AgentProfile {
@@ -98,6 +101,7 @@ impl AgentProfile {
             &top.version_argv,
             !top.version_argv.is_empty(),
         );
+        pick(&mut self.state, &top.state, !top.state.is_empty());
         self
     }
 }

@@ -19,6 +19,7 @@ pub mod relation;
 pub mod report;
 pub mod resolution;
 pub mod role;
+pub mod sandbox;
 pub mod scope;
 pub mod state;
 pub mod text;

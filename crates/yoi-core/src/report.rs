@@ -38,6 +38,9 @@ pub struct Report {
     /// A verifier's prose checks, left to the reviewer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manual_checks: Vec<String>,
+    /// The sandbox the run had (`yoi_core::sandbox::Policy::summary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 impl Report {

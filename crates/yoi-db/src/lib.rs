@@ -90,6 +90,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "broken_tickets",
         include_str!("../../../migrations/0007_broken_tickets.sql"),
     ),
+    (
+        8,
+        "pod_sandbox",
+        include_str!("../../../migrations/0008_pod_sandbox.sql"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

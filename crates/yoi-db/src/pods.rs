@@ -61,15 +61,17 @@ pub struct PodRow {
     /// The token it registered with.
     #[serde(skip)]
     pub token_id: String,
+    /// The sandbox its agents run in, as it reported it.
+    pub sandbox: Option<String>,
 }
 
 const COLUMNS: &str =
-    "id, name, role, host, pid, profile, state, registered_ms, heartbeat_ms, assignment_id, token_id";
+    "id, name, role, host, pid, profile, state, registered_ms, heartbeat_ms, assignment_id, token_id, sandbox";
 
 impl Db {
     pub async fn register_pod(&self, p: &PodRow) -> Result<(), StoreError> {
         sqlx::query(&format!(
-            "INSERT INTO pods ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+            "INSERT INTO pods ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
         ))
         .bind(p.id.clone())
         .bind(p.name.clone())
@@ -82,6 +84,7 @@ impl Db {
         .bind(p.heartbeat_ms)
         .bind(p.assignment.clone())
         .bind(p.token_id.clone())
+        .bind(p.sandbox.clone())
         .execute(self.pool())
         .await
         .map_err(db_err)?;
@@ -163,5 +166,6 @@ fn pod(r: &sqlx::any::AnyRow) -> Result<PodRow, StoreError> {
         heartbeat_ms: r.try_get(8).map_err(db_err)?,
         assignment: r.try_get(9).map_err(db_err)?,
         token_id: r.try_get(10).map_err(db_err)?,
+        sandbox: r.try_get(11).map_err(db_err)?,
     })
 }

@@ -87,6 +87,9 @@ pub struct AttemptDetail {
     pub checks: Vec<yoi_core::report::CheckResult>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub manual_checks: Vec<String>,
+    /// The sandbox the run had, as the pod reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
     pub activations: Vec<ActivationDetail>,
 }
 
@@ -131,6 +134,7 @@ pub fn attempts_of(
                 findings: report.findings,
                 checks: report.checks,
                 manual_checks: report.manual_checks,
+                sandbox: report.sandbox,
                 activations: acts
                     .iter()
                     .filter(|x| x.assignment.as_deref() == Some(a.id.as_str()))

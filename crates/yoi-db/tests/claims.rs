@@ -86,6 +86,7 @@ fn pod_row(id: &str, role: &str) -> PodRow {
         heartbeat_ms: 1,
         assignment: None,
         token_id: "tok".into(),
+        sandbox: None,
     }
 }
 

@@ -18,6 +18,15 @@ const LEASE: LeaseConfig = LeaseConfig {
     heartbeat_ms: 3_000,
 };
 
+/// A pod named `p` on `host`.
+const P: asg::PodIntro<'static> = asg::PodIntro {
+    name: "p",
+    host: "host",
+    pid: None,
+    profile: None,
+    sandbox: None,
+};
+
 fn at(ms: i64) -> Timestamp {
     Timestamp::from_unix_millis(now().unix_millis() + ms)
 }
@@ -34,7 +43,18 @@ fn silent_claims_expire_into_fresh_worktrees_and_three_open_the_circuit_until_a_
     let f = Fixture::new();
     let id = f.queued("Lease me", BRIEF, &[]);
     f.accept(&id);
-    let pod = asg::register_pod(&f.db, &coder(), "p", "host", None, Some("script"), at(0)).unwrap();
+    let pod = asg::register_pod(
+        &f.db,
+        &coder(),
+        asg::PodIntro {
+            name: "p",
+            host: "host",
+            profile: Some("script"),
+            ..Default::default()
+        },
+        at(0),
+    )
+    .unwrap();
 
     // Attempt 1 works in the ticket worktree, detached at the branch head.
     let work = asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(0))
@@ -135,7 +155,7 @@ fn doctor_names_a_lease_past_due_and_a_silent_pod() {
     let f = Fixture::new();
     let id = f.queued("Doctor me", BRIEF, &[]);
     f.accept(&id);
-    let pod = asg::register_pod(&f.db, &coder(), "p", "host", None, None, at(0)).unwrap();
+    let pod = asg::register_pod(&f.db, &coder(), P, at(0)).unwrap();
     asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(0))
         .unwrap()
         .unwrap();
@@ -162,7 +182,7 @@ fn a_failure_the_pod_calls_final_hands_nothing_out_and_tells_a_person() {
     let f = Fixture::new();
     let id = f.queued("Give up", BRIEF, &[]);
     f.accept(&id);
-    let pod = asg::register_pod(&f.db, &coder(), "p", "host", None, None, at(0)).unwrap();
+    let pod = asg::register_pod(&f.db, &coder(), P, at(0)).unwrap();
     let w = asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(0))
         .unwrap()
         .unwrap();

@@ -150,9 +150,18 @@ fn accepted(titles: &[&str]) -> Fixture {
 
 /// Register a pod named `name` for `role` at `ms`; its id.
 fn reg(f: &Fixture, role: &str, name: &str, ms: i64) -> String {
-    asg::register_pod(&f.db, &caller(role), name, "host", None, None, at(ms))
-        .unwrap()
-        .id
+    asg::register_pod(
+        &f.db,
+        &caller(role),
+        asg::PodIntro {
+            name,
+            host: "host",
+            ..Default::default()
+        },
+        at(ms),
+    )
+    .unwrap()
+    .id
 }
 
 #[test]

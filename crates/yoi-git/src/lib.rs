@@ -8,6 +8,7 @@
 //!   compare-and-swap;
 //! - [`worktree`]: adding (on a branch or detached), listing, checking, removing and pruning linked worktrees, refusing to
 //!   delete uncommitted work unless forced; the ticket worktrees leave `.yoi/tickets/` out;
+//! - [`attempt`]: an attempt's own object folder and bringing its commits in;
 //! - [`commit`] and [`merge`]: committing what a worktree holds, landing work on a target;
 //! - `sparse` and `status` (inside the crate): the sparse index of a worktree that leaves a
 //!   folder out (one entry for the folder, git's `sdir` extension) and a status that compares it
@@ -15,6 +16,7 @@
 //!
 //! Commit ids cross this boundary as lowercase hex strings, paths as `PathBuf`.
 
+pub mod attempt;
 pub mod branch;
 pub mod commit;
 mod error;
@@ -25,6 +27,9 @@ mod sparse;
 mod status;
 pub mod worktree;
 
+pub use attempt::{
+    attempt_git_env, head_unpeeled, import_objects, worktree_layout, WorktreeLayout,
+};
 pub use branch::{
     branch_exists, create_branch, delete_branch, list_branches, BranchInfo, BranchOutcome,
 };

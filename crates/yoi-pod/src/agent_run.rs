@@ -19,8 +19,8 @@ use crate::attempt::{confirm_claim, prepare_run, step_timeout, stream_log, Lease
 use crate::client::{Client, ClientError, Work};
 use crate::process::{self, Ended, Spec};
 use crate::prompt::render_prompt;
-use crate::worktree::{review_problem, settle_commits};
-use crate::{contract, profiles, PodSettings};
+use crate::worktree::{bring_in_commits, review_problem, settle_commits};
+use crate::{contract, profiles, sandbox, PodSettings};
 
 pub(crate) fn run_one(
     settings: &PodSettings,
@@ -67,7 +67,17 @@ pub(crate) fn run_one(
         .chain(&p.extra_args)
         .map(|e| profiles::fill(e, &vars))
         .collect::<Result<Vec<_>, _>>()?;
-    let env = agent_env(settings, work, &run_dir, &prompt_file);
+    let confined = settings.sandbox.confine_run(
+        &a.role,
+        std::path::Path::new(&work.workdir),
+        &run_dir,
+        &p.state,
+    )?;
+    let mut env = agent_env(settings, work, &run_dir, &prompt_file);
+    for (k, v) in &confined.env {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.clone(), v.clone()));
+    }
     let spec = Spec {
         argv,
         cwd: PathBuf::from(&work.workdir),
@@ -77,6 +87,7 @@ pub(crate) fn run_one(
         stderr: run_dir.join("stderr.log"),
         timeout: step_timeout(settings, work),
         grace: settings.kill_grace,
+        sandbox: confined.wrap.clone(),
     };
     let mut lease = Lease::new(client, pod, work, stop);
     let started = Instant::now();
@@ -120,10 +131,11 @@ pub(crate) fn run_one(
             p.timeout_secs
         )),
         Ended::Stopped => Some("the pod was stopped before the agent finished".to_string()),
-        _ => said.agent_error.clone(),
+        _ => sandbox::setup_failure(exit_code, &stderr).or_else(|| said.agent_error.clone()),
     };
     let contract = contract::read_contract(&said.final_message);
     let (commit, agent_commits) = if Role::Coder.is(&a.role) {
+        bring_in_commits(work, &confined.objects)?;
         settle_commits(work, &settings.profile_name)?
     } else {
         (None, 0)
@@ -136,6 +148,7 @@ pub(crate) fn run_one(
         usage: Some(usage),
         log,
         exit_code,
+        sandbox: Some(confined.policy.summary()),
         ..Report::default()
     };
     let reason = match (&failure, &contract) {

@@ -142,8 +142,9 @@ impl Client {
         host: &str,
         pid: u32,
         profile: &str,
+        sandbox: &str,
     ) -> Result<Registration, ClientError> {
-        let body = json!({ "name": name, "host": host, "pid": pid, "profile": profile });
+        let body = json!({ "name": name, "host": host, "pid": pid, "profile": profile, "sandbox": sandbox });
         self.call("POST", "/pods", Some(body))?
             .ok_or_else(|| ClientError::Refused {
                 status: 204,

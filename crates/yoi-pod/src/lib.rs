@@ -27,6 +27,7 @@ pub mod contract;
 pub mod process;
 pub mod profiles;
 mod prompt;
+pub mod sandbox;
 mod verify;
 mod worktree;
 
@@ -61,6 +62,8 @@ pub struct PodSettings {
     pub once: bool,
     /// How long one claim waits for work.
     pub wait_ms: u64,
+    /// The sandbox every agent and command runs in.
+    pub sandbox: sandbox::Sandbox,
 }
 
 #[derive(Debug, Error)]
@@ -88,6 +91,11 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
         &settings.host,
         std::process::id(),
         &settings.profile_name,
+        &settings
+            .sandbox
+            .enforcement()
+            .map(|e| e.describe())
+            .unwrap_or_else(|e| e),
     )?;
     let pod = reg.pod.id.clone();
     tracing::info!(pod = %pod, role = %reg.pod.role, agent = %settings.profile_name, "pod registered");

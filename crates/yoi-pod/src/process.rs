@@ -27,6 +27,9 @@ pub struct Spec {
     pub stderr: PathBuf,
     pub timeout: Duration,
     pub grace: Duration,
+    /// Run `argv` through the sandbox launcher: its program and leading arguments, then the
+    /// policy (JSON); `None` runs `argv` itself (the launcher's own tests, `mode = "off"`).
+    pub sandbox: Option<(Vec<String>, String)>,
 }
 
 /// How a run ended.
@@ -53,8 +56,22 @@ pub trait Watch {
 /// Start `spec`, watch it, and return how it ended once its whole process group is gone.
 pub fn run(spec: &Spec, watch: &mut dyn Watch) -> std::io::Result<Ended> {
     use std::os::unix::process::CommandExt;
-    let (program, args) = spec
-        .argv
+    if spec.argv.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "empty argv",
+        ));
+    }
+    let argv: Vec<String> = match &spec.sandbox {
+        Some((launcher, policy)) => launcher
+            .iter()
+            .cloned()
+            .chain([policy.clone(), "--".to_string()])
+            .chain(spec.argv.iter().cloned())
+            .collect(),
+        None => spec.argv.clone(),
+    };
+    let (program, args) = argv
         .split_first()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
     let stdin = match &spec.stdin {

@@ -59,6 +59,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["--model={model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["claude", "--version"]),
+            state: s(&["~/.claude", "~/.claude.json", "~/.cache/claude", "~/.config/claude"]),
         },
     );
     m.insert(
@@ -106,6 +107,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["-m", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["codex", "--version"]),
+            state: s(&["~/.codex"]),
         },
     );
     m.insert(
@@ -133,6 +135,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["-m", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["gemini", "--version"]),
+            state: s(&["~/.gemini"]),
         },
     );
     m.insert(
@@ -200,6 +203,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["--model", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["aider", "--version"]),
+            state: s(&["~/.aider", "~/.cache/aider"]),
         },
     );
     m.insert(
@@ -251,6 +255,12 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["--model", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["opencode", "--version"]),
+            state: s(&[
+                "~/.local/share/opencode",
+                "~/.local/state/opencode",
+                "~/.cache/opencode",
+                "~/.config/opencode",
+            ]),
         },
     );
     m.insert(
@@ -302,6 +312,11 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["--model", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["goose", "--version"]),
+            state: s(&[
+                "~/.config/goose",
+                "~/.local/share/goose",
+                "~/.local/state/goose",
+            ]),
         },
     );
     m.insert(
@@ -321,6 +336,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: Vec::new(),
             extra_args: Vec::new(),
             version_argv: Vec::new(),
+            state: Vec::new(),
         },
     );
     m.insert(
@@ -345,6 +361,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "-c",
                 "echo 'built-in verifier: sh -c per validation command'",
             ]),
+            state: Vec::new(),
         },
     );
     m

@@ -18,7 +18,7 @@ use crate::agent_env::agent_env;
 use crate::attempt::{confirm_claim, prepare_run, step_timeout, stream_log, Lease, Reported};
 use crate::client::{Client, ClientError, Work};
 use crate::process::{self, Ended, Spec};
-use crate::PodSettings;
+use crate::{sandbox, PodSettings};
 
 /// The verifier (no agent): run the frozen brief's validation commands, each with `sh -c` in
 /// the worktree at the exact commit under test, with the profile's timeout and the kill ladder
@@ -42,6 +42,17 @@ pub(crate) fn run_verify(
         .cloned()
         .and_then(|c| serde_json::from_value::<yoi_core::packet::ValidationChecks>(c).ok())
         .unwrap_or_default();
+    let confined = settings.sandbox.confine_run(
+        &a.role,
+        std::path::Path::new(&work.workdir),
+        &run_dir,
+        &settings.profile.state,
+    )?;
+    let mut env = agent_env(settings, work, &run_dir, &run_dir.join("none"));
+    for (k, v) in &confined.env {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.clone(), v.clone()));
+    }
     let mut lease = Lease::new(client, pod, work, stop);
     let started = Instant::now();
     let mut results = Vec::new();
@@ -52,14 +63,23 @@ pub(crate) fn run_verify(
             argv: vec!["sh".into(), "-c".into(), command.clone()],
             cwd: PathBuf::from(&work.workdir),
             stdin: None,
-            env: agent_env(settings, work, &run_dir, &run_dir.join("none")),
+            env: env.clone(),
             stdout: out.clone(),
             stderr: out.with_extension("err"),
             timeout: step_timeout(settings, work),
             grace: settings.kill_grace,
+            sandbox: confined.wrap.clone(),
         };
         let t = Instant::now();
         let ended = process::run(&spec, &mut lease).map_err(|e| format!("starting sh: {e}"))?;
+        let exit_code = match ended {
+            Ended::Exited(c) => Some(c),
+            _ => None,
+        };
+        let stderr = std::fs::read_to_string(&spec.stderr).unwrap_or_default();
+        if let Some(why) = sandbox::setup_failure(exit_code, &stderr) {
+            return Err(why);
+        }
         if ended == Ended::LeaseLost || lease.lost {
             return Ok(Reported::Lost);
         }
@@ -68,10 +88,7 @@ pub(crate) fn run_verify(
         }
         let r = CheckResult {
             command: command.clone(),
-            exit_code: match ended {
-                Ended::Exited(c) => Some(c),
-                _ => None,
-            },
+            exit_code,
             duration_ms: t.elapsed().as_millis() as u64,
             timed_out: ended == Ended::TimedOut,
             log: None,
@@ -79,7 +96,7 @@ pub(crate) fn run_verify(
         log.push_str(&format!(
             "$ {command}\n{}{}[exit {:?}{} after {} ms]\n\n",
             std::fs::read_to_string(&spec.stdout).unwrap_or_default(),
-            std::fs::read_to_string(&spec.stderr).unwrap_or_default(),
+            stderr,
             r.exit_code,
             if r.timed_out { ", timed out" } else { "" },
             r.duration_ms
@@ -119,6 +136,7 @@ pub(crate) fn run_verify(
         log: log_path,
         checks: results,
         manual_checks: checks.manual,
+        sandbox: Some(confined.policy.summary()),
         ..Report::default()
     };
     match client.complete(pod, &a.id, a.fence, &report) {

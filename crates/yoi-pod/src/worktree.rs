@@ -74,6 +74,19 @@ pub(crate) fn review_problem(work: &Work, verdict: Option<&str>) -> Option<Strin
     }
 }
 
+/// Bring the commits the agent made in its own object folder into the repository (each object
+/// checked against its id), so the pod and the server can read them; nothing when it made none.
+pub(crate) fn bring_in_commits(work: &Work, objects: &Path) -> Result<(), String> {
+    let dir = Path::new(&work.workdir);
+    let head = yoi_git::head_unpeeled(dir).map_err(|e| e.to_string())?;
+    if head == work.head_commit || !objects.is_dir() {
+        return Ok(());
+    }
+    yoi_git::import_objects(dir, objects, &head)
+        .map(|n| tracing::debug!(objects = n, "brought the agent's commits in"))
+        .map_err(|e| format!("bringing the agent's commits in: {e}"))
+}
+
 /// Count the commits the agent made and commit what it left; the working directory's head.
 pub(crate) fn settle_commits(work: &Work, agent: &str) -> Result<(Option<String>, u32), String> {
     let dir = Path::new(&work.workdir);

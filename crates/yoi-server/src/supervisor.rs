@@ -2,7 +2,7 @@
 //! for every role that has an agent in `[pods.agent]`, as child processes of the server.
 //!
 //! - Each pod is `<launcher> --role R --agent A --name R-<i> --server <this server>` with a pod
-//!   token for its role in `YOI_TOKEN`, created when the server starts (named
+//!   token for its role on descriptor 3 (`--token-fd 3`), created when the server starts (named
 //!   `supervisor-R`; the previous start's token of that name is revoked first). The token never
 //!   appears on a command line.
 //! - Each pod runs in its own process group with stdin from `/dev/null` and its output in
@@ -189,8 +189,9 @@ impl Slot {
                 &self.name,
                 "--server",
                 &self.server,
+                "--token-fd",
+                "3",
             ])
-            .env("YOI_TOKEN", &self.token)
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -200,9 +201,18 @@ impl Slot {
         // behind: each asks the kernel for SIGTERM when the server goes, and then drains as it
         // would at a normal shutdown (its agent, which has its own death signal, goes with it).
         let server = std::process::id() as libc::pid_t;
-        // SAFETY: prctl and getppid are async-signal-safe; nothing else runs between fork and exec.
+        // The token reaches the pod through a pipe on its descriptor 3, never its environment
+        // or argv (where its agents, or anyone on the machine, could read it).
+        let token = token_pipe(&self.token)?;
+        let token_fd = std::os::fd::AsRawFd::as_raw_fd(&token);
+        // SAFETY: prctl, getppid and dup2 are async-signal-safe; nothing else runs between
+        // fork and exec.
         unsafe {
             cmd.pre_exec(move || {
+                // dup2 leaves descriptor 3 open across exec (the pipe's own is close-on-exec).
+                if libc::dup2(token_fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -214,9 +224,20 @@ impl Slot {
             });
         }
         let child = cmd.spawn()?;
+        drop(token);
         tracing::info!(pod = %self.name, role = %self.role, agent = %self.agent, pid = ?child.id(), "pod started");
         Ok(child)
     }
+}
+
+/// A close-on-exec pipe holding `token`, its write end closed: the read end, for a child's
+/// descriptor 3.
+fn token_pipe(token: &str) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::io::Write;
+    let (reader, mut writer) = std::io::pipe()?;
+    writer.write_all(token.as_bytes())?;
+    drop(writer);
+    Ok(reader.into())
 }
 
 fn kill_group(pgid: i32, sig: i32) {

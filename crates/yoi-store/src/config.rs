@@ -24,6 +24,8 @@ pub struct Config {
     pub pods: PodsSection,
     pub flow: FlowSection,
     pub doctor: DoctorSection,
+    /// What agents and validation commands may do (docs/security.md).
+    pub sandbox: yoi_core::sandbox::SandboxSection,
     /// Agent profiles by name (`[agents.NAME]`); they replace the built-in profile of the same
     /// name (docs/pods.md).
     pub agents: std::collections::BTreeMap<String, yoi_core::agent::AgentProfile>,

@@ -41,14 +41,15 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
             ))
         }
     };
-    let token = a
-        .token
-        .clone()
+    // Nothing the pod starts may read its memory or environment (its token) through /proc.
+    // SAFETY: prctl on this process only.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    let token = pod_token(a)?
         .or_else(|| std::env::var("YOI_TOKEN").ok())
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| {
             CliError::Usage(format!(
-                "a pod needs a pod token: pass --token or set YOI_TOKEN (create one with `yoi token create --name {r} --scope pod:{r}`)",
+                "a pod needs a pod token: pass --token-file FILE or set YOI_TOKEN (create one with `yoi token create --name {r} --scope pod:{r}`)",
                 r = a.role
             ))
         })?;
@@ -79,6 +80,8 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         None => std::env::temp_dir().join(format!("yoi-pod-{name}")),
     };
     let kill_grace = ws.as_ref().map_or(10, |w| w.config.pods.kill_grace_secs);
+    let sandbox = sandbox(ws.as_ref())?;
+    tracing::info!(sandbox = %sandbox.enforcement().map(|e| e.describe()).unwrap_or_default(), "the pod's sandbox");
     let settings = yoi_pod::PodSettings {
         server,
         token: token.trim().to_string(),
@@ -91,6 +94,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         kill_grace: Duration::from_secs(kill_grace),
         once: a.once,
         wait_ms: a.wait_ms,
+        sandbox,
     };
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
@@ -103,6 +107,54 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         summary.pod, summary.completed, summary.failed, summary.lost
     );
     Ok(())
+}
+
+/// The token from `--token-file` or `--token-fd`, if one was given.
+fn pod_token(a: &PodRunArgs) -> Result<Option<String>, CliError> {
+    use std::io::Read;
+    if let Some(path) = &a.token_file {
+        return std::fs::read_to_string(path).map(Some).map_err(|e| {
+            CliError::Usage(format!("reading the token file {}: {e}", path.display()))
+        });
+    }
+    let Some(fd) = a.token_fd else {
+        return Ok(None);
+    };
+    if fd < 3 {
+        return Err(CliError::Usage(format!(
+            "--token-fd {fd} is a standard stream; pass an inherited descriptor of 3 or more"
+        )));
+    }
+    // SAFETY: the descriptor was inherited for this purpose; it is read once and closed here,
+    // so nothing the pod starts inherits it.
+    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let mut token = String::new();
+    file.read_to_string(&mut token)
+        .map_err(|e| CliError::Usage(format!("reading the token from descriptor {fd}: {e}")))?;
+    Ok(Some(token))
+}
+
+/// The pod's sandbox: what this machine offers (asked of the launcher, this same program) and
+/// the workspace's `[sandbox]`. Refused, naming the setting that opts out, when nothing
+/// would confine the agents.
+pub fn sandbox(
+    ws: Option<&yoi_engine::store::Workspace>,
+) -> Result<yoi_pod::sandbox::Sandbox, CliError> {
+    let exe = std::env::current_exe().map_err(|e| {
+        CliError::Refused(format!(
+            "finding the yoi program for the sandbox launcher: {e}"
+        ))
+    })?;
+    let launcher = vec![exe.display().to_string(), "__sandbox".to_string()];
+    let probe = yoi_pod::sandbox::Sandbox::probe(&launcher).map_err(CliError::Refused)?;
+    let sandbox = yoi_pod::sandbox::Sandbox {
+        launcher,
+        probe,
+        section: ws.map(|w| w.config.sandbox.clone()).unwrap_or_default(),
+        home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+    };
+    sandbox.enforcement().map_err(CliError::Refused)?;
+    Ok(sandbox)
 }
 
 fn list(env: &Env, json: bool) -> Result<(), CliError> {
@@ -127,11 +179,20 @@ fn list(env: &Env, json: bool) -> Result<(), CliError> {
                 p.assignment.clone().unwrap_or_else(|| "-".into()),
                 format!("{}s", (now_ms - p.heartbeat_ms).max(0) / 1000),
                 p.profile.clone().unwrap_or_else(|| "-".into()),
+                p.sandbox.clone().unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();
     output::table(
-        &["POD", "ROLE", "STATE", "ASSIGNMENT", "HEARD", "AGENT"],
+        &[
+            "POD",
+            "ROLE",
+            "STATE",
+            "ASSIGNMENT",
+            "HEARD",
+            "AGENT",
+            "SANDBOX",
+        ],
         &rows,
     );
     Ok(())

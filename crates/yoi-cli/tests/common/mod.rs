@@ -10,6 +10,9 @@ use std::process::{Command, Stdio};
 
 pub struct Repo {
     pub dir: tempfile::TempDir,
+    /// A folder beside the repository for what its agents read but must not find in it (a
+    /// scripted agent's script: `.yoi/local` is closed to agents by their sandbox).
+    pub side: tempfile::TempDir,
 }
 
 #[derive(Debug)]
@@ -57,7 +60,10 @@ impl Repo {
             .status()
             .unwrap();
         assert!(status.success());
-        Repo { dir }
+        Repo {
+            dir,
+            side: tempfile::tempdir().unwrap(),
+        }
     }
 
     pub fn path(&self) -> &Path {

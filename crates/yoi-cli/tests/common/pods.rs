@@ -28,7 +28,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 /// A workspace whose coder pods run the fake agent with `script`, with a committed base.
 pub fn workspace(script: &str, lease_secs: u64) -> (Repo, PathBuf) {
     let repo = Repo::init();
-    let script_path = repo.path().join(".yoi/local/agent-script.txt");
+    let script_path = repo.side.path().join("agent-script.txt");
     std::fs::write(&script_path, script).unwrap();
     let config = repo.path().join(".yoi/workspace.toml");
     let text = std::fs::read_to_string(&config).unwrap();
@@ -116,7 +116,7 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
 /// [`workspace`] (whose coder runs `coder`).
 pub fn workspace_with_reviewer(coder: &str, review: &str) -> Repo {
     let (repo, _) = workspace(coder, 30);
-    let review_path = repo.path().join(".yoi/local/review-script.txt");
+    let review_path = repo.side.path().join("review-script.txt");
     std::fs::write(&review_path, review).unwrap();
     let config = repo.path().join(".yoi/workspace.toml");
     let text = std::fs::read_to_string(&config).unwrap().replace(

@@ -37,8 +37,14 @@ impl Server {
 
     /// A server listening on `listen` (a restart keeps its address this way).
     pub fn spawn_at(repo: &Repo, listen: &str) -> Server {
+        Server::spawn_with_env(repo, listen, &[])
+    }
+
+    /// A server (and so its pods and their agents) with `env` added to its environment.
+    pub fn spawn_with_env(repo: &Repo, listen: &str, env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_yoi"))
             .args(["serve", "--listen", listen])
+            .envs(env.iter().copied())
             .current_dir(repo.path())
             .env("USER", "tester")
             .env("YOI_LOG", "info")

@@ -20,17 +20,33 @@ pub struct PodCaller {
     pub role: String,
 }
 
-/// Register a pod incarnation for `caller`'s role: `name` plus a nonce drawn now, so a
+/// What a pod says of itself when it registers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PodIntro<'a> {
+    pub name: &'a str,
+    pub host: &'a str,
+    pub pid: Option<i64>,
+    /// The agent profile it runs.
+    pub profile: Option<&'a str>,
+    /// The sandbox its agents run in.
+    pub sandbox: Option<&'a str>,
+}
+
+/// Register a pod incarnation for `caller`'s role: its name plus a nonce drawn now, so a
 /// restarted pod is a new row.
 pub fn register_pod(
     index: &DbIndex,
     caller: &PodCaller,
-    name: &str,
-    host: &str,
-    pid: Option<i64>,
-    profile: Option<&str>,
+    intro: PodIntro<'_>,
     now: Timestamp,
 ) -> Result<PodRow, AssignmentError> {
+    let PodIntro {
+        name,
+        host,
+        pid,
+        profile,
+        sandbox,
+    } = intro;
     if name.is_empty()
         || name.len() > 64
         || !name
@@ -56,6 +72,7 @@ pub fn register_pod(
         heartbeat_ms: now.unix_millis(),
         assignment: None,
         token_id: caller.token_id.clone(),
+        sandbox: sandbox.map(|s| s.chars().take(500).collect()),
     };
     index.register_pod(&row)?;
     Ok(row)

@@ -333,6 +333,9 @@ pub(crate) fn record(
         if let Some(l) = &r.log {
             attrs.push(("log", l.clone()));
         }
+        if let Some(s) = &r.sandbox {
+            attrs.push(("sandbox", s.clone()));
+        }
     }
     let mut body = format!(
         "Attempt {} of `{}` ({}) {outcome}.",

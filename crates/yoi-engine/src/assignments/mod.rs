@@ -41,7 +41,7 @@ use yoi_store::{StoreError, Workspace};
 
 pub use claim::{
     append_log, attempt_dir, claim, claim_many, hand_out, heartbeat, pod_of, register_pod, Claimed,
-    HeartbeatReply, PodCaller, Work,
+    HeartbeatReply, PodCaller, PodIntro, Work,
 };
 pub use finish::{complete, fail, resume_after_retry, Completed};
 pub use lease::{expire_due, ExpireOutcome};

@@ -33,6 +33,10 @@ pub struct RegisterBody {
     pub pid: Option<i64>,
     /// The agent profile it runs.
     pub profile: Option<String>,
+    /// The sandbox its agents run in (`landlock v7, pid+mount namespaces`, or `off`).
+    #[serde(default)]
+    #[schema(max_length = 500)]
+    pub sandbox: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -133,10 +137,13 @@ pub async fn register(
         asg::register_pod(
             &st.index,
             &caller,
-            &b.name,
-            &b.host,
-            b.pid,
-            b.profile.as_deref(),
+            asg::PodIntro {
+                name: &b.name,
+                host: &b.host,
+                pid: b.pid,
+                profile: b.profile.as_deref(),
+                sandbox: b.sandbox.as_deref(),
+            },
             now(),
         )
     })

@@ -86,9 +86,18 @@ fn caller(role: &str) -> PodCaller {
 impl World {
     fn register(&self, role: &str, name: &str) -> Result<String, Broken> {
         let l = self.live();
-        asg::register_pod(&l.db, &caller(role), name, "sim", None, None, self.now())
-            .map(|p| p.id)
-            .map_err(|e| broken("setup", format!("registering pod {name}: {e}")))
+        asg::register_pod(
+            &l.db,
+            &caller(role),
+            asg::PodIntro {
+                name,
+                host: "sim",
+                ..Default::default()
+            },
+            self.now(),
+        )
+        .map(|p| p.id)
+        .map_err(|e| broken("setup", format!("registering pod {name}: {e}")))
     }
 
     /// Register every pod of `PODS`, in its order.

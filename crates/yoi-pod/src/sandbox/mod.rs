@@ -1,0 +1,243 @@
+//! The sandbox of every agent and validation command (docs/security.md).
+//!
+//! The pod decides the [`Policy`] of each run ([`Sandbox::policy`]) and starts the run through
+//! its launcher (`yoi __sandbox POLICY -- ARGV…`, in the CLI), which enters namespaces where
+//! they can be made and confines the run's process before `exec` ([`confine`]): Landlock rules
+//! for what it may read and write and, from ABI 6, no signals or abstract sockets out of its
+//! domain (Landlock also keeps `/proc/<pid>/environ`, `mem` and `maps` of every process outside
+//! the sandbox closed to it); no new privileges; and for a root pod no capabilities, so a root
+//! agent keeps uid 0 but not its powers.
+//!
+//! What the kernel offers is found once, when the pod starts, by running the launcher itself
+//! with `--probe` ([`Sandbox::probe`]): the policy then names exactly the mechanisms to use,
+//! and a launcher that cannot set one up fails the run instead of running it unconfined.
+//! Where neither Landlock nor namespaces exist the pod refuses to run agents unless the
+//! workspace says `[sandbox] mode = "off"`.
+
+mod rules;
+
+/// The launcher's exit status when the sandbox could not be set up (nothing ran).
+pub const SETUP_FAILED: i32 = 125;
+/// The prefix of the launcher's own messages on stderr.
+pub const PREFIX: &str = "yoi sandbox: ";
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use yoi_core::sandbox::{Enforcement, Mode, Policy, SandboxSection, CREDENTIALS};
+
+pub use rules::confine;
+
+/// What the kernel offers a pod, as the launcher found it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// The Landlock ABI (0 when Landlock is off or missing).
+    pub landlock_abi: u32,
+    /// Whether PID and mount namespaces (and a user namespace when not root) can be made and
+    /// a `/proc` mounted in them.
+    pub namespaces: bool,
+    /// Why namespaces cannot be made, when they cannot.
+    pub namespaces_error: Option<String>,
+    pub root: bool,
+}
+
+/// The pod's sandbox: what the kernel offers and what the workspace asks.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    /// The launcher: the program and the arguments before the policy (`[yoi, __sandbox]`).
+    pub launcher: Vec<String>,
+    pub probe: Probe,
+    pub section: SandboxSection,
+    /// The pod's home folder (credential paths and `~/` are under it).
+    pub home: Option<PathBuf>,
+}
+
+impl Sandbox {
+    /// Ask the launcher what this machine offers.
+    pub fn probe(launcher: &[String]) -> Result<Probe, String> {
+        let (program, args) = launcher
+            .split_first()
+            .ok_or("the sandbox launcher is not set")?;
+        let out = std::process::Command::new(program)
+            .args(args)
+            .arg("--probe")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| format!("starting the sandbox launcher {program}: {e}"))?;
+        serde_json::from_slice(&out.stdout).map_err(|e| {
+            format!(
+                "the sandbox launcher {program} answered its probe with {:?}: {e}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    /// The mechanisms runs get: everything the machine offers, or nothing when the workspace
+    /// turned the sandbox off. An error, naming the setting that opts out, when nothing
+    /// confines and the sandbox is on.
+    pub fn enforcement(&self) -> Result<Enforcement, String> {
+        if self.section.mode == Mode::Off {
+            return Ok(Enforcement {
+                off: true,
+                ..Enforcement::default()
+            });
+        }
+        let e = Enforcement {
+            landlock_abi: self.probe.landlock_abi,
+            namespaces: self.probe.namespaces,
+            drop_capabilities: self.probe.root,
+            off: false,
+        };
+        if e.landlock_abi == 0 {
+            return Err(format!(
+                "no sandbox: this kernel offers no Landlock ({}), so agents and validation commands would run unconfined; \
+                 yoi refuses to start them. Use a kernel with Landlock (5.13 or later, `lsm=landlock` enabled), or opt out \
+                 with `[sandbox] mode = \"off\"` in .yoi/workspace.toml",
+                match &self.probe.namespaces_error {
+                    Some(ns) => format!("and namespaces fail: {ns}"),
+                    None => "namespaces alone do not limit reads and writes".to_string(),
+                }
+            ));
+        }
+        Ok(e)
+    }
+
+    /// The policy of one run by `role` in `workdir`, with its run folder and the agent's state
+    /// paths (`~/.claude/` a folder, made when missing; `~/.claude.json` a file).
+    pub fn policy(
+        &self,
+        role: &str,
+        workdir: &Path,
+        run_dir: &Path,
+        state: &[String],
+    ) -> Result<Policy, String> {
+        let enforce = self.enforcement()?;
+        let tmp = run_dir.join("tmp");
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        let objects = run_dir.join("objects");
+        std::fs::create_dir_all(&objects).map_err(|e| format!("{}: {e}", objects.display()))?;
+        let mut write = vec![canonical(workdir)?, canonical(run_dir)?];
+        let layout = yoi_git::worktree_layout(workdir).map_err(|e| e.to_string())?;
+        // The worktree's own administrative folder (its HEAD, index and logs); the main
+        // repository's config, hooks, refs and objects stay read-only.
+        write.push(layout.admin_dir.clone());
+        for s in state {
+            let Some(path) = self.expand(s, &layout.main_root) else {
+                continue;
+            };
+            if s.ends_with('/') {
+                std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            if path.exists() {
+                write.push(canonical(&path)?);
+            }
+        }
+        let mut deny_read = vec![layout.main_root.join(".yoi").join("local")];
+        deny_read.extend(
+            layout
+                .other_worktrees
+                .iter()
+                .filter(|w| **w != write[0])
+                .cloned(),
+        );
+        if let Some(home) = &self.home {
+            deny_read.extend(CREDENTIALS.iter().map(|c| home.join(c)));
+        }
+        deny_read.extend(
+            self.section
+                .deny_read
+                .iter()
+                .filter_map(|d| self.expand(d, &layout.main_root)),
+        );
+        let deny_read = deny_read
+            .into_iter()
+            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+            .collect();
+        Ok(Policy {
+            write,
+            deny_read,
+            tmp,
+            network: self.section.network.for_role(role),
+            enforce,
+        })
+    }
+
+    /// `~/x` under the home folder, a relative path under the repository root.
+    fn expand(&self, path: &str, root: &Path) -> Option<PathBuf> {
+        let path = path.trim_end_matches('/');
+        if let Some(rest) = path.strip_prefix("~/") {
+            return self.home.as_ref().map(|h| h.join(rest));
+        }
+        let p = Path::new(path);
+        Some(if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            root.join(p)
+        })
+    }
+}
+
+fn canonical(p: &Path) -> Result<PathBuf, String> {
+    std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// One run's sandbox as the pod starts it: the policy, what it adds to the run's environment
+/// and the launcher in front of its argv.
+pub(crate) struct Confined {
+    pub policy: Policy,
+    /// The launcher and the policy as JSON (`None` when the sandbox is off).
+    pub wrap: Option<(Vec<String>, String)>,
+    /// `TMPDIR`, and the attempt's own git object folder with the main one as an alternate.
+    pub env: Vec<(String, String)>,
+    /// The attempt's object folder, for bringing its commits in.
+    pub objects: PathBuf,
+}
+
+impl Sandbox {
+    /// The sandbox of one run by `role` in `workdir`.
+    pub(crate) fn confine_run(
+        &self,
+        role: &str,
+        workdir: &Path,
+        run_dir: &Path,
+        state: &[String],
+    ) -> Result<Confined, String> {
+        let policy = self.policy(role, workdir, run_dir, state)?;
+        let objects = run_dir.join("objects");
+        if policy.enforce.off {
+            tracing::warn!(
+                run = %run_dir.display(),
+                "the sandbox is off ([sandbox] mode = \"off\"): this run is not confined"
+            );
+            return Ok(Confined {
+                policy,
+                wrap: None,
+                env: Vec::new(),
+                objects,
+            });
+        }
+        let layout = yoi_git::worktree_layout(workdir).map_err(|e| e.to_string())?;
+        let mut env = vec![("TMPDIR".to_string(), policy.tmp.display().to_string())];
+        env.extend(yoi_git::attempt_git_env(&objects, &layout.common_dir));
+        let json = serde_json::to_string(&policy).map_err(|e| e.to_string())?;
+        Ok(Confined {
+            wrap: Some((self.launcher.clone(), json)),
+            policy,
+            env,
+            objects,
+        })
+    }
+}
+
+/// The launcher's own message when it could not set the sandbox up (it then exits with
+/// [`SETUP_FAILED`] and nothing ran).
+pub(crate) fn setup_failure(exit_code: Option<i32>, stderr: &str) -> Option<String> {
+    if exit_code != Some(SETUP_FAILED) {
+        return None;
+    }
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(PREFIX))
+        .map(|m| format!("the sandbox could not be set up: {m}"))
+}

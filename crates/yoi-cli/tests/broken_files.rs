@@ -368,4 +368,48 @@ fn a_linked_skill_folder_is_not_loaded_and_doctor_names_it() {
     assert_eq!(f["path"], ".yoi/skills/evil");
     assert_eq!(f["severity"], "error");
     assert!(!out.stdout.contains("SECRET-SKILL"), "{}", out.stdout);
+
+    // Approving a skill of that name replaces the link; nothing is written where it led.
+    let before = common_tree(&outside);
+    let proposed = repo.side.path().join("proposal/evil");
+    std::fs::create_dir_all(&proposed).unwrap();
+    std::fs::write(
+        proposed.join("SKILL.md"),
+        "---\nname: evil\ndescription: The real skill, approved over a planted link.\n---\nBody\n",
+    )
+    .unwrap();
+    let out = repo
+        .yoi(&["skill", "propose", proposed.to_str().unwrap(), "--json"])
+        .ok();
+    let id: Value = serde_json::from_str(&out.stdout).unwrap();
+    repo.yoi(&["skill", "approve", id["id"].as_str().unwrap()])
+        .ok();
+    let placed = repo.path().join(".yoi/skills/evil");
+    assert!(std::fs::symlink_metadata(&placed).unwrap().is_dir());
+    assert_eq!(common_tree(&outside), before, "nothing written through");
+
+    // A skills folder that is itself a link loads nothing and is reported.
+    let skills = repo.path().join(".yoi/skills");
+    std::fs::rename(&skills, repo.side.path().join("moved-skills")).unwrap();
+    std::os::unix::fs::symlink(repo.side.path().join("moved-skills"), &skills).unwrap();
+    let out = repo.yoi(&["skill", "list", "--json"]).ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        !v["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "evil"),
+        "{v}"
+    );
+    let out = repo.yoi(&["ticket", "doctor", "--json"]);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["check"] == "layout.symlink" && f["path"] == ".yoi/skills"),
+        "{report}"
+    );
 }

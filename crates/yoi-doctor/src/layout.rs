@@ -117,6 +117,9 @@ pub(super) fn scan_root(ws: &Workspace) -> Result<RootScan, StoreError> {
 /// through it.
 fn skill_links(ws: &Workspace) -> Vec<Finding> {
     let root = ws.root().join(".yoi/skills");
+    if fs::symlink_metadata(&root).is_ok_and(|m| m.file_type().is_symlink()) {
+        return vec![symlink_finding(ws, &root, None)];
+    }
     let Ok(entries) = yoi_store::dirfd::Dir::open(&root).and_then(|d| d.list()) else {
         return Vec::new();
     };

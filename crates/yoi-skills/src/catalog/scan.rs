@@ -37,6 +37,17 @@ pub(super) fn scan_root(
     } else {
         config.repo_root.join(root)
     };
+    if source == SkillSource::Workspace
+        && fs::symlink_metadata(&absolute).is_ok_and(|m| m.file_type().is_symlink())
+    {
+        problems.push(SourceProblem {
+            source,
+            message: format!(
+                "the {source} skills folder is a symbolic link, and yoi follows no link there; no skill is loaded from it"
+            ),
+        });
+        return;
+    }
     let entries = match fs::read_dir(&absolute) {
         Ok(entries) => entries,
         Err(e) if e.kind() == ErrorKind::NotFound && source == SkillSource::Workspace => {

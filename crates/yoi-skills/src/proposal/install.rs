@@ -41,6 +41,12 @@ pub(crate) fn install(
     tag: &str,
     fault: Fault,
 ) -> Result<Installed, ProposalError> {
+    // A skills folder that is a symbolic link would have the skill written wherever it leads.
+    if fs::symlink_metadata(skills_root).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(ProposalError::Symlink {
+            path: skills_root.display().to_string(),
+        });
+    }
     fs::create_dir_all(skills_root).map_err(|e| io_error("create", skills_root, &e))?;
     let target = skills_root.join(name);
     let staging = skills_root.join(format!(".{name}.incoming-{tag}"));
@@ -52,8 +58,10 @@ pub(crate) fn install(
     }
     tree.write_to(&staging)?;
 
-    let replacing = fs::symlink_metadata(&target).is_ok();
-    let replaced_digest = if replacing {
+    let existing = fs::symlink_metadata(&target).ok();
+    let replacing = existing.is_some();
+    // A link in the skill's place is moved aside like a folder, never read through.
+    let replaced_digest = if existing.is_some_and(|m| m.is_dir()) {
         fs::read(target.join("SKILL.md"))
             .ok()
             .map(|b| sha256_hex(&b))

@@ -275,6 +275,25 @@ mod tests {
     }
 
     #[test]
+    fn link_on_path_finds_the_first_link_below_the_base() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("repo");
+        std::fs::create_dir_all(base.join(".worktree/real")).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), base.join(".worktree/planted")).unwrap();
+        let wt = base.join(".worktree");
+        assert_eq!(link_on_path(&base, &wt.join("real")), None);
+        assert_eq!(link_on_path(&base, &wt.join("missing/below")), None);
+        assert_eq!(
+            link_on_path(&base, &wt.join("planted/x")),
+            Some(wt.join("planted"))
+        );
+        std::fs::rename(&wt, tmp.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("moved"), &wt).unwrap();
+        assert_eq!(link_on_path(&base, &wt.join("real")), Some(wt.clone()));
+        assert_eq!(link_on_path(&base, tmp.path()), None, "outside the base");
+    }
+
+    #[test]
     fn text_that_is_not_utf8_names_its_line() {
         let e = utf8(b"one\ntwo\nthr\xffee\n".to_vec()).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);

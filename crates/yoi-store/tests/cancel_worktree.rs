@@ -222,3 +222,31 @@ fn cancel_outside_a_git_repository_leaves_folders_alone() {
     assert_eq!(close.get("worktree"), None);
     assert_eq!(close.body, "Not needed.");
 }
+
+#[test]
+fn cancel_never_inspects_or_removes_a_worktree_through_a_link() {
+    let fx = GitFx::new();
+    let t = fx.accepted("Fix l", "fix-l");
+    // The recorded path now leads, through a link, to a clean worktree elsewhere.
+    let elsewhere = fx.root().parent().unwrap().join("moved-worktree");
+    git(
+        fx.root(),
+        &["worktree", "move", &t.worktree, elsewhere.to_str().unwrap()],
+    );
+    std::os::unix::fs::symlink(&elsewhere, &t.path).unwrap();
+
+    let out = fx.cancel(&t.id);
+
+    assert_eq!(out.to, Some(State::Closed));
+    assert_eq!(out.notes.len(), 1, "{:?}", out.notes);
+    assert!(out.notes[0].contains("symbolic link"), "{:?}", out.notes);
+    assert!(elsewhere.join(".git").exists(), "the worktree is kept");
+    assert!(std::fs::symlink_metadata(&t.path)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        close_event(&fx, &t.id).get("worktree"),
+        Some("kept-unreadable")
+    );
+}

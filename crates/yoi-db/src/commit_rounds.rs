@@ -1,4 +1,5 @@
-//! PostgreSQL's commit stamp ([`Db::commit_stamp`]), read in rounds shared by every request.
+//! PostgreSQL's commit stamp ([`Db::commit_stamp`]), read in rounds shared by every request
+//! that settles ([`crate::read_your_writes`]).
 //!
 //! A request may rely on a stamp only if it was read after the request arrived: then every
 //! write that finished before the request is in it. One query per request would make the
@@ -10,10 +11,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use yoi_db::Db;
+use crate::Db;
 
 /// Rounds of reading the commit stamp.
-pub struct Rounds {
+pub(crate) struct Rounds {
     state: Mutex<State>,
     /// The last finished round and what it read.
     done: tokio::sync::watch::Sender<(u64, Option<u128>)>,
@@ -30,7 +31,7 @@ struct State {
 }
 
 impl Rounds {
-    pub fn new() -> Arc<Rounds> {
+    pub(crate) fn new() -> Arc<Rounds> {
         Arc::new(Rounds {
             state: Mutex::new(State::default()),
             done: tokio::sync::watch::channel((0, None)).0,
@@ -38,7 +39,7 @@ impl Rounds {
     }
 
     /// A stamp read after this call began (`None`: the database could not say).
-    pub async fn stamp(self: &Arc<Self>, db: &Db) -> Option<u128> {
+    pub(crate) async fn stamp(self: &Arc<Self>, db: &Db) -> Option<u128> {
         let mut done = self.done.subscribe();
         let mine = {
             let mut s = lock(&self.state);

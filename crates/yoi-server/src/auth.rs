@@ -87,7 +87,7 @@ pub struct Caller {
     pub principal: Principal,
     /// What this request may rely on: the index had every write that finished before the
     /// request arrived (`AppState::settle`, once per request, before the token was looked up).
-    pub view: crate::fresh::View,
+    pub view: yoi_db::read_your_writes::View,
 }
 
 impl Caller {
@@ -207,7 +207,7 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
 async fn agent_caller(
     state: &AppState,
     secret: &str,
-    view: crate::fresh::View,
+    view: yoi_db::read_your_writes::View,
 ) -> Result<Caller, ApiError> {
     use yoi_engine::assignments::agent_token::{live_claim_of, AgentRefusal};
     let (st, secret) = (state.clone(), secret.to_string());

@@ -16,7 +16,6 @@ pub mod listen;
 pub mod memory;
 pub mod openapi;
 pub mod orchestrator;
-pub mod rounds;
 pub mod routes;
 pub mod state;
 pub mod supervisor;

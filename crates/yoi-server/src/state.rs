@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use tokio::sync::{watch, Mutex};
+use yoi_db::read_your_writes::View;
 use yoi_db::{Db, DbIndex, TokenInfo};
 use yoi_store::{Outcome, StoreError, Workspace};
 
@@ -110,11 +111,13 @@ impl AppState {
         }
     }
 
-    /// Read every write that finished before now into the index (see `fresh.rs`); what may
-    /// be cached for this request.
-    pub async fn settle(&self) -> Result<crate::fresh::View, ApiError> {
+    /// Read every write that finished before now into the index (`yoi_db::read_your_writes`);
+    /// what may be cached for this request.
+    pub async fn settle(&self) -> Result<View, ApiError> {
         self.fresh
-            .settle(self)
+            .settle(&self.ws, self.db(), |tickets| {
+                crate::fresh::write_index(self, tickets)
+            })
             .await
             .map_err(|e| ApiError::internal("reading changed ticket files into the index", e))
     }
@@ -123,7 +126,7 @@ impl AppState {
     /// memory when the database has not changed since it was last looked up.
     pub async fn token_by_hash(
         &self,
-        view: crate::fresh::View,
+        view: View,
         hash: &str,
     ) -> Result<Option<TokenInfo>, ApiError> {
         if let Some(t) = self.fresh.token(view, hash) {

@@ -153,9 +153,7 @@ pub async fn list(
     Params(p): Params<ListParams>,
 ) -> Result<crate::fresh::JsonBytes, ApiError> {
     let key = format!("list?{}", query.0.unwrap_or_default());
-    s.fresh
-        .answer(c.view, key, || list_page(s.clone(), p))
-        .await
+    crate::fresh::answer(&s, c.view, key, || list_page(s.clone(), p)).await
 }
 
 async fn list_page(s: AppState, p: ListParams) -> Result<crate::fresh::JsonBytes, ApiError> {
@@ -232,16 +230,15 @@ pub async fn show(
 ) -> Result<crate::fresh::JsonBytes, ApiError> {
     let key = format!("ticket/{id}");
     let state = s.clone();
-    s.fresh
-        .answer(c.view, key, || async move {
-            let detail = state
-                .read_indexed(move |ws, index| {
-                    yoi_db::ticket_detail::ticket_detail(ws, Some(index), &id)
-                })
-                .await?;
-            crate::fresh::JsonBytes::of(&detail)
-        })
-        .await
+    crate::fresh::answer(&s, c.view, key, || async move {
+        let detail = state
+            .read_indexed(move |ws, index| {
+                yoi_db::ticket_detail::ticket_detail(ws, Some(index), &id)
+            })
+            .await?;
+        crate::fresh::JsonBytes::of(&detail)
+    })
+    .await
 }
 
 #[utoipa::path(patch, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Object)), security(("bearer" = [])))]

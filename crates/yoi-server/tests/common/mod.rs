@@ -319,8 +319,9 @@ impl Server {
     /// GET each `(path, token)` again until one round is answered wholly from memory
     /// (`Cache-Status: yoi; hit`); their bodies. That is the fixed point after which the
     /// server keeps these answers, and the tokens that asked, until something it watches
-    /// changes (with SQLite, once the database has been quiet for `fresh::QUIET`). The server
-    /// says so only when asked, so this polls; the deadline turns a hang into a failure.
+    /// changes (with SQLite, once the database has been quiet for
+    /// `yoi_db::read_your_writes::QUIET`). The server says so only when asked, so this polls;
+    /// the deadline turns a hang into a failure.
     pub fn until_kept(&self, requests: &[(&str, &str)]) -> Vec<Value> {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         loop {

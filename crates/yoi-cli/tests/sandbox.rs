@@ -68,7 +68,7 @@ try write_git_hook sh -c 'echo "touch /tmp/pwned" > "$0/.git/hooks/post-merge"' 
 try append_to_an_object sh -c 'f=$(find "$0/.git/objects" -type f -path "*/objects/??/*" | head -n 1); test -n "$f" && echo x >> "$f"' "$MAIN"
 try create_branch git -C "$MAIN" branch "evil-$who"
 try write_outside sh -c 'echo x > "$0/escaped-$1.txt"' '{side}' "$who"
-try write_shared_tmp sh -c 'echo x > "/tmp/yoi-escape-$0-$$"' "$who"
+try write_shared_tmp sh -c 'echo x > "/tmp/yoi-escape-$0-{nonce}"' "$who"
 try signal_the_server kill -0 {server_pid}
 try read_raw_disk sh -c 'for d in /dev/vda /dev/sda /dev/nvme0n1 /dev/mem; do if head -c 1 "$d" 2>/dev/null | grep -q .; then exit 0; fi; done; exit 1'
 echo "escapes tried ($who)"
@@ -77,6 +77,7 @@ echo "escapes tried ($who)"
         home = home.display(),
         neighbour = neighbour.display(),
         side = side.display(),
+        nonce = std::process::id(),
     )
 }
 
@@ -205,7 +206,8 @@ fn a_hostile_agent_and_its_validation_command_escape_nothing_and_the_honest_work
     for e in std::fs::read_dir("/tmp").unwrap().flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         assert!(
-            !name.starts_with("yoi-escape-coder") && !name.starts_with("yoi-escape-verifier"),
+            !name.starts_with("yoi-escape-")
+                || !name.ends_with(&format!("-{}", std::process::id())),
             "{name} was written in the shared /tmp"
         );
     }
@@ -220,5 +222,203 @@ fn a_hostile_agent_and_its_validation_command_escape_nothing_and_the_honest_work
         assert!(sandbox.starts_with("landlock v"), "{a}");
     }
     assert!(thread.contains("sandbox: \"landlock v"), "{thread}");
+    drop(server);
+}
+
+/// A policy for the launcher alone: `write` writable, `deny` closed, the mechanisms given.
+fn policy(write: &[&Path], deny: &[&Path], namespaces: bool, network: &str) -> String {
+    let root = unsafe { libc::geteuid() } == 0;
+    serde_json::json!({
+        "write": write,
+        "deny_read": deny,
+        "tmp": write.first().copied().unwrap_or(Path::new("/nonexistent")),
+        "network": network,
+        "enforce": {
+            "landlock_abi": landlock_abi(),
+            "namespaces": namespaces,
+            "drop_capabilities": root,
+            "off": false,
+        },
+    })
+    .to_string()
+}
+
+fn landlock_abi() -> u32 {
+    let probe = std::process::Command::new(env!("CARGO_BIN_EXE_yoi"))
+        .args(["__sandbox", "--probe"])
+        .output()
+        .unwrap();
+    let probe: serde_json::Value = serde_json::from_slice(&probe.stdout).unwrap();
+    let abi = probe["landlock_abi"].as_u64().unwrap() as u32;
+    assert!(abi > 0, "this machine offers Landlock: {probe}");
+    abi
+}
+
+/// Run `sh -c script` through the launcher with `policy`; its exit code, stdout and stderr.
+fn launch(policy: &str, script: &str) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_yoi"))
+        .args(["__sandbox", policy, "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn landlock_alone_keeps_the_memory_and_environment_of_outside_processes_closed() {
+    // A process outside the sandbox with a secret in its environment.
+    let mut outside = std::process::Command::new("sleep")
+        .arg("30")
+        .env("YOI_TEST_SECRET", "s3cret-in-environ")
+        .spawn()
+        .unwrap();
+    let pid = outside.id();
+    let work = tempfile::tempdir().unwrap();
+    let script = format!(
+        "for f in environ maps mem; do if cat /proc/{pid}/$f >/dev/null 2>&1; then echo \"read $f\"; else echo \"closed $f\"; fi; done"
+    );
+    // Without a PID namespace the process is visible; only Landlock stands in the way.
+    let (code, out, err) = launch(&policy(&[work.path()], &[], false, "on"), &script);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "closed environ\nclosed maps\nclosed mem\n", "{err}");
+    // The same reads, unconfined, succeed: the test can tell the difference.
+    let plain = std::process::Command::new("sh")
+        .args(["-c", &format!("tr '\\0' '\\n' < /proc/{pid}/environ")])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&plain.stdout).contains("s3cret-in-environ"));
+    outside.kill().unwrap();
+    outside.wait().unwrap();
+}
+
+#[test]
+fn a_normal_user_gets_the_same_sandbox_through_a_user_namespace() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let root = unsafe { libc::geteuid() } == 0;
+    let t = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let secret = t.path().join("secret");
+    let work = t.path().join("work");
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(secret.join("key"), "KEY\n").unwrap();
+    for p in [&secret, &work] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    std::fs::set_permissions(secret.join("key"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_yoi"));
+    let policy = policy(&[&work], &[&secret], true, "on");
+    let script = format!(
+        "id -u; ls /proc | grep -c '^[0-9]'; cat {}/key 2>/dev/null || echo denied; echo ok > {}/w && echo wrote",
+        secret.display(),
+        work.display()
+    );
+    cmd.args(["__sandbox", &policy, "--", "sh", "-c", &script]);
+    if root {
+        // As root, the test runs the launcher as `nobody`: what a pod run by a normal user gets.
+        cmd.uid(65534).gid(65534);
+    }
+    let probe_uid = if root {
+        65534
+    } else {
+        unsafe { libc::geteuid() }
+    };
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], probe_uid.to_string(), "the run keeps its own uid");
+    assert!(
+        lines[1].parse::<u32>().unwrap() <= 5,
+        "/proc shows only the sandbox's processes: {stdout}"
+    );
+    assert_eq!(&lines[2..], ["denied", "wrote"], "{stdout}");
+}
+
+#[test]
+fn a_run_without_network_reaches_no_port_and_one_with_it_does() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || for _ in listener.incoming() {});
+    let work = tempfile::tempdir().unwrap();
+    let script = format!(
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)' 2>/dev/null && echo connected || echo refused"
+    );
+    for namespaces in [false, true] {
+        let (_, out, err) = launch(&policy(&[work.path()], &[], namespaces, "off"), &script);
+        assert_eq!(out, "refused\n", "namespaces {namespaces}: {err}");
+        let (_, out, err) = launch(&policy(&[work.path()], &[], namespaces, "on"), &script);
+        assert_eq!(out, "connected\n", "namespaces {namespaces}: {err}");
+    }
+}
+
+#[test]
+fn what_a_run_leaves_behind_is_killed_when_it_ends_even_in_a_session_of_its_own() {
+    let work = tempfile::tempdir().unwrap();
+    let marker = format!("3{}", std::process::id());
+    let (code, _, err) = launch(
+        &policy(&[work.path()], &[], true, "on"),
+        &format!("setsid sleep {marker} & echo started"),
+    );
+    assert_eq!(code, 0, "{err}");
+    let alive = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).contains(&marker)
+                && !stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    };
+    // The namespace's first process exited with the run; the kernel killed the rest with it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon outlived its run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_launcher_that_cannot_set_the_sandbox_up_runs_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let mut p: serde_json::Value =
+        serde_json::from_str(&policy(&[work.path()], &[], false, "on")).unwrap();
+    p["enforce"]["landlock_abi"] = 99.into();
+    let marker = work.path().join("ran");
+    let (code, _, err) = launch(&p.to_string(), &format!("touch {}", marker.display()));
+    assert_eq!(code, 125, "{err}");
+    assert!(err.starts_with("yoi sandbox: "), "{err}");
+    assert!(!marker.exists(), "nothing ran");
+}
+
+#[test]
+fn local_state_is_the_owners_alone_and_old_workspaces_are_fixed_when_the_server_starts() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = common::Repo::init();
+    let local = repo.path().join(".yoi/local");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&local), 0o700);
+    assert_eq!(mode(&local.join("admin.token")), 0o600);
+    // A workspace from before the rule: readable by everyone.
+    let set = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    set(&local, 0o755).unwrap();
+    set(&local.join("admin.token"), 0o644).unwrap();
+    set(&local.join("yoi.db"), 0o644).unwrap();
+    let server = Server::start(&repo);
+    assert_eq!(mode(&local), 0o700);
+    assert_eq!(mode(&local.join("admin.token")), 0o600);
+    assert_eq!(mode(&local.join("yoi.db")), 0o600);
     drop(server);
 }

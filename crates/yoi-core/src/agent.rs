@@ -45,8 +45,10 @@ pub struct AgentProfile {
     pub extra_args: Vec<String>,
     /// How to print the agent's version (`yoi agent check`).
     pub version_argv: Vec<String>,
-    /// The agent's own state (`~/.claude`, `~/.codex`, …): the only places outside its
-    /// working, run and temporary folders that its sandbox lets it write (docs/security.md).
+    /// The agent's own state (`~/.claude/`, `~/.claude.json`, …): the only places outside its
+    /// working, run and temporary folders that its sandbox lets it write (docs/security.md). A
+    /// path ending in `/` is a folder, made when missing; any other is a file, writable when
+    /// it exists.
     pub state: Vec<String>,
 }
 
@@ -102,6 +104,17 @@ impl AgentProfile {
             !top.version_argv.is_empty(),
         );
         pick(&mut self.state, &top.state, !top.state.is_empty());
+        pick(&mut self.contract, &top.contract, top.contract.is_some());
+        pick(
+            &mut self.follow_up,
+            &top.follow_up,
+            !top.follow_up.is_empty(),
+        );
+        pick(
+            &mut self.follow_up_timeout_secs,
+            &top.follow_up_timeout_secs,
+            top.follow_up_timeout_secs != 0,
+        );
         self
     }
 }
@@ -117,3 +130,28 @@ pub struct Price {
 }
 
 impl Eq for Price {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_contract_rule_defaults_by_role_and_a_workspace_profile_overrides_it() {
+        assert_eq!(ContractRule::for_role(None, "coder"), ContractRule::Lenient);
+        assert_eq!(ContractRule::for_role(None, "reviewer"), ContractRule::Strict);
+        assert_eq!(
+            ContractRule::for_role(Some(ContractRule::Strict), "coder"),
+            ContractRule::Strict
+        );
+        let base = AgentProfile {
+            follow_up: vec!["{program}".into(), "--continue".into()],
+            ..AgentProfile::default()
+        };
+        let top: AgentProfile = toml::from_str("contract = \"strict\"\nfollow_up_timeout_secs = 30\n").unwrap();
+        let merged = base.clone().over(&top);
+        assert_eq!(merged.contract, Some(ContractRule::Strict));
+        assert_eq!(merged.follow_up, base.follow_up, "unset fields keep the built-in's");
+        assert_eq!(merged.follow_up_timeout_secs, 30);
+        assert!(toml::from_str::<AgentProfile>("contract = \"loose\"\n").is_err());
+    }
+}

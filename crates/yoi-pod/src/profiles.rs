@@ -59,7 +59,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["--model={model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["claude", "--version"]),
-            state: s(&["~/.claude", "~/.claude.json", "~/.cache/claude", "~/.config/claude"]),
+            state: s(&["~/.claude/", "~/.claude.json", "~/.cache/claude/", "~/.config/claude/"]),
         },
     );
     m.insert(
@@ -107,7 +107,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["-m", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["codex", "--version"]),
-            state: s(&["~/.codex"]),
+            state: s(&["~/.codex/"]),
         },
     );
     m.insert(
@@ -135,7 +135,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["-m", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["gemini", "--version"]),
-            state: s(&["~/.gemini"]),
+            state: s(&["~/.gemini/"]),
         },
     );
     m.insert(
@@ -203,7 +203,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["--model", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["aider", "--version"]),
-            state: s(&["~/.aider", "~/.cache/aider"]),
+            state: s(&["~/.aider/", "~/.cache/aider/"]),
         },
     );
     m.insert(
@@ -256,10 +256,10 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["opencode", "--version"]),
             state: s(&[
-                "~/.local/share/opencode",
-                "~/.local/state/opencode",
-                "~/.cache/opencode",
-                "~/.config/opencode",
+                "~/.local/share/opencode/",
+                "~/.local/state/opencode/",
+                "~/.cache/opencode/",
+                "~/.config/opencode/",
             ]),
         },
     );
@@ -313,9 +313,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["goose", "--version"]),
             state: s(&[
-                "~/.config/goose",
-                "~/.local/share/goose",
-                "~/.local/state/goose",
+                "~/.config/goose/",
+                "~/.local/share/goose/",
+                "~/.local/state/goose/",
             ]),
         },
     );

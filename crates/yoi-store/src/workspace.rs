@@ -78,6 +78,34 @@ impl Workspace {
         self.root.join(LOCAL_DIR)
     }
 
+    /// Make `.yoi/local` (tokens, keys, the database, run folders) the owner's alone: the
+    /// folder and every folder in it 0700, every file in it 0600 (what is deeper is then
+    /// unreachable to others). Workspaces made before this rule are fixed when the server
+    /// starts and at `yoi init`. Links are left alone, never followed. Returns what it changed.
+    pub fn secure_local_dir(&self) -> std::io::Result<Vec<PathBuf>> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.local_dir();
+        std::fs::create_dir_all(&dir)?;
+        let mut changed = Vec::new();
+        let mut fix = |path: PathBuf, meta: std::fs::Metadata| -> std::io::Result<()> {
+            let want = if meta.is_dir() { 0o700 } else { 0o600 };
+            if meta.permissions().mode() & 0o777 != want {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(want))?;
+                changed.push(path);
+            }
+            Ok(())
+        };
+        fix(dir.clone(), std::fs::symlink_metadata(&dir)?)?;
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let meta = std::fs::symlink_metadata(entry.path())?;
+            if !meta.file_type().is_symlink() {
+                fix(entry.path(), meta)?;
+            }
+        }
+        Ok(changed)
+    }
+
     pub fn tickets_dir(&self) -> PathBuf {
         self.config.tickets_dir(&self.root)
     }

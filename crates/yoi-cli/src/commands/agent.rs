@@ -64,6 +64,22 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
             let profile =
                 yoi_pod::profiles::resolve(&name, &workspace).map_err(CliError::Refused)?;
             let found = which(&profile.program);
+            let ws = env.files_only("yoi agent check").ok();
+            let sandbox = crate::commands::pod::sandbox(ws.as_ref())?;
+            let enforced = sandbox.enforcement();
+            let sandbox_line = match &enforced {
+                Ok(e) => format!(
+                    "{}; writes the worktree, its run folder, a private temporary folder{}; never reads .yoi/local, other worktrees or {} credential paths",
+                    e.describe(),
+                    if profile.state.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" and {}", profile.state.join(", "))
+                    },
+                    yoi_core::sandbox::CREDENTIALS.len() + sandbox.section.deny_read.len()
+                ),
+                Err(e) => format!("refused: {e}"),
+            };
             let version = match (&found, profile.version_argv.split_first()) {
                 (Some(_), Some((prog, args))) => Command::new(prog)
                     .args(args)
@@ -75,7 +91,7 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
             };
             if json {
                 output::json(
-                    &serde_json::json!({ "name": name, "valid": true, "program": found, "version": version }),
+                    &serde_json::json!({ "name": name, "valid": true, "program": found, "version": version, "sandbox": sandbox_line, "sandbox_ok": enforced.is_ok() }),
                 );
             } else {
                 println!("profile: valid");
@@ -86,6 +102,10 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
                 if let Some(v) = &version {
                     println!("version: {v}");
                 }
+                println!("sandbox: {sandbox_line}");
+            }
+            if let Err(e) = enforced {
+                return Err(CliError::Refused(e));
             }
             if found.is_none() {
                 return Err(CliError::Refused(format!(

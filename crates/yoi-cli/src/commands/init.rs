@@ -14,6 +14,9 @@ pub fn run(env: &Env, as_json: bool) -> Result<(), CliError> {
     let principal = env.human_ctx(&ws)?.principal.name;
     let token_created =
         index.ensure_admin_token(&ws.local_dir(), &principal, now().unix_millis())?;
+    ws.secure_local_dir().map_err(|e| {
+        CliError::Refused(format!("making {} private: {e}", ws.local_dir().display()))
+    })?;
     if as_json {
         output::json(&report);
         return Ok(());

@@ -6,7 +6,7 @@ mod assignment;
 mod dashboard;
 mod flow;
 mod init;
-mod pod;
+pub(crate) mod pod;
 mod reindex;
 mod serve;
 mod skill;

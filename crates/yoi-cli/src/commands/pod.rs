@@ -81,6 +81,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
     };
     let kill_grace = ws.as_ref().map_or(10, |w| w.config.pods.kill_grace_secs);
     let sandbox = sandbox(ws.as_ref())?;
+    sandbox.enforcement().map_err(CliError::Refused)?;
     tracing::info!(sandbox = %sandbox.enforcement().map(|e| e.describe()).unwrap_or_default(), "the pod's sandbox");
     let settings = yoi_pod::PodSettings {
         server,
@@ -135,8 +136,8 @@ fn pod_token(a: &PodRunArgs) -> Result<Option<String>, CliError> {
 }
 
 /// The pod's sandbox: what this machine offers (asked of the launcher, this same program) and
-/// the workspace's `[sandbox]`. Refused, naming the setting that opts out, when nothing
-/// would confine the agents.
+/// the workspace's `[sandbox]`; its `enforcement()` refuses, naming the setting that opts out,
+/// when nothing would confine the agents.
 pub fn sandbox(
     ws: Option<&yoi_engine::store::Workspace>,
 ) -> Result<yoi_pod::sandbox::Sandbox, CliError> {
@@ -153,7 +154,6 @@ pub fn sandbox(
         section: ws.map(|w| w.config.sandbox.clone()).unwrap_or_default(),
         home: std::env::var_os("HOME").map(std::path::PathBuf::from),
     };
-    sandbox.enforcement().map_err(CliError::Refused)?;
     Ok(sandbox)
 }
 

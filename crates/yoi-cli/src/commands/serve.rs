@@ -10,6 +10,11 @@ use crate::error::CliError;
 
 pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
     let ws = env.files_only("yoi serve")?;
+    // Tokens, keys and the database are the owner's alone, in workspaces made before that
+    // rule too (docs/security.md).
+    ws.secure_local_dir().map_err(|e| {
+        CliError::Refused(format!("making {} private: {e}", ws.local_dir().display()))
+    })?;
     let listen = a
         .listen
         .clone()

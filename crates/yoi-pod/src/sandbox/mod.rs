@@ -241,3 +241,64 @@ pub(crate) fn setup_failure(exit_code: Option<i32>, stderr: &str) -> Option<Stri
         .find_map(|l| l.strip_prefix(PREFIX))
         .map(|m| format!("the sandbox could not be set up: {m}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sandbox(probe: Probe, mode: Mode) -> Sandbox {
+        Sandbox {
+            launcher: vec!["yoi".into(), "__sandbox".into()],
+            probe,
+            section: SandboxSection {
+                mode,
+                ..SandboxSection::default()
+            },
+            home: None,
+        }
+    }
+
+    #[test]
+    fn without_landlock_no_agent_runs_unless_the_workspace_opts_out() {
+        let bare = Probe {
+            landlock_abi: 0,
+            namespaces: true,
+            namespaces_error: None,
+            root: false,
+        };
+        let refused = sandbox(bare.clone(), Mode::On).enforcement().unwrap_err();
+        assert!(refused.contains("[sandbox] mode = \"off\""), "{refused}");
+        let off = sandbox(bare, Mode::Off).enforcement().unwrap();
+        assert!(off.off && !off.confines());
+    }
+
+    #[test]
+    fn a_root_pod_drops_capabilities_and_uses_what_the_kernel_offers() {
+        let e = sandbox(
+            Probe {
+                landlock_abi: 7,
+                namespaces: false,
+                namespaces_error: Some("unshare: EPERM".into()),
+                root: true,
+            },
+            Mode::On,
+        )
+        .enforcement()
+        .unwrap();
+        assert_eq!(e.describe(), "landlock v7, capabilities dropped");
+    }
+
+    #[test]
+    fn a_launcher_failure_is_named_and_an_agent_failure_is_not() {
+        let err = "noise\nyoi sandbox: Landlock: missing feature\n";
+        assert_eq!(
+            setup_failure(Some(SETUP_FAILED), err).as_deref(),
+            Some("the sandbox could not be set up: Landlock: missing feature")
+        );
+        assert_eq!(setup_failure(Some(1), err), None);
+        assert_eq!(
+            setup_failure(Some(SETUP_FAILED), "an agent's own 125\n"),
+            None
+        );
+    }
+}

@@ -10,6 +10,10 @@
 //! `scripts/check-boundaries` keeps `block_on` out of the callers). `sqlx::Error` never leaves
 //! this crate: it becomes [`StoreError::Database`] (and no other crate of yoi depends on sqlx
 //! outside its tests, which `scripts/check-boundaries` checks).
+//!
+//! A long-lived reader (`yoi serve`) also keeps the index as fresh as the files from here: the
+//! inotify [`watch`] and [`read_your_writes`], which drains it before each request and keeps the
+//! answer and token caches exact.
 
 mod activations;
 mod assignments;

@@ -50,6 +50,49 @@ pub struct AgentProfile {
     /// path ending in `/` is a folder, made when missing; any other is a file, writable when
     /// it exists.
     pub state: Vec<String>,
+    /// What a final message without the output contract means: `strict` fails the attempt,
+    /// `lenient` lets a change the agent made complete it as `done`, flagged as missing its
+    /// contract (docs/pods.md). Unset: lenient for coders, strict for reviewers.
+    pub contract: Option<ContractRule>,
+    /// The argv of one short follow-up turn that continues the agent's conversation to ask for
+    /// the missing trailer lines (`{follow_up_file}` holds the question, also given on stdin
+    /// when `stdin` is `prompt_file`); empty when the agent cannot continue a conversation.
+    pub follow_up: Vec<String>,
+    /// Wall-clock limit of the follow-up turn; 0 is [`FOLLOW_UP_TIMEOUT_SECS`].
+    pub follow_up_timeout_secs: u64,
+}
+
+/// The follow-up turn's wall-clock limit when the profile sets none.
+pub const FOLLOW_UP_TIMEOUT_SECS: u64 = 300;
+
+/// What a missing output contract means for an attempt (docs/pods.md, "A missing contract").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContractRule {
+    /// No contract, no result: the attempt fails with the reason.
+    Strict,
+    /// Exit status 0 and a change in the worktree complete the attempt as `done`; no change
+    /// still fails it.
+    Lenient,
+}
+
+impl ContractRule {
+    /// The rule a run by `role` follows: the profile's, else lenient for coders and strict for
+    /// every other role (a reviewer's verdict must be explicit).
+    pub fn for_role(profile: Option<ContractRule>, role: &str) -> ContractRule {
+        profile.unwrap_or(if crate::Role::Coder.is(role) {
+            ContractRule::Lenient
+        } else {
+            ContractRule::Strict
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContractRule::Strict => "strict",
+            ContractRule::Lenient => "lenient",
+        }
+    }
 }
 
 impl AgentProfile {
@@ -138,7 +181,10 @@ mod tests {
     #[test]
     fn the_contract_rule_defaults_by_role_and_a_workspace_profile_overrides_it() {
         assert_eq!(ContractRule::for_role(None, "coder"), ContractRule::Lenient);
-        assert_eq!(ContractRule::for_role(None, "reviewer"), ContractRule::Strict);
+        assert_eq!(
+            ContractRule::for_role(None, "reviewer"),
+            ContractRule::Strict
+        );
         assert_eq!(
             ContractRule::for_role(Some(ContractRule::Strict), "coder"),
             ContractRule::Strict
@@ -147,11 +193,16 @@ mod tests {
             follow_up: vec!["{program}".into(), "--continue".into()],
             ..AgentProfile::default()
         };
-        let top: AgentProfile = toml::from_str("contract = \"strict\"\nfollow_up_timeout_secs = 30\n").unwrap();
+        let top: AgentProfile =
+            serde_json::from_str(r#"{"contract": "strict", "follow_up_timeout_secs": 30}"#)
+                .unwrap();
         let merged = base.clone().over(&top);
         assert_eq!(merged.contract, Some(ContractRule::Strict));
-        assert_eq!(merged.follow_up, base.follow_up, "unset fields keep the built-in's");
+        assert_eq!(
+            merged.follow_up, base.follow_up,
+            "unset fields keep the built-in's"
+        );
         assert_eq!(merged.follow_up_timeout_secs, 30);
-        assert!(toml::from_str::<AgentProfile>("contract = \"loose\"\n").is_err());
+        assert!(serde_json::from_str::<AgentProfile>(r#"{"contract": "loose"}"#).is_err());
     }
 }

@@ -41,6 +41,15 @@ pub struct Report {
     /// The sandbox the run had (`yoi_core::sandbox::Policy::summary`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The agent's final message had no output contract, even after the follow-up turn, and
+    /// the attempt completed under its profile's lenient rule: the summary is the last
+    /// paragraph of that message (docs/pods.md, "A missing contract").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contract_missing: bool,
+    /// Whether the pod asked the agent for its missing trailer lines in a follow-up turn
+    /// (whose usage is counted in `usage`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub follow_up: bool,
 }
 
 impl Report {

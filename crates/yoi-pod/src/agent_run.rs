@@ -50,6 +50,7 @@ pub(crate) fn run_one(
         attempt: a.attempt.to_string(),
         assignment: a.id.clone(),
         model: p.model.clone(),
+        follow_up_file: String::new(),
     };
     let template = if Role::Reviewer.is(&a.role) && !p.reviewer_argv.is_empty() {
         &p.reviewer_argv

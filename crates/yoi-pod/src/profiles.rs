@@ -60,6 +60,13 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["claude", "--version"]),
             state: s(&["~/.claude/", "~/.claude.json", "~/.cache/claude/", "~/.config/claude/"]),
+            contract: None,
+            // The session `-p` just saved in this working directory, one turn, no tools.
+            follow_up: s(&[
+                "{program}", "-p", "--continue", "--output-format=json",
+                "--permission-mode=dontAsk", "--tools=", "--max-turns=1",
+            ]),
+            follow_up_timeout_secs: 0,
         },
     );
     m.insert(
@@ -108,6 +115,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["codex", "--version"]),
             state: s(&["~/.codex/"]),
+            contract: None,
+            follow_up: Vec::new(),
+            follow_up_timeout_secs: 0,
         },
     );
     m.insert(
@@ -136,6 +146,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["gemini", "--version"]),
             state: s(&["~/.gemini/"]),
+            contract: None,
+            follow_up: Vec::new(),
+            follow_up_timeout_secs: 0,
         },
     );
     m.insert(
@@ -204,6 +217,35 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["aider", "--version"]),
             state: s(&["~/.aider/", "~/.cache/aider/"]),
+            contract: None,
+            // The chat the run saved in its run folder, answered in ask mode (no edits).
+            follow_up: s(&[
+                "{program}",
+                "--restore-chat-history",
+                "--chat-mode",
+                "ask",
+                "--message-file",
+                "{follow_up_file}",
+                "--yes-always",
+                "--no-auto-commits",
+                "--no-dirty-commits",
+                "--no-gitignore",
+                "--no-analytics",
+                "--analytics-log",
+                "{run_dir}/aider-analytics.jsonl",
+                "--no-check-update",
+                "--no-show-model-warnings",
+                "--no-pretty",
+                "--no-stream",
+                "--no-fancy-input",
+                "--chat-history-file",
+                "{run_dir}/aider-chat.md",
+                "--input-history-file",
+                "{run_dir}/aider-input.history",
+                "--no-show-release-notes",
+                "--no-detect-urls",
+            ]),
+            follow_up_timeout_secs: 0,
         },
     );
     m.insert(
@@ -261,6 +303,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "~/.cache/opencode/",
                 "~/.config/opencode/",
             ]),
+            contract: None,
+            follow_up: Vec::new(),
+            follow_up_timeout_secs: 0,
         },
     );
     m.insert(
@@ -317,6 +362,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "~/.local/share/goose/",
                 "~/.local/state/goose/",
             ]),
+            contract: None,
+            follow_up: Vec::new(),
+            follow_up_timeout_secs: 0,
         },
     );
     m.insert(
@@ -337,6 +385,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: Vec::new(),
             state: Vec::new(),
+            contract: None,
+            follow_up: Vec::new(),
+            follow_up_timeout_secs: 0,
         },
     );
     m.insert(
@@ -362,6 +413,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "echo 'built-in verifier: sh -c per validation command'",
             ]),
             state: Vec::new(),
+            contract: None,
+            follow_up: Vec::new(),
+            follow_up_timeout_secs: 0,
         },
     );
     m
@@ -430,6 +484,7 @@ pub fn check(name: &str, p: &AgentProfile) -> Result<(), String> {
         .chain(&p.reviewer_argv)
         .chain(&p.model_argv)
         .chain(&p.extra_args)
+        .chain(&p.follow_up)
     {
         fill(a, &Vars::default()).map(|_| ()).or_else(|e| {
             if e.starts_with("unknown") {
@@ -454,9 +509,11 @@ pub struct Vars {
     pub attempt: String,
     pub assignment: String,
     pub model: Option<String>,
+    /// The follow-up turn's question (empty outside a follow-up).
+    pub follow_up_file: String,
 }
 
-const PLACEHOLDERS: [&str; 9] = [
+const PLACEHOLDERS: [&str; 10] = [
     "program",
     "prompt_file",
     "worktree",
@@ -466,6 +523,7 @@ const PLACEHOLDERS: [&str; 9] = [
     "attempt",
     "assignment",
     "model",
+    "follow_up_file",
 ];
 
 /// Fill the placeholders of one argv element.
@@ -501,6 +559,7 @@ pub fn fill(element: &str, v: &Vars) -> Result<String, String> {
             "step" => v.step.clone(),
             "attempt" => v.attempt.clone(),
             "assignment" => v.assignment.clone(),
+            "follow_up_file" => v.follow_up_file.clone(),
             _ => v
                 .model
                 .clone()

@@ -79,7 +79,7 @@ impl Remote {
         words: &[String],
         after: Option<&str>,
         limit: Option<usize>,
-    ) -> Result<(Vec<TicketSummary>, Option<TicketId>, Vec<BrokenTicket>), CliError> {
+    ) -> Result<ListPage, CliError> {
         #[derive(serde::Deserialize)]
         struct Page {
             tickets: Vec<TicketSummary>,
@@ -122,9 +122,19 @@ impl Remote {
                 Some(n) if want_more => cursor = Some(n),
                 Some(n) => {
                     let next = TicketId::parse(&n).map_err(|e| self.unreachable(e))?;
-                    return Ok((tickets, Some(next), broken));
+                    return Ok(ListPage {
+                        tickets,
+                        next: Some(next),
+                        broken,
+                    });
                 }
-                None => return Ok((tickets, None, broken)),
+                None => {
+                    return Ok(ListPage {
+                        tickets,
+                        next: None,
+                        broken,
+                    })
+                }
             }
         }
     }
@@ -292,6 +302,14 @@ fn segment(s: &str) -> String {
         }
     }
     out
+}
+
+/// What `GET /tickets` gave, all pages read: the tickets, where the next page starts when a
+/// limit stopped the reading, and the broken tickets (listed with the first page).
+pub struct ListPage {
+    pub tickets: Vec<TicketSummary>,
+    pub next: Option<TicketId>,
+    pub broken: Vec<BrokenTicket>,
 }
 
 #[cfg(test)]

@@ -58,7 +58,10 @@ pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
         return Err(CliError::Usage("--limit must be at least 1".into()));
     }
     let (tickets, next, broken) = match env.reader("yoi ticket list")? {
-        Reader::Server(remote) => remote.list(&filter, &words, a.after.as_deref(), a.limit)?,
+        Reader::Server(remote) => {
+            let page = remote.list(&filter, &words, a.after.as_deref(), a.limit)?;
+            (page.tickets, page.next, page.broken)
+        }
         Reader::Files(local) => {
             let (tickets, next) = list_local(&local.0, &local.1, &filter, &words, a)?;
             // Listed once, with the first page.

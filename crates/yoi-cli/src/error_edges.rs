@@ -5,6 +5,11 @@
 //!
 //! Each enum has a `tag_*` function with an exhaustive match: a new variant does not compile
 //! until it has an index, and the test then fails until the table has a case for it.
+//!
+//! The API's `error.code` comes from the error itself (`StoreError::code`, the engine errors'
+//! `code`; a refusal's rule, `Refusal::code` or `Permission::code`, as `details.reason`): the
+//! tests check that `ApiError` answers it and that docs/api.md lists every code answered, so a
+//! new refusal cannot reach a client without a documented code.
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
@@ -17,6 +22,8 @@ use yoi_core::relation::{RelationKind, RelationsFileError};
 use yoi_core::state::TransitionError;
 use yoi_core::thread::AttrError;
 use yoi_core::{ErrorClass as C, Operation, PrincipalKind, State, TicketId};
+use yoi_db::AssignmentStatus;
+use yoi_engine::assignments::AssignmentError;
 use yoi_engine::edge::edge;
 use yoi_engine::routing::AcceptError;
 use yoi_engine::skills::SkillError;
@@ -101,8 +108,20 @@ fn cli(e: impl Into<CliError>, what: &str, want: Want) {
     );
 }
 
-fn api(e: impl Into<ApiError>, what: &str, want: Want) {
-    assert_eq!(e.into().status.as_u16(), want.2, "{what}: HTTP status");
+fn api(e: impl Into<ApiError>, what: &str, want: Want) -> ApiError {
+    let answer = e.into();
+    assert_eq!(answer.status.as_u16(), want.2, "{what}: HTTP status");
+    documented(answer.code, what);
+    answer
+}
+
+/// docs/api.md names every code a client can be answered.
+fn documented(code: &str, what: &str) {
+    const API_DOC: &str = include_str!("../../../docs/api.md");
+    assert!(
+        API_DOC.contains(&format!("`{code}`")),
+        "{what}: the code `{code}` is not in docs/api.md"
+    );
 }
 
 /// No frontend takes this error directly.
@@ -112,7 +131,19 @@ fn none<E>(_: &dyn Fn() -> E, _: &str, _: Want) {}
 fn store(make: &dyn Fn() -> StoreError, what: &str, want: Want) {
     assert_eq!(make().class(), want.0, "{what}: class as a StoreError");
     cli(make(), what, want);
-    api(make(), what, want);
+    let answer = api(make(), what, want);
+    assert_eq!(answer.code, make().code(), "{what}: API code");
+    assert_eq!(
+        answer.details.get("reason").and_then(|r| r.as_str()),
+        make().reason(),
+        "{what}: API details.reason"
+    );
+    let answer = api(AssignmentError::Store(make()), what, want);
+    assert_eq!(
+        answer.code,
+        make().code(),
+        "{what}: API code as an AssignmentError"
+    );
     let worktree = WorktreeError::Store(make());
     assert_eq!(worktree.class(), want.0, "{what}: class as a WorktreeError");
     cli(worktree, what, want);
@@ -124,7 +155,8 @@ fn store(make: &dyn Fn() -> StoreError, what: &str, want: Want) {
 fn skill(make: &dyn Fn() -> SkillError, what: &str, want: Want) {
     assert_eq!(make().class(), want.0, "{what}: class as a SkillError");
     cli(make(), what, want);
-    api(make(), what, want);
+    let answer = api(make(), what, want);
+    assert_eq!(answer.code, make().code(), "{what}: API code");
 }
 
 fn git(make: &dyn Fn() -> GitError, what: &str, want: Want) {
@@ -405,6 +437,101 @@ fn store_error() {
         ],
         store,
     );
+}
+
+const N_REFUSAL: usize = 11;
+fn tag_refusal(e: &Refusal) -> usize {
+    match e {
+        Refusal::PacketFrozen { .. } => 0,
+        Refusal::RewriteUnreadable { .. } => 1,
+        Refusal::AcceptedPlanIsTheRouters => 2,
+        Refusal::BlockerAfterStart { .. } => 3,
+        Refusal::NestedGroup => 4,
+        Refusal::GroupFailed { .. } => 5,
+        Refusal::BadKeyFile { .. } => 6,
+        Refusal::NeverAccepted { .. } => 7,
+        Refusal::AcceptedPlanIncomplete { .. } => 8,
+        Refusal::NotReadyToAccept { .. } => 9,
+        Refusal::BidiControl { .. } => 10,
+    }
+}
+
+/// Every refusal answers 422 `refused` naming its rule, documented, and no two rules share a
+/// name.
+#[test]
+fn refusal() {
+    let cases: &[Case<Refusal>] = cases![
+        Refusal::PacketFrozen { state: State::Inprogress } => Refused 1 422,
+        Refusal::RewriteUnreadable { path: s("item.md"), problem: s("bad YAML") } => Refused 1 422,
+        Refusal::AcceptedPlanIsTheRouters => Refused 1 422,
+        Refusal::BlockerAfterStart {
+            blocked: id(),
+            blocker: other(),
+            blocker_state: State::Ready,
+        } => Refused 1 422,
+        Refusal::NestedGroup => Refused 1 422,
+        Refusal::GroupFailed { message: s("disk full") } => Refused 1 422,
+        Refusal::BadKeyFile { path: path() } => Refused 1 422,
+        Refusal::NeverAccepted { ticket: id() } => Refused 1 422,
+        Refusal::AcceptedPlanIncomplete { ticket: id() } => Refused 1 422,
+        Refusal::NotReadyToAccept { message: s("blocked") } => Refused 1 422,
+        Refusal::BidiControl { field: s("title"), position: 5, code_point: 0x202E } => Refused 1 422,
+    ];
+    check(
+        "Refusal",
+        N_REFUSAL,
+        tag_refusal,
+        |r| StoreError::Refused { reason: r.clone() }.class(),
+        cases,
+        |make, what, want| {
+            store(&|| StoreError::Refused { reason: make() }, what, want);
+            documented(make().code(), what);
+        },
+    );
+    distinct("Refusal", cases.iter().map(|(make, _)| make().code()));
+}
+
+const N_PERMISSION: usize = 5;
+fn tag_permission(e: &Permission) -> usize {
+    match e {
+        Permission::SubmitPacket { .. } => 0,
+        Permission::Retry { .. } => 1,
+        Permission::RaiseAttention { .. } => 2,
+        Permission::RecordAttempt { .. } => 3,
+        Permission::ActivateForOwnAssignment { .. } => 4,
+    }
+}
+
+/// Every principal refusal answers 403 `forbidden` naming its rule, documented, and no two
+/// rules share a name.
+#[test]
+fn permission() {
+    let cases: &[Case<Permission>] = cases![
+        Permission::SubmitPacket { kind: PrincipalKind::Pod } => NotPermitted 1 403,
+        Permission::Retry { kind: PrincipalKind::Pod } => NotPermitted 1 403,
+        Permission::RaiseAttention { kind: PrincipalKind::Human } => NotPermitted 1 403,
+        Permission::RecordAttempt { kind: PrincipalKind::Human } => NotPermitted 1 403,
+        Permission::ActivateForOwnAssignment { own: s("asg-1") } => NotPermitted 1 403,
+    ];
+    check(
+        "Permission",
+        N_PERMISSION,
+        tag_permission,
+        |r| StoreError::NotPermitted { reason: r.clone() }.class(),
+        cases,
+        |make, what, want| {
+            store(&|| StoreError::NotPermitted { reason: make() }, what, want);
+            documented(make().code(), what);
+        },
+    );
+    distinct("Permission", cases.iter().map(|(make, _)| make().code()));
+}
+
+fn distinct<'a>(name: &str, codes: impl Iterator<Item = &'a str>) {
+    let mut seen = BTreeSet::new();
+    for code in codes {
+        assert!(seen.insert(code), "{name}: two rules are called `{code}`");
+    }
 }
 
 const N_WORKTREE: usize = 8;
@@ -746,5 +873,59 @@ fn skill_error() {
             SkillError::Unknown { name: s("nope") } => NotFound 1 404,
         ],
         skill,
+    );
+}
+
+const N_ASSIGNMENT: usize = 10;
+fn tag_assignment(e: &AssignmentError) -> usize {
+    match e {
+        AssignmentError::NotFound { .. } => 0,
+        AssignmentError::StaleFence { .. } => 1,
+        AssignmentError::NotYours { .. } => 2,
+        AssignmentError::WrongRole { .. } => 3,
+        AssignmentError::UnknownPod { .. } => 4,
+        AssignmentError::BadResult { .. } => 5,
+        AssignmentError::TouchesTickets { .. } => 6,
+        AssignmentError::Prepare { .. } => 7,
+        AssignmentError::Store(_) => 8,
+        AssignmentError::Git(_) => 9,
+    }
+}
+
+#[test]
+fn assignment_error() {
+    check(
+        "AssignmentError",
+        N_ASSIGNMENT,
+        tag_assignment,
+        AssignmentError::class,
+        cases![
+            AssignmentError::NotFound { id: s("asg-1") } => NotFound 1 404,
+            AssignmentError::StaleFence {
+                id: s("asg-1"),
+                fence: 1,
+                current: 2,
+                status: AssignmentStatus::Claimed,
+            } => Conflict 1 409,
+            AssignmentError::NotYours { id: s("asg-1"), pod: s("coder-1") } => NotPermitted 1 403,
+            AssignmentError::WrongRole {
+                token_role: s("reviewer"),
+                role: s("coder"),
+                action: "claim",
+            } => NotPermitted 1 403,
+            AssignmentError::UnknownPod { pod: s("coder-9") } => NotFound 1 404,
+            AssignmentError::BadResult { id: s("asg-1"), reason: s("no commit") } => Invalid 2 400,
+            AssignmentError::TouchesTickets { id: s("asg-1"), paths: vec![s(".yoi/tickets/x")] }
+                => Refused 1 422,
+            AssignmentError::Prepare { id: s("asg-1"), reason: s("io") } => Internal 1 500,
+            AssignmentError::Store(StoreError::Blocked { ticket: id(), blockers: vec![] })
+                => Conflict 1 409,
+            AssignmentError::Git(GitError::Dirty { path: path(), changes: vec![s("a.txt")] })
+                => Conflict 1 409,
+        ],
+        |make, what, want| {
+            let answer = api(make(), what, want);
+            assert_eq!(answer.code, make().code(), "{what}: API code");
+        },
     );
 }

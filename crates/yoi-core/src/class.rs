@@ -46,4 +46,20 @@ impl ErrorClass {
         ErrorClass::Setup,
         ErrorClass::Internal,
     ];
+
+    /// The API's `error.code` for an error of this class that has no more precise code of its
+    /// own (`StoreError::code` and the engine errors' `code` give the precise ones).
+    pub const fn code(self) -> &'static str {
+        match self {
+            ErrorClass::Invalid => "invalid",
+            ErrorClass::NotFound => "not_found",
+            ErrorClass::NotPermitted => "forbidden",
+            ErrorClass::Conflict => "conflict",
+            ErrorClass::Refused => "refused",
+            ErrorClass::TooLarge => "too_large",
+            ErrorClass::Corrupt => "corrupt_file",
+            ErrorClass::Busy => "locked",
+            ErrorClass::Setup | ErrorClass::Internal => "internal",
+        }
+    }
 }

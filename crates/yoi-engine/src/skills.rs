@@ -50,6 +50,25 @@ impl SkillError {
             SkillError::Unknown { .. } => ErrorClass::NotFound,
         }
     }
+
+    /// The stable, machine-readable name of the outcome (the API's `error.code`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            SkillError::Store(e) => e.code(),
+            SkillError::Activate(ActivateError::InvalidSkill { .. })
+            | SkillError::Proposal(ProposalError::Invalid { .. }) => "invalid_skill",
+            SkillError::Proposal(ProposalError::AlreadyDecided { .. }) => "already_decided",
+            SkillError::Resource(
+                ResourceError::AbsolutePath { .. }
+                | ResourceError::Traversal { .. }
+                | ResourceError::OutsideSkill { .. },
+            ) => "outside_skill",
+            SkillError::Activate(_)
+            | SkillError::Resource(_)
+            | SkillError::Proposal(_)
+            | SkillError::Unknown { .. } => self.class().code(),
+        }
+    }
 }
 
 /// Activate `name` for a pod's agent whose token speaks for assignment `own`: the activation

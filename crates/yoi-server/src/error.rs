@@ -1,7 +1,8 @@
 //! Library errors as HTTP answers: `{ "error": { "code": "stale_state", "message": "…",
 //! "details": {…} } }`. The status always comes from the error's class through the one edge
-//! table (`yoi_engine::edge`), shared with the CLI's exit codes; this module only adds the
-//! machine-readable code and details of each variant. Internal errors are logged with their
+//! table (`yoi_engine::edge`), shared with the CLI's exit codes, and the code from the error
+//! itself (`StoreError::code`, the engine errors' `code`, a refusal's rule as `details.reason`);
+//! this module only adds the details of each variant. Internal errors are logged with their
 //! cause and answered with a generic message.
 
 use axum::http::{header, StatusCode};
@@ -11,7 +12,6 @@ use yoi_core::state::TransitionError;
 use yoi_core::ErrorClass;
 use yoi_engine::assignments::AssignmentError;
 use yoi_engine::skills::SkillError;
-use yoi_skills::{ActivateError, ProposalError, ResourceError};
 use yoi_store::StoreError;
 
 #[derive(Debug)]
@@ -79,78 +79,52 @@ impl ApiError {
     }
 }
 
-/// The code of an error class when the variant has no more precise one.
-fn class_code(class: ErrorClass) -> &'static str {
-    match class {
-        ErrorClass::Invalid => "invalid",
-        ErrorClass::NotFound => "not_found",
-        ErrorClass::NotPermitted => "forbidden",
-        ErrorClass::Conflict => "conflict",
-        ErrorClass::Refused => "refused",
-        ErrorClass::TooLarge => "too_large",
-        ErrorClass::Corrupt => "corrupt_file",
-        ErrorClass::Busy => "locked",
-        ErrorClass::Setup | ErrorClass::Internal => "internal",
-    }
-}
-
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         store_error(&e)
     }
 }
 
+/// The code comes from the error ([`StoreError::code`]; a refusal's rule from
+/// [`StoreError::reason`]); this adds the facts a client can act on.
 fn store_error(e: &StoreError) -> ApiError {
-    let (code, details) = match e {
+    let details = match e {
         StoreError::Resolve(yoi_core::id::ResolveError::Ambiguous { matches, .. }) => {
-            ("ambiguous_id", json!({ "matches": matches }))
+            json!({ "matches": matches })
         }
         StoreError::Transition { source, ticket } => match source {
             TransitionError::NotPermitted { allowed, .. } => {
-                ("forbidden", json!({ "ticket": ticket, "allowed": allowed }))
+                json!({ "ticket": ticket, "allowed": allowed })
             }
             TransitionError::WrongState {
                 expected, found, ..
-            } => (
-                "wrong_state",
-                json!({ "ticket": ticket, "expected": expected, "found": found }),
-            ),
+            } => json!({ "ticket": ticket, "expected": expected, "found": found }),
             TransitionError::NoEdge { .. } | TransitionError::Unchanged { .. } => {
-                ("wrong_state", json!({ "ticket": ticket }))
+                json!({ "ticket": ticket })
             }
         },
         StoreError::StaleState {
             ticket,
             expected,
             found,
-        } => (
-            "stale_state",
-            json!({ "ticket": ticket, "expected": expected, "found": found }),
-        ),
+        } => json!({ "ticket": ticket, "expected": expected, "found": found }),
         StoreError::Blocked { ticket, blockers } => {
-            ("blocked", json!({ "ticket": ticket, "blockers": blockers }))
+            json!({ "ticket": ticket, "blockers": blockers })
         }
-        StoreError::ConflictingReplay { op, ticket } => (
-            "conflicting_replay",
-            json!({ "idempotency_key": op, "ticket": ticket }),
-        ),
-        StoreError::DuplicateRelation { .. } => ("duplicate_relation", Value::Null),
-        StoreError::Cycle { cycle, .. } => ("cycle", json!({ "cycle": cycle })),
-        StoreError::BriefIncomplete { ticket, missing } => (
-            "brief_incomplete",
-            json!({ "ticket": ticket, "missing": missing }),
-        ),
-        StoreError::SelfRelation { .. } => ("self_relation", Value::Null),
-        StoreError::Invalid { path, line, .. } => {
-            ("corrupt_file", json!({ "path": path, "line": line }))
+        StoreError::ConflictingReplay { op, ticket } => {
+            json!({ "idempotency_key": op, "ticket": ticket })
         }
-        StoreError::Refused { reason } => {
-            (class_code(e.class()), json!({ "reason": reason.code() }))
+        StoreError::Cycle { cycle, .. } => json!({ "cycle": cycle }),
+        StoreError::BriefIncomplete { ticket, missing } => {
+            json!({ "ticket": ticket, "missing": missing })
         }
-        StoreError::NotPermitted { reason } => {
-            (class_code(e.class()), json!({ "reason": reason.code() }))
+        StoreError::Invalid { path, line, .. } => json!({ "path": path, "line": line }),
+        StoreError::Refused { .. } | StoreError::NotPermitted { .. } => {
+            json!({ "reason": e.reason() })
         }
-        StoreError::BadId(_)
+        StoreError::DuplicateRelation { .. }
+        | StoreError::SelfRelation { .. }
+        | StoreError::BadId(_)
         | StoreError::BadInput { .. }
         | StoreError::Resolve(_)
         | StoreError::NoSuchRelation { .. }
@@ -159,57 +133,42 @@ fn store_error(e: &StoreError) -> ApiError {
         | StoreError::Database { .. }
         | StoreError::DatabaseTooNew { .. }
         | StoreError::NotInitialized { .. }
-        | StoreError::NotGit { .. } => (class_code(e.class()), Value::Null),
+        | StoreError::NotGit { .. } => Value::Null,
     };
-    ApiError::classified(e.class(), code, e, details)
+    ApiError::classified(e.class(), e.code(), e, details)
 }
 
 impl From<AssignmentError> for ApiError {
     fn from(e: AssignmentError) -> Self {
-        let (code, details) = match &e {
+        let details = match &e {
             AssignmentError::Store(inner) => return store_error(inner),
             AssignmentError::StaleFence {
                 id,
                 fence,
                 current,
                 status,
-            } => (
-                "stale_fence",
-                json!({ "assignment": id, "fence": fence, "current_fence": current, "status": status }),
-            ),
-            AssignmentError::TouchesTickets { paths, .. } => {
-                ("touches_tickets", json!({ "paths": paths }))
+            } => {
+                json!({ "assignment": id, "fence": fence, "current_fence": current, "status": status })
             }
+            AssignmentError::TouchesTickets { paths, .. } => json!({ "paths": paths }),
             AssignmentError::NotFound { .. }
             | AssignmentError::NotYours { .. }
             | AssignmentError::WrongRole { .. }
             | AssignmentError::UnknownPod { .. }
             | AssignmentError::BadResult { .. }
             | AssignmentError::Prepare { .. }
-            | AssignmentError::Git(_) => (class_code(e.class()), Value::Null),
+            | AssignmentError::Git(_) => Value::Null,
         };
-        ApiError::classified(e.class(), code, &e, details)
+        ApiError::classified(e.class(), e.code(), &e, details)
     }
 }
 
 impl From<SkillError> for ApiError {
     fn from(e: SkillError) -> Self {
-        let code = match &e {
-            SkillError::Store(inner) => return store_error(inner),
-            SkillError::Activate(ActivateError::InvalidSkill { .. })
-            | SkillError::Proposal(ProposalError::Invalid { .. }) => "invalid_skill",
-            SkillError::Proposal(ProposalError::AlreadyDecided { .. }) => "already_decided",
-            SkillError::Resource(
-                ResourceError::AbsolutePath { .. }
-                | ResourceError::Traversal { .. }
-                | ResourceError::OutsideSkill { .. },
-            ) => "outside_skill",
-            SkillError::Activate(_)
-            | SkillError::Resource(_)
-            | SkillError::Proposal(_)
-            | SkillError::Unknown { .. } => class_code(e.class()),
-        };
-        ApiError::classified(e.class(), code, &e, Value::Null)
+        if let SkillError::Store(inner) = &e {
+            return store_error(inner);
+        }
+        ApiError::classified(e.class(), e.code(), &e, Value::Null)
     }
 }
 

@@ -163,6 +163,51 @@ impl StoreError {
             | StoreError::Refused { .. } => ErrorClass::Refused,
         }
     }
+
+    /// The stable, machine-readable name of the outcome (the API's `error.code`, listed in
+    /// docs/api.md). A refusal or a principal refusal answers its class's code and names its
+    /// rule in [`StoreError::reason`].
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Resolve(ResolveError::Ambiguous { .. }) => "ambiguous_id",
+            StoreError::Transition { source, .. } => match source {
+                TransitionError::NotPermitted { .. } => "forbidden",
+                TransitionError::WrongState { .. }
+                | TransitionError::NoEdge { .. }
+                | TransitionError::Unchanged { .. } => "wrong_state",
+            },
+            StoreError::StaleState { .. } => "stale_state",
+            StoreError::Blocked { .. } => "blocked",
+            StoreError::ConflictingReplay { .. } => "conflicting_replay",
+            StoreError::DuplicateRelation { .. } => "duplicate_relation",
+            StoreError::Cycle { .. } => "cycle",
+            StoreError::BriefIncomplete { .. } => "brief_incomplete",
+            StoreError::SelfRelation { .. } => "self_relation",
+            StoreError::Invalid { .. } => "corrupt_file",
+            StoreError::Refused { .. }
+            | StoreError::NotPermitted { .. }
+            | StoreError::BadId(_)
+            | StoreError::BadInput { .. }
+            | StoreError::Resolve(_)
+            | StoreError::NoSuchRelation { .. }
+            | StoreError::Locked { .. }
+            | StoreError::Io { .. }
+            | StoreError::Database { .. }
+            | StoreError::DatabaseTooNew { .. }
+            | StoreError::NotInitialized { .. }
+            | StoreError::NotGit { .. } => self.class().code(),
+        }
+    }
+
+    /// The rule a refusal names (the API's `details.reason`): [`Refusal::code`] or
+    /// [`Permission::code`]; `None` for every other outcome.
+    pub fn reason(&self) -> Option<&'static str> {
+        match self {
+            StoreError::Refused { reason } => Some(reason.code()),
+            StoreError::NotPermitted { reason } => Some(reason.code()),
+            _ => None,
+        }
+    }
 }
 
 pub use yoi_core::ErrorClass;

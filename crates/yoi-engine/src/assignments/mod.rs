@@ -129,6 +129,22 @@ impl AssignmentError {
             AssignmentError::Git(e) => e.class(),
         }
     }
+
+    /// The stable, machine-readable name of the outcome (the API's `error.code`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            AssignmentError::StaleFence { .. } => "stale_fence",
+            AssignmentError::TouchesTickets { .. } => "touches_tickets",
+            AssignmentError::Store(e) => e.code(),
+            AssignmentError::NotFound { .. }
+            | AssignmentError::NotYours { .. }
+            | AssignmentError::WrongRole { .. }
+            | AssignmentError::UnknownPod { .. }
+            | AssignmentError::BadResult { .. }
+            | AssignmentError::Prepare { .. }
+            | AssignmentError::Git(_) => self.class().code(),
+        }
+    }
 }
 
 /// Where a ticket is being worked: its branch and worktree from the latest accepted plan.

@@ -197,7 +197,7 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     let (_, token) = db
-        .create_token("bench", &Scope::Pod("coder".into()), "bench", 0)
+        .create_token("bench", &Scope::Pod(yoi_core::Role::Coder), "bench", 0)
         .unwrap();
     let (mut server, addr) = yoi_tests::yoi_serve(&yoi, root);
 

@@ -17,7 +17,8 @@ use yoi_store::StoreError;
 #[serde(into = "String")]
 pub enum Scope {
     Human,
-    Pod(String),
+    /// A pod of one of [`Role::PODS`], stored as `pod:<role>`.
+    Pod(Role),
     Read,
     /// A pod's agent, for one live claim (the assignment id). Never stored: the server derives
     /// it from its key, and it dies with the claim (`yoi_engine::assignments::agent_token`).
@@ -47,11 +48,13 @@ impl FromStr for Scope {
         match s.trim() {
             "human" => Ok(Scope::Human),
             "read" => Ok(Scope::Read),
-            other => match other.strip_prefix("pod:") {
-                Some(role) if Role::PODS.iter().any(|r| r.is(role)) => {
-                    Ok(Scope::Pod(role.to_string()))
-                }
-                _ => Err(StoreError::bad_input(
+            other => match other
+                .strip_prefix("pod:")
+                .and_then(Role::parse)
+                .filter(|r| Role::PODS.contains(r))
+            {
+                Some(role) => Ok(Scope::Pod(role)),
+                None => Err(StoreError::bad_input(
                     "scope",
                     format!("`{other}` is not a scope (expected human, read, or pod:coder|verifier|reviewer|orchestrator|intake)"),
                 )),

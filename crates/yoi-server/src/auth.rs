@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use yoi_core::{Principal, Timestamp};
+use yoi_core::{Principal, Role, Timestamp};
 use yoi_db::{hash_secret, Scope, TokenInfo};
 use yoi_engine::person_ops::PersonOp;
 use yoi_store::Ctx;
@@ -95,8 +95,8 @@ impl Caller {
         match &self.token.scope {
             Scope::Human => ScopeClass::Human,
             Scope::Read => ScopeClass::Read,
-            Scope::Pod(role) if role == "intake" => ScopeClass::Intake,
-            Scope::Pod(role) if role == "orchestrator" => ScopeClass::Orchestrator,
+            Scope::Pod(Role::Intake) => ScopeClass::Intake,
+            Scope::Pod(Role::Orchestrator) => ScopeClass::Orchestrator,
             Scope::Pod(_) => ScopeClass::Pod,
             Scope::Agent(_) => ScopeClass::Agent,
         }
@@ -108,7 +108,7 @@ impl Caller {
         match &self.token.scope {
             Scope::Pod(role) => Some(yoi_engine::assignments::PodCaller {
                 token_id: self.token.id.clone(),
-                role: role.clone(),
+                role: role.to_string(),
             }),
             Scope::Human | Scope::Read | Scope::Agent(_) => None,
         }
@@ -129,9 +129,9 @@ pub fn now() -> Timestamp {
 fn principal_for(token: &TokenInfo) -> Principal {
     match &token.scope {
         Scope::Human | Scope::Read => Principal::human(token.principal.clone()),
-        Scope::Pod(role) if role == "intake" => Principal::intake(token.principal.clone()),
-        Scope::Pod(role) if role == "orchestrator" => Principal::orchestrator(),
-        Scope::Pod(role) => Principal::pod(role, &token.principal),
+        Scope::Pod(Role::Intake) => Principal::intake(token.principal.clone()),
+        Scope::Pod(Role::Orchestrator) => Principal::orchestrator(),
+        Scope::Pod(role) => Principal::pod(role.as_str(), &token.principal),
         Scope::Agent(_) => Principal::pod("agent", &token.principal),
     }
 }

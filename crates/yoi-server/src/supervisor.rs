@@ -45,11 +45,11 @@ async fn run(state: AppState, launcher: PodLauncher, server_url: String) {
     let cfg = state.ws.config.clone();
     let mut slots = Vec::new();
     for (role, count) in [
-        (Role::Coder.as_str(), cfg.roles.coder),
-        (Role::Verifier.as_str(), cfg.roles.verifier),
-        (Role::Reviewer.as_str(), cfg.roles.reviewer),
+        (Role::Coder, cfg.roles.coder),
+        (Role::Verifier, cfg.roles.verifier),
+        (Role::Reviewer, cfg.roles.reviewer),
     ] {
-        let Some(agent) = cfg.pods.agent_for(role) else {
+        let Some(agent) = cfg.pods.agent_for(role.as_str()) else {
             continue;
         };
         if count == 0 {
@@ -85,7 +85,7 @@ async fn run(state: AppState, launcher: PodLauncher, server_url: String) {
 }
 
 /// A fresh pod token for `role`, revoking the one the previous start made.
-async fn role_token(state: &AppState, role: &str) -> Result<String, yoi_store::StoreError> {
+async fn role_token(state: &AppState, role: Role) -> Result<String, yoi_store::StoreError> {
     // Token names are unique forever (a revoked one keeps its name), so each start makes its
     // own and revokes every earlier start's: a restarted server — after a crash too — always
     // gets tokens for its pods, and the dead server's pods lose theirs.
@@ -100,7 +100,7 @@ async fn role_token(state: &AppState, role: &str) -> Result<String, yoi_store::S
     }
     let name = format!("{prefix}-{}", yoi_store::ops::new_ulid(now()));
     let (_, secret) = db
-        .create_token(&name, &Scope::Pod(role.to_string()), &name, now_ms)
+        .create_token(&name, &Scope::Pod(role), &name, now_ms)
         .await?;
     Ok(secret)
 }

@@ -106,7 +106,8 @@ pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Retry(2);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Step {
     pub id: String,
-    pub role: String,
+    /// Who runs it; always its output's role ([`Output::role`]), which [`parse`] checks.
+    pub role: Role,
     /// Extra instructions for the agent, with `{ticket}`, `{title}`, `{step}`, `{commit}` and
     /// `{branch}` filled in.
     pub prompt: Option<String>,
@@ -171,7 +172,7 @@ impl Flow {
 pub fn builtin(max_rounds: u32) -> Flow {
     let step = |id: &str, output: Output| Step {
         id: id.into(),
-        role: output.role().as_str().into(),
+        role: output.role(),
         prompt: None,
         output,
         timeout_secs: None,
@@ -371,7 +372,8 @@ pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem
         }
         steps.push(Step {
             id: s.id,
-            role: s.role,
+            // A role that is not its output's is a problem above, and no flow is returned.
+            role: s.output.role(),
             prompt: s.prompt.filter(|p| !p.trim().is_empty()),
             output: s.output,
             timeout_secs,

@@ -185,7 +185,7 @@ pub(crate) fn advance(
                 return Ok(Advanced::Exhausted);
             }
             let (step, role) = round_step(&flow, last);
-            new_step(&rows, ticket, &step, &role, &branch_head()?, None, now)
+            new_step(&rows, ticket, &step, role, &branch_head()?, None, now)
         }
     };
     match index.create_assignment(&row) {
@@ -217,22 +217,22 @@ fn merge_step(flow: &Flow) -> &Step {
 }
 
 /// The role written on a step's row: the merge is the service's.
-pub(crate) fn row_role(step: &Step) -> &str {
+pub(crate) fn row_role(step: &Step) -> Role {
     if step.output == Output::Merge {
-        yoi_core::flow::SERVICE
+        Role::Service
     } else {
-        &step.role
+        step.role
     }
 }
 
 /// Where a fix round starts: the flow's first step, or `integrate` when a computed merge
 /// failed its validation (the coder brings the target in by hand).
-fn round_step(flow: &Flow, last: &Assignment) -> (String, String) {
+fn round_step(flow: &Flow, last: &Assignment) -> (String, Role) {
     let first = flow.first();
     if last.step == MERGE_VERIFY {
-        (ServiceStep::Integrate.as_str().into(), first.role.clone())
+        (ServiceStep::Integrate.as_str().into(), first.role)
     } else {
-        (first.id.clone(), first.role.clone())
+        (first.id.clone(), first.role)
     }
 }
 
@@ -258,9 +258,9 @@ pub(crate) fn grant_round(
         .max_by_key(|a| (a.finished_ms, a.created_ms));
     let (step, role) = match last {
         Some(l) => round_step(&flow, l),
-        None => (flow.first().id.clone(), flow.first().role.clone()),
+        None => (flow.first().id.clone(), flow.first().role),
     };
-    let row = new_step(&rows, ticket, &step, &role, &head, Some(GRANTED), now);
+    let row = new_step(&rows, ticket, &step, role, &head, Some(GRANTED), now);
     index.create_assignment(&row)?;
     Ok(Some(row))
 }
@@ -279,7 +279,7 @@ pub(crate) fn new_step(
     rows: &[Assignment],
     ticket: &TicketId,
     step: &str,
-    role: &str,
+    role: Role,
     head: &str,
     note: Option<&str>,
     now: Timestamp,
@@ -292,7 +292,7 @@ pub(crate) fn new_step(
         id: new_id(now),
         ticket: ticket.to_string(),
         step: step.into(),
-        role: role.into(),
+        role: role.to_string(),
         attempt,
         fence,
         status: AssignmentStatus::Pending,

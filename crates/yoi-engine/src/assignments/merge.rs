@@ -121,7 +121,7 @@ fn merge_one(
     let approved = a.head_commit.clone().unwrap_or_default();
     let now_ms = now.unix_millis();
     let rows = index.assignments_of(ticket.as_str())?;
-    let send_back = |step: &str, role: &str, reason: String| -> Result<Merge, AssignmentError> {
+    let send_back = |step: &str, role: Role, reason: String| -> Result<Merge, AssignmentError> {
         let next = new_step(&rows, ticket, step, role, &head, None, now);
         let how = Finish::failed(&reason);
         match index.finish_pending(&a.id, a.fence, &how, Some(&next), now_ms)? {
@@ -140,7 +140,7 @@ fn merge_one(
             .unwrap_or_else(|| flow.first());
         return send_back(
             &again.id,
-            &again.role,
+            again.role,
             format!(
                 "the branch {} moved from the approved commit {approved} to {head}; the approval no longer counts and {head} is verified and reviewed again",
                 place.branch
@@ -192,7 +192,7 @@ fn merge_one(
                 yoi_git::ThreeWay::Conflicted { before, paths } => {
                     return send_back(
                         ServiceStep::Integrate.as_str(),
-                        Role::Coder.as_str(),
+                        Role::Coder,
                         format!(
                             "{MERGE_CONFLICT}: merging {approved} into `{target}` at {before} conflicts in {}",
                             paths.join(", ")
@@ -213,7 +213,7 @@ fn merge_one(
                             &rows,
                             ticket,
                             MERGE_VERIFY,
-                            ServiceStep::MergeVerify.role().as_str(),
+                            ServiceStep::MergeVerify.role(),
                             &commit,
                             None,
                             now,

@@ -356,7 +356,7 @@ impl Job<'_> {
             id: assignment.clone(),
             ticket: id.to_string(),
             step: first.id.clone(),
-            role: first.role.clone(),
+            role: first.role.to_string(),
             attempt: 1,
             fence: 1,
             // Not claimable until the ticket is in progress (released below).

@@ -90,6 +90,12 @@ pub struct AttemptDetail {
     /// The sandbox the run had, as the pod reported it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The attempt completed without its output contract, under its profile's lenient rule.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub contract_missing: bool,
+    /// The pod asked the agent for its missing trailer lines in a follow-up turn.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub follow_up: bool,
     pub activations: Vec<ActivationDetail>,
 }
 
@@ -135,6 +141,8 @@ pub fn attempts_of(
                 checks: report.checks,
                 manual_checks: report.manual_checks,
                 sandbox: report.sandbox,
+                contract_missing: report.contract_missing,
+                follow_up: report.follow_up,
                 activations: acts
                     .iter()
                     .filter(|x| x.assignment.as_deref() == Some(a.id.as_str()))

@@ -82,6 +82,8 @@ pub struct Stats {
     pub restarts: usize,
     pub results_applied: usize,
     pub results_refused: usize,
+    /// Coder results kept without their output contract (a lenient profile's).
+    pub contract_missing: usize,
     pub human_refusals: usize,
 }
 
@@ -95,6 +97,7 @@ impl Stats {
         self.restarts += o.restarts;
         self.results_applied += o.results_applied;
         self.results_refused += o.results_refused;
+        self.contract_missing += o.contract_missing;
         self.human_refusals += o.human_refusals;
     }
 }

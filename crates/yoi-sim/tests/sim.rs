@@ -28,13 +28,15 @@ fn a_batch_of_seeded_schedules_keeps_every_invariant() {
     assert!(report.is_empty(), "{}", report.join("\n\n"));
     assert_eq!(out.schedules, 120);
     // The batch did what it is for: tickets merged, crashes at write points, restarts,
-    // refused results and refused operations, all checked.
+    // refused results and refused operations, coder results kept without their contract, all
+    // checked.
     let st = &out.stats;
     assert!(st.merged >= 60, "{st:?}");
     assert!(st.crashes >= 60, "{st:?}");
     assert!(st.restarts >= 240, "{st:?}");
     assert!(st.results_refused >= 20, "{st:?}");
     assert!(st.human_refusals >= 200, "{st:?}");
+    assert!(st.contract_missing >= 10, "{st:?}");
 }
 
 #[test]

@@ -106,6 +106,28 @@ pub fn complete(
             Some(full)
         }
     };
+    // A result kept without its contract (a lenient coder's, docs/pods.md) keeps a change; a
+    // step of any other role is strict: its verdict or checks must be explicit.
+    if report.contract_missing {
+        let reason = if !Role::Coder.is(&a.role) {
+            Some(format!(
+                "a {} step never completes without its output contract",
+                a.role
+            ))
+        } else if commit.as_deref().is_none_or(|c| c == head) {
+            Some(format!(
+                "a result without its output contract must carry the change it keeps (a commit past {head})"
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(AssignmentError::BadResult {
+                id: id.to_string(),
+                reason,
+            });
+        }
+    }
     let moved_to = match commit.as_deref() {
         Some(c) if c != head && !Role::Coder.is(&a.role) => {
             return Err(AssignmentError::BadResult {
@@ -336,6 +358,12 @@ pub(crate) fn record(
         if let Some(s) = &r.sandbox {
             attrs.push(("sandbox", s.clone()));
         }
+        if r.follow_up {
+            attrs.push(("follow_up", "true".into()));
+        }
+        if r.contract_missing {
+            attrs.push(("contract_missing", "true".into()));
+        }
     }
     let mut body = format!(
         "Attempt {} of `{}` ({}) {outcome}.",
@@ -346,6 +374,18 @@ pub(crate) fn record(
     }
     if let Some(s) = report.and_then(|r| r.summary.as_deref()) {
         body.push_str(&format!("\n\nSummary: {s}"));
+    }
+    if let Some(r) = report.filter(|r| r.contract_missing) {
+        body.push_str(&format!(
+            "\n\nContract missing: the agent's final message had no `YOI-RESULT` line{}; its \
+             profile's lenient rule kept the change it made, and the summary is the last \
+             paragraph of that message.",
+            if r.follow_up {
+                ", even after a follow-up turn asking for it"
+            } else {
+                ""
+            }
+        ));
     }
     if let Some(e) = error {
         body.push_str(&format!("\n\nReason: {e}"));

@@ -297,11 +297,15 @@ impl World {
         };
         let w = &h.work;
         let report = match self.pods[k].role {
+            // One coder in five forgets its trailer lines and its lenient profile keeps the
+            // change (docs/pods.md, "A missing contract").
             "coder" => match self.code(w, how) {
                 Ok(commit) => Report {
                     outcome: ReportOutcome::Done,
                     commit: Some(commit),
                     summary: Some("did the work".into()),
+                    contract_missing: how % 5 == 2,
+                    follow_up: how % 5 == 2,
                     ..Report::default()
                 },
                 Err(e) => {
@@ -323,6 +327,8 @@ impl World {
                 }],
                 ..Report::default()
             },
+            // One reviewer in five forgets its trailer and sends its verdict as kept without a
+            // contract, as a pod that ignored its strict rule would: refused, then failed.
             _ => Report {
                 outcome: ReportOutcome::Done,
                 verdict: Some(if how.is_multiple_of(4) {
@@ -330,17 +336,27 @@ impl World {
                 } else {
                     Verdict::Approve
                 }),
+                contract_missing: how % 5 == 3,
                 ..Report::default()
             },
         };
+        let forgot = report.contract_missing;
         let a = &w.assignment;
         let (id, fence) = (a.id.clone(), a.fence);
         let commit = report.commit.clone();
-        let applied = self.send(k, &id, fence, Outcome::Complete(Box::new(report)));
-        if let (Ok(false), Some(c)) = (&applied, commit) {
-            self.refused.push((w.ticket.clone(), c));
+        let ticket = w.ticket.clone();
+        let applied = self.send(k, &id, fence, Outcome::Complete(Box::new(report)))?;
+        if let (false, Some(c)) = (applied, commit) {
+            self.refused.push((ticket, c));
         }
-        applied.map(|_| ())
+        if forgot && applied {
+            self.stats.contract_missing += 1;
+        }
+        if forgot && !applied && self.pods[k].role != "coder" {
+            // The pod reports the refusal as the attempt's failure.
+            self.send(k, &id, fence, Outcome::Fail)?;
+        }
+        Ok(())
     }
 
     /// A coder's change in its working directory, committed: a file of its own, sometimes a
@@ -427,6 +443,16 @@ impl World {
             .map(|_| ()),
         };
         let after = self.footprint(&row.ticket)?;
+        if let (Ok(()), Outcome::Complete(r)) = (&result, &outcome) {
+            if r.contract_missing && role != "coder" {
+                return Err(broken(
+                    "strict-contract",
+                    format!(
+                        "a {role} result for {id} without its output contract completed the step"
+                    ),
+                ));
+            }
+        }
         self.pods[k].last = Some(Sent {
             id: id.to_string(),
             fence,

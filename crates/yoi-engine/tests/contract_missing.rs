@@ -1,0 +1,164 @@
+//! A result kept without its output contract (docs/pods.md, "A missing contract"): only a
+//! coder's, and only with the change it keeps; a reviewer's step is strict whatever its pod
+//! says. Real repository, real database, the engine's claim and result functions.
+
+mod common;
+
+use common::{now, Fixture, BRIEF};
+use yoi_core::report::{Report, ReportOutcome, Verdict};
+use yoi_core::Timestamp;
+use yoi_engine::assignments::{self as asg, AssignmentError, LeaseConfig, PodCaller, Work};
+use yoi_testkit::git;
+
+const LEASE: LeaseConfig = LeaseConfig {
+    lease_ms: 60_000,
+    heartbeat_ms: 3_000,
+};
+
+fn at(ms: i64) -> Timestamp {
+    Timestamp::from_unix_millis(now().unix_millis() + ms)
+}
+
+fn caller(role: &str) -> PodCaller {
+    PodCaller {
+        token_id: format!("tok-{role}"),
+        role: role.into(),
+    }
+}
+
+fn pod(f: &Fixture, role: &str, ms: i64) -> (String, Work) {
+    let id = asg::register_pod(
+        &f.db,
+        &caller(role),
+        asg::PodIntro {
+            name: role,
+            host: "host",
+            ..Default::default()
+        },
+        at(ms),
+    )
+    .unwrap()
+    .id;
+    let work = asg::claim(&f.ws, &f.db, &caller(role), &id, LEASE, at(ms))
+        .unwrap()
+        .unwrap_or_else(|| panic!("the {role} pod found no work"));
+    (id, work)
+}
+
+fn complete(
+    f: &Fixture,
+    role: &str,
+    pod: &str,
+    work: &Work,
+    report: &Report,
+    ms: i64,
+) -> Result<asg::Completed, AssignmentError> {
+    let a = &work.assignment;
+    asg::complete(
+        &f.ws,
+        &f.db,
+        &caller(role),
+        pod,
+        &a.id,
+        a.fence,
+        report,
+        at(ms),
+    )
+}
+
+fn kept(commit: Option<String>) -> Report {
+    Report {
+        outcome: ReportOutcome::Done,
+        commit,
+        summary: Some("the last paragraph".into()),
+        contract_missing: true,
+        follow_up: true,
+        ..Report::default()
+    }
+}
+
+#[test]
+fn only_a_coders_change_is_kept_without_its_contract_and_a_reviewer_never_is() {
+    let f = Fixture::new();
+    let id = f.queued("Say hello", BRIEF, &[]);
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+    f.accept(&id);
+    let (coder, work) = pod(&f, "coder", 0);
+
+    // Nothing changed: nothing to keep, refused, and the claim is still live.
+    let err = complete(&f, "coder", &coder, &work, &kept(None), 1).unwrap_err();
+    assert!(
+        err.to_string().contains("must carry the change it keeps"),
+        "{err}"
+    );
+    let same = kept(Some(work.head_commit.clone()));
+    assert!(complete(&f, "coder", &coder, &work, &same, 2).is_err());
+
+    // A change: kept, and the event says how.
+    let dir = &work.workdir;
+    std::fs::write(dir.join("hello.txt"), "hello\n").unwrap();
+    git(dir, &["add", "-A"]);
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=c",
+            "-c",
+            "user.email=c@c.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "hello",
+        ],
+    );
+    let head = git(dir, &["rev-parse", "HEAD"]).trim().to_string();
+    let done = complete(&f, "coder", &coder, &work, &kept(Some(head.clone())), 3).unwrap();
+    assert!(done.moved);
+    assert_eq!(done.branch_head, head);
+    let thread = std::fs::read_to_string(
+        f.repo
+            .join(".yoi/tickets")
+            .join(id.as_str())
+            .join("thread.md"),
+    )
+    .unwrap();
+    let event = thread
+        .lines()
+        .find(|l| l.contains("event: assignment ") && l.contains("step: implement"))
+        .unwrap();
+    assert!(
+        event.contains("contract_missing: true") && event.contains("follow_up: true"),
+        "{event}"
+    );
+    assert!(thread.contains("Contract missing:"), "{thread}");
+
+    // The verifier passes it; a reviewer's result without its contract is refused even with
+    // a verdict attached.
+    let (verifier, vwork) = pod(&f, "verifier", 4);
+    let passed = Report {
+        outcome: ReportOutcome::Done,
+        checks: vec![yoi_core::report::CheckResult {
+            command: "true".into(),
+            exit_code: Some(0),
+            duration_ms: 1,
+            timed_out: false,
+            log: None,
+        }],
+        ..Report::default()
+    };
+    complete(&f, "verifier", &verifier, &vwork, &passed, 5).unwrap();
+    let (reviewer, rwork) = pod(&f, "reviewer", 7);
+    let verdictless = Report {
+        verdict: Some(Verdict::Approve),
+        ..kept(None)
+    };
+    let err = complete(&f, "reviewer", &reviewer, &rwork, &verdictless, 8).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("a reviewer step never completes without its output contract"),
+        "{err}"
+    );
+    let row = f.db.assignment(&rwork.assignment.id).unwrap().unwrap();
+    assert_eq!(row.status.as_str(), "claimed", "nothing changed");
+}

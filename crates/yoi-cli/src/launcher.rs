@@ -5,7 +5,8 @@
 //!
 //! With namespaces it makes a PID and a mount namespace (and a user namespace when it is not
 //! root, mapping its own ids), forks the namespace's first process, which mounts a `/proc` of
-//! its own and forks the run itself; that first process reaps what the run leaves and exits
+//! its own, makes every mount read-only but binds of the policy's write paths (Landlock does not
+//! cover `chmod`, `chown` or times; a read-only mount does) and forks the run itself; that first process reaps what the run leaves and exits
 //! with the run's status, and the kernel then kills everything left in the namespace — a
 //! daemon the agent started with `setsid` included. Either way the run's own process is
 //! confined before `exec` (Landlock, no new privileges, capabilities dropped when root; see
@@ -137,13 +138,15 @@ fn try_namespaces() -> Result<(), String> {
                 // SAFETY: as above; the grandchild is PID 1 of the new namespace.
                 match unsafe { libc::fork() } {
                     -1 => Err(os_error("fork")),
-                    0 => exit_child(match mount_own_proc() {
-                        Ok(()) => 0,
-                        Err(e) => {
-                            let _ = writer.write_all(e.as_bytes());
-                            1
-                        }
-                    }),
+                    0 => exit_child(
+                        match mount_own_proc().and_then(|()| read_only_except(&[])) {
+                            Ok(()) => 0,
+                            Err(e) => {
+                                let _ = writer.write_all(e.as_bytes());
+                                1
+                            }
+                        },
+                    ),
                     pid => match wait_for(pid) {
                         0 => Ok(()),
                         _ => Err(String::new()),
@@ -190,7 +193,10 @@ fn ignore_stop_signals() {
 fn first_process(policy: &Policy, argv: &[CString]) -> i32 {
     // SAFETY: prctl on this process only: die with the launcher.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-    if let Err(e) = mount_own_proc() {
+    if let Err(e) = mount_own_proc()
+        .and_then(|()| read_only_except(&policy.write))
+        .and_then(|()| reenter_cwd())
+    {
         return fail(&e);
     }
     // SAFETY: single-threaded (the launcher's copy); the child execs or exits.
@@ -253,6 +259,93 @@ fn mount_own_proc() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Make every mount of the namespace read-only but binds of the run's write paths: Landlock
+/// does not cover changing a file's mode, owner or times, a read-only mount does (EROFS).
+fn read_only_except(write: &[std::path::PathBuf]) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    let set = |path: &CString, attr: MountAttr| -> Result<(), String> {
+        // SAFETY: mount_setattr with a valid path and a mount_attr of the size given; only
+        // this mount namespace is changed.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                AT_RECURSIVE,
+                &attr as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(os_error(&format!(
+                "changing the mounts at {}",
+                path.to_string_lossy()
+            )))
+        }
+    };
+    let paths: Vec<CString> = write
+        .iter()
+        .map(|p| CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("{p:?} holds a NUL")))
+        .collect::<Result<_, _>>()?;
+    // Each write path becomes a mount of its own first, so it can be writable again after.
+    for p in &paths {
+        // SAFETY: a bind mount of a path onto itself, in this mount namespace.
+        let r = unsafe {
+            libc::mount(
+                p.as_ptr(),
+                p.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+        };
+        if r != 0 {
+            return Err(os_error(&format!("binding {}", p.to_string_lossy())));
+        }
+    }
+    let root = CString::new("/").expect("static text");
+    set(
+        &root,
+        MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        },
+    )?;
+    for p in &paths {
+        set(
+            p,
+            MountAttr {
+                attr_set: 0,
+                attr_clr: MOUNT_ATTR_RDONLY,
+                propagation: 0,
+                userns_fd: 0,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Enter the working directory again by its path: the one inherited still points into the
+/// mount beneath the new writable bind, which is read-only now.
+fn reenter_cwd() -> Result<(), String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("reading the working directory: {e}"))?;
+    std::env::set_current_dir(&cwd)
+        .map_err(|e| format!("entering the working directory {}: {e}", cwd.display()))
 }
 
 /// Wait for `pid` and turn its end into an exit status (a signal death is 128 + the signal).

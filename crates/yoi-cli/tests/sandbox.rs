@@ -160,7 +160,10 @@ fn a_hostile_agent_and_its_validation_command_escape_nothing_and_the_honest_work
             {
                 logs.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
             }
-            panic!("the ticket is not done:\n{thread}\n--- pod logs\n{logs}");
+            panic!(
+                "the ticket is not done:\n{thread}\n--- pod logs\n{logs}\n{}",
+                run_outputs(&repo)
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
@@ -421,4 +424,163 @@ fn local_state_is_the_owners_alone_and_old_workspaces_are_fixed_when_the_server_
     assert_eq!(mode(&local.join("admin.token")), 0o600);
     assert_eq!(mode(&local.join("yoi.db")), 0o600);
     drop(server);
+}
+
+/// Every file, folder and link under `root` but those under `skip`: path, kind, mode and
+/// content.
+fn snapshot(root: &Path, skip: &[&Path]) -> std::collections::BTreeMap<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if skip.iter().any(|s| p.starts_with(s)) {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            let mode = meta.permissions().mode();
+            let what = if meta.file_type().is_symlink() {
+                format!("link {}", std::fs::read_link(&p).unwrap().display())
+            } else if meta.is_dir() {
+                stack.push(p.clone());
+                format!("dir {mode:o}")
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                format!("file {mode:o} {}", String::from_utf8_lossy(&bytes))
+            };
+            out.insert(p.display().to_string(), what);
+        }
+    }
+    out
+}
+
+#[test]
+fn random_escape_attempts_change_nothing_outside_the_attempts_folders() {
+    // A small world: a main checkout with its git folder, local state, another worktree, a
+    // home with credentials, and the attempt's own worktree and run folder.
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let dirs = [
+        "main/src",
+        "main/.git/hooks",
+        "main/.git/refs/heads",
+        "main/.git/objects/ab",
+        "main/.yoi/local/pods",
+        "main/.yoi/tickets/T1",
+        "main/.worktree/other",
+        "main/.worktree/mine",
+        "home/.ssh",
+        "outside",
+        "run/tmp",
+    ];
+    for d in dirs {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let files = [
+        "main/src/lib.rs",
+        "main/.git/config",
+        "main/.git/HEAD",
+        "main/.git/refs/heads/main",
+        "main/.git/objects/ab/cdef",
+        "main/.yoi/local/admin.token",
+        "main/.yoi/tickets/T1/thread.md",
+        "main/.worktree/other/secret.txt",
+        "main/.worktree/mine/work.txt",
+        "home/.ssh/id_ed25519",
+        "outside/note.txt",
+    ];
+    for f in files {
+        std::fs::write(root.join(f), format!("{f}\n")).unwrap();
+    }
+    let mine = root.join("main/.worktree/mine");
+    let run = root.join("run");
+    let targets: Vec<String> = dirs
+        .iter()
+        .chain(files.iter())
+        .map(|p| root.join(p).display().to_string())
+        .collect();
+    // Seeded, so a failure replays.
+    let mut seed: u64 = 0x5eed_0038;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut script = String::new();
+    for i in 0..300 {
+        let a = &targets[next(targets.len())];
+        let b = &targets[next(targets.len())];
+        let line = match next(9) {
+            0 => format!("echo x{i} > '{a}'"),
+            1 => format!("echo x{i} >> '{a}'"),
+            2 => format!("rm -rf '{a}'"),
+            3 => format!("mv '{a}' '{b}.moved{i}'"),
+            4 => format!("mkdir '{a}/new{i}'"),
+            5 => format!("ln -s '{b}' '{a}/link{i}'"),
+            6 => format!("chmod 777 '{a}'"),
+            7 => format!("touch '{a}/made{i}'"),
+            _ => format!("cp '{b}' '{a}/copy{i}'"),
+        };
+        script.push_str(&line);
+        script.push_str(" 2>/dev/null\n");
+    }
+    // After all that, the attempt's own folders still take writes.
+    script.push_str(&format!(
+        "echo ok > '{}/proof' && echo ok > '{}/proof' && echo finished\n",
+        mine.display(),
+        run.display()
+    ));
+    let before = snapshot(&root, &[&mine, &run]);
+    let policy = serde_json::json!({
+        "write": [mine, run],
+        "deny_read": [root.join("main/.yoi/local"), root.join("main/.worktree/other"), root.join("home/.ssh")],
+        "tmp": run.join("tmp"),
+        "network": "on",
+        "enforce": {
+            "landlock_abi": landlock_abi(),
+            "namespaces": true,
+            "drop_capabilities": unsafe { libc::geteuid() } == 0,
+            "off": false,
+        },
+    })
+    .to_string();
+    let (code, out, err) = launch(&policy, &script);
+    assert_eq!((code, out.as_str()), (0, "finished\n"), "{err}");
+    let after = snapshot(&root, &[&mine, &run]);
+    assert_eq!(
+        before, after,
+        "something outside the attempt's folders changed"
+    );
+    // Its own folders took writes: the sandbox is not simply denying everything.
+    assert!(mine.join("proof").is_file() && run.join("proof").is_file());
+}
+
+#[test]
+fn a_run_writes_its_working_directory_by_relative_paths() {
+    let work = tempfile::tempdir().unwrap();
+    for namespaces in [false, true] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_yoi"))
+            .args(["__sandbox", &policy(&[work.path()], &[], namespaces, "on")])
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "echo here > relative.txt && chmod +x relative.txt",
+            ])
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "namespaces {namespaces}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(work.path().join("relative.txt")).unwrap(),
+            "here\n"
+        );
+        std::fs::remove_file(work.path().join("relative.txt")).unwrap();
+    }
 }

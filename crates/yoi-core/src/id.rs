@@ -156,6 +156,22 @@ impl From<TicketId> for String {
     }
 }
 
+/// In the API's document: a string of 26 (ULID) or 13 (legacy) upper-case Crockford base32
+/// characters, as [`TicketId::parse`] takes it.
+impl utoipa::PartialSchema for TicketId {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .pattern(Some("^([0-7][0-9A-HJKMNP-TV-Z]{25}|[0-9A-F][0-9A-HJKMNP-TV-Z]{12})$"))
+            .description(Some(
+                "A ticket id: a ULID (26 characters) or the legacy 13-character form, upper-case Crockford base32.",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for TicketId {}
+
 impl AsRef<str> for TicketId {
     fn as_ref(&self) -> &str {
         &self.0

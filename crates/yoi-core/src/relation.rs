@@ -12,6 +12,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+use utoipa::ToSchema;
 
 use crate::id::{IdKey, TicketId};
 use crate::state::State;
@@ -20,7 +21,9 @@ use crate::time::Timestamp;
 pub const RELATIONS_VERSION: u32 = 1;
 pub const MAX_NOTE_BYTES: usize = 16 * 1024;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RelationKind {
     DependsOn,
@@ -233,7 +236,7 @@ impl std::hash::Hasher for IdHasher {
 pub type IdMap<V> = HashMap<IdKey, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// Why a ticket is blocked, one entry per open blocker.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 pub struct Blocker {
     pub ticket: TicketId,
     /// `depends_on` (this ticket depends on it) or `blocked_by` (it blocks this ticket).

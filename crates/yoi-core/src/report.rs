@@ -61,7 +61,7 @@ impl Report {
 }
 
 /// A reviewer's verdict on the exact commit it read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Approve,
@@ -87,7 +87,7 @@ impl Verdict {
 }
 
 /// One validation command the verifier ran.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckResult {
     pub command: String,

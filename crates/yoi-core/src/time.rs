@@ -72,6 +72,20 @@ impl From<Timestamp> for String {
     }
 }
 
+/// In the API's document: an RFC 3339 date-time in UTC (`2026-11-29T10:00:00Z`).
+impl utoipa::PartialSchema for Timestamp {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                utoipa::openapi::KnownFormat::DateTime,
+            )))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Timestamp {}
+
 /// The UTC date-time type timestamps wrap.
 pub type DateTimeUtc = DateTime<Utc>;
 

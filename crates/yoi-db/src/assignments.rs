@@ -22,7 +22,7 @@ use sqlx::Row;
 use super::{db_err, Db};
 use yoi_store::StoreError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AssignmentStatus {
     /// Made by an acceptance that has not finished: live, but no pod may claim it until the

@@ -16,7 +16,8 @@ use crate::DbIndex;
 
 /// Everything about one ticket, as the CLI's `show --json` and the API's `GET /tickets/{id}`
 /// return it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Ticket)]
 pub struct TicketDetail {
     pub id: TicketId,
     pub title: String,
@@ -57,7 +58,7 @@ pub struct TicketDetail {
 }
 
 /// One attempt of a step, as `show` lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct AttemptDetail {
     pub assignment: String,
     pub step: String,
@@ -108,7 +109,7 @@ impl AttemptDetail {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ActivationDetail {
     pub skill: String,
     pub digest: String,
@@ -168,14 +169,14 @@ pub fn attempts_of(
         .collect())
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RunningFlow {
     pub name: String,
     pub steps: Vec<String>,
     pub max_rounds: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct EventDetail {
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -62,7 +62,8 @@ pub use index_check::{
 };
 
 /// What doctor found, and what `--fix` repaired. `ok` is true when no error remains.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = DoctorReport)]
 pub struct Report {
     pub ok: bool,
     pub errors: usize,

@@ -37,7 +37,7 @@ pub struct ListFilter {
     pub blocked: bool,
 }
 
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct TicketSummary {
     pub id: TicketId,
     pub title: String,
@@ -99,7 +99,7 @@ pub fn list(ws: &Workspace, filter: &ListFilter) -> Result<Vec<TicketSummary>, S
         .collect())
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RelationEntry {
     /// The relation's name seen from this ticket (`depends_on`, or an inverse such as
     /// `dependency_of`).
@@ -113,7 +113,7 @@ pub struct RelationEntry {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RelationView {
     pub ticket: TicketId,
     pub state: State,

@@ -29,7 +29,7 @@ pub const PLAN: &str = "artifacts/orchestration-plan.jsonl";
 
 /// A ticket yoi cannot read ([`Workspace::diagnose`]): which file, where, why, and the doctor
 /// check whose finding says more. Listed beside the readable tickets, never instead of them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BrokenTicket {
     pub id: TicketId,
     /// The broken file, or the ticket folder, relative to the repository root.

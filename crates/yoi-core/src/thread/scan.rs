@@ -15,14 +15,14 @@ use super::{Event, EventKind};
 use serde::Serialize;
 
 /// Something in a thread file that is not a well-formed event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct ThreadIssue {
     /// 1-based line.
     pub line: usize,
     pub kind: ThreadIssueKind,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ThreadIssueKind {
     /// The header comment could not be read (`reason` says why); the event is skipped.

@@ -107,15 +107,27 @@ pub struct ListParams {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ListResponse {
     pub count: usize,
-    #[schema(value_type = Vec<Object>)]
     pub tickets: Vec<yoi_store::query::TicketSummary>,
     pub next: Option<String>,
     /// Tickets whose files yoi cannot read (`id`, `path`, `line`, `reason`, `check`: the
     /// doctor check that reports it), whatever the filter; on the first page only (no
     /// `after`), and absent when there are none.
-    #[schema(value_type = Vec<Object>)]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub broken: Vec<yoi_store::tickets::BrokenTicket>,
+}
+
+/// A ticket's orchestration plan records, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlanList {
+    pub count: usize,
+    pub records: Vec<yoi_core::plan::PlanRecord>,
+}
+
+/// What adding a plan record did, and the record as written.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlanAdded {
+    pub outcome: Outcome,
+    pub record: yoi_core::plan::PlanRecord,
 }
 
 /// The `state` filter as the document states it: empty, `active`, `all`, or a comma list of
@@ -200,7 +212,7 @@ pub async fn broken_tickets(
         .await
 }
 
-#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, description = "created", body = Object), (status = 200, description = "a replay of an earlier create with the same Idempotency-Key", body = Object)), security(("bearer" = [])))]
+#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, description = "created", body = Outcome), (status = 200, description = "a replay of an earlier create with the same Idempotency-Key", body = Outcome)), security(("bearer" = [])))]
 pub async fn create(
     State(s): State<AppState>,
     Authed(c, ..): Authed<CreateTicket>,
@@ -222,7 +234,7 @@ pub async fn create(
     Ok((status, Json(out)))
 }
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), responses((status = 200, body = yoi_db::ticket_detail::TicketDetail)), security(("bearer" = [])))]
 pub async fn show(
     State(s): State<AppState>,
     Authed(c, ..): Authed<ReadTickets>,
@@ -241,7 +253,7 @@ pub async fn show(
     .await
 }
 
-#[utoipa::path(patch, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(patch, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
 pub async fn edit(
     State(s): State<AppState>,
     Authed(c, ..): Authed<EditTicket>,
@@ -259,7 +271,7 @@ pub async fn edit(
         .map(Json)
 }
 
-#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/comments", params(("id" = String, Path)), request_body = CommentBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/comments", params(("id" = String, Path)), request_body = CommentBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
 pub async fn comment(
     State(s): State<AppState>,
     Authed(c, ..): Authed<CommentTicket>,
@@ -279,7 +291,7 @@ pub async fn comment(
 
 macro_rules! transition_route {
     ($name:ident, $action:ty, $op:path, $path:literal) => {
-        #[utoipa::path(post, tag = "tickets", path = $path, params(("id" = String, Path)), request_body = TransitionBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+        #[utoipa::path(post, tag = "tickets", path = $path, params(("id" = String, Path)), request_body = TransitionBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
         pub async fn $name(State(s): State<AppState>, Authed(c, ..): Authed<$action>, IdempotencyKey(key): IdempotencyKey, Path(id): Path<String>, Body(b): Body<TransitionBody>) -> ApiResult<Outcome> {
             let ctx = c.ctx(key);
             let req: TransitionRequest = b.into();
@@ -305,7 +317,7 @@ transition_route!(close, Close, ops::close, "/api/v1/tickets/{id}/close");
 transition_route!(cancel, Cancel, ops::cancel, "/api/v1/tickets/{id}/cancel");
 transition_route!(reopen, Reopen, ops::reopen, "/api/v1/tickets/{id}/reopen");
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), responses((status = 200, body = yoi_store::query::RelationView)), security(("bearer" = [])))]
 pub async fn relations(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -319,7 +331,7 @@ pub async fn relations(
     .map(Json)
 }
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/blockers", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/blockers", params(("id" = String, Path)), responses((status = 200, body = yoi_store::query::RelationView)), security(("bearer" = [])))]
 pub async fn blockers(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -333,7 +345,7 @@ pub async fn blockers(
     .map(Json)
 }
 
-#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), request_body = RelationBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), request_body = RelationBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
 pub async fn add_relation(
     State(s): State<AppState>,
     Authed(c, ..): Authed<EditRelations>,
@@ -353,7 +365,7 @@ pub async fn add_relation(
         .map(Json)
 }
 
-#[utoipa::path(delete, tag = "tickets", path = "/api/v1/tickets/{id}/relations/{kind}/{target}", params(("id" = String, Path), ("kind" = String, Path), ("target" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(delete, tag = "tickets", path = "/api/v1/tickets/{id}/relations/{kind}/{target}", params(("id" = String, Path), ("kind" = String, Path), ("target" = String, Path)), responses((status = 200, body = Outcome)), security(("bearer" = [])))]
 pub async fn remove_relation(
     State(s): State<AppState>,
     Authed(c, ..): Authed<EditRelations>,
@@ -367,29 +379,32 @@ pub async fn remove_relation(
         .map(Json)
 }
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), responses((status = 200, body = PlanList)), security(("bearer" = [])))]
 pub async fn plan(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
     Path(id): Path<String>,
-) -> ApiResult<serde_json::Value> {
+) -> ApiResult<PlanList> {
     s.read(move |ws| {
         let id = ws.resolve(&id)?;
         let records = ws.read_plan(&id)?;
-        Ok(serde_json::json!({ "count": records.len(), "records": records }))
+        Ok(PlanList {
+            count: records.len(),
+            records,
+        })
     })
     .await
     .map(Json)
 }
 
-#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), request_body = PlanBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), request_body = PlanBody, responses((status = 200, body = PlanAdded)), security(("bearer" = [])))]
 pub async fn add_plan(
     State(s): State<AppState>,
     Authed(c, ..): Authed<AddPlanRecord>,
     IdempotencyKey(key): IdempotencyKey,
     Path(id): Path<String>,
     Body(b): Body<PlanBody>,
-) -> ApiResult<serde_json::Value> {
+) -> ApiResult<PlanAdded> {
     let ctx = c.ctx(key);
     let kind = yoi_core::plan::PlanKind::ALL
         .into_iter()
@@ -414,12 +429,13 @@ pub async fn add_plan(
     let (out, record) = s
         .op(move |ws| ops::add_plan_record(ws, &ctx, &id, &req))
         .await?;
-    Ok(Json(
-        serde_json::json!({ "outcome": out, "record": record }),
-    ))
+    Ok(Json(PlanAdded {
+        outcome: out,
+        record,
+    }))
 }
 
-#[utoipa::path(get, tag = "service", path = "/api/v1/doctor", responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "service", path = "/api/v1/doctor", responses((status = 200, body = yoi_engine::doctor::Report)), security(("bearer" = [])))]
 pub async fn doctor(
     State(s): State<AppState>,
     _a: Authed<RunDoctor>,

@@ -71,7 +71,8 @@ impl Ctx {
 }
 
 /// What a mutation did. A replay returns the same value with `replayed: true`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = OperationResult)]
 pub struct Outcome {
     pub ticket: TicketId,
     pub operation: String,

@@ -145,8 +145,15 @@ impl Remote {
     }
 
     pub fn edit(&self, id: &str, req: &EditRequest) -> Result<Outcome, CliError> {
-        let body = json!({ "title": req.title, "body": req.body });
-        self.send("PATCH", ticket_path(id, ""), Some(body))
+        // Only what changes: the API refuses a `null` title or body.
+        let mut body = serde_json::Map::new();
+        if let Some(title) = &req.title {
+            body.insert("title".into(), json!(title));
+        }
+        if let Some(text) = &req.body {
+            body.insert("body".into(), json!(text));
+        }
+        self.send("PATCH", ticket_path(id, ""), Some(body.into()))
     }
 
     pub fn comment(&self, id: &str, req: &CommentRequest) -> Result<Outcome, CliError> {

@@ -497,3 +497,47 @@ fn every_success_answer_is_a_named_schema() {
     }
 }
 
+/// PATCH takes one object whose `title` and `body` are both optional, at least one given, so a
+/// generated client can send either or both; a `null` for either is malformed.
+#[test]
+fn the_edit_body_is_one_object_with_optional_title_and_body() {
+    let doc = document();
+    let edit = &doc["components"]["schemas"]["EditBody"];
+    assert_eq!(edit["type"], "object");
+    assert_eq!(edit["minProperties"], 1);
+    assert_eq!(edit["additionalProperties"], false);
+    assert!(edit.get("required").is_none(), "{edit}");
+    for k in ["anyOf", "oneOf", "allOf"] {
+        assert!(edit.get(k).is_none(), "{k} in {edit}");
+    }
+    assert_eq!(edit["properties"]["title"]["type"], "string");
+    assert_eq!(edit["properties"]["body"]["type"], "string");
+
+    let s = Server::start(Backend::Sqlite);
+    let id = s
+        .post("/api/v1/tickets")
+        .token(&s.tokens.human)
+        .json(serde_json::json!({ "title": "first" }))
+        .send()
+        .expect(201)["ticket"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let patch = |body: serde_json::Value| {
+        s.request("PATCH", &format!("/api/v1/tickets/{id}"))
+            .token(&s.tokens.human)
+            .json(body)
+            .send()
+    };
+    patch(serde_json::json!({ "title": "second", "body": "both at once" })).expect(200);
+    let shown = s
+        .get(&format!("/api/v1/tickets/{id}"))
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    assert_eq!(shown["title"], "second");
+    assert_eq!(shown["body"].as_str().unwrap().trim(), "both at once");
+    patch(serde_json::json!({ "body": "only the body" })).expect(200);
+    patch(serde_json::json!({})).expect_error(400, "invalid");
+    patch(serde_json::json!({ "title": null, "body": "x" })).expect_error(400, "invalid");
+}

@@ -180,18 +180,17 @@ fn bodies(doc: &mut Value) {
         "depends_on",
         json!({ "type": "array", "items": ticket_ref() }),
     );
-    // PATCH /api/v1/tickets/{id} (`ops::edit`): at least one of the two.
-    prop(
-        doc,
-        "EditBody",
-        "title",
-        nullable(one_line(yoi_store::ops::MAX_TITLE_CHARS)),
-    );
-    prop(doc, "EditBody", "body", nullable(text()));
-    doc["components"]["schemas"]["EditBody"]["anyOf"] = json!([
-        { "required": ["title"], "properties": { "title": { "type": "string" } } },
-        { "required": ["body"], "properties": { "body": { "type": "string" } } },
-    ]);
+    // PATCH /api/v1/tickets/{id} (`ops::edit`): one object whose two fields are optional, at
+    // least one of them given (a generated client can send either or both).
+    doc["components"]["schemas"]["EditBody"] = json!({
+        "type": "object",
+        "description": "What to change: the title, the body, or both; at least one.",
+        "properties": {
+            "title": one_line(yoi_store::ops::MAX_TITLE_CHARS),
+            "body": text(),
+        },
+        "minProperties": 1,
+    });
     // Comments (`ops::comment`).
     let mut kind = enumeration(&yoi_store::ops::COMMENT_KINDS);
     kind["default"] = json!("comment");

@@ -33,8 +33,16 @@ pub struct CreateBody {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditBody {
+    #[serde(default, deserialize_with = "given")]
     pub title: Option<String>,
+    #[serde(default, deserialize_with = "given")]
     pub body: Option<String>,
+}
+
+/// A field that may be left out but not sent as `null`: the document states each as an
+/// optional string, so a `null` is malformed (400) rather than "unchanged".
+fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]

@@ -34,7 +34,7 @@ use crate::relation::Blocker;
 use crate::TicketId;
 
 /// One routing outcome and the evidence behind it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RoutingDecision {
     /// Open dependencies, each with its state (`None` state: the ticket does not exist).

@@ -43,7 +43,7 @@ pub const IMPLEMENT: &str = "implement";
 pub const SERVICE: &str = Role::Service.as_str();
 
 /// What a step must return, which also says who can run it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Output {
     /// A commit on the ticket branch (a coder's agent).
@@ -78,7 +78,7 @@ impl Output {
 }
 
 /// What happens when an attempt of a step fails or its lease runs out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnFailure {
     /// Hand the step out again, up to this many more times in a row; then a person decides.
@@ -103,7 +103,7 @@ impl OnFailure {
 pub const DEFAULT_ON_FAILURE: OnFailure = OnFailure::Retry(2);
 
 /// One step of a flow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Step {
     pub id: String,
     /// Who runs it; always its output's role ([`Output::role`]), which [`parse`] checks.
@@ -118,7 +118,7 @@ pub struct Step {
 }
 
 /// A checked flow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Flow {
     pub schema_version: u32,
     pub name: String,
@@ -128,7 +128,7 @@ pub struct Flow {
 }
 
 /// A problem in a flow file, at a line (1-based; 0 when it is about the whole file).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Problem {
     pub line: usize,
     pub message: String,

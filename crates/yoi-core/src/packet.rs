@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::brief::{self, Section};
 
 /// The typed brief. Field names are the stable JSON names.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct IntentPacket {
     pub intent: String,
@@ -72,7 +72,7 @@ impl Completeness {
 }
 
 /// A packet fixed at acceptance, with the hash every pod can check it against.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FrozenPacket {
     pub packet: IntentPacket,
     /// Lower-case hex SHA-256 of the packet's canonical JSON.
@@ -91,7 +91,7 @@ pub struct FrozenPacket {
 /// A brief's Validation section for the verifier: `commands` are the inline code spans and the
 /// lines of code fences, each run with `sh -c` as CI systems do; `manual` are the entries
 /// without code, listed for the reviewer and never executed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ValidationChecks {
     pub commands: Vec<String>,
     pub manual: Vec<String>,

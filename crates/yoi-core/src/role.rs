@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Who runs a step, or what a pod token is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Writes the code: returns a commit.

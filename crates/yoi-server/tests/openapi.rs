@@ -353,7 +353,6 @@ const UNTYPED: &[(&str, &str)] = &[
     ("get", "/api/v1/flows/{name}"),
     ("get", "/api/v1/pods"),
     ("post", "/api/v1/pods"),
-    ("get", "/api/v1/router"),
     ("get", "/api/v1/skills"),
     ("get", "/api/v1/skills/proposals"),
     ("post", "/api/v1/skills/proposals"),
@@ -362,12 +361,6 @@ const UNTYPED: &[(&str, &str)] = &[
     ("get", "/api/v1/skills/{name}"),
     ("post", "/api/v1/skills/{name}/activate"),
     ("get", "/api/v1/tickets/{id}/cost"),
-    ("get", "/api/v1/tickets/{id}/packet"),
-    ("put", "/api/v1/tickets/{id}/packet"),
-    ("post", "/api/v1/tickets/{id}/retry"),
-    ("get", "/api/v1/tickets/{id}/routing"),
-    ("get", "/healthz"),
-    ("get", "/readyz"),
 ];
 
 /// Answers that are not a JSON value of ours: the document itself, a skill resource's bytes,

@@ -40,7 +40,7 @@ pub const BATCH: i64 = 500;
 
 /// What the orchestrator has done, for `GET /api/v1/router` and for tests waiting on a fixed
 /// point.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct RouterStatus {
     pub enabled: bool,
     pub max_inprogress: usize,

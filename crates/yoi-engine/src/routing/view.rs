@@ -14,7 +14,7 @@ use yoi_store::{StoreError, Workspace};
 use super::circuit::{Circuit, OPEN_AFTER, STOP_AFTER};
 use super::decide::{decide_for, Snapshot};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RoutingView {
     pub ticket: TicketId,
     pub state: State,
@@ -28,7 +28,7 @@ pub struct RoutingView {
     pub circuit: CircuitStatus,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct LatestDecision {
     pub kind: Option<String>,
     /// The decision as data; `None` for a decision event written before events carried it.
@@ -38,7 +38,7 @@ pub struct LatestDecision {
     pub body: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct WouldDecide {
     pub kind: String,
     /// The decision as it would be written.
@@ -46,20 +46,20 @@ pub struct WouldDecide {
     pub decision: RoutingDecision,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PacketStatus {
     pub complete: bool,
     pub missing_required: Vec<String>,
     pub missing_optional: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Capacity {
     pub in_progress: usize,
     pub max: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CircuitStatus {
     pub open: bool,
     pub consecutive_failures: u32,

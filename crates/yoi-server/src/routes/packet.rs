@@ -15,7 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, IdempotencyKey};
 use crate::state::AppState;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct PacketView {
     /// Parsed from the ticket body now.
     pub packet: IntentPacket,
@@ -27,7 +27,7 @@ pub struct PacketView {
     pub frozen: Option<FrozenPacket>,
 }
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/packet", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/packet", params(("id" = String, Path)), responses((status = 200, body = PacketView)), security(("bearer" = [])))]
 /// The ticket's IntentPacket as its body gives it now, its completeness, and the frozen copy.
 pub async fn show_packet(
     State(s): State<AppState>,
@@ -53,7 +53,7 @@ pub async fn show_packet(
     .map(Json)
 }
 
-#[utoipa::path(put, tag = "tickets", path = "/api/v1/tickets/{id}/packet", params(("id" = String, Path)), request_body = Object, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(put, tag = "tickets", path = "/api/v1/tickets/{id}/packet", params(("id" = String, Path)), request_body = Object, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
 /// Submit a whole IntentPacket: the body's brief sections are replaced by it, the rest of the
 /// body stays. Fields: intent, binding_decisions, acceptance_criteria, implementation_latitude,
 /// escalate_if, validation, code_map, critical_risks, write_scope (missing ones are empty;

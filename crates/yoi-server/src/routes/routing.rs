@@ -21,7 +21,7 @@ pub struct RetryBody {
     pub reason: Option<String>,
 }
 
-#[utoipa::path(get, tag = "routing", path = "/api/v1/tickets/{id}/routing", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "routing", path = "/api/v1/tickets/{id}/routing", params(("id" = String, Path)), responses((status = 200, body = RoutingView)), security(("bearer" = [])))]
 /// The latest routing decision, what the router would decide now (not written), blockers,
 /// brief completeness, capacity and the circuit.
 pub async fn ticket_routing(
@@ -33,7 +33,7 @@ pub async fn ticket_routing(
     s.read(move |ws| routing_view(ws, &id, max)).await.map(Json)
 }
 
-#[utoipa::path(post, tag = "routing", path = "/api/v1/tickets/{id}/retry", params(("id" = String, Path)), request_body = RetryBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(post, tag = "routing", path = "/api/v1/tickets/{id}/retry", params(("id" = String, Path)), request_body = RetryBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
 /// Close the ticket's circuit and route it again (people only; the ticket must be queued).
 pub async fn retry(
     State(s): State<AppState>,
@@ -48,7 +48,7 @@ pub async fn retry(
         .map(Json)
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct RouterView {
     #[serde(flatten)]
     pub status: RouterStatus,
@@ -62,7 +62,7 @@ pub struct RouterView {
     pub flow_sweeps: u64,
 }
 
-#[utoipa::path(get, tag = "routing", path = "/api/v1/router", responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(get, tag = "routing", path = "/api/v1/router", responses((status = 200, body = RouterView)), security(("bearer" = [])))]
 /// What the orchestrator loop is doing, and how many flow sweeps have run.
 pub async fn router_status(
     State(s): State<AppState>,

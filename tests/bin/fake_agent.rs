@@ -1,6 +1,8 @@
 //! `yoi-fake-agent SCRIPT`: a scripted stand-in for a coding agent CLI, for the pod tests. It
-//! reads its prompt from stdin (like most agent CLIs) into `prompt.seen` in its run folder, then
-//! follows SCRIPT line by line, deterministically:
+//! reads its prompt from stdin (like most agent CLIs) into `prompt.seen` in its run folder (into
+//! `follow-up.seen` when `prompt.seen` is there already: a second turn of the same run, such as
+//! the pod's follow-up asking for the trailer lines, which a profile's `follow_up` argv runs with
+//! a script of its own), then follows SCRIPT line by line, deterministically:
 //!
 //! - `write PATH TEXT…` — write TEXT (with `\n` for line breaks) to PATH, relative to the cwd;
 //! - `commit MESSAGE…` — `git add -A && git commit -m MESSAGE` (the agent committing itself);
@@ -30,7 +32,13 @@ fn main() {
     let mut prompt = String::new();
     let _ = std::io::stdin().read_to_string(&mut prompt);
     if let Ok(dir) = std::env::var("YOI_RUN_DIR") {
-        let _ = std::fs::write(std::path::Path::new(&dir).join("prompt.seen"), &prompt);
+        let first = std::path::Path::new(&dir).join("prompt.seen");
+        let seen = if first.exists() {
+            first.with_file_name("follow-up.seen")
+        } else {
+            first
+        };
+        let _ = std::fs::write(seen, &prompt);
     }
     let text = std::fs::read_to_string(&script).expect("the script is readable");
     let mut out = std::io::stdout();

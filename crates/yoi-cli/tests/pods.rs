@@ -6,12 +6,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use common::pods::*;
 use common::server::Server;
-use common::Repo;
 
 #[test]
 fn a_queued_ticket_is_implemented_by_a_supervised_coder_pod_and_its_branch_moves() {
@@ -342,66 +341,6 @@ fn a_killed_pod_loses_its_lease_and_its_late_results_change_nothing() {
     drop(server);
 }
 
-/// A pod of the test's own (not supervised), with a fresh coder token.
-fn own_pod(repo: &Repo, name: &str, extra: &[&str]) -> std::process::Child {
-    own_pod_env(repo, name, "fake", extra, &[])
-}
-
-fn own_pod_env(
-    repo: &Repo,
-    name: &str,
-    agent: &str,
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> std::process::Child {
-    let config = repo.path().join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    assert!(
-        text.contains("coder = 0"),
-        "the supervisor must not start pods here"
-    );
-    let token = repo
-        .yoi(&["token", "create", "--name", name, "--scope", "pod:coder"])
-        .ok()
-        .stdout
-        .trim()
-        .to_string();
-    Command::new(env!("CARGO_BIN_EXE_yoi"))
-        .args([
-            "pod",
-            "run",
-            "--role",
-            "coder",
-            "--name",
-            name,
-            "--agent",
-            agent,
-            "--wait-ms",
-            "2000",
-        ])
-        .args(extra)
-        .current_dir(repo.path())
-        .env("YOI_TOKEN", &token)
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .stderr(std::fs::File::create(pod_log(repo, name)).unwrap())
-        .spawn()
-        .unwrap()
-}
-
-/// Where a test pod's stderr goes.
-fn pod_log(repo: &Repo, name: &str) -> PathBuf {
-    repo.path().join(format!(".yoi/local/test-pod-{name}.log"))
-}
-
-fn no_supervised_pods(repo: &Repo) {
-    let config = repo.path().join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("coder = 1", "coder = 0");
-    std::fs::write(&config, text).unwrap();
-}
-
 fn signal(pid: u32, sig: &str) {
     assert!(Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -688,94 +627,10 @@ fn a_claim_survives_a_server_restart_and_its_pod_finishes_it_with_the_same_fence
     );
 }
 
-/// A scripted OpenAI-compatible endpoint on loopback: every chat completion answers `reply`.
-/// Returns its base URL and the request bodies it received.
-fn model_endpoint(reply: &'static str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
-            let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let mut len = 0usize;
-            let mut request = String::new();
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if request.is_empty() {
-                    request = line.clone();
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; len];
-            let _ = reader.read_exact(&mut body);
-            log.lock()
-                .unwrap()
-                .push(format!("{request}{}", String::from_utf8_lossy(&body)));
-            let answer = serde_json::json!({
-                "id": "chatcmpl-yoi", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
-                "choices": [{ "index": 0, "message": { "role": "assistant", "content": reply }, "finish_reason": "stop" }],
-                "usage": { "prompt_tokens": 812, "completion_tokens": 41, "total_tokens": 853 }
-            })
-            .to_string();
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-        }
-    });
-    (format!("http://{addr}/v1"), seen)
-}
-
-/// What every run of every pod printed, for a failure's message.
-fn run_outputs(repo: &common::Repo) -> String {
-    let mut out = String::new();
-    let pods = repo.path().join(".yoi/local/pods");
-    for pod in std::fs::read_dir(pods).into_iter().flatten().flatten() {
-        for run in std::fs::read_dir(pod.path().join("runs"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            for f in ["stdout.log", "stderr.log"] {
-                let text = std::fs::read_to_string(run.path().join(f)).unwrap_or_default();
-                out.push_str(&format!("--- {}/{f}\n{text}\n", run.path().display()));
-            }
-        }
-    }
-    out
-}
-
-/// Aider: `YOI_AIDER`, else `aider` on PATH. `.ci/run` installs `aider-chat` from PyPI.
-fn aider() -> String {
-    if let Ok(p) = std::env::var("YOI_AIDER") {
-        return p;
-    }
-    let on_path = std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| Path::new(d).join("aider"))
-        .find(|p| p.is_file());
-    match on_path {
-        Some(p) => p.display().to_string(),
-        None => panic!(
-            "this test runs the real Aider: `python3 -m venv target/aider && target/aider/bin/pip install aider-chat`, then set YOI_AIDER=target/aider/bin/aider (.ci/run does)"
-        ),
-    }
-}
-
 #[test]
 fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
     let reply = "greeting.txt\n```\nhello from aider\n```\n\nI created greeting.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: created greeting.txt\n";
-    let (base, seen) = model_endpoint(reply);
+    let (base, seen) = model_endpoint(&[reply]);
     let (repo, _) = workspace("", 30);
     no_supervised_pods(&repo);
     let config = repo.path().join(".yoi/workspace.toml");

@@ -3,13 +3,25 @@
 //! when it codes, and complete or fail the assignment with the report.
 //!
 //! The outcome comes from the contract's `YOI-RESULT` line, never from the exit code alone: a
-//! missing or malformed contract fails the attempt whatever the exit code, and so do a timeout,
-//! a stop request and an error the agent itself reported. A reviewer's `done` counts only with
-//! a verdict and an untouched worktree. An attempt whose lease was lost reports nothing.
+//! malformed contract fails the attempt whatever the exit code, and so do a timeout, a stop
+//! request and an error the agent itself reported. A reviewer's `done` counts only with a
+//! verdict and an untouched worktree. An attempt whose lease was lost reports nothing.
+//!
+//! An agent that exits 0 and forgets its trailer (no `YOI-RESULT` line, or a reviewer's `done`
+//! without its verdict) is asked once for it in a short follow-up turn, when its profile says
+//! how to continue a conversation: the same sandbox, environment, worktree and run folder as
+//! the first turn, only the argv, stdin, output files and timeout differ, and its usage is
+//! added to the attempt's. Without a contract after that, the profile's rule decides
+//! ([`ContractRule`]): `strict` fails the attempt; `lenient` completes a coder's attempt that
+//! changed something as `done`, flagged `contract_missing`, with the last paragraph of its
+//! final message as the summary, and fails one that changed nothing. A reviewer never passes
+//! without an explicit verdict.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use yoi_core::agent::{AgentProfile, ContractRule, FOLLOW_UP_TIMEOUT_SECS};
 use yoi_core::Role;
 
 use yoi_core::report::{CostSource, Report, ReportOutcome, Usage, Verdict};
@@ -17,7 +29,7 @@ use yoi_core::report::{CostSource, Report, ReportOutcome, Usage, Verdict};
 use crate::agent_env::agent_env;
 use crate::attempt::{confirm_claim, prepare_run, step_timeout, stream_log, Lease, Reported};
 use crate::client::{Client, ClientError, Work};
-use crate::process::{self, Ended, Spec};
+use crate::process::{self, Ended, Spec, Watch};
 use crate::prompt::render_prompt;
 use crate::worktree::{bring_in_commits, review_problem, settle_commits};
 use crate::{contract, profiles, sandbox, PodSettings};
@@ -91,56 +103,71 @@ pub(crate) fn run_one(
         sandbox: confined.wrap.clone(),
     };
     let mut lease = Lease::new(client, pod, work, stop);
-    let started = Instant::now();
     tracing::info!(assignment = %a.id, ticket = %work.ticket, attempt = a.attempt, "running the agent");
-    let ended = process::run(&spec, &mut lease)
-        .map_err(|e| format!("starting {:?}: {e}", spec.argv.first()))?;
-    let wall_ms = started.elapsed().as_millis() as u64;
-    let stdout = std::fs::read_to_string(&spec.stdout).unwrap_or_default();
-    let stderr = std::fs::read_to_string(&spec.stderr).unwrap_or_default();
-    if ended == Ended::LeaseLost || lease.lost {
+    let first = run_turn(&spec, &mut lease, p, &vars)?;
+    if first.ended == Ended::LeaseLost || lease.lost {
         return Ok(Reported::Lost);
     }
-    let log = stream_log(client, pod, a, &stdout, &stderr);
-    let result_file = p
-        .result_file
-        .as_deref()
-        .and_then(|f| profiles::fill(f, &vars).ok())
-        .and_then(|f| std::fs::read_to_string(f).ok());
-    let said = contract::read_output(&p.output, &stdout, result_file.as_deref());
-    let usage = Usage {
-        wall_ms,
-        tokens_in: said.tokens_in,
-        tokens_out: said.tokens_out,
-        tokens_cached: said.tokens_cached,
-        cost_usd: said.cost_usd,
-        cost_source: if said.cost_usd.is_some() {
-            CostSource::Reported
-        } else {
-            CostSource::None
-        },
+    let mut usage = Usage {
         agent: Some(settings.profile_name.clone()),
         model: p.model.clone(),
+        ..Usage::default()
     };
-    let exit_code = match ended {
+    first.add_usage(&mut usage);
+    let exit_code = match first.ended {
         Ended::Exited(c) => Some(c),
         _ => None,
     };
-    let failure = match ended {
+    let failure = match first.ended {
         Ended::TimedOut => Some(format!(
             "the agent ran past its timeout of {}s and was killed",
-            p.timeout_secs
+            spec.timeout.as_secs()
         )),
         Ended::Stopped => Some("the pod was stopped before the agent finished".to_string()),
-        _ => sandbox::setup_failure(exit_code, &stderr).or_else(|| said.agent_error.clone()),
+        _ => sandbox::setup_failure(exit_code, &first.stderr)
+            .or_else(|| first.said.agent_error.clone()),
     };
-    let contract = contract::read_contract(&said.final_message);
+    let reviewer = Role::Reviewer.is(&a.role);
+    let mut contract = contract::read_contract(&first.said.final_message);
+    let (mut stdout, mut stderr) = (first.stdout.clone(), first.stderr.clone());
+    let mut asked = false;
+    if failure.is_none()
+        && exit_code == Some(0)
+        && contract::forgotten(&contract, reviewer)
+        && !p.follow_up.is_empty()
+        && !lease.stopping()
+    {
+        asked = true;
+        let second = follow_up(&spec, &mut lease, p, &vars, &run_dir, reviewer, model_args)?;
+        if second.ended == Ended::LeaseLost || lease.lost {
+            return Ok(Reported::Lost);
+        }
+        second.add_usage(&mut usage);
+        stdout.push_str(&format!(
+            "\n--- follow-up turn (asking for the trailer lines)\n{}",
+            second.stdout
+        ));
+        stderr.push_str(&format!("\n--- follow-up turn\n{}", second.stderr));
+        // The answer counts when it has the result line; a reviewer's still needs its verdict,
+        // which the review check below asks for.
+        let answer = contract::read_contract(&second.said.final_message);
+        if answer.is_ok() {
+            contract = answer;
+        }
+    }
+    usage.cost_source = if usage.cost_usd.is_some() {
+        CostSource::Reported
+    } else {
+        CostSource::None
+    };
+    let log = stream_log(client, pod, a, &stdout, &stderr);
     let (commit, agent_commits) = if Role::Coder.is(&a.role) {
         bring_in_commits(work, &confined.objects)?;
         settle_commits(work, &settings.profile_name)?
     } else {
         (None, 0)
     };
+    let changed = commit.is_some();
     let mut report = Report {
         outcome: ReportOutcome::Failed,
         summary: None,
@@ -150,21 +177,43 @@ pub(crate) fn run_one(
         log,
         exit_code,
         sandbox: Some(confined.policy.summary()),
+        follow_up: asked,
         ..Report::default()
     };
+    let asked_too = if asked {
+        ", also after a follow-up turn asking for it"
+    } else {
+        ""
+    };
+    let rule = ContractRule::for_role(p.contract, &a.role);
     let reason = match (&failure, &contract) {
         (Some(f), _) => Some(f.clone()),
-        (None, Err(e)) => Some(match exit_code {
-            Some(c) if c != 0 => format!("the agent exited with {c} and {e}"),
-            _ => e.clone(),
-        }),
+        (None, Err(e)) => match exit_code {
+            Some(c) if c != 0 => Some(format!("the agent exited with {c} and {e}")),
+            _ if *e == contract::ContractError::Missing
+                && rule == ContractRule::Lenient
+                && !reviewer =>
+            {
+                if changed {
+                    report.outcome = ReportOutcome::Done;
+                    report.summary = contract::last_paragraph(&first.said.final_message);
+                    report.contract_missing = true;
+                    None
+                } else {
+                    Some(format!(
+                        "{e}{asked_too}, and the agent changed nothing, so there is no work to keep"
+                    ))
+                }
+            }
+            _ => Some(format!("{e}{asked_too} (contract = \"{}\")", rule.as_str())),
+        },
         (None, Ok(c)) => {
             report.outcome = c.result;
             report.summary = c.summary.clone();
             report.findings = c.findings.clone();
             report.verdict = c.verdict.as_deref().and_then(Verdict::parse);
-            if Role::Reviewer.is(&a.role) && c.result == ReportOutcome::Done {
-                review_problem(work, c.verdict.as_deref())
+            if reviewer && c.result == ReportOutcome::Done {
+                review_problem(work, c.verdict.as_deref()).map(|r| format!("{r}{asked_too}"))
             } else {
                 None
             }
@@ -183,4 +232,96 @@ pub(crate) fn run_one(
         Err(ClientError::Lost { .. }) => Ok(Reported::Lost),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// One run of the agent: how it ended, how long it took, what it printed and said.
+struct Turn {
+    ended: Ended,
+    wall_ms: u64,
+    stdout: String,
+    stderr: String,
+    said: contract::Said,
+}
+
+impl Turn {
+    fn add_usage(&self, u: &mut Usage) {
+        u.wall_ms += self.wall_ms;
+        u.tokens_in += self.said.tokens_in;
+        u.tokens_out += self.said.tokens_out;
+        u.tokens_cached += self.said.tokens_cached;
+        if let Some(c) = self.said.cost_usd {
+            u.cost_usd = Some(u.cost_usd.unwrap_or(0.0) + c);
+        }
+    }
+}
+
+/// Run `spec` under the lease and read what the agent said (its result file, when the profile
+/// names one, is read after the run).
+fn run_turn(
+    spec: &Spec,
+    lease: &mut Lease,
+    p: &AgentProfile,
+    vars: &profiles::Vars,
+) -> Result<Turn, String> {
+    let started = Instant::now();
+    let ended =
+        process::run(spec, lease).map_err(|e| format!("starting {:?}: {e}", spec.argv.first()))?;
+    let wall_ms = started.elapsed().as_millis() as u64;
+    let stdout = std::fs::read_to_string(&spec.stdout).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&spec.stderr).unwrap_or_default();
+    let result_file = p
+        .result_file
+        .as_deref()
+        .and_then(|f| profiles::fill(f, vars).ok())
+        .and_then(|f| std::fs::read_to_string(f).ok());
+    let said = contract::read_output(&p.output, &stdout, result_file.as_deref());
+    Ok(Turn {
+        ended,
+        wall_ms,
+        stdout,
+        stderr,
+        said,
+    })
+}
+
+/// The follow-up turn: the profile's `follow_up` argv (with the model and extra arguments)
+/// asking for the trailer lines, run exactly as the first turn was — the same sandbox,
+/// environment, working directory and run folder — with its own output files and timeout.
+fn follow_up(
+    first: &Spec,
+    lease: &mut Lease,
+    p: &AgentProfile,
+    vars: &profiles::Vars,
+    run_dir: &std::path::Path,
+    reviewer: bool,
+    model_args: &[String],
+) -> Result<Turn, String> {
+    let question = run_dir.join("follow-up.md");
+    std::fs::write(&question, contract::follow_up_question(reviewer))
+        .map_err(|e| format!("{}: {e}", question.display()))?;
+    let vars = profiles::Vars {
+        follow_up_file: question.display().to_string(),
+        ..vars.clone()
+    };
+    let argv = p
+        .follow_up
+        .iter()
+        .chain(model_args)
+        .chain(&p.extra_args)
+        .map(|e| profiles::fill(e, &vars))
+        .collect::<Result<Vec<_>, _>>()?;
+    let secs = match p.follow_up_timeout_secs {
+        0 => FOLLOW_UP_TIMEOUT_SECS,
+        s => s,
+    };
+    let spec = Spec {
+        argv,
+        stdin: first.stdin.as_ref().map(|_| question.clone()),
+        stdout: run_dir.join("follow-up.stdout.log"),
+        stderr: run_dir.join("follow-up.stderr.log"),
+        timeout: Duration::from_secs(secs).min(first.timeout),
+        ..first.clone()
+    };
+    tracing::info!(argv = ?spec.argv, "asking the agent for its missing trailer lines");
+    run_turn(&spec, lease, p, &vars)
 }

@@ -234,10 +234,23 @@ fn aider_usage(stdout: &str, said: &mut Said) {
     }
 }
 
+/// Why a final message gives no contract.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContractError {
+    /// No `YOI-RESULT:` line at all: the agent forgot its trailer.
+    #[error("the output contract is missing: the final message has no `YOI-RESULT: done|blocked|failed` line")]
+    Missing,
+    /// A `YOI-RESULT:` line with a value that is not a result.
+    #[error("the output contract is malformed: `YOI-RESULT: {0}` must be done, blocked or failed")]
+    Malformed(String),
+}
+
 /// The contract in a final message: the last `YOI-RESULT:` line with a known value, the last
 /// `YOI-SUMMARY:` and `YOI-VERDICT:`. A missing or malformed result line is an error that says
-/// what was missing.
-pub fn read_contract(final_message: &str) -> Result<Contract, String> {
+/// what was missing. A line whose value still lists the choices (`done | blocked | failed`, or
+/// `approve | request_changes`) is the prompt's template echoed back, not an answer, and is
+/// skipped.
+pub fn read_contract(final_message: &str) -> Result<Contract, ContractError> {
     let mut result = None;
     let mut bad = None;
     let mut summary = None;
@@ -248,6 +261,7 @@ pub fn read_contract(final_message: &str) -> Result<Contract, String> {
             .trim()
             .trim_start_matches(['*', '`', '-', ' '])
             .trim_end_matches(['*', '`']);
+        let template = |v: &str| v.contains('|');
         if let Some(v) = line.strip_prefix("YOI-RESULT:") {
             use yoi_core::report::ReportOutcome as O;
             let v = v.trim().to_ascii_lowercase();
@@ -255,12 +269,16 @@ pub fn read_contract(final_message: &str) -> Result<Contract, String> {
                 "done" => result = Some(O::Done),
                 "blocked" => result = Some(O::Blocked),
                 "failed" => result = Some(O::Failed),
+                _ if template(&v) => {}
                 _ => bad = Some(v),
             }
         } else if let Some(v) = line.strip_prefix("YOI-SUMMARY:") {
             summary = Some(v.trim().to_string()).filter(|s| !s.is_empty());
         } else if let Some(v) = line.strip_prefix("YOI-VERDICT:") {
-            verdict = Some(v.trim().to_ascii_lowercase()).filter(|s| !s.is_empty());
+            let v = v.trim().to_ascii_lowercase();
+            if !template(&v) {
+                verdict = Some(v).filter(|s| !s.is_empty());
+            }
         } else if let Some(v) = line.strip_prefix("YOI-FINDING:") {
             findings.extend(Some(v.trim().to_string()).filter(|s| !s.is_empty()));
         }
@@ -272,13 +290,64 @@ pub fn read_contract(final_message: &str) -> Result<Contract, String> {
             verdict,
             findings,
         }),
-        (None, Some(v)) => Err(format!(
-            "the output contract is malformed: `YOI-RESULT: {v}` must be done, blocked or failed"
-        )),
-        (None, None) => Err(
-            "the output contract is missing: the final message has no `YOI-RESULT: done|blocked|failed` line".into(),
-        ),
+        (None, Some(v)) => Err(ContractError::Malformed(v)),
+        (None, None) => Err(ContractError::Missing),
     }
+}
+
+/// Whether the agent forgot its trailer, so a follow-up turn should ask for it: no result line
+/// at all, or a reviewer's `done` without its verdict line. A malformed line is an answer, and
+/// is not asked again.
+pub fn forgotten(contract: &Result<Contract, ContractError>, reviewer: bool) -> bool {
+    match contract {
+        Err(ContractError::Missing) => true,
+        Err(ContractError::Malformed(_)) => false,
+        Ok(c) => {
+            reviewer && c.result == yoi_core::report::ReportOutcome::Done && c.verdict.is_none()
+        }
+    }
+}
+
+/// The question of the follow-up turn: only the trailer lines, about the work just done.
+pub fn follow_up_question(reviewer: bool) -> String {
+    let mut q = String::from(
+        "Your previous answer ended without the trailer lines yoi reads. Change nothing now. \
+         Reply with only these lines, filled in for the work you just did:\n\n\
+         YOI-RESULT: done (or blocked, or failed)\n\
+         YOI-SUMMARY: one sentence on what you did or why you stopped\n",
+    );
+    if reviewer {
+        q.push_str("YOI-VERDICT: approve (or request_changes)\nYOI-FINDING: one line per problem found, if any\n");
+    }
+    q
+}
+
+/// The last paragraph of a final message that has no contract, as the attempt's summary. A
+/// `text` final message is all of stdout, so the agent's bookkeeping is left out — usage lines
+/// (`Tokens: …`, `Cost: …`) and `Applied edit to …` — and the last paragraph that reads as
+/// prose (it ends with `.`, `!` or `?`) is taken, else the last one. It is joined into one
+/// line and cut to 400 characters.
+pub fn last_paragraph(final_message: &str) -> Option<String> {
+    const NOISE: [&str; 3] = ["Tokens: ", "Cost: ", "Applied edit to "];
+    let mut paragraphs: Vec<Vec<&str>> = vec![Vec::new()];
+    for line in final_message.lines().map(str::trim) {
+        if NOISE.iter().any(|n| line.starts_with(n)) {
+            continue;
+        }
+        match paragraphs.last_mut() {
+            Some(p) if !line.is_empty() => p.push(line),
+            Some(p) if !p.is_empty() => paragraphs.push(Vec::new()),
+            _ => {}
+        }
+    }
+    paragraphs.retain(|p| !p.is_empty());
+    let prose = |p: &&Vec<&str>| p.last().is_some_and(|l| l.ends_with(['.', '!', '?']));
+    let chosen = paragraphs.iter().rev().find(prose).or(paragraphs.last())?;
+    let text = chosen.join(" ");
+    Some(match text.char_indices().nth(400) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    })
 }
 
 #[cfg(test)]
@@ -293,11 +362,13 @@ mod tests {
         .unwrap();
         assert_eq!(c.result, yoi_core::report::ReportOutcome::Done);
         assert_eq!(c.summary.as_deref(), Some("added the thing"));
-        assert!(read_contract("no trailers")
-            .unwrap_err()
-            .contains("missing"));
+        assert_eq!(
+            read_contract("no trailers").unwrap_err(),
+            ContractError::Missing
+        );
         assert!(read_contract("YOI-RESULT: maybe")
             .unwrap_err()
+            .to_string()
             .contains("malformed"));
     }
 
@@ -337,5 +408,41 @@ mod tests {
             read_output("codex_jsonl", out, Some("from file")).final_message,
             "from file"
         );
+    }
+
+    #[test]
+    fn the_prompts_template_echoed_back_is_no_answer() {
+        // Aider echoes its message; the template's choices are not a result or a verdict.
+        let echoed =
+            "YOI-RESULT: done | blocked | failed\nYOI-VERDICT: approve | request_changes\n";
+        assert_eq!(read_contract(echoed).unwrap_err(), ContractError::Missing);
+        let c = read_contract(&format!("{echoed}YOI-RESULT: done\n")).unwrap();
+        assert_eq!(c.verdict, None);
+        assert!(
+            forgotten(&Ok(c.clone()), true),
+            "a reviewer's done needs its verdict"
+        );
+        assert!(!forgotten(&Ok(c), false));
+        assert!(forgotten(&read_contract(echoed), false));
+        assert!(!forgotten(&read_contract("YOI-RESULT: maybe"), false));
+    }
+
+    #[test]
+    fn the_last_paragraph_is_the_last_prose_without_the_agents_bookkeeping() {
+        let m = "Aider v0.86\n\nI created greeting.txt\nwith a greeting.\n\nTokens: 812 sent, 41 received. Cost: $0.01 message.\n\n";
+        assert_eq!(
+            last_paragraph(m).as_deref(),
+            Some("I created greeting.txt with a greeting.")
+        );
+        // What Aider prints after the reply: the file's name and the edit it applied.
+        let aider = format!("{m}HTTPSConnectionPool(host='x'): Max retries exceeded)\n\nhello.txt\nApplied edit to hello.txt\n");
+        assert_eq!(
+            last_paragraph(&aider).as_deref(),
+            Some("I created greeting.txt with a greeting.")
+        );
+        assert_eq!(last_paragraph("just words").as_deref(), Some("just words"));
+        assert_eq!(last_paragraph("\n  \n"), None);
+        let long = "x".repeat(500);
+        assert_eq!(last_paragraph(&long).unwrap().chars().count(), 401);
     }
 }

@@ -19,7 +19,7 @@ pub fn dir(ws: &Workspace) -> PathBuf {
 }
 
 /// One flow file and what checking it found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct FlowFile {
     /// Relative to the workspace root.
     pub file: String,
@@ -124,7 +124,8 @@ pub fn scan(ws: &Workspace) -> Vec<FlowFile> {
 }
 
 /// A flow a ticket may use, and where it comes from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = ListedFlow)]
 pub struct Listed {
     pub flow: Flow,
     /// The file, or `built-in`.

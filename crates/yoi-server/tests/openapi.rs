@@ -348,18 +348,8 @@ const UNTYPED: &[(&str, &str)] = &[
     ("post", "/api/v1/assignments/{id}/fail"),
     ("post", "/api/v1/assignments/{id}/heartbeat"),
     ("post", "/api/v1/assignments/{id}/log"),
-    ("get", "/api/v1/flows"),
-    ("get", "/api/v1/flows/lint"),
-    ("get", "/api/v1/flows/{name}"),
     ("get", "/api/v1/pods"),
     ("post", "/api/v1/pods"),
-    ("get", "/api/v1/skills"),
-    ("get", "/api/v1/skills/proposals"),
-    ("post", "/api/v1/skills/proposals"),
-    ("post", "/api/v1/skills/proposals/{id}/approve"),
-    ("post", "/api/v1/skills/proposals/{id}/reject"),
-    ("get", "/api/v1/skills/{name}"),
-    ("post", "/api/v1/skills/{name}/activate"),
     ("get", "/api/v1/tickets/{id}/cost"),
 ];
 

@@ -45,7 +45,7 @@ pub struct RecorderError {
 }
 
 /// `allowed-tools` as declared by the skill; yoi shows it and does not enforce it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct AllowedTools {
     pub tools: Vec<String>,
     /// Always false: yoi does not restrict the agent's tools.
@@ -53,7 +53,8 @@ pub struct AllowedTools {
 }
 
 /// The activated skill: its body and what comes with it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = SkillActivation)]
 pub struct Activation {
     pub name: String,
     pub source: SkillSource,

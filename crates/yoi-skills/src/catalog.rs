@@ -28,7 +28,19 @@ use crate::digest::sha256_hex;
 use crate::lint::{lint_skill_md, SkillMeta};
 
 /// Where a catalog entry came from, in priority order (earlier variants win).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SkillSource {
     /// The workspace skills root, normally `.yoi/skills`.
@@ -73,7 +85,7 @@ impl CatalogConfig {
 }
 
 /// A lower-priority entry hidden by a catalog entry of the same name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct ShadowedSkill {
     pub source: SkillSource,
     pub location: String,
@@ -89,7 +101,8 @@ pub(crate) enum Origin {
 }
 
 /// One skill of the catalog, with everything the dashboard and `yoi skill show` need.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = Skill)]
 pub struct SkillEntry {
     /// The directory name, which is the catalog key.
     pub name: String,
@@ -171,7 +184,7 @@ impl SkillEntry {
 }
 
 /// What the catalog list shows: name, description, source and validity only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SkillSummary {
     pub name: String,
     pub description: Option<String>,

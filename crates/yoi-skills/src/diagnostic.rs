@@ -8,7 +8,20 @@
 use serde::{Deserialize, Serialize};
 
 /// How serious a finding is. Only `Error` makes a skill invalid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
+#[schema(as = SkillSeverity)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// The skill breaks the specification; it is listed but cannot be activated.
@@ -20,7 +33,8 @@ pub enum Severity {
 }
 
 /// One finding of the parser or linter.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = SkillDiagnostic)]
 pub struct Diagnostic {
     /// Stable rule id such as `NAME-LENGTH`; see [`rules`].
     pub rule: &'static str,

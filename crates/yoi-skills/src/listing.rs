@@ -19,7 +19,7 @@ pub const MAX_LISTED_FILES: usize = 200;
 pub const MAX_DEPTH: usize = 16;
 
 /// Bundled files, relative to the skill root with `/` separators, sorted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct FileListing {
     pub files: Vec<String>,
     /// True when more files exist than were listed.

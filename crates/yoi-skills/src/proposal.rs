@@ -42,14 +42,16 @@ use install::Fault;
 pub use tree::{MAX_DEPTH, MAX_PROPOSAL_BYTES, MAX_PROPOSAL_FILES};
 
 /// New skill, or a change to one that exists in the workspace skills root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = SkillProposalKind)]
 #[serde(rename_all = "snake_case")]
 pub enum ProposalKind {
     New,
     Change,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = SkillProposalStatus)]
 #[serde(rename_all = "snake_case")]
 pub enum ProposalStatus {
     Pending,
@@ -58,7 +60,8 @@ pub enum ProposalStatus {
 }
 
 /// Who decided, when, and what the decision left behind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = SkillProposalDecision)]
 pub struct Decision {
     pub by: String,
     pub at: String,
@@ -72,7 +75,8 @@ pub struct Decision {
 }
 
 /// The content of `proposal.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = SkillProposal)]
 pub struct Proposal {
     pub id: String,
     pub name: String,

@@ -8,8 +8,11 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use yoi_engine::skill_format::activate::Activation;
+use yoi_engine::skill_format::catalog::{SkillEntry, SkillSummary};
+use yoi_engine::skill_format::proposal::Proposal;
 use yoi_engine::skills::{self as glue, SkillError};
 
 use crate::auth::{now, Authed, DecideSkill, ProposeSkill, ReadTickets, UseSkills};
@@ -38,41 +41,56 @@ pub struct RejectBody {
     pub reason: String,
 }
 
-#[utoipa::path(operation_id = "list_skills", get, path = "/api/v1/skills", responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+/// The catalog: name, description, source and validity of each skill.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SkillList {
+    pub count: usize,
+    pub skills: Vec<SkillSummary>,
+}
+
+/// Every skill proposal, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProposalList {
+    pub count: usize,
+    pub proposals: Vec<Proposal>,
+}
+
+#[utoipa::path(operation_id = "list_skills", get, path = "/api/v1/skills", responses((status = 200, body = SkillList)), security(("bearer" = [])), tag = "skills")]
 pub async fn list(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let list = s
+) -> Result<Json<SkillList>, ApiError> {
+    let skills = s
         .blocking("catalog", |ws| glue::load_catalog(ws).list())
         .await?;
-    Ok(Json(
-        serde_json::json!({ "count": list.len(), "skills": list }),
-    ))
+    Ok(Json(SkillList {
+        count: skills.len(),
+        skills,
+    }))
 }
 
-#[utoipa::path(operation_id = "show_skill", get, path = "/api/v1/skills/{name}", params(("name" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "show_skill", get, path = "/api/v1/skills/{name}", params(("name" = String, Path)), responses((status = 200, body = SkillEntry)), security(("bearer" = [])), tag = "skills")]
 pub async fn show(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
     Path(name): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<SkillEntry>, ApiError> {
     let entry = s
         .blocking("catalog", move |ws| {
             glue::load_catalog(ws).get(&name).cloned().ok_or(name)
         })
         .await?
         .map_err(|name| SkillError::Unknown { name })?;
-    Ok(Json(serde_json::to_value(entry).unwrap_or_default()))
+    Ok(Json(entry))
 }
 
-#[utoipa::path(operation_id = "activate_skill", post, path = "/api/v1/skills/{name}/activate", params(("name" = String, Path)), request_body = ActivateBody, responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "activate_skill", post, path = "/api/v1/skills/{name}/activate", params(("name" = String, Path)), request_body = ActivateBody, responses((status = 200, body = Activation)), security(("bearer" = [])), tag = "skills")]
 pub async fn activate(
     State(s): State<AppState>,
     Authed(c, ..): Authed<UseSkills>,
     Path(name): Path<String>,
     Body(b): Body<ActivateBody>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Activation>, ApiError> {
     let state = s.clone();
     let who = c.principal.author();
     let agent = match &c.token.scope {
@@ -102,7 +120,7 @@ pub async fn activate(
     })
     .await
     .map_err(|e| ApiError::internal("activation", e))??;
-    Ok(Json(serde_json::to_value(result).unwrap_or_default()))
+    Ok(Json(result))
 }
 
 #[utoipa::path(operation_id = "skill_resource", get, path = "/api/v1/skills/{name}/resources/{path}", params(("name" = String, Path), ("path" = String, Path)), responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>)), security(("bearer" = [])), tag = "skills")]
@@ -121,62 +139,60 @@ pub async fn resource(
         .into_response())
 }
 
-#[utoipa::path(operation_id = "list_skill_proposals", get, path = "/api/v1/skills/proposals", responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "list_skill_proposals", get, path = "/api/v1/skills/proposals", responses((status = 200, body = ProposalList)), security(("bearer" = [])), tag = "skills")]
 pub async fn proposals(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let list = s.blocking("proposals", glue::proposals).await??;
-    Ok(Json(
-        serde_json::json!({ "count": list.len(), "proposals": list }),
-    ))
+) -> Result<Json<ProposalList>, ApiError> {
+    let proposals = s.blocking("proposals", glue::proposals).await??;
+    Ok(Json(ProposalList {
+        count: proposals.len(),
+        proposals,
+    }))
 }
 
-#[utoipa::path(operation_id = "propose_skill", post, path = "/api/v1/skills/proposals", request_body = ProposeBody, responses((status = 201, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "propose_skill", post, path = "/api/v1/skills/proposals", request_body = ProposeBody, responses((status = 201, body = Proposal)), security(("bearer" = [])), tag = "skills")]
 pub async fn propose(
     State(s): State<AppState>,
     Authed(c, ..): Authed<ProposeSkill>,
     Body(b): Body<ProposeBody>,
-) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+) -> Result<(StatusCode, Json<Proposal>), ApiError> {
     let who = c.principal.author();
     let p = s
         .blocking("proposal", move |ws| {
             glue::propose_files(ws, &b.name, &b.files, &who, now())
         })
         .await??;
-    Ok((
-        StatusCode::CREATED,
-        Json(serde_json::to_value(p).unwrap_or_default()),
-    ))
+    Ok((StatusCode::CREATED, Json(p)))
 }
 
-#[utoipa::path(operation_id = "approve_skill_proposal", post, path = "/api/v1/skills/proposals/{id}/approve", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "approve_skill_proposal", post, path = "/api/v1/skills/proposals/{id}/approve", params(("id" = String, Path)), responses((status = 200, body = Proposal)), security(("bearer" = [])), tag = "skills")]
 pub async fn approve(
     State(s): State<AppState>,
     Authed(c, ..): Authed<DecideSkill>,
     Path(id): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Proposal>, ApiError> {
     let approver = c.principal.author();
     let p = s
         .blocking("approve", move |ws| {
             glue::approve(ws, &id, &approver, now())
         })
         .await??;
-    Ok(Json(serde_json::to_value(p).unwrap_or_default()))
+    Ok(Json(p))
 }
 
-#[utoipa::path(operation_id = "reject_skill_proposal", post, path = "/api/v1/skills/proposals/{id}/reject", params(("id" = String, Path)), request_body = RejectBody, responses((status = 200, body = Object)), security(("bearer" = [])), tag = "skills")]
+#[utoipa::path(operation_id = "reject_skill_proposal", post, path = "/api/v1/skills/proposals/{id}/reject", params(("id" = String, Path)), request_body = RejectBody, responses((status = 200, body = Proposal)), security(("bearer" = [])), tag = "skills")]
 pub async fn reject(
     State(s): State<AppState>,
     Authed(c, ..): Authed<DecideSkill>,
     Path(id): Path<String>,
     Body(b): Body<RejectBody>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Proposal>, ApiError> {
     let approver = c.principal.author();
     let p = s
         .blocking("reject", move |ws| {
             glue::reject(ws, &id, &approver, &b.reason, now())
         })
         .await??;
-    Ok(Json(serde_json::to_value(p).unwrap_or_default()))
+    Ok(Json(p))
 }

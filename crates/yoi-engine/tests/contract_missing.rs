@@ -22,7 +22,7 @@ fn at(ms: i64) -> Timestamp {
 fn caller(role: &str) -> PodCaller {
     PodCaller {
         token_id: format!("tok-{role}"),
-        role: role.into(),
+        role: yoi_core::Role::parse(role).expect("a pod role"),
     }
 }
 

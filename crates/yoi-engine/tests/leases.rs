@@ -34,7 +34,7 @@ fn at(ms: i64) -> Timestamp {
 fn coder() -> PodCaller {
     PodCaller {
         token_id: "tok-coder".into(),
-        role: "coder".into(),
+        role: yoi_core::Role::Coder,
     }
 }
 

@@ -108,7 +108,7 @@ impl Caller {
         match &self.token.scope {
             Scope::Pod(role) => Some(yoi_engine::assignments::PodCaller {
                 token_id: self.token.id.clone(),
-                role: role.to_string(),
+                role: *role,
             }),
             Scope::Human | Scope::Read | Scope::Agent(_) => None,
         }

@@ -17,7 +17,7 @@ use super::{
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodCaller {
     pub token_id: String,
-    pub role: String,
+    pub role: Role,
 }
 
 /// What a pod says of itself when it registers.
@@ -92,7 +92,7 @@ fn speaks_for(
     let row = row.ok_or_else(|| AssignmentError::UnknownPod {
         pod: pod.to_string(),
     })?;
-    if row.token_id != caller.token_id || row.role != caller.role {
+    if row.token_id != caller.token_id || !caller.role.is(&row.role) {
         return Err(AssignmentError::NotYours {
             id: format!("pod {pod}"),
             pod: pod.to_string(),
@@ -107,9 +107,9 @@ pub(crate) fn check_role(
     a: &Assignment,
     action: &'static str,
 ) -> Result<(), AssignmentError> {
-    if a.role != caller.role {
+    if !caller.role.is(&a.role) {
         return Err(AssignmentError::WrongRole {
-            token_role: caller.role.clone(),
+            token_role: caller.role.to_string(),
             role: a.role.clone(),
             action,
         });

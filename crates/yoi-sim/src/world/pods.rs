@@ -79,7 +79,7 @@ fn workdir_ready(w: &Work) -> Result<(), String> {
 fn caller(role: &str) -> PodCaller {
     PodCaller {
         token_id: format!("tok-{role}"),
-        role: role.into(),
+        role: yoi_core::Role::parse(role).expect("a pod role"),
     }
 }
 

@@ -98,6 +98,7 @@ fn main() {
         probe,
         section: Default::default(),
         home: Some(home.clone()),
+        proxy: Default::default(),
     };
     let state = ["~/.aider/".to_string()];
     let full = sandbox.policy("coder", &wt, &run_dir, &state).unwrap();

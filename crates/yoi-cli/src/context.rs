@@ -109,6 +109,16 @@ impl Env {
         Ok(ws)
     }
 
+    /// The workspace without its database, or `None` outside any workspace; a workspace whose
+    /// configuration does not read is an error, never a silent fallback to the defaults (its
+    /// `[sandbox]` might be stricter than they are).
+    pub fn files_if_any(&self, command: &str) -> Result<Option<Workspace>, CliError> {
+        if Workspace::find_root(&self.start).is_none() {
+            return Ok(None);
+        }
+        self.files_only(command).map(Some)
+    }
+
     /// A human principal acting now.
     /// The person running the command. A name yoi itself writes under (`yoi-orchestrator`,
     /// `yoi`) is refused: routing trusts decision events by their author.

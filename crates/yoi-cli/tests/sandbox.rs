@@ -584,3 +584,71 @@ fn a_run_writes_its_working_directory_by_relative_paths() {
         std::fs::remove_file(work.path().join("relative.txt")).unwrap();
     }
 }
+
+/// A loopback HTTP server answering every request with `body`; its port.
+fn http_server(body: &'static str) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn a_listed_network_reaches_its_destinations_through_the_proxy_and_nothing_else() {
+    let listed = http_server("listed");
+    let other = http_server("other");
+    let network = yoi_core::sandbox::Network::Allow(vec![format!("127.0.0.1:{listed}")]);
+    let proxy = yoi_pod::sandbox::proxy::start(network.clone()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut p: serde_json::Value =
+        serde_json::from_str(&policy(&[work.path()], &[], true, "on")).unwrap();
+    p["network"] = serde_json::to_value(&network).unwrap();
+    p["proxy_port"] = proxy.into();
+    let script = format!(
+        r#"python3 - <<'PY'
+import socket, urllib.request, urllib.error
+def direct(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), 2); return "connected"
+    except OSError: return "refused"
+via = urllib.request.build_opener(urllib.request.ProxyHandler({{"http": "http://127.0.0.1:{proxy}"}}))
+def proxied(port):
+    try: return via.open("http://127.0.0.1:%d/" % port, timeout=5).read().decode()
+    except urllib.error.HTTPError as e: return "http %d" % e.code
+def tunnel(port):
+    s = socket.create_connection(("127.0.0.1", {proxy}), 2)
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % port)
+    got = b""
+    while b"\r\n" not in got:
+        more = s.recv(100)
+        if not more: break
+        got += more
+    return got.split(b"\r\n")[0].decode()
+print("direct listed:", direct({listed}))
+print("direct other:", direct({other}))
+print("proxied listed:", proxied({listed}))
+print("proxied other:", proxied({other}))
+print("tunnel listed:", tunnel({listed}))
+print("tunnel other:", tunnel({other}))
+PY"#
+    );
+    let (code, out, err) = launch(&p.to_string(), &script);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "direct listed: refused\ndirect other: refused\nproxied listed: listed\nproxied other: http 403\n\
+         tunnel listed: HTTP/1.1 200 Connection Established\ntunnel other: HTTP/1.1 403 Forbidden\n",
+        "{err}"
+    );
+}

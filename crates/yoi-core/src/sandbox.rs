@@ -92,12 +92,74 @@ impl NetworkSection {
 
 /// Whether a run reaches the network. `on` is the default: a coder must reach its model and a
 /// build its registries. `off` denies every TCP connection and bind (and, where a network
-/// namespace can be made, leaves the run only a loopback of its own).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// namespace can be made, leaves the run only a loopback of its own). A list of `host:port`
+/// (`["api.anthropic.com:443"]`) lets the run reach only those, through the pod's proxy: the
+/// run's only TCP connection may be to the proxy, which lets through `CONNECT` and plain HTTP
+/// requests for the listed destinations only.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Network {
     On,
     Off,
+    Allow(Vec<String>),
+}
+
+impl Network {
+    /// Whether `host:port` is one of the listed destinations (hosts compared without case).
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        match self {
+            Network::On => true,
+            Network::Off => false,
+            Network::Allow(list) => list.iter().any(|d| {
+                d.rsplit_once(':').is_some_and(|(h, p)| {
+                    h.trim_matches(|c| c == '[' || c == ']')
+                        .eq_ignore_ascii_case(host.trim_matches(|c| c == '[' || c == ']'))
+                        && p.parse::<u16>() == Ok(port)
+                })
+            }),
+        }
+    }
+}
+
+impl Serialize for Network {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Network::On => s.serialize_str("on"),
+            Network::Off => s.serialize_str("off"),
+            Network::Allow(list) => list.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Word(String),
+            List(Vec<String>),
+        }
+        use serde::de::Error;
+        match Raw::deserialize(d)? {
+            Raw::Word(w) if w == "on" => Ok(Network::On),
+            Raw::Word(w) if w == "off" => Ok(Network::Off),
+            Raw::Word(w) => Err(D::Error::custom(format!(
+                "network must be \"on\", \"off\" or a list of \"host:port\", not {w:?}"
+            ))),
+            Raw::List(list) => {
+                for d in &list {
+                    let ok = d.rsplit_once(':').is_some_and(|(h, p)| {
+                        !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0)
+                    });
+                    if !ok {
+                        return Err(D::Error::custom(format!(
+                            "{d:?} in a network list is not host:port"
+                        )));
+                    }
+                }
+                Ok(Network::Allow(list))
+            }
+        }
+    }
 }
 
 /// What one run may do, and how that is enforced.
@@ -112,6 +174,9 @@ pub struct Policy {
     /// exists).
     pub tmp: PathBuf,
     pub network: Network,
+    /// The loopback port of the pod's proxy, the run's only way out when the network is a list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_port: Option<u16>,
     pub enforce: Enforcement,
 }
 
@@ -167,9 +232,10 @@ impl Policy {
         if self.enforce.off {
             return self.enforce.describe();
         }
-        let net = match self.network {
-            Network::On => "network on",
-            Network::Off => "network off",
+        let net = match &self.network {
+            Network::On => "network on".to_string(),
+            Network::Off => "network off".to_string(),
+            Network::Allow(list) => format!("network only to {}", list.join(" ")),
         };
         let writes: Vec<String> = self.write.iter().map(|p| p.display().to_string()).collect();
         format!(
@@ -192,6 +258,33 @@ mod tests {
         assert_eq!(s.network.for_role("verifier"), Network::Off);
         assert_eq!(s.network.for_role("coder"), Network::On);
         assert_eq!(s.deny_read, vec!["~/.secrets".to_string()]);
+        let s: SandboxSection = toml_like(
+            r#"{"network":{"default":"off","coder":["api.example.com:443","[::1]:8080"]}}"#,
+        );
+        let coder = s.network.for_role("coder");
+        assert!(coder.allows("API.example.com", 443));
+        assert!(coder.allows("::1", 8080));
+        assert!(!coder.allows("api.example.com", 80));
+        assert!(!coder.allows("evil.example", 443));
+        assert!(!s
+            .network
+            .for_role("verifier")
+            .allows("api.example.com", 443));
+    }
+
+    #[test]
+    fn a_network_that_is_neither_a_switch_nor_host_port_is_refused() {
+        for bad in [r#""sometimes""#, r#"["api.example.com"]"#, r#"["host:0"]"#] {
+            let err = serde_json::from_str::<Network>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("network") || err.contains("host:port"),
+                "{bad}: {err}"
+            );
+        }
+        let list: Network = serde_json::from_str(r#"["a:1"]"#).unwrap();
+        assert_eq!(serde_json::to_string(&list).unwrap(), r#"["a:1"]"#);
     }
 
     #[test]
@@ -201,6 +294,7 @@ mod tests {
             deny_read: vec![],
             tmp: PathBuf::from("/t"),
             network: Network::On,
+            proxy_port: None,
             enforce: Enforcement {
                 off: true,
                 ..Enforcement::default()

@@ -64,7 +64,7 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
             let profile =
                 yoi_pod::profiles::resolve(&name, &workspace).map_err(CliError::Refused)?;
             let found = which(&profile.program);
-            let ws = env.files_only("yoi agent check").ok();
+            let ws = env.files_if_any("yoi agent check")?;
             let sandbox = crate::commands::pod::sandbox(ws.as_ref())?;
             let enforced = sandbox.enforcement();
             let sandbox_line = match &enforced {

@@ -24,7 +24,7 @@ pub fn run(env: &Env, cmd: PodCommand) -> Result<(), CliError> {
 }
 
 fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
-    let ws = env.files_only("yoi pod run").ok();
+    let ws = env.files_if_any("yoi pod run")?;
     let server = match (&a.server, &ws) {
         (Some(s), _) => s.clone(),
         (None, Some(ws)) => match yoi_engine::store::server_file::live(&ws.local_dir()) {
@@ -153,6 +153,7 @@ pub fn sandbox(
         probe,
         section: ws.map(|w| w.config.sandbox.clone()).unwrap_or_default(),
         home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+        proxy: Default::default(),
     };
     Ok(sandbox)
 }

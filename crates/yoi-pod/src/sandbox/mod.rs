@@ -14,6 +14,7 @@
 //! Where neither Landlock nor namespaces exist the pod refuses to run agents unless the
 //! workspace says `[sandbox] mode = "off"`.
 
+pub mod proxy;
 mod rules;
 
 /// The launcher's exit status when the sandbox could not be set up (nothing ran).
@@ -24,7 +25,7 @@ pub const PREFIX: &str = "yoi sandbox: ";
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use yoi_core::sandbox::{Enforcement, Mode, Policy, SandboxSection, CREDENTIALS};
+use yoi_core::sandbox::{Enforcement, Mode, Network, Policy, SandboxSection, CREDENTIALS};
 
 pub use rules::confine;
 
@@ -50,6 +51,9 @@ pub struct Sandbox {
     pub section: SandboxSection,
     /// The pod's home folder (credential paths and `~/` are under it).
     pub home: Option<PathBuf>,
+    /// The port of the pod's proxy, started the first time a run's network is a list (a pod
+    /// runs one role, so one list).
+    pub proxy: std::sync::Arc<std::sync::OnceLock<u16>>,
 }
 
 impl Sandbox {
@@ -154,13 +158,45 @@ impl Sandbox {
             .into_iter()
             .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
             .collect();
+        let network = self.section.network.for_role(role);
+        let tcp_rules = enforce.landlock_abi >= 4;
+        match &network {
+            Network::Off if !enforce.off && !tcp_rules && !enforce.namespaces => {
+                return Err(format!(
+                    "[sandbox.network] {role} = \"off\" cannot be enforced here: it needs Landlock ABI 4 (this kernel has {}) or a network namespace",
+                    enforce.landlock_abi
+                ))
+            }
+            Network::Allow(_) if !enforce.off && !tcp_rules => {
+                return Err(format!(
+                    "[sandbox.network] {role} lists destinations, which needs Landlock ABI 4 to hold the run to the proxy (this kernel has {})",
+                    enforce.landlock_abi
+                ))
+            }
+            _ => {}
+        }
+        let proxy_port = match &network {
+            Network::Allow(_) if !enforce.off => Some(self.proxy_for(&network)?),
+            _ => None,
+        };
         Ok(Policy {
             write,
             deny_read,
             tmp,
-            network: self.section.network.for_role(role),
+            network,
+            proxy_port,
             enforce,
         })
+    }
+
+    /// The pod's proxy for `network`'s list, started once.
+    fn proxy_for(&self, network: &Network) -> Result<u16, String> {
+        if let Some(port) = self.proxy.get() {
+            return Ok(*port);
+        }
+        let port = proxy::start(network.clone())
+            .map_err(|e| format!("starting the sandbox's network proxy: {e}"))?;
+        Ok(*self.proxy.get_or_init(|| port))
     }
 
     /// `~/x` under the home folder, a relative path under the repository root.
@@ -219,6 +255,21 @@ impl Sandbox {
         }
         let layout = yoi_git::worktree_layout(workdir).map_err(|e| e.to_string())?;
         let mut env = vec![("TMPDIR".to_string(), policy.tmp.display().to_string())];
+        if let Some(port) = policy.proxy_port {
+            let url = format!("http://127.0.0.1:{port}");
+            for name in [
+                "HTTP_PROXY",
+                "HTTPS_PROXY",
+                "ALL_PROXY",
+                "http_proxy",
+                "https_proxy",
+                "all_proxy",
+            ] {
+                env.push((name.to_string(), url.clone()));
+            }
+            env.push(("NO_PROXY".to_string(), String::new()));
+            env.push(("no_proxy".to_string(), String::new()));
+        }
         env.extend(yoi_git::attempt_git_env(&objects, &layout.common_dir));
         let json = serde_json::to_string(&policy).map_err(|e| e.to_string())?;
         Ok(Confined {
@@ -255,6 +306,7 @@ mod tests {
                 ..SandboxSection::default()
             },
             home: None,
+            proxy: Default::default(),
         }
     }
 

@@ -61,10 +61,15 @@ fn landlock(policy: &Policy) -> Result<(), landlock::RulesetError> {
     if policy.enforce.landlock_abi >= 6 {
         ruleset = ruleset.scope(Scope::from_all(abi))?;
     }
-    if policy.network == Network::Off && policy.enforce.landlock_abi >= 4 {
+    let limit_tcp = policy.network != Network::On && policy.enforce.landlock_abi >= 4;
+    if limit_tcp {
         ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
     }
     let mut created = ruleset.create()?;
+    // A listed network: the run's one way out is the pod's proxy.
+    if let (true, Network::Allow(_), Some(port)) = (limit_tcp, &policy.network, policy.proxy_port) {
+        created = created.add_rule(landlock::NetPort::new(port, AccessNet::ConnectTcp))?;
+    }
     let mut denied = policy.deny_read.clone();
     denied.push(PathBuf::from("/dev"));
     for path in read_roots(Path::new("/"), &denied) {

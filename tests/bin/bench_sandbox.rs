@@ -59,10 +59,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage = "usage: yoi-bench-sandbox YOI_BINARY [RUNS]";
     let yoi = std::fs::canonicalize(args.get(1).expect(usage)).expect("YOI_BINARY exists");
-    let runs: usize = args
-        .get(2)
-        .map(|s| s.parse().expect(usage))
-        .unwrap_or(200);
+    let runs: usize = args.get(2).map(|s| s.parse().expect(usage)).unwrap_or(200);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");
     let home = dir.path().join("home");
@@ -83,7 +80,13 @@ fn main() {
     let wt = root.join(".worktree/bench");
     yoi_testkit::git(
         &root,
-        &["worktree", "add", "-q", "--detach", &wt.display().to_string()],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            &wt.display().to_string(),
+        ],
     );
     let run_dir = root.join(".yoi/local/pods/bench/runs/a1");
     std::fs::create_dir_all(&run_dir).unwrap();
@@ -131,7 +134,13 @@ fn main() {
             while !stop.load(Ordering::SeqCst) {
                 n += 1;
                 let _ = Command::new(&yoi)
-                    .args(["--local", "ticket", "create", "--title", &format!("Load {n}")])
+                    .args([
+                        "--local",
+                        "ticket",
+                        "create",
+                        "--title",
+                        &format!("Load {n}"),
+                    ])
                     .current_dir(&root)
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())

@@ -77,7 +77,7 @@ impl AssignmentStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, utoipa::ToSchema)]
 pub struct Assignment {
     pub id: String,
     pub ticket: String,

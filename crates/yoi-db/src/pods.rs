@@ -8,7 +8,7 @@ use sqlx::Row;
 use super::{db_err, Db};
 use yoi_store::StoreError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PodState {
     /// Registered and polling for work.
@@ -46,7 +46,7 @@ impl PodState {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct PodRow {
     pub id: String,
     pub name: String,

@@ -13,7 +13,7 @@ use yoi_store::{StoreError, Workspace};
 use crate::assignments::{CostSource, Usage};
 
 /// One attempt's line in the ledger.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CostLine {
     pub assignment: String,
     pub step: String,
@@ -31,7 +31,8 @@ pub struct CostLine {
 }
 
 /// A ticket's ledger and its totals.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Cost)]
 pub struct CostReport {
     pub ticket: String,
     pub attempts: Vec<CostLine>,

@@ -338,21 +338,6 @@ fn every_person_operation_of_the_engine_s_table_is_routed_and_documented() {
     }
 }
 
-/// Operations whose success answer is still a bare object in the document (issue 41: each is
-/// to get a named schema derived from the type its handler serialises). The test below fails
-/// when one of them gets a schema, so this list only shrinks.
-const UNTYPED: &[(&str, &str)] = &[
-    ("get", "/api/v1/assignments"),
-    ("post", "/api/v1/assignments/claim"),
-    ("post", "/api/v1/assignments/{id}/complete"),
-    ("post", "/api/v1/assignments/{id}/fail"),
-    ("post", "/api/v1/assignments/{id}/heartbeat"),
-    ("post", "/api/v1/assignments/{id}/log"),
-    ("get", "/api/v1/pods"),
-    ("post", "/api/v1/pods"),
-    ("get", "/api/v1/tickets/{id}/cost"),
-];
-
 /// Answers that are not a JSON value of ours: the document itself, a skill resource's bytes,
 /// and the event stream (described by `constraints::sse`).
 const NOT_OURS: &[(&str, &str)] = &[
@@ -416,7 +401,6 @@ fn every_success_answer_is_a_named_schema() {
         if NOT_OURS.contains(&(method, path)) {
             continue;
         }
-        let untyped = UNTYPED.contains(&(method, path));
         let responses = doc["paths"][path][method]["responses"].as_object().unwrap();
         for (status, response) in responses.iter().filter(|(s, _)| s.starts_with('2')) {
             let Some(schema) = response["content"]["application/json"].get("schema") else {
@@ -429,22 +413,14 @@ fn every_success_answer_is_a_named_schema() {
             let name = schema["$ref"]
                 .as_str()
                 .and_then(|r| r.strip_prefix("#/components/schemas/"));
-            match (name, untyped) {
-                (Some(name), false) => {
-                    assert!(
-                        schemas.contains_key(name),
-                        "{method} {path} {status}: `{name}` is not a component"
-                    );
-                    named.insert(name.to_string());
-                }
-                (None, true) => {}
-                (None, false) => {
-                    panic!("{method} {path} {status}: the answer is {schema}, not a named schema")
-                }
-                (Some(name), true) => {
-                    panic!("{method} {path} {status} is typed now (`{name}`): take it off UNTYPED")
-                }
-            }
+            let Some(name) = name else {
+                panic!("{method} {path} {status}: the answer is {schema}, not a named schema")
+            };
+            assert!(
+                schemas.contains_key(name),
+                "{method} {path} {status}: `{name}` is not a component"
+            );
+            named.insert(name.to_string());
         }
     }
     // Everything the named answers reach, transitively.
@@ -474,7 +450,14 @@ fn every_success_answer_is_a_named_schema() {
         "Ticket",
         "TicketSummary",
         "RelationView",
+        "RoutingView",
+        "IntentPacket",
         "DoctorReport",
+        "Skill",
+        "SkillProposal",
+        "ListedFlow",
+        "ClaimedWork",
+        "Cost",
     ] {
         assert!(reached.contains(must), "`{must}` is not an answer's schema");
     }

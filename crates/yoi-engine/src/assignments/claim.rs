@@ -118,12 +118,14 @@ pub(crate) fn check_role(
 }
 
 /// What a claim hands a pod: the assignment, where to work, and the brief.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = ClaimedWork)]
 pub struct Work {
     pub assignment: Assignment,
     pub ticket: TicketId,
     pub title: String,
     /// The folder to run the agent in (absolute).
+    #[schema(value_type = String)]
     pub workdir: PathBuf,
     /// The ticket branch the result will move, and its head when the folder was prepared.
     pub branch: String,
@@ -540,7 +542,7 @@ pub fn attempt_dir(ticket_worktree: &Path, n: i64) -> PathBuf {
 }
 
 /// What a heartbeat answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct HeartbeatReply {
     pub lease_until_ms: i64,
 }

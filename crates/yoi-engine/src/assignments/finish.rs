@@ -18,7 +18,8 @@ use super::{
 };
 
 /// What a completed attempt changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = CompletedAttempt)]
 pub struct Completed {
     pub assignment: String,
     /// The ticket branch and where it points now.

@@ -39,7 +39,8 @@ pub struct RegisterBody {
     pub sandbox: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// A registered pod, and the lease and heartbeat periods it must keep.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Registered {
     pub pod: PodRow,
     pub lease_ms: i64,
@@ -97,6 +98,34 @@ pub struct LogBody {
     pub text: String,
 }
 
+/// The pods seen in the last hour, and the server's clock when it answered.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PodList {
+    pub count: usize,
+    pub pods: Vec<PodRow>,
+    pub now_ms: i64,
+}
+
+/// What a failed attempt led to: the next attempt of the step, when the step is handed out
+/// again.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Failed {
+    pub next: Option<Assignment>,
+}
+
+/// Where the log text was appended, relative to the repository root.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogAppended {
+    pub log: String,
+}
+
+/// Assignments, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AssignmentList {
+    pub count: usize,
+    pub assignments: Vec<Assignment>,
+}
+
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -125,7 +154,7 @@ fn pod_caller(c: &Caller) -> Result<PodCaller, ApiError> {
         .ok_or_else(|| ApiError::forbidden("only a pod token speaks for a pod"))
 }
 
-#[utoipa::path(operation_id = "register_pod", post, tag = "pods", path = "/api/v1/pods", request_body = RegisterBody, responses((status = 201, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "register_pod", post, tag = "pods", path = "/api/v1/pods", request_body = RegisterBody, responses((status = 201, body = Registered)), security(("bearer" = [])))]
 /// Register a pod of the token's role.
 pub async fn register(
     State(s): State<AppState>,
@@ -159,20 +188,19 @@ pub async fn register(
     ))
 }
 
-#[utoipa::path(operation_id = "list_pods", get, tag = "pods", path = "/api/v1/pods", responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "list_pods", get, tag = "pods", path = "/api/v1/pods", responses((status = 200, body = PodList)), security(("bearer" = [])))]
 /// Pods that are running or stopped within the last hour.
-pub async fn list(
-    State(s): State<AppState>,
-    _a: Authed<ReadTickets>,
-) -> ApiResult<serde_json::Value> {
+pub async fn list(State(s): State<AppState>, _a: Authed<ReadTickets>) -> ApiResult<PodList> {
     let now_ms = now().unix_millis();
     let pods = s.db().pods(now_ms, 3_600_000).await?;
-    Ok(Json(
-        serde_json::json!({ "count": pods.len(), "pods": pods, "now_ms": now_ms }),
-    ))
+    Ok(Json(PodList {
+        count: pods.len(),
+        pods,
+        now_ms,
+    }))
 }
 
-#[utoipa::path(operation_id = "claim_assignment", post, tag = "pods", path = "/api/v1/assignments/claim", request_body = ClaimBody, responses((status = 200, body = Object), (status = 204, description = "no work within the wait")), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "claim_assignment", post, tag = "pods", path = "/api/v1/assignments/claim", request_body = ClaimBody, responses((status = 200, body = asg::Work), (status = 204, description = "no work within the wait")), security(("bearer" = [])))]
 /// Claim the oldest pending assignment of the pod's role, waiting up to `wait_ms` for one.
 pub async fn claim(
     State(s): State<AppState>,
@@ -218,7 +246,7 @@ pub async fn claim(
     }
 }
 
-#[utoipa::path(operation_id = "heartbeat_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/heartbeat", params(("id" = String, Path)), request_body = FencedBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "heartbeat_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/heartbeat", params(("id" = String, Path)), request_body = FencedBody, responses((status = 200, body = asg::HeartbeatReply)), security(("bearer" = [])))]
 /// Extend the claim's lease; 409 when the claim is not live (the pod must stop its agent).
 pub async fn heartbeat(
     State(s): State<AppState>,
@@ -242,7 +270,7 @@ pub async fn heartbeat(
     Ok(Json(reply))
 }
 
-#[utoipa::path(operation_id = "complete_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/complete", params(("id" = String, Path)), request_body = CompleteBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "complete_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/complete", params(("id" = String, Path)), request_body = CompleteBody, responses((status = 200, body = asg::Completed)), security(("bearer" = [])))]
 /// Report the attempt's result; a coder's commit moves the ticket branch by compare-and-swap.
 pub async fn complete(
     State(s): State<AppState>,
@@ -269,14 +297,14 @@ pub async fn complete(
     Ok(Json(done))
 }
 
-#[utoipa::path(operation_id = "fail_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/fail", params(("id" = String, Path)), request_body = FailBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "fail_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/fail", params(("id" = String, Path)), request_body = FailBody, responses((status = 200, body = Failed)), security(("bearer" = [])))]
 /// Report that the attempt failed; the step is handed out again while the circuit allows.
 pub async fn fail(
     State(s): State<AppState>,
     Authed(c, ..): Authed<RunPod>,
     Path(id): Path<String>,
     Body(b): Body<FailBody>,
-) -> ApiResult<serde_json::Value> {
+) -> ApiResult<Failed> {
     let caller = pod_caller(&c)?;
     let next = pod_work(&s, "fail", move |st| {
         asg::fail(
@@ -295,17 +323,17 @@ pub async fn fail(
     .await?;
     s.changed.send_modify(|n| *n += 1);
     s.flow_wake.notify_one();
-    Ok(Json(serde_json::json!({ "next": next })))
+    Ok(Json(Failed { next }))
 }
 
-#[utoipa::path(operation_id = "append_assignment_log", post, tag = "pods", path = "/api/v1/assignments/{id}/log", params(("id" = String, Path)), request_body = LogBody, responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "append_assignment_log", post, tag = "pods", path = "/api/v1/assignments/{id}/log", params(("id" = String, Path)), request_body = LogBody, responses((status = 200, body = LogAppended)), security(("bearer" = [])))]
 /// Append output to the attempt's log (`.yoi/local/logs/<ticket>/<assignment>.log`).
 pub async fn log(
     State(s): State<AppState>,
     Authed(c, ..): Authed<RunPod>,
     Path(id): Path<String>,
     Body(b): Body<LogBody>,
-) -> ApiResult<serde_json::Value> {
+) -> ApiResult<LogAppended> {
     let caller = pod_caller(&c)?;
     let path = pod_work(&s, "log", move |st| {
         asg::append_log(
@@ -320,16 +348,16 @@ pub async fn log(
         )
     })
     .await?;
-    Ok(Json(serde_json::json!({ "log": path })))
+    Ok(Json(LogAppended { log: path }))
 }
 
-#[utoipa::path(operation_id = "list_assignments", get, tag = "pods", path = "/api/v1/assignments", params(AssignmentQuery), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "list_assignments", get, tag = "pods", path = "/api/v1/assignments", params(AssignmentQuery), responses((status = 200, body = AssignmentList)), security(("bearer" = [])))]
 /// Assignments, newest first: every attempt of every step, with its status, fence and result.
 pub async fn list_assignments(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
     Params(q): Params<AssignmentQuery>,
-) -> ApiResult<serde_json::Value> {
+) -> ApiResult<AssignmentList> {
     let limit = crate::extract::page_size(q.limit)?;
     let rows: Vec<Assignment> = s
         .read_indexed(move |ws, index| {
@@ -337,12 +365,13 @@ pub async fn list_assignments(
             index.list_assignments(ticket.as_ref().map(|t| t.as_str()), limit)
         })
         .await?;
-    Ok(Json(
-        serde_json::json!({ "count": rows.len(), "assignments": rows }),
-    ))
+    Ok(Json(AssignmentList {
+        count: rows.len(),
+        assignments: rows,
+    }))
 }
 
-#[utoipa::path(operation_id = "ticket_cost", get, tag = "tickets", path = "/api/v1/tickets/{id}/cost", params(("id" = String, Path)), responses((status = 200, body = Object)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "ticket_cost", get, tag = "tickets", path = "/api/v1/tickets/{id}/cost", params(("id" = String, Path)), responses((status = 200, body = yoi_engine::cost::CostReport)), security(("bearer" = [])))]
 /// What a ticket's attempts cost, per attempt and in total (reported, estimated, unpriced).
 pub async fn ticket_cost(
     State(s): State<AppState>,

@@ -507,3 +507,29 @@ fn the_edit_body_is_one_object_with_optional_title_and_body() {
     patch(serde_json::json!({})).expect_error(400, "invalid");
     patch(serde_json::json!({ "title": null, "body": "x" })).expect_error(400, "invalid");
 }
+
+/// Answers are closed objects, as serde writes exactly the fields the derived schema lists; only
+/// a schema another one extends with `allOf` (a flattened struct) stays open.
+#[test]
+fn answer_objects_are_closed() {
+    let doc = document();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for name in [
+        "OperationResult",
+        "Ticket",
+        "TicketSummary",
+        "DoctorReport",
+        "ClaimedWork",
+    ] {
+        assert_eq!(schemas[name]["additionalProperties"], false, "{name}");
+    }
+    for variant in schemas["RoutingDecision"]["oneOf"].as_array().unwrap() {
+        assert_eq!(variant["additionalProperties"], false, "{variant}");
+    }
+    assert!(
+        schemas["RouterStatus"]
+            .get("additionalProperties")
+            .is_none(),
+        "RouterView extends RouterStatus, which must stay open"
+    );
+}

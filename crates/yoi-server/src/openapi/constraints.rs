@@ -78,6 +78,7 @@ pub fn apply(doc: &mut Value) {
     bodies(doc);
     sse(doc);
     closed(doc);
+    closed_answers(doc);
 }
 
 /// Path, query and header parameters.
@@ -387,6 +388,51 @@ fn closed(doc: &mut Value) {
     for (name, schema) in schemas.iter_mut() {
         if name.ends_with("Body") && schema["type"] == "object" {
             schema["additionalProperties"] = Value::Bool(false);
+        }
+    }
+}
+
+/// Every answer object is closed too: its schema is derived from the struct serde writes, which
+/// writes exactly the fields listed, so a field the document does not name is drift that
+/// schemathesis's response-conformance check reports. A schema that another one extends with
+/// `allOf` (a `#[serde(flatten)]`ed struct, such as the router's status) stays open, as the
+/// extension's fields would be extra to it.
+fn closed_answers(doc: &mut Value) {
+    let extended: Vec<String> = doc["components"]["schemas"]
+        .as_object()
+        .into_iter()
+        .flat_map(|schemas| schemas.values())
+        .filter_map(|schema| schema["allOf"].as_array())
+        .flatten()
+        .filter_map(|part| part["$ref"].as_str())
+        .filter_map(|r| r.strip_prefix("#/components/schemas/"))
+        .map(str::to_string)
+        .collect();
+    let Some(schemas) = doc["components"]["schemas"].as_object_mut() else {
+        return;
+    };
+    for (name, schema) in schemas.iter_mut() {
+        if !extended.contains(name) {
+            close(schema);
+        }
+    }
+}
+
+/// Close an object schema that lists its properties, and each object a `oneOf` or `anyOf` of
+/// it chooses from (the variants of a tagged enum).
+fn close(schema: &mut Value) {
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    if map.get("type") == Some(&json!("object"))
+        && map.contains_key("properties")
+        && !map.contains_key("additionalProperties")
+    {
+        map.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(variants) = map.get_mut(key).and_then(Value::as_array_mut) {
+            variants.iter_mut().for_each(close);
         }
     }
 }

@@ -79,6 +79,7 @@ pub fn apply(doc: &mut Value) {
     sse(doc);
     closed(doc);
     closed_answers(doc);
+    tuples(doc);
 }
 
 /// Path, query and header parameters.
@@ -434,6 +435,30 @@ fn close(schema: &mut Value) {
         if let Some(variants) = map.get_mut(key).and_then(Value::as_array_mut) {
             variants.iter_mut().for_each(close);
         }
+    }
+}
+
+/// A Rust tuple is a JSON array of fixed length; utoipa says so with `prefixItems` and
+/// `"items": false`, which generators such as openapi-python-client cannot read. The same
+/// array is `prefixItems` with `minItems` and `maxItems` equal to its length.
+fn tuples(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("items") == Some(&Value::Bool(false)) {
+                if let Some(n) = map
+                    .get("prefixItems")
+                    .and_then(Value::as_array)
+                    .map(Vec::len)
+                {
+                    map.remove("items");
+                    map.insert("minItems".into(), json!(n));
+                    map.insert("maxItems".into(), json!(n));
+                }
+            }
+            map.values_mut().for_each(tuples);
+        }
+        Value::Array(items) => items.iter_mut().for_each(tuples),
+        _ => {}
     }
 }
 

@@ -113,7 +113,7 @@ pub fn document() -> serde_json::Value {
     doc
 }
 
-#[utoipa::path(get, tag = "service", path = "/api/v1/openapi.json", responses((status = 200, description = "this document", body = Object)))]
+#[utoipa::path(operation_id = "openapi_document", get, tag = "service", path = "/api/v1/openapi.json", responses((status = 200, description = "this document", body = Object)))]
 pub async fn serve() -> Json<serde_json::Value> {
     Json(document())
 }

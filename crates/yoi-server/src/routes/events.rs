@@ -78,6 +78,7 @@ impl From<OutboxEvent> for LiveEvent {
 }
 
 #[utoipa::path(
+    operation_id = "stream_events",
     get,
     tag = "events",
     path = "/api/v1/events",

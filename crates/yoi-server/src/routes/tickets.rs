@@ -165,7 +165,7 @@ fn relation_kind(kind: &str) -> Result<yoi_core::relation::RelationKind, ApiErro
         })
 }
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets", params(ListParams), responses((status = 200, body = ListResponse)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "list_tickets", get, tag = "tickets", path = "/api/v1/tickets", params(ListParams), responses((status = 200, body = ListResponse)), security(("bearer" = [])))]
 pub async fn list(
     State(s): State<AppState>,
     Authed(c, ..): Authed<ReadTickets>,
@@ -220,7 +220,7 @@ pub async fn broken_tickets(
         .await
 }
 
-#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, description = "created", body = Outcome), (status = 200, description = "a replay of an earlier create with the same Idempotency-Key", body = Outcome)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "create_ticket", post, tag = "tickets", path = "/api/v1/tickets", request_body = CreateBody, responses((status = 201, description = "created", body = Outcome), (status = 200, description = "a replay of an earlier create with the same Idempotency-Key", body = Outcome)), security(("bearer" = [])))]
 pub async fn create(
     State(s): State<AppState>,
     Authed(c, ..): Authed<CreateTicket>,
@@ -242,7 +242,7 @@ pub async fn create(
     Ok((status, Json(out)))
 }
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), responses((status = 200, body = yoi_db::ticket_detail::TicketDetail)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "show_ticket", get, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), responses((status = 200, body = yoi_db::ticket_detail::TicketDetail)), security(("bearer" = [])))]
 pub async fn show(
     State(s): State<AppState>,
     Authed(c, ..): Authed<ReadTickets>,
@@ -261,7 +261,7 @@ pub async fn show(
     .await
 }
 
-#[utoipa::path(patch, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "edit_ticket", patch, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
 pub async fn edit(
     State(s): State<AppState>,
     Authed(c, ..): Authed<EditTicket>,
@@ -279,7 +279,7 @@ pub async fn edit(
         .map(Json)
 }
 
-#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/comments", params(("id" = String, Path)), request_body = CommentBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "add_comment", post, tag = "tickets", path = "/api/v1/tickets/{id}/comments", params(("id" = String, Path)), request_body = CommentBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
 pub async fn comment(
     State(s): State<AppState>,
     Authed(c, ..): Authed<CommentTicket>,
@@ -325,7 +325,7 @@ transition_route!(close, Close, ops::close, "/api/v1/tickets/{id}/close");
 transition_route!(cancel, Cancel, ops::cancel, "/api/v1/tickets/{id}/cancel");
 transition_route!(reopen, Reopen, ops::reopen, "/api/v1/tickets/{id}/reopen");
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), responses((status = 200, body = yoi_store::query::RelationView)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "list_relations", get, tag = "tickets", path = "/api/v1/tickets/{id}/relations", params(("id" = String, Path)), responses((status = 200, body = yoi_store::query::RelationView)), security(("bearer" = [])))]
 pub async fn relations(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -339,7 +339,7 @@ pub async fn relations(
     .map(Json)
 }
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/blockers", params(("id" = String, Path)), responses((status = 200, body = yoi_store::query::RelationView)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "show_blockers", get, tag = "tickets", path = "/api/v1/tickets/{id}/blockers", params(("id" = String, Path)), responses((status = 200, body = yoi_store::query::RelationView)), security(("bearer" = [])))]
 pub async fn blockers(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -387,7 +387,7 @@ pub async fn remove_relation(
         .map(Json)
 }
 
-#[utoipa::path(get, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), responses((status = 200, body = PlanList)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "list_plan_records", get, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), responses((status = 200, body = PlanList)), security(("bearer" = [])))]
 pub async fn plan(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
@@ -405,7 +405,7 @@ pub async fn plan(
     .map(Json)
 }
 
-#[utoipa::path(post, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), request_body = PlanBody, responses((status = 200, body = PlanAdded)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "add_plan_record", post, tag = "tickets", path = "/api/v1/tickets/{id}/plan", params(("id" = String, Path)), request_body = PlanBody, responses((status = 200, body = PlanAdded)), security(("bearer" = [])))]
 pub async fn add_plan(
     State(s): State<AppState>,
     Authed(c, ..): Authed<AddPlanRecord>,
@@ -443,7 +443,7 @@ pub async fn add_plan(
     }))
 }
 
-#[utoipa::path(get, tag = "service", path = "/api/v1/doctor", responses((status = 200, body = yoi_engine::doctor::Report)), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "run_doctor", get, tag = "service", path = "/api/v1/doctor", responses((status = 200, body = yoi_engine::doctor::Report)), security(("bearer" = [])))]
 pub async fn doctor(
     State(s): State<AppState>,
     _a: Authed<RunDoctor>,

@@ -337,7 +337,7 @@ pub struct LoginLink {
     pub expires_in_ms: i64,
 }
 
-#[utoipa::path(post, tag = "service", path = "/api/v1/dashboard/login", responses((status = 200, body = LoginLink), (status = 401, description = "missing or unknown token"), (status = 403, description = "not a human token")), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "dashboard_login", post, tag = "service", path = "/api/v1/dashboard/login", responses((status = 200, body = LoginLink), (status = 401, description = "missing or unknown token"), (status = 403, description = "not a human token")), security(("bearer" = [])))]
 /// A one-time dashboard login link for the calling person (what `yoi dashboard` opens).
 pub async fn mint_route(
     axum::extract::State(s): axum::extract::State<AppState>,

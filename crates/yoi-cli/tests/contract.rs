@@ -3,7 +3,8 @@
 //! pod asks once in a follow-up turn run in the same sandbox, environment and worktree, and
 //! counts its usage; without an answer a lenient coder keeps the change it made (flagged
 //! `contract_missing`), a strict one fails with the reason, a coder that changed nothing fails,
-//! and a reviewer is never approved without its verdict.
+//! and a reviewer is never approved without its verdict. A coder that commits and then runs past
+//! its timeout hands its commits to the next attempt.
 
 mod common;
 
@@ -501,4 +502,71 @@ fn the_real_aider_that_never_gives_its_trailer_is_kept_by_its_lenient_profile_an
     );
     until("the ticket to be merged", || state_of(&repo, &id) == "done");
     assert_eq!(git(repo.path(), &["show", "main:hello.txt"]), "hello");
+}
+
+#[test]
+fn a_coder_that_commits_then_times_out_hands_its_commits_to_the_next_attempt() {
+    let (repo, _) = workspace(
+        "attempt 1 write part1.txt first half\\n\nattempt 1 commit first half\nattempt 1 sleep 600000\nattempt 2 run test -f part1.txt && test \"$(git log -1 --format=%s)\" = \"first half\"\nattempt 2 write part2.txt second half\\n\nattempt 2 done finished the second half\n",
+        30,
+    );
+    no_supervised_pods(&repo);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("timeout_secs = 60", "timeout_secs = 2");
+    std::fs::write(&config, text).unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let base = git(repo.path(), &["rev-parse", "main"]);
+
+    // Attempt 1 commits half the work, then runs past its timeout.
+    let rows = one_coder_attempt(&repo, &server, &id, "slow");
+    let first = first_attempt(&rows);
+    assert_eq!(first["status"], "failed", "{first}");
+    assert!(
+        first["error"].as_str().unwrap().contains("timeout"),
+        "{first}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(first["result"].as_str().unwrap()).unwrap();
+    assert_eq!(report["keep_work"], true, "{report}");
+    let half = report["commit"].as_str().unwrap().to_string();
+    let branch = format!("yoi/{id}-say-hello");
+    assert_eq!(
+        git(repo.path(), &["rev-parse", &branch]),
+        base,
+        "a failure moves no branch"
+    );
+
+    // Attempt 2 starts from that commit (its script checks it), is told so, and finishes.
+    let rows = one_coder_attempt(&repo, &server, &id, "next");
+    let second = rows.iter().find(|a| a["attempt"] == 2).unwrap();
+    assert_eq!(
+        second["status"],
+        "completed",
+        "{second}\n{}",
+        run_outputs(&repo)
+    );
+    let prompt =
+        std::fs::read_to_string(run_dir(&repo, "next", second).join("prompt.seen")).unwrap();
+    assert!(
+        prompt.contains("Already here: the work of attempt 1")
+            && prompt.contains(&format!("this folder starts at {half}")),
+        "{prompt}"
+    );
+    let head = git(repo.path(), &["rev-parse", &branch]);
+    assert_eq!(
+        git(repo.path(), &["show", &format!("{head}:part1.txt")]),
+        "first half"
+    );
+    assert_eq!(
+        git(repo.path(), &["show", &format!("{head}:part2.txt")]),
+        "second half"
+    );
+    assert_eq!(
+        git(repo.path(), &["merge-base", &half, &head]),
+        half,
+        "the first attempt's commit is on the branch"
+    );
 }

@@ -50,6 +50,12 @@ pub struct Report {
     /// (whose usage is counted in `usage`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub follow_up: bool,
+    /// A failed coder attempt whose change is worth keeping: it ended for a reason that is not
+    /// about its change (its contract, its timeout, an error its agent reported), after the pod
+    /// killed its process group. The next attempt starts from `commit` when it descends from
+    /// the head this attempt started at (docs/pods.md, "Retries keep the work").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_work: bool,
 }
 
 impl Report {

@@ -16,6 +16,10 @@
 //! changed something as `done`, flagged `contract_missing`, with the last paragraph of its
 //! final message as the summary, and fails one that changed nothing. A reviewer never passes
 //! without an explicit verdict.
+//!
+//! A coder's attempt that fails for a reason that is not about its change (its contract, its
+//! timeout, a stop, an error its agent reported) after leaving commits says so
+//! (`keep_work`), and the server starts the next attempt from them.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -219,6 +223,18 @@ pub(crate) fn run_one(
             }
         }
     };
+    // A failure that is not about the change — the contract, the timeout or a stop (the pod
+    // killed the group), an error the agent reported — leaves work the next attempt starts
+    // from; an agent that exited non-zero or said it failed does not.
+    let not_about_the_change = match (&failure, &contract) {
+        (Some(_), _) => {
+            matches!(first.ended, Ended::TimedOut | Ended::Stopped)
+                || first.said.agent_error.is_some()
+        }
+        (None, Err(_)) => exit_code == Some(0),
+        (None, Ok(_)) => false,
+    };
+    report.keep_work = reason.is_some() && changed && !reviewer && not_about_the_change;
     let sent = match reason {
         None => client
             .complete(pod, &a.id, a.fence, &report)

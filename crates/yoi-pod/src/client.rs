@@ -53,6 +53,28 @@ pub struct Work {
     /// The agent's own token, good for this claim only (never the pod's token).
     #[serde(default)]
     pub agent_token: Option<String>,
+    /// The earlier attempt whose work this one starts from (the folder is detached at its
+    /// commit; `head_commit` stays the head the result must descend from).
+    #[serde(default)]
+    pub kept: Option<KeptWork>,
+}
+
+impl Work {
+    /// The commit the folder is detached at when the agent starts.
+    pub fn start(&self) -> &str {
+        self.kept
+            .as_ref()
+            .map_or(self.head_commit.as_str(), |k| k.commit.as_str())
+    }
+}
+
+/// An earlier attempt's work this one starts from (docs/pods.md, "Retries keep the work").
+#[derive(Debug, Clone, Deserialize)]
+pub struct KeptWork {
+    pub attempt: i64,
+    pub commit: String,
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

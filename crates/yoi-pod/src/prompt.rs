@@ -20,8 +20,22 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
          You are the **{}** for step `{}` (attempt {}). Work only inside this folder: {}\n\
          It is a git worktree detached at {}. Do not push and do not switch branches; yoi commits what you leave \
          and moves the ticket branch itself. Do not change anything under `.yoi/tickets/`.\n\n",
-        a.step, work.ticket, work.title, a.role, a.step, a.attempt, work.workdir, work.head_commit
+        a.step, work.ticket, work.title, a.role, a.step, a.attempt, work.workdir, work.start()
     );
+    if let Some(k) = &work.kept {
+        out.push_str(&format!(
+            "## Already here: the work of attempt {}\n\nAttempt {} of this step ended before it \
+             was finished ({}). Its commits are kept: this folder starts at {}, which is {} plus \
+             that work (`git log {}..HEAD` shows it). Build on it instead of starting again, and \
+             change what it got wrong.\n\n",
+            k.attempt,
+            k.attempt,
+            k.reason.as_deref().unwrap_or("no reason recorded"),
+            k.commit,
+            work.head_commit,
+            work.head_commit
+        ));
+    }
     if Role::Reviewer.is(&a.role) {
         out.push_str(
             "## Your task: review\n\nRead the change this commit makes for the brief below (`git log` and \

@@ -21,7 +21,7 @@ use crate::client::Work;
 /// is handed out again in a fresh worktree.
 pub(crate) fn check_workdir(work: &Work) -> Result<(), String> {
     let dir = Path::new(&work.workdir);
-    match yoi_git::detached_at(dir, &work.head_commit) {
+    match yoi_git::detached_at(dir, work.start()) {
         Ok(()) => Ok(()),
         Err(yoi_git::NotDetachedAt::Missing) => Err(format!(
             "the working directory {} is missing or not a git worktree (`yoi ticket doctor` says how to restore it)",
@@ -30,7 +30,7 @@ pub(crate) fn check_workdir(work: &Work) -> Result<(), String> {
         Err(yoi_git::NotDetachedAt::Elsewhere { branch, head }) => Err(format!(
             "the working directory {} is not detached at {} (branch {branch:?}, head {head:?}); only the server moves the ticket branch",
             dir.display(),
-            work.head_commit
+            work.start()
         )),
     }
 }
@@ -79,7 +79,7 @@ pub(crate) fn review_problem(work: &Work, verdict: Option<&str>) -> Option<Strin
 pub(crate) fn bring_in_commits(work: &Work, objects: &Path) -> Result<(), String> {
     let dir = Path::new(&work.workdir);
     let head = yoi_git::head_unpeeled(dir).map_err(|e| e.to_string())?;
-    if head == work.head_commit || !objects.is_dir() {
+    if head == work.start() || !objects.is_dir() {
         return Ok(());
     }
     yoi_git::import_objects(dir, objects, &head)
@@ -87,14 +87,16 @@ pub(crate) fn bring_in_commits(work: &Work, objects: &Path) -> Result<(), String
         .map_err(|e| format!("bringing the agent's commits in: {e}"))
 }
 
-/// Count the commits the agent made and commit what it left; the working directory's head.
+/// Count the commits the agent made and commit what it left; the working directory's head,
+/// when it is past the head the attempt's result must descend from (an attempt that keeps an
+/// earlier one's work reports that work even when it adds nothing).
 pub(crate) fn settle_commits(work: &Work, agent: &str) -> Result<(Option<String>, u32), String> {
     let dir = Path::new(&work.workdir);
     let head_now = yoi_git::head_of(dir).map_err(|e| e.to_string())?;
-    let agent_commits = if head_now == work.head_commit {
+    let agent_commits = if head_now == work.start() {
         0
     } else {
-        yoi_git::commits_between(dir, &work.head_commit, &head_now).map_err(|e| e.to_string())?
+        yoi_git::commits_between(dir, work.start(), &head_now).map_err(|e| e.to_string())?
     };
     let who = yoi_git::Identity {
         name: format!("yoi pod ({agent})"),

@@ -111,8 +111,8 @@ fn main_inner() -> Result<ExitCode, String> {
                 out.schedules as f64 / out.seconds.max(1e-9)
             );
             println!(
-                "  {} steps, {} tickets created, {} accepted, {} merged, {} crashes, {} restarts, {} results applied ({} kept without their contract), {} refused, {} refusals of people's operations",
-                st.steps, st.created, st.accepted, st.merged, st.crashes, st.restarts, st.results_applied, st.contract_missing, st.results_refused, st.human_refusals
+                "  {} steps, {} tickets created, {} accepted, {} merged, {} crashes, {} restarts, {} results applied ({} kept without their contract, {} failures whose work the next attempt kept), {} refused, {} refusals of people's operations",
+                st.steps, st.created, st.accepted, st.merged, st.crashes, st.restarts, st.results_applied, st.contract_missing, st.work_kept, st.results_refused, st.human_refusals
             );
             println!("  invariant violations: {}", out.failures.len());
             for (seed, v) in &out.failures {

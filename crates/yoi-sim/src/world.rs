@@ -84,6 +84,8 @@ pub struct Stats {
     pub results_refused: usize,
     /// Coder results kept without their output contract (a lenient profile's).
     pub contract_missing: usize,
+    /// Failed coder attempts whose commits the next attempt starts from.
+    pub work_kept: usize,
     pub human_refusals: usize,
 }
 
@@ -98,6 +100,7 @@ impl Stats {
         self.results_applied += o.results_applied;
         self.results_refused += o.results_refused;
         self.contract_missing += o.contract_missing;
+        self.work_kept += o.work_kept;
         self.human_refusals += o.human_refusals;
     }
 }

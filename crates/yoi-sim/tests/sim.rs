@@ -37,6 +37,7 @@ fn a_batch_of_seeded_schedules_keeps_every_invariant() {
     assert!(st.results_refused >= 20, "{st:?}");
     assert!(st.human_refusals >= 200, "{st:?}");
     assert!(st.contract_missing >= 10, "{st:?}");
+    assert!(st.work_kept >= 5, "{st:?}");
 }
 
 #[test]

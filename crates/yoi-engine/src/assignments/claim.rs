@@ -140,6 +140,11 @@ pub struct Work {
     /// The token for the agent (`agent_token`), filled in by the server that holds the key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_token: Option<String>,
+    /// The earlier attempt whose work this one starts from: the folder is detached at its
+    /// commit, while `head_commit` stays the head the result must descend from and the branch
+    /// moves from (docs/pods.md, "Retries keep the work").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<super::KeptWork>,
 }
 
 /// Claim the oldest pending assignment of the pod's role and hand it out with its working
@@ -311,6 +316,7 @@ fn prepare(
     };
     let flow = crate::flows::of_ticket(ws, &ticket).map_err(|e| e.to_string())?;
     let leave_out = ws.config.tickets_prefix();
+    let mut kept = None;
     let workdir = if a.step == flow.first().id && a.attempt <= 1 {
         ready_ticket_worktree(&place.worktree, &head)?;
         place.worktree.clone()
@@ -328,7 +334,11 @@ fn prepare(
                 dir.display()
             ));
         }
-        yoi_git::add_worktree_sparse(repo, &dir, &head, &[leave_out.as_str()])
+        // A coder's retry starts from the work of the attempt before it, when that one ended
+        // for a reason that is not about its change (`kept`); its claim stays bound to `head`.
+        kept = super::kept::kept_work(ws, index, a, &head)?;
+        let start = kept.as_ref().map_or(head.as_str(), |k| k.commit.as_str());
+        yoi_git::add_worktree_sparse(repo, &dir, start, &[leave_out.as_str()])
             .map_err(|e| e.to_string())?;
         dir
     };
@@ -339,6 +349,7 @@ fn prepare(
         return Err("the claim was lost while its working directory was prepared".into());
     }
     let mut work = ready(ws, a, workdir, head, cfg)?;
+    work.kept = kept;
     if Role::Coder.is(&a.role) {
         let rows = index.assignments_of(&a.ticket).map_err(|e| e.to_string())?;
         work.feedback = super::flow::feedback(&rows);
@@ -499,6 +510,7 @@ fn ready(
         heartbeat_ms: cfg.heartbeat_ms,
         feedback: None,
         agent_token: None,
+        kept: None,
     })
 }
 

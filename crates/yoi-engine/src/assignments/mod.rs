@@ -25,6 +25,7 @@ pub mod agent_token;
 mod claim;
 mod finish;
 pub mod flow;
+mod kept;
 mod lease;
 mod merge;
 
@@ -44,6 +45,7 @@ pub use claim::{
     HeartbeatReply, PodCaller, PodIntro, Work,
 };
 pub use finish::{complete, fail, resume_after_retry, Completed};
+pub use kept::KeptWork;
 pub use lease::{expire_due, ExpireOutcome};
 pub use merge::{flow_tick, FlowTick, MERGE_DEFERRED};
 

@@ -54,7 +54,8 @@ pub(super) struct Held {
 #[derive(Clone)]
 enum Outcome {
     Complete(Box<Report>),
-    Fail,
+    /// A failure, with the report of a coder that says its work is worth keeping.
+    Fail(Option<Box<Report>>),
 }
 
 #[derive(Clone)]
@@ -67,13 +68,10 @@ struct Sent {
 /// The check a real pod makes of the folder it is handed before its agent starts (yoi-pod's
 /// `check_workdir`, through the same `detached_at`).
 fn workdir_ready(w: &Work) -> Result<(), String> {
-    ygit::detached_at(&w.workdir, &w.head_commit).map_err(|e| {
-        format!(
-            "{} is not detached at {}: {e:?}",
-            w.workdir.display(),
-            w.head_commit
-        )
-    })
+    // A retry that keeps an earlier attempt's work starts at that attempt's commit.
+    let start = w.kept.as_ref().map_or(&w.head_commit, |k| &k.commit);
+    ygit::detached_at(&w.workdir, start)
+        .map_err(|e| format!("{} is not detached at {start}: {e:?}", w.workdir.display()))
 }
 
 fn caller(role: &str) -> PodCaller {
@@ -165,7 +163,9 @@ impl World {
                     // As a real pod does before its agent starts: the attempt fails.
                     self.note(format!("  {} refuses the folder: {e}", self.pods[k].name));
                     let a = &work.assignment;
-                    return self.send(k, &a.id, a.fence, Outcome::Fail).map(|_| ());
+                    return self
+                        .send(k, &a.id, a.fence, Outcome::Fail(None))
+                        .map(|_| ());
                 }
                 self.pods[k].held = Some(Held {
                     work,
@@ -216,15 +216,34 @@ impl World {
         Ok(())
     }
 
-    /// The pod `p` stands for reports its work failed, if it is at work and not paused.
+    /// The pod `p` stands for reports its work failed, if it is at work and not paused. A coder
+    /// on an odd attempt first commits part of the work and then runs past its timeout: its
+    /// report keeps the work for the next attempt (docs/pods.md, "Retries keep the work").
     pub(super) fn pod_fails(&mut self, p: u32) -> Result<(), Broken> {
         let k = self.pod(p);
         if let Some(h) = self.pods[k].held.take() {
             if h.paused {
                 self.pods[k].held = Some(h);
-            } else {
-                let a = &h.work.assignment;
-                self.send(k, &a.id.clone(), a.fence, Outcome::Fail)?;
+                return Ok(());
+            }
+            let a = &h.work.assignment;
+            let (id, fence) = (a.id.clone(), a.fence);
+            let partial = (self.pods[k].role == "coder" && a.attempt % 2 == 1)
+                .then(|| self.code(&h.work, 1).ok())
+                .flatten();
+            let report = partial.clone().map(|commit| {
+                Box::new(Report {
+                    outcome: ReportOutcome::Failed,
+                    commit: Some(commit),
+                    keep_work: true,
+                    ..Report::default()
+                })
+            });
+            let applied = self.send(k, &id, fence, Outcome::Fail(report))?;
+            if let (false, Some(c)) = (applied, partial.clone()) {
+                self.refused.push((h.work.ticket.clone(), c));
+            } else if applied && partial.is_some() {
+                self.stats.work_kept += 1;
             }
         }
         Ok(())
@@ -312,7 +331,7 @@ impl World {
                     self.note(format!("  the coder's work failed: {e}"));
                     let a = &w.assignment;
                     return self
-                        .send(k, &a.id.clone(), a.fence, Outcome::Fail)
+                        .send(k, &a.id.clone(), a.fence, Outcome::Fail(None))
                         .map(|_| ());
                 }
             },
@@ -354,7 +373,7 @@ impl World {
         }
         if forgot && !applied && self.pods[k].role != "coder" {
             // The pod reports the refusal as the attempt's failure.
-            self.send(k, &id, fence, Outcome::Fail)?;
+            self.send(k, &id, fence, Outcome::Fail(None))?;
         }
         Ok(())
     }
@@ -428,7 +447,7 @@ impl World {
                 asg::complete(&l.ws, &l.db, &caller(role), &pod_id, id, fence, report, now)
                     .map(|_| ())
             }
-            Outcome::Fail => asg::fail(
+            Outcome::Fail(report) => asg::fail(
                 &l.ws,
                 &l.db,
                 &caller(role),
@@ -437,7 +456,7 @@ impl World {
                 fence,
                 "the simulated agent failed",
                 true,
-                None,
+                report.as_deref(),
                 now,
             )
             .map(|_| ()),

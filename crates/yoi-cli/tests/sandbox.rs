@@ -71,6 +71,7 @@ try write_outside sh -c 'echo x > "$0/escaped-$1.txt"' '{side}' "$who"
 try write_shared_tmp sh -c 'echo x > "/tmp/yoi-escape-$0-{nonce}"' "$who"
 try signal_the_server kill -0 {server_pid}
 try read_raw_disk sh -c 'for d in /dev/vda /dev/sda /dev/nvme0n1 /dev/mem; do if head -c 1 "$d" 2>/dev/null | grep -q .; then exit 0; fi; done; exit 1'
+echo "sandbox said: IS_SANDBOX=$IS_SANDBOX ($who)"
 echo "escapes tried ($who)"
 "#,
         main = main.display(),
@@ -83,6 +84,10 @@ echo "escapes tried ($who)"
 
 /// Every escape line of `log` for `who`: all denied, and every escape tried.
 fn assert_all_denied(log: &str, who: &str) {
+    assert!(
+        log.contains(&format!("sandbox said: IS_SANDBOX=1 ({who})")),
+        "the {who} was not told it runs sandboxed:\n{log}"
+    );
     assert!(
         log.contains(&format!("escapes tried ({who})")),
         "the {who}'s escape script did not run to its end:\n{log}"

@@ -254,7 +254,12 @@ impl Sandbox {
             });
         }
         let layout = yoi_git::worktree_layout(workdir).map_err(|e| e.to_string())?;
-        let mut env = vec![("TMPDIR".to_string(), policy.tmp.display().to_string())];
+        // `IS_SANDBOX=1` tells an agent that refuses to run unconfined as root (Claude Code
+        // with bypassed permissions) that it is confined; it is set only here, when it is true.
+        let mut env = vec![
+            ("TMPDIR".to_string(), policy.tmp.display().to_string()),
+            ("IS_SANDBOX".to_string(), "1".to_string()),
+        ];
         if let Some(port) = policy.proxy_port {
             let url = format!("http://127.0.0.1:{port}");
             for name in [

@@ -28,6 +28,9 @@ pub enum CliError {
     /// A command that cannot do what was asked; the message says what to do instead.
     #[error("{0}")]
     Refused(String),
+    /// `yoi pod run --once` waited and found no work (exit 3).
+    #[error("no work was handed out within the wait")]
+    NoWork,
     #[error("{path}: {source}")]
     Io {
         path: String,
@@ -61,6 +64,7 @@ impl CliError {
             CliError::Refused(_) | CliError::DoctorFailed => ErrorClass::Refused,
             CliError::Io { .. } | CliError::Server { .. } => ErrorClass::Internal,
             CliError::Api { status, .. } => return i32::from(exit_code_for_status(*status)),
+            CliError::NoWork => return 3,
         };
         i32::from(edge(class).exit_code)
     }
@@ -139,6 +143,7 @@ mod tests {
                 1,
             ),
             (CliError::DoctorFailed, 1),
+            (CliError::NoWork, 3),
             (
                 WorktreeError::Store(StoreError::bad_input("ticket", "too short")).into(),
                 2,

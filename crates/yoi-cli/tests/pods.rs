@@ -367,7 +367,7 @@ fn a_timed_out_agent_is_killed_with_its_whole_group_even_when_it_ignores_sigterm
     let server = Server::spawn(&repo);
     let mut pod = own_pod(&repo, "timeout", &["--once"]);
     until("the grandchild to start", || !sleepers("317").is_empty());
-    assert!(pod.wait().unwrap().success());
+    assert_eq!(pod.wait().unwrap().code(), Some(1), "its attempt failed");
     assert!(
         sleepers("317").is_empty(),
         "the agent's grandchild outlived the timeout"
@@ -397,7 +397,7 @@ fn cancelling_the_ticket_stops_its_agent_at_the_next_heartbeat_and_leaves_nothin
     until("the agent to start", || !sleepers("318").is_empty());
     let out = repo.yoi(&["ticket", "cancel", &id, "--resolution", "Not needed."]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(pod.wait().unwrap().success());
+    assert_eq!(pod.wait().unwrap().code(), Some(1), "its attempt was lost");
     assert!(
         sleepers("318").is_empty(),
         "the cancelled agent's group is gone"
@@ -436,7 +436,7 @@ fn a_coder_stopped_past_its_lease_and_resumed_gets_nothing_onto_the_branch() {
         wt.join("finished.flag").exists()
     });
     signal(pod.id(), "-CONT");
-    assert!(pod.wait().unwrap().success());
+    assert_eq!(pod.wait().unwrap().code(), Some(1), "its attempt was lost");
     assert_eq!(
         git(repo.path(), &["rev-parse", &branch]),
         base,
@@ -787,4 +787,13 @@ fn the_agent_gets_a_token_of_its_own_that_uses_skills_for_its_attempt_and_dies_w
         .status()
         .as_u16();
     assert_eq!(status, 401);
+}
+
+#[test]
+fn a_pod_run_once_without_work_says_so_with_its_own_exit_status() {
+    let (repo, _) = workspace("done nothing to do\n", 30);
+    no_supervised_pods(&repo);
+    let _server = Server::spawn(&repo);
+    let mut pod = own_pod(&repo, "idle", &["--once"]);
+    assert_eq!(pod.wait().unwrap().code(), Some(3), "no work: exit 3");
 }

@@ -107,7 +107,15 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         "pod {} stopped: {} completed, {} failed, {} lost",
         summary.pod, summary.completed, summary.failed, summary.lost
     );
-    Ok(())
+    // `--once` says how its one attempt went: 0 completed, 1 failed or lost, 3 no work.
+    match (a.once, summary.completed, summary.failed + summary.lost) {
+        (true, 0, 0) => Err(CliError::NoWork),
+        (true, 0, _) => Err(CliError::Refused(format!(
+            "the attempt did not complete ({} failed, {} lost); its thread says why",
+            summary.failed, summary.lost
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The token from `--token-file` or `--token-fd`, if one was given.

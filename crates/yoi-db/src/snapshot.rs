@@ -41,9 +41,11 @@ pub(crate) struct FileStat {
 ///
 /// A folder is a ticket when item.md or thread.md is a regular file in it. Its item is `None`
 /// (no tickets row, and a broken_tickets row: [`Snapshot::broken`]) when item.md is missing,
-/// a symbolic link, unreadable or does not parse, or thread.md is there but a link or not
-/// UTF-8. Without a readable item.md, nothing else of the folder is indexed but its files'
-/// fingerprints: doctor's index facts say the same (`yoi-doctor`'s `IndexFacts`).
+/// a symbolic link, unreadable or does not parse, thread.md is there but a link or not UTF-8,
+/// or relations.json or orchestration-plan.jsonl is there but does not read or parse
+/// ([`Workspace::diagnose`] names which). Without a readable item.md, nothing else of the
+/// folder is indexed but its files' fingerprints: doctor's index facts say the same
+/// (`yoi-doctor`'s `IndexFacts`).
 pub(crate) struct Snapshot {
     pub(crate) id: TicketId,
     pub(crate) item: Option<Item>,
@@ -81,12 +83,16 @@ pub(crate) fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) ->
     };
     let mut item_read = false;
     let mut thread_bad = false;
+    // relations.json or orchestration-plan.jsonl there but unreadable or unparsable.
+    let mut artifact_bad = false;
     yoi_store::dirfd::with_buffer(|buf| {
         for name in FILES {
             let meta = match dir.read_stat_into(name, buf) {
                 Ok(meta) => meta,
                 Err(e) => {
-                    thread_bad |= name == THREAD && e.kind() != std::io::ErrorKind::NotFound;
+                    let there = e.kind() != std::io::ErrorKind::NotFound;
+                    thread_bad |= name == THREAD && there;
+                    artifact_bad |= matches!(name, RELATIONS | PLAN) && there;
                     continue;
                 }
             };
@@ -99,6 +105,7 @@ pub(crate) fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) ->
             });
             let Ok(text) = std::str::from_utf8(buf) else {
                 thread_bad |= name == THREAD;
+                artifact_bad |= matches!(name, RELATIONS | PLAN);
                 continue;
             };
             match name {
@@ -113,12 +120,14 @@ pub(crate) fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) ->
                         .map(|(i, e)| (event_key(id, i, &e), e))
                         .collect()
                 }
-                RELATIONS => {
-                    snap.relations = RelationsFile::parse(text, id)
-                        .map(|f| f.relations)
-                        .unwrap_or_default()
-                }
-                PLAN => snap.plan = indexed_plan(text, id),
+                RELATIONS => match RelationsFile::parse(text, id) {
+                    Ok(f) => snap.relations = f.relations,
+                    Err(_) => artifact_bad = true,
+                },
+                PLAN => match parse_plan(text, id) {
+                    Ok(plan) => snap.plan = plan,
+                    Err(_) => artifact_bad = true,
+                },
                 _ => {}
             }
         }
@@ -133,7 +142,7 @@ pub(crate) fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) ->
         snap.plan.clear();
         snap.thread_clean = false;
     }
-    if thread_bad {
+    if thread_bad || artifact_bad {
         snap.item = None;
     }
     // The index's `updated_at` is the ticket's last change, thread included.

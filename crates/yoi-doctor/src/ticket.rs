@@ -261,16 +261,21 @@ pub(super) fn scan_ticket(ws: &Workspace, id: &TicketId, stamps: &mut Stamps) ->
         }
     });
     scan.state = item.as_ref().map(|i| i.state);
-    scan.facts.item = item.filter(|_| !thread_broken).map(|i| {
-        [
-            i.title,
-            i.state.as_str().to_string(),
-            facts
-                .latest_at
-                .map_or(i.updated_at, |t| t.max(i.updated_at))
-                .to_string(),
-        ]
-    });
+    // So does a linked artifacts/ folder (reported above): its relations and plan are unknown.
+    // Damaged relations.json or orchestration-plan.jsonl files do too ([`check_artifacts`]).
+    let artifacts_linked = linked(ARTIFACTS);
+    scan.facts.item = item
+        .filter(|_| !thread_broken && !artifacts_linked)
+        .map(|i| {
+            [
+                i.title,
+                i.state.as_str().to_string(),
+                facts
+                    .latest_at
+                    .map_or(i.updated_at, |t| t.max(i.updated_at))
+                    .to_string(),
+            ]
+        });
     scan.facts.events = std::mem::take(&mut facts.keys);
 
     if let Some(state) = scan.state {
@@ -418,9 +423,15 @@ fn check_artifacts(
                     scan.relations =
                         graph::check_relations_file(id, &rel, text, &mut scan.findings);
                     scan.relations_text = text.to_string();
+                    if scan.relations.is_none() {
+                        scan.facts.item = None;
+                    }
                 }
                 Ok(None) => {}
-                Err(why) => scan.findings.push(unreadable(id, &rel, why)),
+                Err(why) => {
+                    scan.facts.item = None;
+                    scan.findings.push(unreadable(id, &rel, why))
+                }
             },
         );
     }
@@ -435,13 +446,20 @@ fn check_artifacts(
                 Ok(Some(text)) => {
                     scan.plan =
                         kept_for_later(graph::check_plan_file(id, &rel, text, &mut scan.findings));
-                    scan.facts.plans = yoi_db::indexed_plan(text, id)
+                    let indexed = yoi_db::indexed_plan(text, id);
+                    if indexed.is_empty() && yoi_core::plan::parse_plan(text, id).is_err() {
+                        scan.facts.item = None;
+                    }
+                    scan.facts.plans = indexed
                         .iter()
                         .map(|p| yoi_db::plan_key(id, &p.id))
                         .collect();
                 }
                 Ok(None) => {}
-                Err(why) => scan.findings.push(unreadable(id, &rel, why)),
+                Err(why) => {
+                    scan.facts.item = None;
+                    scan.findings.push(unreadable(id, &rel, why))
+                }
             },
         );
     }

@@ -2,14 +2,14 @@
 //! so a reader sees a consistent version of each file. Operations that decide on what they read
 //! re-read it under the lock (see `ops`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use yoi_core::id::{self, TicketId};
 use yoi_core::item::Item;
-use yoi_core::plan::{parse_plan, PlanRecord};
-use yoi_core::relation::{RelationGraph, RelationsFile};
+use yoi_core::plan::{parse_plan, PlanError, PlanRecord};
+use yoi_core::relation::{RelationGraph, RelationsFile, RelationsFileError};
 use yoi_core::resolution::parse_resolution;
 use yoi_core::state::State;
 use yoi_core::thread::{parse_thread, ParsedThread};
@@ -38,7 +38,8 @@ pub struct BrokenTicket {
     pub line: Option<usize>,
     pub reason: String,
     /// The doctor check that reports it (`item.parse`, `file.unreadable`,
-    /// `ticket.missing_item` or `layout.symlink`).
+    /// `ticket.missing_item`, `layout.symlink`, `relations.parse`, `relations.invalid`,
+    /// `plan.parse` or `plan.invalid`).
     pub check: String,
 }
 
@@ -121,8 +122,10 @@ impl Workspace {
     }
 
     /// What keeps yoi from reading ticket `id`, if anything: a symbolic link for its folder,
-    /// an item.md that is missing, a link, not UTF-8 or not valid frontmatter, or a thread.md
-    /// that is a link or not UTF-8. The first problem found, named as doctor names it.
+    /// an item.md that is missing, a link, not UTF-8 or not valid frontmatter, a thread.md
+    /// that is a link or not UTF-8, or an `artifacts/relations.json` or
+    /// `artifacts/orchestration-plan.jsonl` that does not read or parse (a torn last line
+    /// too). The first problem found, named as doctor names it.
     pub fn diagnose(&self, id: &TicketId) -> Option<BrokenTicket> {
         let broken = |path: &Path, line: Option<usize>, reason: String, check: &str| {
             Some(BrokenTicket {
@@ -169,9 +172,31 @@ impl Workspace {
             }
         }
         let thread = self.path_of(id, THREAD);
-        match self.writes.read_opt(&thread) {
-            Err(e) => unreadable(&thread, e),
-            Ok(_) => None,
+        if let Err(e) = self.writes.read_opt(&thread) {
+            return unreadable(&thread, e);
+        }
+        let relations = self.path_of(id, RELATIONS);
+        match self.writes.read_opt(&relations) {
+            Err(e) => return unreadable(&relations, e),
+            Ok(None) => {}
+            Ok(Some(text)) => {
+                if let Err(e) = RelationsFile::parse(&text, id) {
+                    let (line, check) = relations_error_at(&e);
+                    return broken(&relations, line, e.to_string(), check);
+                }
+            }
+        }
+        let plan = self.path_of(id, PLAN);
+        match self.writes.read_opt(&plan) {
+            Err(e) => unreadable(&plan, e),
+            Ok(None) => None,
+            Ok(Some(text)) => match parse_plan(&text, id) {
+                Ok(_) => None,
+                Err(e) => {
+                    let (line, check) = plan_error_at(&e);
+                    broken(&plan, Some(line), e.to_string(), check)
+                }
+            },
         }
     }
 
@@ -203,13 +228,8 @@ impl Workspace {
             .map_err(|e| StoreError::io(&path, e))?
         {
             None => Ok(RelationsFile::empty()),
-            Some(text) => RelationsFile::parse(&text, id).map_err(|e| {
-                let line = match &e {
-                    yoi_core::relation::RelationsFileError::Json { line, .. } => Some(*line),
-                    _ => None,
-                };
-                StoreError::invalid(&path, line, e.to_string())
-            }),
+            Some(text) => RelationsFile::parse(&text, id)
+                .map_err(|e| StoreError::invalid(&path, relations_error_at(&e).0, e.to_string())),
         }
     }
 
@@ -221,13 +241,8 @@ impl Workspace {
             .map_err(|e| StoreError::io(&path, e))?
         {
             None => Ok(Vec::new()),
-            Some(text) => parse_plan(&text, id).map_err(|e| {
-                let line = match &e {
-                    yoi_core::plan::PlanError::Json { line, .. }
-                    | yoi_core::plan::PlanError::Invalid { line, .. } => Some(*line),
-                };
-                StoreError::invalid(&path, line, e.to_string())
-            }),
+            Some(text) => parse_plan(&text, id)
+                .map_err(|e| StoreError::invalid(&path, Some(plan_error_at(&e).0), e.to_string())),
         }
     }
 
@@ -270,13 +285,36 @@ impl Workspace {
         parallel_map(&ids, |id| self.read_item(id).map(|item| (id.clone(), item)))
     }
 
-    /// The relation graph of the whole workspace.
+    /// The relation graph of the whole workspace, from every relations.json that reads. A
+    /// damaged one (a [`StoreError::Invalid`]: not JSON, not UTF-8, a link, a broken rule) adds
+    /// no edges, so it stops no page and no routing pass; its ticket is broken
+    /// ([`Workspace::diagnose`]) and [`Workspace::read_graph_noting_damage`] names it.
     pub fn read_graph(&self) -> Result<RelationGraph, StoreError> {
+        Ok(self.read_graph_noting_damage()?.0)
+    }
+
+    /// [`Workspace::read_graph`], and the tickets whose relations.json is damaged (their
+    /// edges are unknown: a caller that decides on them treats them as broken).
+    pub fn read_graph_noting_damage(
+        &self,
+    ) -> Result<(RelationGraph, BTreeSet<TicketId>), StoreError> {
         let ids = self.ticket_ids()?;
-        let files = parallel_map(&ids, |id| self.read_relations(id))?;
-        Ok(RelationGraph::from_owned(
-            files.into_iter().flat_map(|f| f.relations).collect(),
-        ))
+        let files = parallel_map(&ids, |id| match self.read_relations(id) {
+            Ok(f) => Ok(Ok(f)),
+            Err(StoreError::Invalid { .. }) => Ok(Err(id.clone())),
+            Err(e) => Err(e),
+        })?;
+        let mut damaged = BTreeSet::new();
+        let mut relations = Vec::new();
+        for f in files {
+            match f {
+                Ok(f) => relations.extend(f.relations),
+                Err(id) => {
+                    damaged.insert(id);
+                }
+            }
+        }
+        Ok((RelationGraph::from_owned(relations), damaged))
     }
 
     /// States of the given tickets (missing tickets are absent from the map).
@@ -291,6 +329,25 @@ impl Workspace {
             }
         }
         Ok(out)
+    }
+}
+
+/// The line a relations.json error is on, when it has one, and the doctor check that reports
+/// it (`relations.parse` for JSON that does not parse, `relations.invalid` for a broken rule).
+fn relations_error_at(e: &RelationsFileError) -> (Option<usize>, &'static str) {
+    match e {
+        RelationsFileError::Json { line, .. } => (Some(*line), "relations.parse"),
+        _ => (None, "relations.invalid"),
+    }
+}
+
+/// The line an orchestration-plan.jsonl error is on, and the doctor check that reports it
+/// (`plan.parse` for a line that is no JSON record, a torn last line among them;
+/// `plan.invalid` for a record that breaks its kind's rules).
+fn plan_error_at(e: &PlanError) -> (usize, &'static str) {
+    match e {
+        PlanError::Json { line, .. } => (*line, "plan.parse"),
+        PlanError::Invalid { line, .. } => (*line, "plan.invalid"),
     }
 }
 

@@ -16,8 +16,9 @@ use super::circuit::Circuit;
 /// Every ticket's item and the relation graph, read once for a routing pass. Deciding re-reads
 /// the routed ticket itself (and its thread); the snapshot supplies the other tickets' states
 /// and is updated by the pass as it accepts or returns tickets. A broken ticket (its item.md
-/// unreadable) is left out, so it stops neither the pass nor the queue page; as a blocker it
-/// counts as a ticket in no known state, which blocks.
+/// unreadable, or its relations.json damaged) is left out, so it stops neither the pass nor
+/// the queue page; as a blocker it counts as a ticket in no known state, which blocks (see
+/// [`Snapshot::blocker_state`] for a damaged plan file).
 pub struct Snapshot {
     pub items: BTreeMap<TicketId, Item>,
     pub graph: RelationGraph,
@@ -25,10 +26,26 @@ pub struct Snapshot {
 
 impl Snapshot {
     pub fn load(ws: &Workspace) -> Result<Snapshot, StoreError> {
-        Ok(Snapshot {
-            items: ws.read_readable_items()?.into_iter().collect(),
-            graph: ws.read_graph()?,
-        })
+        let (graph, damaged) = ws.read_graph_noting_damage()?;
+        let mut items: BTreeMap<TicketId, Item> = ws.read_readable_items()?.into_iter().collect();
+        items.retain(|id, _| !damaged.contains(id));
+        Ok(Snapshot { items, graph })
+    }
+
+    /// The state blocker `t` counts with: its item's, or none (which blocks) when it is broken.
+    /// A blocker whose item says it is finished is looked at once more, so a damaged
+    /// orchestration-plan.jsonl (the snapshot reads no plan files) also keeps it blocking.
+    pub fn blocker_state(&self, ws: &Workspace, t: &TicketId) -> Option<State> {
+        let state = self.items.get(t)?.state;
+        if state.is_finished() && matches!(ws.read_plan(t), Err(StoreError::Invalid { .. })) {
+            return None;
+        }
+        Some(state)
+    }
+
+    /// The open blockers of `id` ([`Snapshot::blocker_state`]).
+    pub fn blockers(&self, ws: &Workspace, id: &TicketId) -> Vec<yoi_core::relation::Blocker> {
+        self.graph.blockers(id, |t| self.blocker_state(ws, t))
     }
 
     /// Queued tickets in queue order: first queued first (then by id).
@@ -95,6 +112,8 @@ pub fn decide_for(
     if item.state != State::Queued {
         return Ok(None);
     }
+    // A damaged plan file makes the ticket broken: it is not routed (the error names the file).
+    let plan = ws.read_plan(id)?;
     let circuit = Circuit::of(thread);
     if circuit.open {
         return Ok(Some(RoutingDecision::CircuitOpen {
@@ -102,9 +121,7 @@ pub fn decide_for(
         }));
     }
 
-    let blockers = snap
-        .graph
-        .blockers(id, |t| snap.items.get(t).map(|i| i.state));
+    let blockers = snap.blockers(ws, id);
     if !blockers.is_empty() {
         return Ok(Some(RoutingDecision::BlockedByDependency { blockers }));
     }
@@ -136,7 +153,7 @@ pub fn decide_for(
         }));
     }
 
-    let with = conflicts(ws, id, &packet, &in_progress)?;
+    let with = conflicts(ws, id, &plan, &packet, &in_progress)?;
     if !with.is_empty() {
         return Ok(Some(RoutingDecision::WaitingConflict { with }));
     }
@@ -164,15 +181,19 @@ fn is_conflict_kind(kind: PlanKind) -> bool {
     matches!(kind, PlanKind::ConflictsWith | PlanKind::DoNotParallelize)
 }
 
-/// Every in-progress ticket that conflicts with `id`, with why, sorted and de-duplicated.
+/// Every in-progress ticket that conflicts with `id` (whose plan records are `plan`), with why,
+/// sorted and de-duplicated. An in-progress ticket whose plan file is damaged adds no plan
+/// conflict (it is listed as broken; its write scope still counts), so one torn line does not
+/// hold every queued ticket back.
 fn conflicts(
     ws: &Workspace,
     id: &TicketId,
+    plan: &[yoi_core::plan::PlanRecord],
     packet: &IntentPacket,
     in_progress: &[(&TicketId, &Item)],
 ) -> Result<Vec<(TicketId, String)>, StoreError> {
     let mut out: Vec<(TicketId, String)> = Vec::new();
-    for rec in ws.read_plan(id)? {
+    for rec in plan {
         let Some(other) = &rec.related_ticket else {
             continue;
         };
@@ -181,7 +202,11 @@ fn conflicts(
         }
     }
     for (other, other_item) in in_progress {
-        for rec in ws.read_plan(other)? {
+        let theirs = match ws.read_plan(other) {
+            Err(StoreError::Invalid { .. }) => Vec::new(),
+            read => read?,
+        };
+        for rec in theirs {
             if is_conflict_kind(rec.kind) && rec.related_ticket.as_ref() == Some(id) {
                 out.push(((*other).clone(), rec.kind.as_str().to_string()));
             }

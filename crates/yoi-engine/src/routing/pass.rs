@@ -121,7 +121,8 @@ pub struct PassHooks<'a> {
 
 /// Route the targeted queued tickets once, in queue order, skipping `hold` (tickets waiting out
 /// a retry backoff); see [`PassHooks`]. A ticket whose routing fails with a store error is
-/// reported with the error and the pass goes on; only failing to read the snapshot fails it.
+/// reported with the error and the pass goes on; a broken ticket (its files damaged) is
+/// skipped; only failing to read the snapshot fails it.
 pub fn run_pass(
     ws: &Workspace,
     db: &DbIndex,
@@ -176,7 +177,16 @@ pub fn route_ticket(
     cfg: &RouteConfig,
     now: Timestamp,
 ) -> Result<Routed, StoreError> {
-    let decision = decide_in(ws, snap, id, cfg.max_inprogress)?;
+    let decision = match decide_in(ws, snap, id, cfg.max_inprogress) {
+        // Its own files are damaged (item.md, thread.md or its plan file): a broken ticket is
+        // listed as such and not routed, and it is no error to retry; a pass after the repair
+        // routes it.
+        Err(StoreError::Invalid { path, .. }) => {
+            tracing::debug!(ticket = %id, path = %path.display(), "broken ticket not routed");
+            return Ok(Routed::Skipped);
+        }
+        decided => decided?,
+    };
     let routed = match decision {
         None => Routed::Skipped,
         Some(d @ RoutingDecision::ImplementationReady { .. }) => {

@@ -79,9 +79,7 @@ pub fn routing_view(
     let item = ws.read_item(&id)?;
     let thread = ws.read_thread(&id)?;
     let would = decide_for(ws, &snap, &id, &item, &thread, max_inprogress)?;
-    let blockers = snap
-        .graph
-        .blockers(&id, |t| snap.items.get(t).map(|i| i.state));
+    let blockers = snap.blockers(ws, &id);
     let capacity = Capacity {
         in_progress: snap.in_progress(),
         max: max_inprogress,
@@ -212,10 +210,13 @@ pub fn queue_view(
             Err(StoreError::Invalid { .. }) => continue,
             Err(e) => return Err(e),
         };
-        let would = decide_for(ws, &snap, id, item, &thread, max_inprogress)?;
-        let blockers = snap
-            .graph
-            .blockers(id, |t| snap.items.get(t).map(|i| i.state));
+        // So does a damaged plan file (deciding reads it).
+        let would = match decide_for(ws, &snap, id, item, &thread, max_inprogress) {
+            Ok(would) => would,
+            Err(StoreError::Invalid { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        let blockers = snap.blockers(ws, id);
         queued.push(QueueEntry {
             title: item.title.clone(),
             queued_at: item.queued_at.map(|t| t.to_string()),

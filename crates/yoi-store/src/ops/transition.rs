@@ -188,11 +188,16 @@ enum Gate {
     Accept,
 }
 
-/// The one blocker gate. Every entry point that queues or accepts goes through here.
+/// The one blocker gate. Every entry point that queues or accepts goes through here. With the
+/// ticket's own relations.json damaged its blockers are unknown, so the gate refuses with the
+/// file's error; a broken blocker ([`Workspace::diagnose`]) counts in no known state, which
+/// blocks.
 fn blocker_gate(ws: &Workspace, id: &TicketId, gate: Gate) -> Result<(), StoreError> {
+    ws.read_relations(id)?;
     let graph = ws.read_graph()?;
     let waits: Vec<TicketId> = graph.waits_on(id).into_iter().map(|w| w.0).collect();
-    let states = ws.states_of(&waits)?;
+    let readable: Vec<&TicketId> = waits.iter().filter(|w| ws.diagnose(w).is_none()).collect();
+    let states = ws.states_of(readable)?;
     let blockers: Vec<_> = graph
         .blockers(id, |t| states.get(t).copied())
         .into_iter()

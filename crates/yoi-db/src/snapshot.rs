@@ -39,11 +39,12 @@ pub(crate) struct FileStat {
 /// same rules (`Item::parse`, [`event_key`], [`indexed_plan`] and [`plan_key`]), so it and the
 /// indexer cannot disagree about what the files hold.
 ///
-/// A folder is a ticket when item.md or thread.md is a regular file in it. Its item is `None`
-/// (no tickets row, and a broken_tickets row: [`Snapshot::broken`]) when item.md is missing,
-/// a symbolic link, unreadable or does not parse, thread.md is there but a link or not UTF-8,
-/// or relations.json or orchestration-plan.jsonl is there but does not read or parse
-/// ([`Workspace::diagnose`] names which). Without a readable item.md, nothing else of the
+/// A folder is a ticket when item.md or thread.md is a regular file in it, or when it is
+/// itself a symbolic link (a broken ticket, fingerprinted by the link alone: [`linked_folder`]).
+/// Its item is `None` (no tickets row, and a broken_tickets row: [`Snapshot::broken`]) when
+/// item.md is missing, a symbolic link, unreadable or does not parse, thread.md is there but a
+/// link or not UTF-8, or relations.json or orchestration-plan.jsonl is there but does not read
+/// or parse ([`Workspace::diagnose`] names which). Without a readable item.md, nothing else of the
 /// folder is indexed but its files' fingerprints: doctor's index facts say the same
 /// (`yoi-doctor`'s `IndexFacts`).
 pub(crate) struct Snapshot {
@@ -77,8 +78,18 @@ pub(crate) fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) ->
         files: Vec::new(),
         thread_clean: false,
     };
-    // A ticket folder that is a symbolic link is not opened (doctor reports it).
+    // A ticket folder that is a symbolic link is not opened (doctor reports it): it is a broken
+    // ticket, fingerprinted by the link alone ([`linked_folder`]).
     let Ok(dir) = Dir::open_no_link(&ws.ticket_dir(id)) else {
+        if let Some((size, mtime_ns)) = linked_folder(ws, id) {
+            snap.files.push(FileStat {
+                name: ITEM,
+                size,
+                mtime_ns,
+                hash: Some(String::new()),
+            });
+            return Some(snap);
+        }
         return (!only_ticket).then_some(snap);
     };
     let mut item_read = false;
@@ -159,7 +170,8 @@ impl Snapshot {
     }
 }
 
-/// Whether a folder, as [`look_at`] saw it, holds a ticket: item.md or thread.md is a file.
+/// Whether a folder, as [`look_at`] saw it, holds a ticket: item.md or thread.md is a file, or
+/// the folder is a symbolic link ([`linked_folder`]).
 pub(crate) fn is_ticket(seen: &Seen) -> bool {
     seen[ITEM_AT].is_some() || seen[THREAD_AT].is_some()
 }
@@ -215,10 +227,30 @@ pub(crate) fn file_stat(r: &sqlx::any::AnyRow, at: usize) -> Result<Option<FileS
 /// The size and mtime of each of a ticket's [`FILES`] (`None`: not there, or not a file).
 pub(crate) type Seen = [Option<(i64, i64)>; FILES.len()];
 
-/// A symbolic link is not a file here, as [`read_snapshot`] does not read one.
+/// The size of the one fingerprint of a ticket folder that is a symbolic link.
+pub(crate) const LINKED_FOLDER: i64 = -1;
+
+/// When the folder of `id` is a symbolic link: the fingerprint that stands for it, an item.md
+/// of size [`LINKED_FOLDER`] with the link's own mtime. The folder is then a ticket, and a
+/// broken one ([`Snapshot::broken`]: nothing else is read), so lists show it; the index
+/// notices when the link goes or changes, and nothing is ever looked at through it.
+pub(crate) fn linked_folder(ws: &Workspace, id: &TicketId) -> Option<(i64, i64)> {
+    fs::symlink_metadata(ws.ticket_dir(id))
+        .ok()
+        .filter(|m| m.file_type().is_symlink())
+        .map(|m| (LINKED_FOLDER, mtime_ns(&m)))
+}
+
+/// A symbolic link is not a file here, as [`read_snapshot`] does not read one; a folder that
+/// is one is seen as [`linked_folder`] says, and nothing below it is looked at.
 pub(crate) fn look_at(ws: &Workspace, id: &TicketId) -> Seen {
     debug_assert_eq!(FILES[ITEM_AT], ITEM);
     debug_assert_eq!(FILES[THREAD_AT], THREAD);
+    if let Some(link) = linked_folder(ws, id) {
+        let mut seen: Seen = [None; FILES.len()];
+        seen[ITEM_AT] = Some(link);
+        return seen;
+    }
     FILES.map(|name| {
         fs::symlink_metadata(ws.path_of(id, name))
             .ok()
@@ -244,6 +276,13 @@ pub(crate) fn ticket_changed(
             (Some((len, mtime)), Some(o)) => {
                 if *len != o.size {
                     return true;
+                }
+                // A linked folder's fingerprint is never compared by content.
+                if *len == LINKED_FOLDER {
+                    if *mtime != o.mtime_ns {
+                        return true;
+                    }
+                    continue;
                 }
                 if *mtime != o.mtime_ns {
                     let path = ws.path_of(id, name);

@@ -201,6 +201,9 @@ pub struct TicketsPage {
     pub api: String,
     pub op: String,
     pub back: String,
+    /// Tickets yoi cannot read, as broken rows on the first page whatever the filters (as the
+    /// API's list gives them).
+    pub broken: Vec<yoi_store::tickets::BrokenTicket>,
 }
 
 pub async fn tickets(
@@ -249,6 +252,10 @@ pub async fn tickets(
     if let Some(a) = &after {
         api.push(format!("after={a}"));
     }
+    let broken = match after {
+        None => crate::routes::tickets::broken_tickets(&s).await?,
+        Some(_) => Vec::new(),
+    };
     let chrome = Chrome::new(&s, &v, "Tickets", "tickets").await?;
     Ok(html(&TicketsPage {
         chrome,
@@ -259,6 +266,7 @@ pub async fn tickets(
         next,
         api: format!("/api/v1/tickets?{}&limit=100", api.join("&")),
         op: ulid::Ulid::new().to_string(),
+        broken,
     }))
 }
 

@@ -1,9 +1,12 @@
 //! Issue 38, items 7 and 8, with the real `yoi` binary and a real `yoi serve` on loopback: a
-//! ticket whose files are damaged (item.md bad YAML, not UTF-8 or missing; thread.md not UTF-8)
-//! stays listed by the CLI and the API, shows as a broken card on the board and the queue and
-//! as a page of its own, and is answered `corrupt_file` with its path, while every page keeps
-//! serving; a symbolic link for a ticket folder, item.md or thread.md is neither read nor
-//! written through and is doctor's `layout.symlink`, which never shows what the link leads to.
+//! ticket whose files are damaged (item.md bad YAML, not UTF-8 or missing; thread.md not UTF-8;
+//! relations.json or orchestration-plan.jsonl not JSON, not UTF-8 or torn) stays listed by the
+//! CLI and the API, shows as a broken card on the board and the queue, a broken row in the
+//! tickets table and a page of its own, is named by doctor and answered `corrupt_file` with its
+//! path, while every page keeps serving and routing goes on for the others (a broken blocker
+//! still blocks); a symbolic link for a ticket folder, item.md or thread.md is neither read nor
+//! written through, is listed as a broken ticket and is doctor's `layout.symlink`, which never
+//! shows what the link leads to.
 
 mod common;
 
@@ -14,12 +17,26 @@ use common::Repo;
 use serde_json::Value;
 
 /// The damage each broken ticket carries: (name, file, line of the damage, doctor check).
-const DAMAGE: [(&str, &str, Option<u64>, &str); 4] = [
+const DAMAGE: [(&str, &str, Option<u64>, &str); 8] = [
     ("yaml", "item.md", Some(4), "item.parse"),
     ("utf8", "item.md", Some(10), "file.unreadable"),
     ("missing", "item.md", None, "ticket.missing_item"),
     ("thread", "thread.md", Some(8), "file.unreadable"),
+    ("relations", RELATIONS, Some(3), "relations.parse"),
+    ("relations-utf8", RELATIONS, Some(2), "file.unreadable"),
+    ("plan-torn", PLAN, Some(2), "plan.parse"),
+    ("plan-utf8", PLAN, Some(1), "file.unreadable"),
 ];
+
+const RELATIONS: &str = "artifacts/relations.json";
+const PLAN: &str = "artifacts/orchestration-plan.jsonl";
+
+/// One plan record of ticket `id`, as yoi writes it (a line of its own).
+fn plan_line(id: &str) -> String {
+    format!(
+        "{{\"id\":\"01JDX3V8Q4R5S6T7V8W9XAYBZC\",\"ticket_id\":\"{id}\",\"kind\":\"waiting_capacity\",\"note\":\"no free slot\",\"at\":\"2026-12-01T10:00:00Z\",\"author\":\"orchestrator\"}}\n"
+    )
+}
 
 /// Damage `file` of ticket `id` as `kind` says.
 fn damage(repo: &Repo, id: &str, kind: &str) {
@@ -35,6 +52,24 @@ fn damage(repo: &Repo, id: &str, kind: &str) {
         "utf8" => append(&item, b"Body \xff\xfe broken\n"),
         "missing" => std::fs::remove_file(&item).unwrap(),
         "thread" => append(&dir.join("thread.md"), b"bad \xff bytes\n"),
+        // Not JSON: a hand edit that left a bare word on line 3.
+        "relations" => std::fs::write(
+            dir.join(RELATIONS),
+            "{\n  \"version\": 1,\n  oops\n  \"relations\": []\n}\n",
+        )
+        .unwrap(),
+        "relations-utf8" => std::fs::write(
+            dir.join(RELATIONS),
+            b"{\n  \"version\": 1, \"relations\": [] \xff\n}\n",
+        )
+        .unwrap(),
+        // A record, then an append torn before its newline.
+        "plan-torn" => std::fs::write(
+            dir.join(PLAN),
+            format!("{}{{\"id\":\"01JDX3V8Q4R5S6T7V8W9XAYB", plan_line(id)),
+        )
+        .unwrap(),
+        "plan-utf8" => std::fs::write(dir.join(PLAN), b"{\"id\": \"\xff\"}\n").unwrap(),
         _ => unreachable!(),
     }
 }
@@ -106,10 +141,39 @@ fn assert_list_names_the_broken(repo: &Repo, ok: &str, broken: &[(&str, String)]
     }
 }
 
+/// Doctor names each damage with the check and the file the list gives, and agrees with the
+/// index about which tickets it holds (no `index.*` finding).
+fn assert_doctor_names_the_damage(repo: &Repo, broken: &[(&str, String)]) {
+    let out = repo.yoi(&["ticket", "doctor", "--json"]);
+    assert_eq!(out.code, 1, "damage is an error: {}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    for (kind, id) in broken {
+        // A missing item.md is reported at its folder.
+        let path = match kind {
+            &"missing" => format!(".yoi/tickets/{id}"),
+            _ => format!(".yoi/tickets/{id}/{}", file_of(kind)),
+        };
+        assert!(
+            findings.iter().any(|f| f["check"] == check_of(kind)
+                && f["path"] == path.as_str()
+                && f["severity"] == "error"),
+            "{kind}: no {} error at {path}: {report}",
+            check_of(kind)
+        );
+    }
+    let index: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["check"].as_str().unwrap().starts_with("index."))
+        .collect();
+    assert!(index.is_empty(), "doctor and the index disagree: {index:?}");
+}
+
 #[test]
 fn every_kind_of_broken_file_stays_listed_by_the_cli() {
     let (repo, ok, broken) = damaged_workspace();
     assert_list_names_the_broken(&repo, &ok, &broken);
+    assert_doctor_names_the_damage(&repo, &broken);
     // Showing one, by its id or a suffix of it, names the file: a corrupt-file error (exit 1),
     // never "no such ticket".
     for (kind, id) in &broken {
@@ -186,9 +250,11 @@ fn every_kind_of_broken_file_stays_on_the_api_the_board_the_queue_and_its_page()
     let (_, board) = page(&server, &cookie, "/");
     let (_, queue) = page(&server, &cookie, "/queue");
     let (_, doctor) = page(&server, &cookie, "/doctor");
+    let (_, table) = page(&server, &cookie, "/tickets?state=ready");
     for (kind, id) in &broken {
         let anchor = format!("f-{id}-{}", check_of(kind));
-        for (name, html) in [("board", &board), ("queue", &queue)] {
+        // The tickets table shows them as broken rows, whatever its filter.
+        for (name, html) in [("board", &board), ("queue", &queue), ("tickets", &table)] {
             assert!(
                 html.contains(&format!("id=\"broken-{id}\"")),
                 "{name} lacks the broken card of {kind}"
@@ -270,10 +336,17 @@ fn links_in_the_tickets_folder_are_never_followed_and_doctor_names_them() {
         "the link itself is left as it was"
     );
 
-    // The broken ones stay listed, as links.
+    // The broken ones stay listed, as links: the linked folder too, named by its own path.
     let out = repo.yoi(&["ticket", "list", "--json"]).ok();
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
-    for id in [&item_link, &thread_link] {
+    for (id, path) in [
+        (&item_link, format!(".yoi/tickets/{item_link}/item.md")),
+        (
+            &thread_link,
+            format!(".yoi/tickets/{thread_link}/thread.md"),
+        ),
+        (&folder_link, format!(".yoi/tickets/{folder_link}")),
+    ] {
         let b = v["broken"]
             .as_array()
             .unwrap()
@@ -281,8 +354,17 @@ fn links_in_the_tickets_folder_are_never_followed_and_doctor_names_them() {
             .find(|b| b["id"] == id.as_str())
             .unwrap_or_else(|| panic!("{id} is listed as broken: {v}"));
         assert_eq!(b["check"], "layout.symlink", "{b}");
+        assert_eq!(b["path"], path.as_str(), "{b}");
     }
     assert!(!out.stdout.contains("SECRET") && !out.stderr.contains("SECRET"));
+    let out = repo.yoi(&["ticket", "list"]).ok();
+    assert!(
+        out.stderr.lines().any(|l| l.starts_with("broken: ")
+            && l.contains(&format!("(.yoi/tickets/{folder_link})"))
+            && l.contains("layout.symlink")),
+        "{}",
+        out.stderr
+    );
 
     // Doctor: an error per link, naming where it points, never what is there.
     let out = repo.yoi(&["ticket", "doctor", "--json"]);
@@ -305,6 +387,14 @@ fn links_in_the_tickets_folder_are_never_followed_and_doctor_names_them() {
     assert_eq!(paths, want.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(links.len(), 3, "{links:?}");
     assert!(links.iter().all(|f| f["severity"] == "error"));
+    assert!(
+        !report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["check"].as_str().unwrap().starts_with("index.")),
+        "doctor and the index agree about the linked ones: {report}"
+    );
     assert!(!out.stdout.contains("SECRET"), "{}", out.stdout);
     assert!(
         !out.stdout.contains("notes.txt"),
@@ -412,4 +502,139 @@ fn a_linked_skill_folder_is_not_loaded_and_doctor_names_it() {
             .any(|f| f["check"] == "layout.symlink" && f["path"] == ".yoi/skills"),
         "{report}"
     );
+}
+
+/// `GET /api/v1/router` until routing reports a fixed point.
+fn settle(repo: &Repo, server: &Server) {
+    let start = std::time::Instant::now();
+    loop {
+        let (_, status) = server.get(repo, "/router");
+        if status["settled"] == true {
+            return;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "routing did not settle: {status}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn state_of(server: &Server, repo: &Repo, id: &str) -> String {
+    let (_, list) = server.get(repo, "/tickets?state=all");
+    list["tickets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .map(|t| t["state"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| format!("not listed: {list}"))
+}
+
+/// The orchestrator's decision bodies in ticket `id`'s thread.
+fn decisions(repo: &Repo, id: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repo.ticket_dir(id).join("thread.md")).unwrap();
+    text.split("<!-- event: ")
+        .filter(|e| e.starts_with("decision ") && e.contains("author: yoi-orchestrator"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_damaged_relations_or_plan_file_stops_no_routing_and_its_ticket_still_blocks() {
+    let repo = Repo::init();
+    std::fs::write(repo.path().join("README.md"), "hello\n").unwrap();
+    yoi_testkit::repo::git(repo.path(), &["add", "-A"]);
+    yoi_testkit::repo::git(repo.path(), &["commit", "-q", "-m", "base"]);
+    // A finished blocker whose relations.json is then damaged, and a queued ticket waiting on it.
+    let blocker = repo.ready_ticket("Finished blocker");
+    let waiter = repo.ready_ticket("Waits on the finished blocker");
+    repo.yoi(&["ticket", "relation", "add", &waiter, "depends_on", &blocker])
+        .ok();
+    repo.yoi(&[
+        "ticket",
+        "cancel",
+        &blocker,
+        "--resolution",
+        "Done elsewhere.",
+    ])
+    .ok();
+    repo.yoi(&["ticket", "queue", &waiter]).ok();
+    // Queued tickets whose own relations.json and plan file are damaged, and a healthy one.
+    let own_relations = repo.ready_ticket("Own relations damaged");
+    let own_plan = repo.ready_ticket("Own plan torn");
+    let routable = repo.ready_ticket("Routable");
+    for id in [&own_relations, &own_plan, &routable] {
+        repo.yoi(&["ticket", "queue", id]).ok();
+    }
+    let relations = |id: &str| repo.ticket_dir(id).join(RELATIONS);
+    assert!(
+        !relations(&blocker).exists(),
+        "the blocker owns no relation yet"
+    );
+    for id in [&blocker, &own_relations] {
+        damage(&repo, id, "relations");
+    }
+    damage(&repo, &own_plan, "plan-torn");
+
+    // A routing server (the default configuration: no pods are started).
+    let server = Server::spawn(&repo);
+    settle(&repo, &server);
+    assert_eq!(state_of(&server, &repo, &routable), "inprogress");
+    let (_, list) = server.get(&repo, "/tickets?state=all");
+    let broken: Vec<&str> = list["broken"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    let mut want = vec![blocker.as_str(), own_relations.as_str(), own_plan.as_str()];
+    want.sort();
+    assert_eq!(broken, want, "{list}");
+    for id in [&own_relations, &own_plan] {
+        assert!(
+            decisions(&repo, id).is_empty(),
+            "a broken ticket is not routed"
+        );
+        let file = repo.ticket_dir(id).join("item.md");
+        assert!(std::fs::read_to_string(file)
+            .unwrap()
+            .contains("state: queued"));
+    }
+    // The finished blocker is broken, so it blocks: safe side.
+    let waits = decisions(&repo, &waiter);
+    let last = waits.last().expect("the waiter was routed");
+    assert!(last.contains("blocked_by_dependency"), "{last}");
+    assert!(last.contains(blocker.as_str()), "{last}");
+    // So does the queue gate, and both pages keep serving with the broken cards.
+    let late = repo.ready_ticket("Queued after the damage");
+    repo.yoi(&["ticket", "relation", "add", &late, "depends_on", &blocker])
+        .ok();
+    let out = repo.yoi(&["ticket", "queue", &late]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(out.stderr.contains(blocker.as_str()), "{}", out.stderr);
+    let cookie = log_in(&repo);
+    for path in ["/", "/queue", "/tickets", "/doctor"] {
+        let (status, html) = page(&server, &cookie, path);
+        assert_eq!(status, 200, "{path} keeps serving");
+        if path != "/doctor" {
+            for id in &want {
+                assert!(
+                    html.contains(&format!("id=\"broken-{id}\"")),
+                    "{path}: {id}"
+                );
+            }
+        }
+    }
+    for id in &want {
+        let (status, html) = page(&server, &cookie, &format!("/tickets/{id}"));
+        assert_eq!(status, 200);
+        assert!(html.contains("yoi cannot read this ticket"), "{id}");
+    }
+
+    // Repaired, the blocker is finished again: the late ticket queues and is routed.
+    std::fs::remove_file(relations(&blocker)).unwrap();
+    repo.yoi(&["ticket", "queue", &late]).ok();
+    settle(&repo, &server);
+    assert_eq!(state_of(&server, &repo, &late), "inprogress");
 }

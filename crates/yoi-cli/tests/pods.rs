@@ -797,3 +797,34 @@ fn a_pod_run_once_without_work_says_so_with_its_own_exit_status() {
     let mut pod = own_pod(&repo, "idle", &["--once"]);
     assert_eq!(pod.wait().unwrap().code(), Some(3), "no work: exit 3");
 }
+
+#[test]
+fn a_failed_attempt_says_why_with_the_end_of_the_agents_stderr_and_no_secret() {
+    let (repo, _) = workspace(
+        "run echo 'starting up' >&2\nrun echo 'fatal: the model endpoint refused key sk-ant-api03-abcdefghijklmnopqrstu' >&2\nexit 3\n",
+        30,
+    );
+    no_supervised_pods(&repo);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let mut pod = own_pod(&repo, "failing", &["--once"]);
+    assert_eq!(pod.wait().unwrap().code(), Some(1));
+    let rows = assignments(&server, &repo, &id);
+    let failed = rows
+        .iter()
+        .find(|a| a["status"] == "failed")
+        .unwrap_or_else(|| panic!("{rows:?}"));
+    let error = failed["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.contains("the agent exited with 3"), "{error}");
+    assert!(
+        error.contains("fatal: the model endpoint refused key sk-ant-***"),
+        "{error}"
+    );
+    assert!(
+        !error.contains("abcdefghijklmnop"),
+        "the key is masked: {error}"
+    );
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert!(thread.contains("starting up"), "{thread}");
+    assert!(!thread.contains("abcdefghijklmnop"), "{thread}");
+}

@@ -235,6 +235,8 @@ pub(crate) fn run_one(
         (None, Ok(_)) => false,
     };
     report.keep_work = reason.is_some() && changed && !reviewer && not_about_the_change;
+    // The reason says why where people look: with the end of what the agent wrote on stderr.
+    let reason = reason.map(|r| crate::explain::with_stderr(r, &stderr));
     let sent = match reason {
         None => client
             .complete(pod, &a.id, a.fence, &report)

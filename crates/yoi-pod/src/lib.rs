@@ -22,6 +22,7 @@
 mod agent_env;
 mod agent_run;
 mod attempt;
+mod explain;
 pub mod client;
 pub mod contract;
 pub mod process;

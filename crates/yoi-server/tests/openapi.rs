@@ -533,3 +533,34 @@ fn answer_objects_are_closed() {
         "RouterView extends RouterStatus, which must stay open"
     );
 }
+
+/// An empty body means "no fields", so a body whose fields are all optional is documented as
+/// optional, and the server takes a request without one.
+#[test]
+fn a_body_of_optional_fields_may_be_left_out() {
+    let doc = document();
+    let required =
+        |method: &str, path: &str| doc["paths"][path][method]["requestBody"]["required"].clone();
+    assert_eq!(required("post", "/api/v1/tickets/{id}/mark-ready"), false);
+    assert_eq!(required("post", "/api/v1/skills/{name}/activate"), false);
+    assert_eq!(required("patch", "/api/v1/tickets/{id}"), true);
+    assert_eq!(required("post", "/api/v1/tickets/{id}/close"), true);
+
+    let s = Server::start(Backend::Sqlite);
+    let brief = "## Intent\nx\n\n## Acceptance criteria\n- y\n\n## Validation\n`true`\n";
+    let id = s
+        .post("/api/v1/tickets")
+        .token(&s.tokens.human)
+        .json(serde_json::json!({ "title": "t", "body": brief }))
+        .send()
+        .expect(201)["ticket"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ready = s
+        .post(&format!("/api/v1/tickets/{id}/mark-ready"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    assert_eq!(ready["to"], "ready");
+}

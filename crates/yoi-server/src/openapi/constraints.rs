@@ -80,6 +80,7 @@ pub fn apply(doc: &mut Value) {
     closed(doc);
     closed_answers(doc);
     tuples(doc);
+    optional_bodies(doc);
 }
 
 /// Path, query and header parameters.
@@ -459,6 +460,34 @@ fn tuples(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(tuples),
         _ => {}
+    }
+}
+
+/// An empty request body means "no fields" (`extract::Body`), so a body whose fields are all
+/// optional may be left out: the document says `required: false` for it, and a client (or
+/// schemathesis) sending none is not sending malformed data.
+fn optional_bodies(doc: &mut Value) {
+    let schemas = doc["components"]["schemas"].clone();
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for op in paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|item| item.values_mut())
+    {
+        let Some(body) = op.get_mut("requestBody") else {
+            continue;
+        };
+        let schema = &body["content"]["application/json"]["schema"];
+        let schema = match schema["$ref"].as_str() {
+            Some(r) => &schemas[r.trim_start_matches("#/components/schemas/")],
+            None => schema,
+        };
+        let none_required = schema["required"].as_array().is_none_or(Vec::is_empty);
+        if schema["type"] == "object" && none_required && schema.get("minProperties").is_none() {
+            body["required"] = Value::Bool(false);
+        }
     }
 }
 

@@ -828,3 +828,48 @@ fn a_failed_attempt_says_why_with_the_end_of_the_agents_stderr_and_no_secret() {
     assert!(thread.contains("starting up"), "{thread}");
     assert!(!thread.contains("abcdefghijklmnop"), "{thread}");
 }
+
+/// A workspace whose pods end an agent after `secs` without progress.
+fn with_stall(repo: &common::Repo, secs: u64) {
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "kill_grace_secs = 2",
+        &format!("kill_grace_secs = 2\nstall_secs = {secs}"),
+    );
+    std::fs::write(&config, text).unwrap();
+}
+
+#[test]
+fn a_stalled_agent_is_ended_and_its_attempt_fails_as_stalled() {
+    let (repo, _) = workspace("grandchild 319\nsleep 600000\n", 30);
+    no_supervised_pods(&repo);
+    with_stall(&repo, 2);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let mut pod = own_pod(&repo, "stalled", &["--once"]);
+    assert_eq!(pod.wait().unwrap().code(), Some(1), "its attempt failed");
+    assert!(sleepers("319").is_empty(), "nothing of the agent is left");
+    let rows = assignments(&server, &repo, &id);
+    let failed = rows.iter().find(|a| a["status"] == "failed").unwrap();
+    assert!(
+        failed["error"].as_str().unwrap().starts_with("stalled: "),
+        "{failed}"
+    );
+}
+
+#[test]
+fn an_agent_that_keeps_printing_is_not_stalled() {
+    let (repo, _) = workspace(
+        "run for i in 1 2 3 4 5 6 7 8 9 10; do echo working; sleep 0.4; done\nwrite hello.txt hello\\n\ndone kept busy\n",
+        30,
+    );
+    no_supervised_pods(&repo);
+    with_stall(&repo, 2);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let mut pod = own_pod(&repo, "busy", &["--once"]);
+    assert_eq!(pod.wait().unwrap().code(), Some(0), "its attempt completed");
+    let rows = assignments(&server, &repo, &id);
+    let implement = rows.iter().find(|a| a["step"] == "implement").unwrap();
+    assert_eq!(implement["status"], "completed", "{rows:?}");
+}

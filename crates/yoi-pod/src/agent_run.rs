@@ -105,6 +105,7 @@ pub(crate) fn run_one(
         timeout: step_timeout(settings, work),
         grace: settings.kill_grace,
         sandbox: confined.wrap.clone(),
+        stall: settings.stall,
     };
     let mut lease = Lease::new(client, pod, work, stop);
     tracing::info!(assignment = %a.id, ticket = %work.ticket, attempt = a.attempt, "running the agent");
@@ -128,6 +129,10 @@ pub(crate) fn run_one(
             spec.timeout.as_secs()
         )),
         Ended::Stopped => Some("the pod was stopped before the agent finished".to_string()),
+        Ended::Stalled => Some(format!(
+            "stalled: the agent made no progress (no output, no change in its working directory) for {}s and its process group was ended",
+            spec.stall.map_or(0, |s| s.as_secs())
+        )),
         _ => sandbox::setup_failure(exit_code, &first.stderr)
             .or_else(|| first.said.agent_error.clone()),
     };
@@ -228,8 +233,10 @@ pub(crate) fn run_one(
     // from; an agent that exited non-zero or said it failed does not.
     let not_about_the_change = match (&failure, &contract) {
         (Some(_), _) => {
-            matches!(first.ended, Ended::TimedOut | Ended::Stopped)
-                || first.said.agent_error.is_some()
+            matches!(
+                first.ended,
+                Ended::TimedOut | Ended::Stopped | Ended::Stalled
+            ) || first.said.agent_error.is_some()
         }
         (None, Err(_)) => exit_code == Some(0),
         (None, Ok(_)) => false,

@@ -22,9 +22,9 @@
 mod agent_env;
 mod agent_run;
 mod attempt;
-mod explain;
 pub mod client;
 pub mod contract;
+mod explain;
 pub mod process;
 pub mod profiles;
 mod prompt;
@@ -59,6 +59,8 @@ pub struct PodSettings {
     /// The pod's own environment; the agent gets only what its profile lets through.
     pub env: Vec<(String, String)>,
     pub kill_grace: Duration,
+    /// End an agent that makes no progress for this long (`None`: never).
+    pub stall: Option<Duration>,
     /// Run one assignment (or wait once for one) and exit.
     pub once: bool,
     /// How long one claim waits for work.

@@ -30,6 +30,9 @@ pub struct Spec {
     /// Run `argv` through the sandbox launcher: its program and leading arguments, then the
     /// policy (JSON); `None` runs `argv` itself (the launcher's own tests, `mode = "off"`).
     pub sandbox: Option<(Vec<String>, String)>,
+    /// End the run when it makes no progress for this long: nothing new on stdout or stderr
+    /// and no change in the working directory (`[pods] stall_secs`); `None` never.
+    pub stall: Option<Duration>,
 }
 
 /// How a run ended.
@@ -43,6 +46,9 @@ pub enum Ended {
     LeaseLost,
     /// The pod is stopping and the agent did not finish within its grace; the group was killed.
     Stopped,
+    /// No progress (output or a change in the working directory) for the stall limit; the
+    /// group was killed.
+    Stalled,
 }
 
 /// What the runner asks its owner while the agent runs, about every 100 ms.
@@ -100,6 +106,7 @@ pub fn run(spec: &Spec, watch: &mut dyn Watch) -> std::io::Result<Ended> {
     let pgid = child.id() as i32;
     let started = Instant::now();
     let mut stop_seen: Option<Instant> = None;
+    let mut progress = Progress::new(spec);
     let ended = loop {
         if let Some(status) = child.try_wait()? {
             use std::os::unix::process::ExitStatusExt;
@@ -116,6 +123,12 @@ pub fn run(spec: &Spec, watch: &mut dyn Watch) -> std::io::Result<Ended> {
             kill_ladder(pgid, &mut child, spec.grace);
             break Ended::TimedOut;
         }
+        if let Some(limit) = spec.stall {
+            if progress.idle_for() >= limit {
+                kill_ladder(pgid, &mut child, spec.grace);
+                break Ended::Stalled;
+            }
+        }
         if watch.stopping() {
             let since = *stop_seen.get_or_insert_with(Instant::now);
             if since.elapsed() >= spec.grace {
@@ -130,6 +143,64 @@ pub fn run(spec: &Spec, watch: &mut dyn Watch) -> std::io::Result<Ended> {
     reap_group(pgid, spec.grace);
     let _ = child.wait();
     Ok(ended)
+}
+
+/// What counts as progress: stdout or stderr grew, or the working directory changed (the
+/// folder itself or an entry at its top: a file written there, a folder beneath it gaining or
+/// losing an entry). Looked at about once a second.
+struct Progress {
+    files: [std::path::PathBuf; 2],
+    cwd: std::path::PathBuf,
+    seen: (u64, Option<std::time::SystemTime>),
+    last_change: Instant,
+    last_look: Instant,
+}
+
+impl Progress {
+    fn new(spec: &Spec) -> Self {
+        let mut p = Progress {
+            files: [spec.stdout.clone(), spec.stderr.clone()],
+            cwd: spec.cwd.clone(),
+            seen: (0, None),
+            last_change: Instant::now(),
+            last_look: Instant::now(),
+        };
+        p.seen = p.look();
+        p
+    }
+
+    /// Output bytes so far and the newest change time in the working directory's top.
+    fn look(&self) -> (u64, Option<std::time::SystemTime>) {
+        let bytes = self
+            .files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        let mtime = |p: &std::path::Path| std::fs::symlink_metadata(p).and_then(|m| m.modified());
+        let mut newest = mtime(&self.cwd).ok();
+        if let Ok(entries) = std::fs::read_dir(&self.cwd) {
+            for e in entries.flatten().take(10_000) {
+                if let Ok(t) = mtime(&e.path()) {
+                    newest = newest.max(Some(t));
+                }
+            }
+        }
+        (bytes, newest)
+    }
+
+    /// How long since the last progress was seen.
+    fn idle_for(&mut self) -> Duration {
+        if self.last_look.elapsed() >= Duration::from_secs(1) {
+            self.last_look = Instant::now();
+            let now = self.look();
+            if now != self.seen {
+                self.seen = now;
+                self.last_change = Instant::now();
+            }
+        }
+        self.last_change.elapsed()
+    }
 }
 
 fn signal_group(pgid: i32, sig: i32) {

@@ -69,6 +69,9 @@ pub(crate) fn run_verify(
             timeout: step_timeout(settings, work),
             grace: settings.kill_grace,
             sandbox: confined.wrap.clone(),
+            // A validation command is bounded by the step's timeout alone: a quiet build is
+            // not a stalled agent.
+            stall: None,
         };
         let t = Instant::now();
         let ended = process::run(&spec, &mut lease).map_err(|e| format!("starting sh: {e}"))?;

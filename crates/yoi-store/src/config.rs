@@ -42,6 +42,9 @@ pub struct PodsSection {
     pub heartbeat_secs: u64,
     /// SIGTERM to the agent's process group, then this long, then SIGKILL.
     pub kill_grace_secs: u64,
+    /// End an agent that makes no progress (no new output, no change in its working
+    /// directory) for this long; its attempt fails as `stalled`. 0 never.
+    pub stall_secs: u64,
     /// The agent profile each role's pods run (`coder = "claude"`); a role without one is not
     /// started by the supervisor.
     pub agent: std::collections::BTreeMap<String, String>,
@@ -64,6 +67,7 @@ impl Default for PodsSection {
             lease_secs: 60,
             heartbeat_secs: 20,
             kill_grace_secs: 10,
+            stall_secs: 300,
             agent: Default::default(),
         }
     }

@@ -80,6 +80,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         None => std::env::temp_dir().join(format!("yoi-pod-{name}")),
     };
     let kill_grace = ws.as_ref().map_or(10, |w| w.config.pods.kill_grace_secs);
+    let stall_secs = ws.as_ref().map_or(300, |w| w.config.pods.stall_secs);
     let sandbox = sandbox(ws.as_ref())?;
     sandbox.enforcement().map_err(CliError::Refused)?;
     tracing::info!(sandbox = %sandbox.enforcement().map(|e| e.describe()).unwrap_or_default(), "the pod's sandbox");
@@ -93,6 +94,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         state_dir,
         env: std::env::vars().collect(),
         kill_grace: Duration::from_secs(kill_grace),
+        stall: (stall_secs > 0).then(|| Duration::from_secs(stall_secs)),
         once: a.once,
         wait_ms: a.wait_ms,
         sandbox,

@@ -354,3 +354,75 @@ fn remove_refuses_a_queued_tickets_worktree_which_an_acceptance_may_be_making() 
         out.stdout
     );
 }
+
+/// What `dir` holds, by name, with each file's bytes (folders by name only).
+fn contents(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            (e.file_name().to_string_lossy().into_owned(), bytes)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn remove_never_goes_through_a_link_to_the_worktree_or_a_folder_above_it() {
+    let repo = repo();
+    let outside = tempfile::tempdir().unwrap();
+    let outside = outside.path().canonicalize().unwrap();
+
+    // The worktree's own folder is now a link to where its files went.
+    let linked = repo.create("Worktree is a link", common::COMPLETE_BRIEF);
+    let (branch, rel) = orchestrator_worktree(&repo, &linked, "linked");
+    let path = repo.path().join(&rel);
+    let moved = outside.join("moved");
+    std::fs::rename(&path, &moved).unwrap();
+    std::fs::write(moved.join("notes.txt"), "keep me\n").unwrap();
+    std::os::unix::fs::symlink(&moved, &path).unwrap();
+    let before = contents(&moved);
+
+    for args in [
+        vec!["worktree", "remove", linked.as_str()],
+        vec!["worktree", "remove", linked.as_str(), "--force"],
+        vec!["worktree", "remove", rel.as_str(), "--force"],
+    ] {
+        let err = refused(repo.yoi(&args));
+        assert!(err.contains("symbolic link"), "{args:?}: {err}");
+        assert!(err.contains(&rel), "{args:?} names the link: {err}");
+        assert_eq!(
+            contents(&moved),
+            before,
+            "{args:?} changed what the link leads to"
+        );
+        assert!(std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(git_worktrees(&repo).len(), 2, "git still records it");
+        assert!(branch_at(&repo, &branch).is_some());
+    }
+
+    // A folder above it, the worktrees folder itself, is a link.
+    let above = repo.create("Folder above is a link", common::COMPLETE_BRIEF);
+    let (_, above_rel) = orchestrator_worktree(&repo, &above, "above");
+    std::fs::remove_file(&path).unwrap();
+    let worktrees = repo.path().join(".worktree");
+    let elsewhere = outside.join("worktrees");
+    std::fs::rename(&worktrees, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &worktrees).unwrap();
+    let inside = elsewhere.join(above_rel.strip_prefix(".worktree/").unwrap());
+    let before = contents(&inside);
+
+    let err = refused(repo.yoi(&["worktree", "remove", &above, "--force"]));
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(err.contains(".worktree"), "{err}");
+    assert_eq!(contents(&inside), before);
+    assert!(std::fs::symlink_metadata(&worktrees)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}

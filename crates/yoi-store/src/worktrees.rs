@@ -50,6 +50,9 @@ pub struct WorktreeRow {
     pub accepted: bool,
     #[serde(skip)]
     full_path: PathBuf,
+    /// Its folder as git records it, links on the way unresolved (`full_path` resolves them).
+    #[serde(skip)]
+    recorded: PathBuf,
 }
 
 impl WorktreeRow {
@@ -221,7 +224,11 @@ pub fn remove_worktree(
     if row.status == WorktreeStatus::Gone {
         return Err(WorktreeError::Gone { path: row.path });
     }
-    if let Some(link) = crate::beneath::link_on_path(&repo, &row.full_path) {
+    // Looked for on the path git records: the canonical `full_path` has every link on the
+    // way resolved already, so it would name where the link leads and find no link.
+    let link = crate::beneath::link_on_path(&repo, &row.recorded)
+        .or_else(|| crate::beneath::link_on_path(&git::canonical(&repo), &row.recorded));
+    if let Some(link) = link {
         return Err(StoreError::invalid(&link, None, crate::error::LINK_REASON).into());
     }
     if let (Some((ticket, state)), false) = (in_progress.clone(), force) {
@@ -302,6 +309,7 @@ pub fn prune_worktrees(ws: &Workspace) -> Result<Vec<WorktreeRow>, WorktreeError
                     ticket_state: None,
                     accepted: false,
                     full_path: full,
+                    recorded: p.clone(),
                 })
         })
         .collect())
@@ -460,6 +468,7 @@ fn row(
     };
     WorktreeRow {
         path: git::relative_to(repo, &w.path),
+        recorded: w.path,
         branch: w.branch,
         head: w.head,
         dirty: w.dirty,

@@ -1,0 +1,404 @@
+//! Real answers validate against the served document (issue 41): a session through the API
+//! touches most operations, and each answer is checked against the schema the document gives
+//! for its operation and status, with a small validator of the JSON Schema keywords the
+//! document uses (`$ref`, `type`, `enum`, `required`, `properties`, `additionalProperties`,
+//! `items`, `prefixItems`, `minItems`/`maxItems`, `oneOf`, `anyOf`, `allOf`; patterns and
+//! formats are left to schemathesis, which `.ci/run` runs with every check). The same answers
+//! with a field added, a required one taken away or an enum value misspelt must fail it, so a
+//! drift between a type and its schema cannot pass unseen.
+
+mod common;
+
+use common::{Backend, Server, COMPLETE_BRIEF};
+use serde_json::{json, Value};
+
+/// What is wrong with `value` against `schema`, by JSON pointer; empty when it conforms.
+fn violations(doc: &Value, schema: &Value, value: &Value, at: &str, out: &mut Vec<String>) {
+    if let Some(r) = schema["$ref"].as_str() {
+        let name = r.trim_start_matches("#/components/schemas/");
+        let target = &doc["components"]["schemas"][name];
+        assert!(!target.is_null(), "{at}: dangling $ref {r}");
+        return violations(doc, target, value, at, out);
+    }
+    if schema == &Value::Bool(false) {
+        out.push(format!("{at}: nothing may be here"));
+        return;
+    }
+    if let Some(types) = schema.get("type") {
+        let types: Vec<&str> = match types {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        let fits = types.iter().any(|t| match *t {
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            "string" => value.is_string(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "number" => value.is_number(),
+            "boolean" => value.is_boolean(),
+            "null" => value.is_null(),
+            other => panic!("{at}: unknown type {other}"),
+        });
+        if !fits {
+            out.push(format!("{at}: {value} is not of type {types:?}"));
+            return;
+        }
+    }
+    if let Some(values) = schema["enum"].as_array() {
+        if !values.contains(value) {
+            out.push(format!("{at}: {value} is not one of {values:?}"));
+        }
+    }
+    if let Some(parts) = schema["allOf"].as_array() {
+        for part in parts {
+            violations(doc, part, value, at, out);
+        }
+    }
+    for (key, exactly_one) in [("oneOf", true), ("anyOf", false)] {
+        if let Some(choices) = schema[key].as_array() {
+            let fitting = choices
+                .iter()
+                .filter(|c| {
+                    let mut v = Vec::new();
+                    violations(doc, c, value, at, &mut v);
+                    v.is_empty()
+                })
+                .count();
+            if fitting == 0 || (exactly_one && fitting > 1) {
+                out.push(format!("{at}: {value} fits {fitting} of the {key} choices"));
+            }
+        }
+    }
+    if let Some(map) = value.as_object() {
+        for name in schema["required"].as_array().into_iter().flatten() {
+            let name = name.as_str().unwrap();
+            if !map.contains_key(name) {
+                out.push(format!("{at}: `{name}` is required"));
+            }
+        }
+        let props = schema["properties"].as_object();
+        for (k, v) in map {
+            let here = format!("{at}/{k}");
+            match (
+                props.and_then(|p| p.get(k)),
+                schema.get("additionalProperties"),
+            ) {
+                (Some(s), _) => violations(doc, s, v, &here, out),
+                (None, Some(Value::Bool(false))) => out.push(format!("{here}: not in the schema")),
+                (None, Some(extra)) => violations(doc, extra, v, &here, out),
+                (None, None) => {}
+            }
+        }
+    }
+    if let Some(items) = value.as_array() {
+        let prefix = schema["prefixItems"].as_array();
+        for (i, item) in items.iter().enumerate() {
+            let here = format!("{at}/{i}");
+            match prefix.and_then(|p| p.get(i)) {
+                Some(s) => violations(doc, s, item, &here, out),
+                None => {
+                    if let Some(s) = schema.get("items") {
+                        violations(doc, s, item, &here, out);
+                    }
+                }
+            }
+        }
+        let n = items.len() as u64;
+        if schema["minItems"].as_u64().is_some_and(|m| n < m)
+            || schema["maxItems"].as_u64().is_some_and(|m| n > m)
+        {
+            out.push(format!("{at}: {n} items"));
+        }
+    }
+}
+
+/// The schema the document gives the answer of `method path` with `status`.
+fn answer_schema<'d>(doc: &'d Value, method: &str, path: &str, status: u16) -> &'d Value {
+    let responses = &doc["paths"][path][method]["responses"];
+    let response = match responses.get(status.to_string()) {
+        Some(r) => r,
+        None => &responses["default"],
+    };
+    let schema = &response["content"]["application/json"]["schema"];
+    assert!(
+        !schema.is_null(),
+        "{method} {path} {status}: no JSON schema"
+    );
+    schema
+}
+
+fn conformance(doc: &Value, method: &str, path: &str, status: u16, answer: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    violations(
+        doc,
+        answer_schema(doc, method, path, status),
+        answer,
+        "",
+        &mut out,
+    );
+    out
+}
+
+fn upper(method: &str) -> &'static str {
+    match method {
+        "get" => "GET",
+        "post" => "POST",
+        "patch" => "PATCH",
+        other => panic!("no method {other} in the session"),
+    }
+}
+
+/// A session through the API: each (method, documented path, concrete path, token, body,
+/// status) and what the server answered.
+#[test]
+fn real_answers_validate_against_the_document() {
+    let doc = yoi_server::openapi::document();
+    let s = Server::start_routed(Backend::Sqlite, |_| {});
+    let first = s.ready_ticket("First");
+    let second = s.create("Second", COMPLETE_BRIEF);
+    let h = s.tokens.human.clone();
+    let r = s.tokens.read.clone();
+    let t = |suffix: &str, id: &str| format!("/api/v1/tickets/{id}{suffix}");
+    let calls: Vec<(&str, &str, String, &str, Option<Value>, u16)> = vec![
+        (
+            "post",
+            "/api/v1/tickets",
+            "/api/v1/tickets".into(),
+            &h,
+            Some(json!({ "title": "Third", "depends_on": [first] })),
+            201,
+        ),
+        (
+            "post",
+            "/api/v1/tickets/{id}/relations",
+            t("/relations", &second),
+            &h,
+            Some(json!({ "kind": "depends_on", "target": first })),
+            200,
+        ),
+        (
+            "post",
+            "/api/v1/tickets/{id}/comments",
+            t("/comments", &second),
+            &h,
+            Some(json!({ "body": "hello" })),
+            200,
+        ),
+        (
+            "patch",
+            "/api/v1/tickets/{id}",
+            t("", &second),
+            &h,
+            Some(json!({ "title": "Second, edited" })),
+            200,
+        ),
+        (
+            "post",
+            "/api/v1/tickets/{id}/plan",
+            t("/plan", &second),
+            &h,
+            Some(json!({ "kind": "after", "related": first })),
+            200,
+        ),
+        (
+            "post",
+            "/api/v1/tickets/{id}/queue",
+            t("/queue", &first),
+            &h,
+            None,
+            200,
+        ),
+        (
+            "post",
+            "/api/v1/tickets/{id}/queue",
+            t("/queue", &second),
+            &h,
+            Some(json!({ "expected_state": "ready" })),
+            409,
+        ),
+        (
+            "get",
+            "/api/v1/tickets",
+            "/api/v1/tickets?state=all".into(),
+            &r,
+            None,
+            200,
+        ),
+        ("get", "/api/v1/tickets/{id}", t("", &second), &r, None, 200),
+        ("get", "/api/v1/tickets/{id}", t("", &first), &r, None, 200),
+        (
+            "get",
+            "/api/v1/tickets/{id}/relations",
+            t("/relations", &second),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/tickets/{id}/blockers",
+            t("/blockers", &second),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/tickets/{id}/plan",
+            t("/plan", &second),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/tickets/{id}/packet",
+            t("/packet", &first),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/tickets/{id}/routing",
+            t("/routing", &first),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/tickets/{id}/cost",
+            t("/cost", &first),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/router",
+            "/api/v1/router".into(),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/doctor",
+            "/api/v1/doctor".into(),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/skills",
+            "/api/v1/skills".into(),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/skills/{name}",
+            "/api/v1/skills/agent-skills-format".into(),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "post",
+            "/api/v1/skills/{name}/activate",
+            "/api/v1/skills/agent-skills-format/activate".into(),
+            &h,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/skills/proposals",
+            "/api/v1/skills/proposals".into(),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/flows",
+            "/api/v1/flows".into(),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/flows/{name}",
+            "/api/v1/flows/coder-review".into(),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/flows/lint",
+            "/api/v1/flows/lint".into(),
+            &r,
+            None,
+            200,
+        ),
+        ("get", "/api/v1/pods", "/api/v1/pods".into(), &r, None, 200),
+        (
+            "get",
+            "/api/v1/assignments",
+            "/api/v1/assignments".into(),
+            &r,
+            None,
+            200,
+        ),
+        ("get", "/healthz", "/healthz".into(), &r, None, 200),
+        ("get", "/readyz", "/readyz".into(), &r, None, 200),
+    ];
+    let mut answers = Vec::new();
+    for (method, path, concrete, token, body, status) in calls {
+        let mut req = s.request(upper(method), &concrete).token(token);
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        let resp = req.send();
+        assert_eq!(resp.status, status, "{method} {concrete}: {}", resp.text);
+        let resp: Value = serde_json::from_str(&resp.text).unwrap();
+        let bad = conformance(&doc, method, path, status, &resp);
+        assert!(
+            bad.is_empty(),
+            "{method} {concrete} ({status}): {bad:#?}\n{resp:#}"
+        );
+        answers.push((method, path, status, resp));
+    }
+
+    // The same answers, wrong: each must fail the check.
+    let (_, _, _, shown) = answers
+        .iter()
+        .find(|(m, p, ..)| *m == "get" && *p == "/api/v1/tickets/{id}")
+        .unwrap();
+    let mut extra = shown.clone();
+    extra["relations"]["surprise"] = json!(1);
+    let mut missing = shown.clone();
+    missing.as_object_mut().unwrap().remove("state");
+    let mut misspelt = shown.clone();
+    misspelt["state"] = json!("in_progress");
+    let mut wrong_type = shown.clone();
+    wrong_type["events"][0]["body"] = json!(7);
+    for (what, wrong) in [
+        ("extra", extra),
+        ("missing", missing),
+        ("misspelt", misspelt),
+        ("wrong type", wrong_type),
+    ] {
+        let bad = conformance(&doc, "get", "/api/v1/tickets/{id}", 200, &wrong);
+        assert!(
+            !bad.is_empty(),
+            "a ticket with a {what} field passed the check"
+        );
+    }
+}

@@ -80,7 +80,7 @@ impl ContractRule {
     /// The rule a run by `role` follows: the profile's, else lenient for coders and strict for
     /// every other role (a reviewer's verdict must be explicit).
     pub fn for_role(profile: Option<ContractRule>, role: &str) -> ContractRule {
-        profile.unwrap_or(if crate::Role::Coder.is(role) {
+        profile.unwrap_or(if yoi_core::Role::Coder.is(role) {
             ContractRule::Lenient
         } else {
             ContractRule::Strict

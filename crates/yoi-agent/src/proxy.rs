@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
-use yoi_core::sandbox::Network;
+use crate::policy::Network;
 
 /// Longest request head the proxy reads.
 const MAX_HEAD: usize = 64 * 1024;

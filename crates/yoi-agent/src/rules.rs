@@ -12,11 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::policy::{Network, Policy};
 use landlock::{
     Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
-use yoi_core::sandbox::{Network, Policy};
 
 /// Devices a run may open (read and write); the rest of `/dev` is closed to it.
 const DEVICES: &[&str] = &[

@@ -16,7 +16,7 @@
 
 use std::ffi::CString;
 
-use yoi_core::sandbox::{Network, Policy};
+use yoi_agent::policy::{Network, Policy};
 use yoi_pod::sandbox::{Probe, PREFIX, SETUP_FAILED};
 
 /// `yoi __sandbox …`: run the launcher and return its exit status (it returns only on

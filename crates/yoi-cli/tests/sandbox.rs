@@ -613,8 +613,8 @@ fn http_server(body: &'static str) -> u16 {
 fn a_listed_network_reaches_its_destinations_through_the_proxy_and_nothing_else() {
     let listed = http_server("listed");
     let other = http_server("other");
-    let network = yoi_core::sandbox::Network::Allow(vec![format!("127.0.0.1:{listed}")]);
-    let proxy = yoi_pod::sandbox::proxy::start(network.clone()).unwrap();
+    let network = yoi_agent::policy::Network::Allow(vec![format!("127.0.0.1:{listed}")]);
+    let proxy = yoi_agent::proxy::start(network.clone()).unwrap();
     let work = tempfile::tempdir().unwrap();
     let mut p: serde_json::Value =
         serde_json::from_str(&policy(&[work.path()], &[], true, "on")).unwrap();

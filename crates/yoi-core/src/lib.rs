@@ -4,7 +4,6 @@
 //! and blocker rules, and the brief sections. No filesystem, no clock, no async — callers pass
 //! text, times and ids in, and the store crate does the I/O.
 
-pub mod agent;
 pub mod brief;
 pub mod class;
 pub mod decision;
@@ -19,7 +18,6 @@ pub mod relation;
 pub mod report;
 pub mod resolution;
 pub mod role;
-pub mod sandbox;
 pub mod scope;
 pub mod state;
 pub mod text;

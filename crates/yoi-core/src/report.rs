@@ -38,7 +38,7 @@ pub struct Report {
     /// A verifier's prose checks, left to the reviewer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manual_checks: Vec<String>,
-    /// The sandbox the run had (`yoi_core::sandbox::Policy::summary`).
+    /// The sandbox the run had (`yoi_agent::policy::Policy::summary`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
     /// The agent's final message had no output contract, even after the follow-up turn, and

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use yoi_core::agent::Price;
+use yoi_agent::profile::Price;
 use yoi_db::DbIndex;
 use yoi_store::{StoreError, Workspace};
 

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use yoi_core::agent::{AgentProfile, ContractRule, FOLLOW_UP_TIMEOUT_SECS};
+use yoi_agent::profile::{AgentProfile, ContractRule, FOLLOW_UP_TIMEOUT_SECS};
 use yoi_core::Role;
 
 use yoi_core::report::{CostSource, Report, ReportOutcome, Usage, Verdict};

@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use thiserror::Error;
-use yoi_core::agent::AgentProfile;
+use yoi_agent::profile::AgentProfile;
 
 use attempt::Reported;
 use client::{Client, ClientError};

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use yoi_core::agent::AgentProfile;
+use yoi_agent::profile::AgentProfile;
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()

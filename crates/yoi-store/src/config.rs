@@ -25,12 +25,12 @@ pub struct Config {
     pub flow: FlowSection,
     pub doctor: DoctorSection,
     /// What agents and validation commands may do (docs/security.md).
-    pub sandbox: yoi_core::sandbox::SandboxSection,
+    pub sandbox: yoi_agent::policy::SandboxSection,
     /// Agent profiles by name (`[agents.NAME]`); they replace the built-in profile of the same
     /// name (docs/pods.md).
-    pub agents: std::collections::BTreeMap<String, yoi_core::agent::AgentProfile>,
+    pub agents: std::collections::BTreeMap<String, yoi_agent::profile::AgentProfile>,
     /// Model prices for cost estimates (`[prices."gpt-4o"] input = 2.5, output = 10.0`).
-    pub prices: std::collections::BTreeMap<String, yoi_core::agent::Price>,
+    pub prices: std::collections::BTreeMap<String, yoi_agent::profile::Price>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

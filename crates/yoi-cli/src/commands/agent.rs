@@ -9,9 +9,9 @@ use crate::context::Env;
 use crate::error::CliError;
 use crate::output;
 
-fn profiles(env: &Env) -> BTreeMap<String, (String, yoi_core::agent::AgentProfile)> {
+fn profiles(env: &Env) -> BTreeMap<String, (String, yoi_agent::profile::AgentProfile)> {
     let ws = env.files_only("yoi agent").ok();
-    let mut all: BTreeMap<String, (String, yoi_core::agent::AgentProfile)> =
+    let mut all: BTreeMap<String, (String, yoi_agent::profile::AgentProfile)> =
         yoi_pod::profiles::builtins()
             .into_iter()
             .map(|(k, v)| (k, ("builtin".to_string(), v)))
@@ -76,7 +76,7 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
                     } else {
                         format!(" and {}", profile.state.join(", "))
                     },
-                    yoi_core::sandbox::CREDENTIALS.len() + sandbox.section.deny_read.len()
+                    yoi_agent::policy::CREDENTIALS.len() + sandbox.section.deny_read.len()
                 ),
                 Err(e) => format!("refused: {e}"),
             };

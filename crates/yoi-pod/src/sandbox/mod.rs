@@ -14,9 +14,6 @@
 //! Where neither Landlock nor namespaces exist the pod refuses to run agents unless the
 //! workspace says `[sandbox] mode = "off"`.
 
-pub mod proxy;
-mod rules;
-
 /// The launcher's exit status when the sandbox could not be set up (nothing ran).
 pub const SETUP_FAILED: i32 = 125;
 /// The prefix of the launcher's own messages on stderr.
@@ -25,9 +22,9 @@ pub const PREFIX: &str = "yoi sandbox: ";
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use yoi_core::sandbox::{Enforcement, Mode, Network, Policy, SandboxSection, CREDENTIALS};
+use yoi_agent::policy::{Enforcement, Mode, Network, Policy, SandboxSection, CREDENTIALS};
 
-pub use rules::confine;
+pub use yoi_agent::rules::confine;
 
 /// What the kernel offers a pod, as the launcher found it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -194,7 +191,7 @@ impl Sandbox {
         if let Some(port) = self.proxy.get() {
             return Ok(*port);
         }
-        let port = proxy::start(network.clone())
+        let port = yoi_agent::proxy::start(network.clone())
             .map_err(|e| format!("starting the sandbox's network proxy: {e}"))?;
         Ok(*self.proxy.get_or_init(|| port))
     }

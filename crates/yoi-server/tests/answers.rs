@@ -149,8 +149,10 @@ fn upper(method: &str) -> &'static str {
     }
 }
 
-/// A session through the API: each (method, documented path, concrete path, token, body,
-/// status) and what the server answered.
+/// One request of the session: method, documented path, concrete path, token, body, status.
+type Call<'a> = (&'a str, &'a str, String, &'a str, Option<Value>, u16);
+
+/// A session through the API, each answer checked against the document.
 #[test]
 fn real_answers_validate_against_the_document() {
     let doc = yoi_server::openapi::document();
@@ -160,7 +162,7 @@ fn real_answers_validate_against_the_document() {
     let h = s.tokens.human.clone();
     let r = s.tokens.read.clone();
     let t = |suffix: &str, id: &str| format!("/api/v1/tickets/{id}{suffix}");
-    let calls: Vec<(&str, &str, String, &str, Option<Value>, u16)> = vec![
+    let calls: Vec<Call> = vec![
         (
             "post",
             "/api/v1/tickets",

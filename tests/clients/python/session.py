@@ -1,8 +1,8 @@
 """A scripted session through the Python client that openapi-python-client generates from the
 served OpenAPI document (issue 41): every answer comes back as a typed object, and a refused
-transition's body parses as the typed error. `scripts/python-client` generates the client,
-type-checks this file with `mypy --strict` and runs it against a live `yoi serve`; it reads the
-server's address and a human token from YOI_URL and YOI_TOKEN.
+transition's body parses as the typed error. `scripts/client-session python` generates the
+client, type-checks this file with `mypy --strict` and runs it against a live `yoi serve`; it
+reads the server's address and a human token from YOI_URL and YOI_TOKEN.
 """
 
 import os

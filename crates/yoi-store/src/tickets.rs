@@ -55,16 +55,31 @@ pub struct Ticket {
 }
 
 impl Workspace {
-    /// Ids of every ticket folder (valid id as name and an item.md inside), sorted.
+    /// Ids of every ticket folder (valid id as name and an item.md inside), sorted. A folder
+    /// that is a symbolic link is left out without a look through it (it is a broken ticket:
+    /// [`Workspace::diagnose`]).
     pub fn ticket_ids(&self) -> Result<Vec<TicketId>, StoreError> {
-        let mut ids = self.ticket_folders()?;
-        ids.retain(|id| self.ticket_dir(id).join(ITEM).is_file());
-        Ok(ids)
+        Ok(self
+            .folders_named_as_tickets()?
+            .into_iter()
+            .filter(|(id, link)| !link && self.ticket_dir(id).join(ITEM).is_file())
+            .map(|(id, _)| id)
+            .collect())
     }
 
     /// Ids of every folder named as a ticket, sorted, without looking inside: a caller that
     /// stats the files anyway tells the tickets (an item.md inside) from the rest itself.
     pub fn ticket_folders(&self) -> Result<Vec<TicketId>, StoreError> {
+        Ok(self
+            .folders_named_as_tickets()?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
+    }
+
+    /// [`Workspace::ticket_folders`], each with whether it is a symbolic link (as the folder
+    /// listing says, without a look at it).
+    fn folders_named_as_tickets(&self) -> Result<Vec<(TicketId, bool)>, StoreError> {
         let dir = self.tickets_dir();
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
@@ -80,7 +95,8 @@ impl Workspace {
                 continue;
             }
             if let Ok(id) = TicketId::parse(name) {
-                ids.push(id);
+                let link = entry.file_type().is_ok_and(|t| t.is_symlink());
+                ids.push((id, link));
             }
         }
         ids.sort();
@@ -91,9 +107,10 @@ impl Workspace {
     /// ([`Workspace::holds_ticket`]) resolves too, so reading it names what is broken instead
     /// of saying there is no such ticket.
     pub fn resolve(&self, query: &str) -> Result<TicketId, StoreError> {
-        // Fast path: an exact id whose folder exists.
+        // Fast path: an exact id whose folder holds a ticket (looked at without following a
+        // link: a linked folder is a broken ticket).
         if let Ok(id) = TicketId::parse(&query.trim().to_ascii_uppercase()) {
-            if self.ticket_dir(&id).join(ITEM).is_file() || self.holds_ticket(&id) {
+            if self.holds_ticket(&id) {
                 return Ok(id);
             }
         }
@@ -317,15 +334,21 @@ impl Workspace {
         Ok((RelationGraph::from_owned(relations), damaged))
     }
 
-    /// States of the given tickets (missing tickets are absent from the map).
+    /// States of the given tickets. Missing tickets, and those whose item.md yoi cannot read
+    /// (broken: [`Workspace::diagnose`]), are absent from the map: in no known state, which
+    /// blocks, and which stops no view of the tickets related to them.
     pub fn states_of<'a>(
         &self,
         ids: impl IntoIterator<Item = &'a TicketId>,
     ) -> Result<BTreeMap<TicketId, State>, StoreError> {
         let mut out = BTreeMap::new();
         for id in ids {
-            if self.path_of(id, ITEM).is_file() {
-                out.insert(id.clone(), self.read_item(id)?.state);
+            match self.read_item(id) {
+                Ok(item) => {
+                    out.insert(id.clone(), item.state);
+                }
+                Err(StoreError::Invalid { .. }) => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(out)

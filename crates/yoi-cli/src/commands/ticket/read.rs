@@ -29,7 +29,7 @@ struct ListOutput<'a> {
 
 /// One line on standard error per broken ticket: its id, the file and line, what is wrong and
 /// the doctor check that says more.
-fn report_broken(broken: &[BrokenTicket]) {
+pub(super) fn report_broken(broken: &[BrokenTicket]) {
     for b in broken {
         let line = b.line.map(|l| format!(":{l}")).unwrap_or_default();
         eprintln!(

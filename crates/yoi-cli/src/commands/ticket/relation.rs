@@ -3,6 +3,7 @@
 use serde::Serialize;
 use yoi_core::relation::{Relation, RelationKind};
 use yoi_engine::store::ops::RelationRequest;
+use yoi_engine::store::StoreError;
 
 use crate::cli::RelationCommand;
 use crate::context::Env;
@@ -57,9 +58,17 @@ pub fn run(env: &Env, cmd: RelationCommand) -> Result<(), CliError> {
                 }
                 None => {
                     let mut all = Vec::new();
+                    let mut broken = Vec::new();
                     for id in ws.ticket_ids()? {
-                        all.extend(ws.read_relations(&id)?.relations);
+                        match ws.read_relations(&id) {
+                            Ok(file) => all.extend(file.relations),
+                            // A damaged relations.json breaks its own ticket only: it is named
+                            // on stderr, as `yoi ticket list` names broken tickets.
+                            Err(StoreError::Invalid { .. }) => broken.extend(ws.diagnose(&id)),
+                            Err(e) => return Err(e.into()),
+                        }
                     }
+                    super::read::report_broken(&broken);
                     all
                 }
             };

@@ -81,15 +81,19 @@ fn append(path: &Path, bytes: &[u8]) {
 }
 
 /// A workspace with one healthy ticket and one ticket per kind of damage: (healthy, broken by
-/// kind).
+/// kind). The healthy one depends on each broken one.
 fn damaged_workspace() -> (Repo, String, Vec<(&'static str, String)>) {
     let repo = Repo::init();
     let ok = repo.create("Healthy", "## Intent\nx\n");
     let mut broken = Vec::new();
     for (kind, ..) in DAMAGE {
         let id = repo.create(&format!("Broken {kind}"), "## Intent\nx\n");
-        damage(&repo, &id, kind);
+        repo.yoi(&["ticket", "relation", "add", &ok, "depends_on", &id])
+            .ok();
         broken.push((kind, id));
+    }
+    for (kind, id) in &broken {
+        damage(&repo, id, kind);
     }
     (repo, ok, broken)
 }
@@ -174,6 +178,22 @@ fn every_kind_of_broken_file_stays_listed_by_the_cli() {
     let (repo, ok, broken) = damaged_workspace();
     assert_list_names_the_broken(&repo, &ok, &broken);
     assert_doctor_names_the_damage(&repo, &broken);
+    // Every relation of the workspace is still listed, a damaged relations.json named apart.
+    let out = repo.yoi(&["ticket", "relation", "list", "--json"]).ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["count"], broken.len(), "the healthy one's: {v}");
+    for (kind, id) in broken.iter().filter(|(_, id)| {
+        std::fs::read(repo.ticket_dir(id).join(RELATIONS)).is_ok_and(|b| !b.is_empty())
+    }) {
+        let at = format!(".yoi/tickets/{id}/{RELATIONS}:{}", line_of(kind).unwrap());
+        assert!(
+            out.stderr
+                .lines()
+                .any(|l| l.starts_with("broken: ") && l.contains(&at)),
+            "{kind}: {}",
+            out.stderr
+        );
+    }
     // Showing one, by its id or a suffix of it, names the file: a corrupt-file error (exit 1),
     // never "no such ticket".
     for (kind, id) in &broken {
@@ -277,10 +297,25 @@ fn every_kind_of_broken_file_stays_on_the_api_the_board_the_queue_and_its_page()
             "{kind}: the page shows doctor's finding"
         );
     }
-    // The healthy ticket's page is the usual one.
+    // The healthy ticket's page is the usual one, though it depends on every broken one.
     let (status, html) = page(&server, &cookie, &format!("/tickets/{ok}"));
     assert_eq!(status, 200);
     assert!(!html.contains("yoi cannot read this ticket"));
+    for (_, id) in &broken {
+        assert!(
+            html.contains(id.as_str()),
+            "its page names the blocker {id}"
+        );
+    }
+    for what in ["relations", "blockers"] {
+        let (status, view) = server.get(&repo, &format!("/tickets/{ok}/{what}"));
+        assert_eq!(status, 200, "{what}: {view}");
+        assert_eq!(
+            view["blockers"].as_array().unwrap().len(),
+            broken.len(),
+            "{what}: every broken one blocks: {view}"
+        );
+    }
 }
 
 /// Outside the repository: what links in the tickets folder point at.

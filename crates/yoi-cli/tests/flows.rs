@@ -889,3 +889,33 @@ fn ticket_worktrees(repo: &common::Repo) -> Vec<String> {
     }
     out
 }
+
+#[test]
+fn an_agent_named_for_the_verifier_never_replaces_the_validation_commands() {
+    // The reviewer's agent is also named for the verifier; it would say `done` and run
+    // nothing. The verifier pod runs the brief's commands instead.
+    let repo = workspace_with_reviewer(
+        "write hello.txt hello\\n\ndone added hello.txt\n",
+        "say YOI-VERDICT: approve\ndone reviewed\n",
+    );
+    let config = repo.path().join(".yoi/workspace.toml");
+    let before = std::fs::read_to_string(&config).unwrap();
+    let text = before.replace(
+        "reviewer = \"fake-review\"\n",
+        "reviewer = \"fake-review\"\nverifier = \"fake-review\"\n",
+    );
+    assert_ne!(text, before, "the verifier is given the agent");
+    std::fs::write(&config, text).unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    let rows = assignments(&server, &repo, &id);
+    let verify = rows.iter().find(|a| a["step"] == "verify").unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(verify["result"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        report["checks"][0]["command"], "test -f hello.txt",
+        "{report}"
+    );
+    assert_eq!(report["checks"][0]["exit_code"], 0, "{report}");
+}

@@ -1,6 +1,7 @@
 //! A result kept without its output contract (docs/pods.md, "A missing contract"): only a
 //! coder's, and only with the change it keeps; a reviewer's step is strict whatever its pod
-//! says. Real repository, real database, the engine's claim and result functions.
+//! says; and a verify counts only with a result for every validation command of the brief.
+//! Real repository, real database, the engine's claim and result functions.
 
 mod common;
 
@@ -139,7 +140,7 @@ fn only_a_coders_change_is_kept_without_its_contract_and_a_reviewer_never_is() {
     let passed = Report {
         outcome: ReportOutcome::Done,
         checks: vec![yoi_core::report::CheckResult {
-            command: "true".into(),
+            command: "cargo test".into(),
             exit_code: Some(0),
             duration_ms: 1,
             timed_out: false,
@@ -161,4 +162,70 @@ fn only_a_coders_change_is_kept_without_its_contract_and_a_reviewer_never_is() {
     );
     let row = f.db.assignment(&rwork.assignment.id).unwrap().unwrap();
     assert_eq!(row.status.as_str(), "claimed", "nothing changed");
+}
+
+#[test]
+fn a_verify_without_a_result_for_every_brief_command_is_a_failed_verify() {
+    let f = Fixture::new();
+    let id = f.queued("Say hello", BRIEF, &[]);
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+    f.accept(&id);
+    let (coder, work) = pod(&f, "coder", 0);
+    let dir = &work.workdir;
+    std::fs::write(dir.join("hello.txt"), "hello\n").unwrap();
+    git(dir, &["add", "-A"]);
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=c",
+            "-c",
+            "user.email=c@c.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "hello",
+        ],
+    );
+    let head = git(dir, &["rev-parse", "HEAD"]).trim().to_string();
+    let done = Report {
+        outcome: ReportOutcome::Done,
+        commit: Some(head),
+        summary: Some("done".into()),
+        ..Report::default()
+    };
+    complete(&f, "coder", &coder, &work, &done, 1).unwrap();
+    // An agent in the verifier role that says `done` and ran nothing: a failed verify.
+    let (verifier, vwork) = pod(&f, "verifier", 2);
+    let said_done = Report {
+        outcome: ReportOutcome::Done,
+        summary: Some("looks fine".into()),
+        ..Report::default()
+    };
+    let answer = complete(&f, "verifier", &verifier, &vwork, &said_done, 3).unwrap();
+    assert!(!answer.moved);
+    let row = f.db.assignment(&vwork.assignment.id).unwrap().unwrap();
+    assert_eq!(row.status.as_str(), "failed");
+    let error = row.error.unwrap_or_default();
+    assert!(
+        error.contains("no result for 1 of the brief's validation commands (`cargo test`)"),
+        "{error}"
+    );
+    // The step is handed out again, and a result for the command completes it.
+    let (verifier, vwork) = pod(&f, "verifier", 4);
+    assert_eq!(vwork.assignment.attempt, 2);
+    let ran = Report {
+        checks: vec![yoi_core::report::CheckResult {
+            command: "cargo test".into(),
+            exit_code: Some(0),
+            duration_ms: 1,
+            timed_out: false,
+            log: None,
+        }],
+        ..said_done
+    };
+    complete(&f, "verifier", &verifier, &vwork, &ran, 5).unwrap();
+    let row = f.db.assignment(&vwork.assignment.id).unwrap().unwrap();
+    assert_eq!(row.status.as_str(), "completed");
 }

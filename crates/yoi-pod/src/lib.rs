@@ -129,7 +129,11 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
             }
             continue;
         };
-        let ran = if settings.profile_name == VERIFY_PROFILE {
+        // A verify is the brief's validation commands, run by yoi, whatever agent the
+        // workspace names for the verifier: an agent's `done` never stands in for them.
+        let verifies = settings.profile_name == VERIFY_PROFILE
+            || yoi_core::Role::Verifier.is(&work.assignment.role);
+        let ran = if verifies {
             verify::run_verify(settings, &client, &pod, &work, stop)
         } else {
             agent_run::run_one(settings, &client, &pod, &work, stop)

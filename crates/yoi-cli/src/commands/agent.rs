@@ -103,6 +103,14 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
                     println!("version: {v}");
                 }
                 println!("sandbox: {sandbox_line}");
+                let verifier = ws
+                    .as_ref()
+                    .and_then(|w| w.config.pods.agent.get("verifier").cloned());
+                if let Some(v) = verifier.filter(|v| v != yoi_pod::VERIFY_PROFILE) {
+                    println!(
+                        "note: [pods.agent] verifier = \"{v}\": the verifier runs the brief's validation commands itself; `{v}` is not run in their place"
+                    );
+                }
             }
             if let Err(e) = enforced {
                 return Err(CliError::Refused(e));

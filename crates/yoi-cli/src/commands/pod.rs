@@ -68,6 +68,11 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
             ))
         })?;
     let profile = yoi_pod::profiles::resolve(&agent, &agents).map_err(CliError::Usage)?;
+    if yoi_core::Role::Verifier.is(&a.role) && agent != yoi_pod::VERIFY_PROFILE {
+        eprintln!(
+            "warning: a verifier pod runs the brief's validation commands itself; agent `{agent}` is not run in their place ([pods.agent] verifier)"
+        );
+    }
     let host = std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "localhost".into());

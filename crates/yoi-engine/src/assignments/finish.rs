@@ -76,6 +76,42 @@ pub fn complete(
         });
     }
     pod_of(index, caller, pod)?;
+    // A verify counts only with a result for every validation command of the frozen brief:
+    // whatever runs in the verifier role, the commands are what it vouches for.
+    if let Some(missing) = unchecked_commands(ws, index, id, report)? {
+        let reason = format!(
+            "the verify reported no result for {} of the brief's validation commands ({}); the commands are run by yoi's verifier, never replaced",
+            missing.len(),
+            missing
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        fail(
+            ws,
+            index,
+            caller,
+            pod,
+            id,
+            fence,
+            &reason,
+            true,
+            Some(report),
+            now,
+        )?;
+        let a = index
+            .assignment(id)?
+            .ok_or_else(|| AssignmentError::NotFound { id: id.to_string() })?;
+        let place = work_place(ws, &ticket_of(&a)?)?;
+        let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
+        return Ok(Completed {
+            assignment: id.to_string(),
+            branch: place.branch,
+            branch_head: head,
+            moved: false,
+        });
+    }
     let _guard = results_lock();
     let now_ms = now.unix_millis();
     let a = live_claim(index, pod, id, fence, now_ms)?;
@@ -314,6 +350,33 @@ pub fn resume_after_retry(
     Ok(super::flow::grant_round(ws, index, ticket, now)?
         .into_iter()
         .collect())
+}
+
+/// The validation commands of the frozen brief that a verifier's `report` has no result for
+/// (`None` when the assignment is not a verifier's, or nothing is missing).
+fn unchecked_commands(
+    ws: &Workspace,
+    index: &DbIndex,
+    id: &str,
+    report: &Report,
+) -> Result<Option<Vec<String>>, AssignmentError> {
+    let Some(a) = index.assignment(id)? else {
+        return Ok(None);
+    };
+    if !Role::Verifier.is(&a.role) {
+        return Ok(None);
+    }
+    let Some(packet) = super::packet(ws, &ticket_of(&a)?)? else {
+        return Ok(None);
+    };
+    let missing: Vec<String> = packet
+        .checks
+        .commands
+        .iter()
+        .filter(|c| !report.checks.iter().any(|r| r.command == **c))
+        .cloned()
+        .collect();
+    Ok((!missing.is_empty()).then_some(missing))
 }
 
 pub(crate) fn ticket_of(a: &Assignment) -> Result<TicketId, AssignmentError> {

@@ -564,3 +564,19 @@ fn a_body_of_optional_fields_may_be_left_out() {
         .expect(200);
     assert_eq!(ready["to"], "ready");
 }
+
+/// The live stream's events name their kind from the outbox's one list of kinds.
+#[test]
+fn live_event_kinds_are_the_outbox_kinds() {
+    let doc = document();
+    let kinds: Vec<&str> = yoi_db::OutboxKind::ALL.iter().map(|k| k.as_str()).collect();
+    assert_eq!(
+        doc["components"]["schemas"]["OutboxKind"]["enum"],
+        serde_json::json!(kinds)
+    );
+    let live = &doc["components"]["schemas"]["LiveEvent"]["properties"]["kind"];
+    assert_eq!(live["$ref"], "#/components/schemas/OutboxKind", "{live}");
+    let sse = &doc["paths"]["/api/v1/events"]["get"]["responses"]["200"]["content"]
+        ["text/event-stream"]["schema"]["properties"]["event"];
+    assert_eq!(sse["$ref"], "#/components/schemas/OutboxKind", "{sse}");
+}

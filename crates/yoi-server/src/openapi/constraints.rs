@@ -341,7 +341,7 @@ fn sse(doc: &mut Value) {
             "required": ["id", "event", "data"],
             "properties": {
                 "id": { "type": "string", "pattern": "^[0-9]+$", "description": "The outbox seq; send it back as `Last-Event-ID` to resume." },
-                "event": { "type": "string", "description": "The event's kind, e.g. `ticket_queued`." },
+                "event": { "$ref": "#/components/schemas/OutboxKind", "description": "The event's kind, e.g. `ticket_queued`." },
                 "data": {
                     "type": "string",
                     "contentMediaType": "application/json",

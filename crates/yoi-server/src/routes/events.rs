@@ -60,6 +60,8 @@ pub struct LiveEvent {
     pub seq: i64,
     pub event_id: String,
     pub ticket: String,
+    /// The event's kind, the SSE `event:` field too.
+    #[schema(value_type = yoi_db::OutboxKind)]
     pub kind: String,
     #[schema(value_type = Object)]
     pub payload: serde_json::Value,

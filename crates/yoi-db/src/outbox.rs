@@ -255,7 +255,9 @@ fn outbox_event(r: &sqlx::any::AnyRow) -> Result<OutboxEvent, StoreError> {
 
 /// The orchestration events the outbox carries: what each thread event (and plan record)
 /// becomes, and what routing and the live stream see. Stored and sent as its snake_case name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OutboxKind {
     TicketCreated,

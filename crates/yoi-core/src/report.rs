@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 /// What a pod reports when its agent finished.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = AttemptReport)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
     /// The output contract's `YOI-RESULT`.
@@ -111,7 +112,7 @@ impl CheckResult {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportOutcome {
     #[default]
@@ -132,7 +133,7 @@ impl ReportOutcome {
 }
 
 /// What one attempt cost.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Usage {
     #[serde(default)]

@@ -68,7 +68,6 @@ pub struct FencedBody {
 pub struct CompleteBody {
     pub pod: String,
     pub fence: i64,
-    #[schema(value_type = Object)]
     pub report: Report,
 }
 
@@ -81,7 +80,6 @@ pub struct FailBody {
     /// Hand the step out again (while the circuit allows).
     #[serde(default = "yes")]
     pub retryable: bool,
-    #[schema(value_type = Option<Object>)]
     pub report: Option<Report>,
 }
 

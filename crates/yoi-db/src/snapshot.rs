@@ -18,7 +18,7 @@ use yoi_core::{sha256_hex, TicketId};
 use super::db_err;
 use yoi_store::dirfd::Dir;
 use yoi_store::fsutil::mtime_ns;
-use yoi_store::tickets::{ITEM, PLAN, RELATIONS, RESOLUTION, THREAD};
+use yoi_store::tickets::{ARTIFACTS, ITEM, PLAN, RELATIONS, RESOLUTION, THREAD};
 use yoi_store::workspace::Workspace;
 use yoi_store::StoreError;
 
@@ -143,6 +143,16 @@ pub(crate) fn read_snapshot(ws: &Workspace, id: &TicketId, only_ticket: bool) ->
             }
         }
     });
+    if let Some((size, mtime_ns)) = linked_artifacts(ws, id) {
+        artifact_bad = true;
+        snap.files.retain(|f| !matches!(f.name, RELATIONS | PLAN));
+        snap.files.push(FileStat {
+            name: RELATIONS,
+            size,
+            mtime_ns,
+            hash: Some(String::new()),
+        });
+    }
     let seen = |name: &str| snap.files.iter().any(|f| f.name == name);
     if only_ticket && !seen(ITEM) && !seen(THREAD) {
         return None;
@@ -227,7 +237,7 @@ pub(crate) fn file_stat(r: &sqlx::any::AnyRow, at: usize) -> Result<Option<FileS
 /// The size and mtime of each of a ticket's [`FILES`] (`None`: not there, or not a file).
 pub(crate) type Seen = [Option<(i64, i64)>; FILES.len()];
 
-/// The size of the one fingerprint of a ticket folder that is a symbolic link.
+/// The size of the fingerprint that stands for a folder that is a symbolic link.
 pub(crate) const LINKED_FOLDER: i64 = -1;
 
 /// When the folder of `id` is a symbolic link: the fingerprint that stands for it, an item.md
@@ -235,14 +245,26 @@ pub(crate) const LINKED_FOLDER: i64 = -1;
 /// broken one ([`Snapshot::broken`]: nothing else is read), so lists show it; the index
 /// notices when the link goes or changes, and nothing is ever looked at through it.
 pub(crate) fn linked_folder(ws: &Workspace, id: &TicketId) -> Option<(i64, i64)> {
-    fs::symlink_metadata(ws.ticket_dir(id))
+    link_stamp(&ws.ticket_dir(id))
+}
+
+/// When the `artifacts/` folder of `id` is a symbolic link: the fingerprint that stands for
+/// it, a relations.json of size [`LINKED_FOLDER`] with the link's own mtime (the ticket is
+/// broken: its relations and plan are unknown).
+pub(crate) fn linked_artifacts(ws: &Workspace, id: &TicketId) -> Option<(i64, i64)> {
+    link_stamp(&ws.path_of(id, ARTIFACTS))
+}
+
+fn link_stamp(path: &std::path::Path) -> Option<(i64, i64)> {
+    fs::symlink_metadata(path)
         .ok()
         .filter(|m| m.file_type().is_symlink())
         .map(|m| (LINKED_FOLDER, mtime_ns(&m)))
 }
 
 /// A symbolic link is not a file here, as [`read_snapshot`] does not read one; a folder that
-/// is one is seen as [`linked_folder`] says, and nothing below it is looked at.
+/// is one is seen as [`linked_folder`] and [`linked_artifacts`] say, and nothing below it is
+/// looked at.
 pub(crate) fn look_at(ws: &Workspace, id: &TicketId) -> Seen {
     debug_assert_eq!(FILES[ITEM_AT], ITEM);
     debug_assert_eq!(FILES[THREAD_AT], THREAD);
@@ -251,7 +273,11 @@ pub(crate) fn look_at(ws: &Workspace, id: &TicketId) -> Seen {
         seen[ITEM_AT] = Some(link);
         return seen;
     }
+    let artifacts = linked_artifacts(ws, id);
     FILES.map(|name| {
+        if artifacts.is_some() && matches!(name, RELATIONS | PLAN) {
+            return artifacts.filter(|_| name == RELATIONS);
+        }
         fs::symlink_metadata(ws.path_of(id, name))
             .ok()
             .filter(fs::Metadata::is_file)

@@ -336,6 +336,7 @@ fn links_in_the_tickets_folder_are_never_followed_and_doctor_names_them() {
     let item_link = repo.create("Item is a link", "## Intent\nx\n");
     let thread_link = repo.create("Thread is a link", "## Intent\nx\n");
     let folder_link = repo.create("Folder is a link", "## Intent\nx\n");
+    let artifacts_link = repo.create("Artifacts is a link", "## Intent\nx\n");
     let dir = |id: &str| repo.ticket_dir(id);
     std::fs::remove_file(dir(&item_link).join("item.md")).unwrap();
     std::os::unix::fs::symlink(outside.join("item.md"), dir(&item_link).join("item.md")).unwrap();
@@ -347,6 +348,8 @@ fn links_in_the_tickets_folder_are_never_followed_and_doctor_names_them() {
     .unwrap();
     std::fs::remove_dir_all(dir(&folder_link)).unwrap();
     std::os::unix::fs::symlink(&outside, dir(&folder_link)).unwrap();
+    std::fs::remove_dir_all(dir(&artifacts_link).join("artifacts")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir(&artifacts_link).join("artifacts")).unwrap();
 
     for id in [&item_link, &thread_link, &folder_link] {
         // Reads are refused with an error naming the link.
@@ -381,6 +384,10 @@ fn links_in_the_tickets_folder_are_never_followed_and_doctor_names_them() {
             format!(".yoi/tickets/{thread_link}/thread.md"),
         ),
         (&folder_link, format!(".yoi/tickets/{folder_link}")),
+        (
+            &artifacts_link,
+            format!(".yoi/tickets/{artifacts_link}/artifacts/relations.json"),
+        ),
     ] {
         let b = v["broken"]
             .as_array()
@@ -417,10 +424,11 @@ fn links_in_the_tickets_folder_are_never_followed_and_doctor_names_them() {
         format!(".yoi/tickets/{item_link}/item.md"),
         format!(".yoi/tickets/{thread_link}/thread.md"),
         format!(".yoi/tickets/{folder_link}"),
+        format!(".yoi/tickets/{artifacts_link}/artifacts"),
     ];
     want.sort();
     assert_eq!(paths, want.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(links.len(), 3, "{links:?}");
+    assert_eq!(links.len(), 4, "{links:?}");
     assert!(links.iter().all(|f| f["severity"] == "error"));
     assert!(
         !report["findings"]

@@ -703,6 +703,9 @@ fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
         "",
         "aider's droppings stay out of the worktree"
     );
+    // The attempt names what did the work: the profile and the CLI's own version.
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert!(thread.contains("agent: \"aider 0.86.2\""), "{thread}");
 }
 
 #[test]

@@ -42,6 +42,10 @@ pub struct Report {
     /// The sandbox the run had (`yoi_agent::policy::Policy::summary`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// What did the work: the agent profile and its CLI's version as it reported it
+    /// (`aider 0.86.2`), so a verdict can be traced to what gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// The agent's final message had no output contract, even after the follow-up turn, and
     /// the attempt completed under its profile's lenient rule: the summary is the last
     /// paragraph of that message (docs/pods.md, "A missing contract").

@@ -91,6 +91,9 @@ pub struct AttemptDetail {
     /// The sandbox the run had, as the pod reported it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The agent and its CLI's version, as the pod reported it (`aider 0.86.2`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// The attempt completed without its output contract, under its profile's lenient rule.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub contract_missing: bool,
@@ -142,6 +145,7 @@ pub fn attempts_of(
                 checks: report.checks,
                 manual_checks: report.manual_checks,
                 sandbox: report.sandbox,
+                agent: report.agent,
                 contract_missing: report.contract_missing,
                 follow_up: report.follow_up,
                 activations: acts

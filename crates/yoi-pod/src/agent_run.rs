@@ -186,6 +186,7 @@ pub(crate) fn run_one(
         log,
         exit_code,
         sandbox: Some(confined.policy.summary()),
+        agent: Some(settings.agent_label.clone()),
         follow_up: asked,
         ..Report::default()
     };

@@ -67,6 +67,19 @@ pub struct PodSettings {
     pub wait_ms: u64,
     /// The sandbox every agent and command runs in.
     pub sandbox: sandbox::Sandbox,
+    /// What this pod's attempts name as their agent: the profile and its CLI's version
+    /// (`aider 0.86.2`; the profile alone when the CLI names none). See [`agent_label`].
+    pub agent_label: String,
+}
+
+/// `profile` and the version its CLI reports, asked once when the pod starts.
+pub fn agent_label(profile_name: &str, profile: &AgentProfile) -> String {
+    match profiles::version(profile) {
+        // A CLI that prints its own name first (`aider 0.86.2`) is not named twice.
+        Some(v) if v.to_lowercase().starts_with(&profile_name.to_lowercase()) => v,
+        Some(v) => format!("{profile_name} {v}"),
+        None => profile_name.to_string(),
+    }
 }
 
 #[derive(Debug, Error)]

@@ -58,7 +58,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model: None,
             model_argv: s(&["--model={model}"]),
             extra_args: Vec::new(),
-            version_argv: s(&["claude", "--version"]),
+            version_argv: s(&["{program}", "--version"]),
             state: s(&["~/.claude/", "~/.claude.json", "~/.cache/claude/", "~/.config/claude/"]),
             contract: None,
             // The session `-p` just saved in this working directory, one turn, no tools.
@@ -113,7 +113,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model: None,
             model_argv: s(&["-m", "{model}"]),
             extra_args: Vec::new(),
-            version_argv: s(&["codex", "--version"]),
+            version_argv: s(&["{program}", "--version"]),
             state: s(&["~/.codex/"]),
             contract: None,
             follow_up: Vec::new(),
@@ -144,7 +144,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model: None,
             model_argv: s(&["-m", "{model}"]),
             extra_args: Vec::new(),
-            version_argv: s(&["gemini", "--version"]),
+            version_argv: s(&["{program}", "--version"]),
             state: s(&["~/.gemini/"]),
             contract: None,
             follow_up: Vec::new(),
@@ -215,7 +215,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model: None,
             model_argv: s(&["--model", "{model}"]),
             extra_args: Vec::new(),
-            version_argv: s(&["aider", "--version"]),
+            version_argv: s(&["{program}", "--version"]),
             state: s(&["~/.aider/", "~/.cache/aider/"]),
             contract: None,
             // The chat the run saved in its run folder, answered in ask mode (no edits).
@@ -296,7 +296,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model: None,
             model_argv: s(&["--model", "{model}"]),
             extra_args: Vec::new(),
-            version_argv: s(&["opencode", "--version"]),
+            version_argv: s(&["{program}", "--version"]),
             state: s(&[
                 "~/.local/share/opencode/",
                 "~/.local/state/opencode/",
@@ -356,7 +356,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model: None,
             model_argv: s(&["--model", "{model}"]),
             extra_args: Vec::new(),
-            version_argv: s(&["goose", "--version"]),
+            version_argv: s(&["{program}", "--version"]),
             state: s(&[
                 "~/.config/goose/",
                 "~/.local/share/goose/",
@@ -570,6 +570,49 @@ pub fn fill(element: &str, v: &Vars) -> Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// What the profile's CLI says its version is (`version_argv`, its first line, at most 80
+/// characters), asked with a 10-second limit; `None` when it has no version command, is not
+/// installed or does not answer.
+pub fn version(p: &AgentProfile) -> Option<String> {
+    use std::process::{Command, Stdio};
+    let vars = Vars {
+        program: p.program.clone(),
+        ..Vars::default()
+    };
+    let argv: Vec<String> = p
+        .version_argv
+        .iter()
+        .map(|e| fill(e, &vars))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let (program, args) = argv.split_first()?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    let line = out.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.chars().take(80).collect())
 }
 
 #[cfg(test)]

@@ -140,6 +140,7 @@ pub(crate) fn run_verify(
         checks: results,
         manual_checks: checks.manual,
         sandbox: Some(confined.policy.summary()),
+        agent: Some(settings.agent_label.clone()),
         ..Report::default()
     };
     match client.complete(pod, &a.id, a.fence, &report) {

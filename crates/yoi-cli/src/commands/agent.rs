@@ -2,7 +2,6 @@
 //! workspace's `[agents.NAME]`), and whether one is usable here.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 
 use crate::cli::AgentCommand;
 use crate::context::Env;
@@ -80,15 +79,9 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
                 ),
                 Err(e) => format!("refused: {e}"),
             };
-            let version = match (&found, profile.version_argv.split_first()) {
-                (Some(_), Some((prog, args))) => Command::new(prog)
-                    .args(args)
-                    .stdin(Stdio::null())
-                    .output()
-                    .ok()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()),
-                _ => None,
-            };
+            let version = found
+                .as_ref()
+                .and_then(|_| yoi_pod::profiles::version(&profile));
             if json {
                 output::json(
                     &serde_json::json!({ "name": name, "valid": true, "program": found, "version": version, "sandbox": sandbox_line, "sandbox_ok": enforced.is_ok() }),

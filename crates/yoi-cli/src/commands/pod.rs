@@ -89,6 +89,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
     let sandbox = sandbox(ws.as_ref())?;
     sandbox.enforcement().map_err(CliError::Refused)?;
     tracing::info!(sandbox = %sandbox.enforcement().map(|e| e.describe()).unwrap_or_default(), "the pod's sandbox");
+    let agent_label = yoi_pod::agent_label(&agent, &profile);
     let settings = yoi_pod::PodSettings {
         server,
         token: token.trim().to_string(),
@@ -103,6 +104,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         once: a.once,
         wait_ms: a.wait_ms,
         sandbox,
+        agent_label,
     };
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {

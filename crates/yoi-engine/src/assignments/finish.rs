@@ -422,6 +422,9 @@ pub(crate) fn record(
         if let Some(s) = &r.sandbox {
             attrs.push(("sandbox", s.clone()));
         }
+        if let Some(agent) = &r.agent {
+            attrs.push(("agent", agent.clone()));
+        }
         if r.follow_up {
             attrs.push(("follow_up", "true".into()));
         }

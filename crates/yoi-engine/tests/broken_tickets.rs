@@ -47,7 +47,7 @@ fn finish_by_hand(f: &Fixture, id: &yoi_core::TicketId) {
 }
 
 #[test]
-fn a_damaged_relations_or_plan_file_makes_its_ticket_broken_and_a_blocker_that_blocks() {
+fn a_damaged_relations_plan_or_thread_file_breaks_its_ticket_and_a_finished_blocker_blocks() {
     let f = Fixture::new();
     let ready = f.queued("Routable", BRIEF, &[]);
     let relations_blocker = f.queued("Relations damaged", BRIEF, &[]);
@@ -55,9 +55,12 @@ fn a_damaged_relations_or_plan_file_makes_its_ticket_broken_and_a_blocker_that_b
     let waits_on_relations = f.queued("Waits on relations", BRIEF, &[&relations_blocker]);
     let waits_on_plan = f.queued("Waits on the plan", BRIEF, &[&plan_blocker]);
     let own_plan = f.queued("Own plan torn", BRIEF, &[]);
+    let thread_blocker = f.queued("Thread not UTF-8", BRIEF, &[]);
+    let waits_on_thread = f.queued("Waits on the thread", BRIEF, &[&thread_blocker]);
     finish_by_hand(&f, &relations_blocker);
     finish_by_hand(&f, &plan_blocker);
-    for waiter in [&waits_on_relations, &waits_on_plan] {
+    finish_by_hand(&f, &thread_blocker);
+    for waiter in [&waits_on_relations, &waits_on_plan, &waits_on_thread] {
         let d = router::decide(&f.ws, waiter, 8).unwrap().unwrap();
         assert!(
             matches!(d, RoutingDecision::ImplementationReady { .. }),
@@ -74,6 +77,10 @@ fn a_damaged_relations_or_plan_file_makes_its_ticket_broken_and_a_blocker_that_b
     for id in [&plan_blocker, &own_plan] {
         std::fs::write(f.ws.path_of(id, "artifacts/orchestration-plan.jsonl"), torn).unwrap();
     }
+    let thread = f.ws.path_of(&thread_blocker, "thread.md");
+    let mut bytes = std::fs::read(&thread).unwrap();
+    bytes.extend_from_slice(b"bad \xff bytes\n");
+    std::fs::write(&thread, bytes).unwrap();
 
     let snap = Snapshot::load(&f.ws).expect("a damaged relations.json stops no snapshot");
     assert!(!snap.items.contains_key(&relations_blocker));
@@ -86,6 +93,7 @@ fn a_damaged_relations_or_plan_file_makes_its_ticket_broken_and_a_blocker_that_b
     for (waiter, blocker) in [
         (&waits_on_relations, &relations_blocker),
         (&waits_on_plan, &plan_blocker),
+        (&waits_on_thread, &thread_blocker),
     ] {
         let d = router::decide(&f.ws, waiter, 8).unwrap().unwrap();
         match d {
@@ -117,5 +125,8 @@ fn a_damaged_relations_or_plan_file_makes_its_ticket_broken_and_a_blocker_that_b
 
     let q = router::view::queue_view(&f.ws, 8, 50).expect("the queue page's view is served");
     let listed: Vec<_> = q.queued.iter().map(|e| e.view.ticket.clone()).collect();
-    assert_eq!(listed, [ready, waits_on_relations, waits_on_plan]);
+    assert_eq!(
+        listed,
+        [ready, waits_on_relations, waits_on_plan, waits_on_thread]
+    );
 }

@@ -18,7 +18,7 @@ use super::circuit::Circuit;
 /// and is updated by the pass as it accepts or returns tickets. A broken ticket (its item.md
 /// unreadable, or its relations.json damaged) is left out, so it stops neither the pass nor
 /// the queue page; as a blocker it counts as a ticket in no known state, which blocks (see
-/// [`Snapshot::blocker_state`] for a damaged plan file).
+/// [`Snapshot::blocker_state`] for the damage the snapshot does not read).
 pub struct Snapshot {
     pub items: BTreeMap<TicketId, Item>,
     pub graph: RelationGraph,
@@ -33,11 +33,12 @@ impl Snapshot {
     }
 
     /// The state blocker `t` counts with: its item's, or none (which blocks) when it is broken.
-    /// A blocker whose item says it is finished is looked at once more, so a damaged
-    /// orchestration-plan.jsonl (the snapshot reads no plan files) also keeps it blocking.
+    /// A blocker whose item says it is finished is looked at once more
+    /// ([`Workspace::diagnose`]), so a damaged thread.md or orchestration-plan.jsonl (the
+    /// snapshot reads neither) also keeps it blocking, as the queue gate does.
     pub fn blocker_state(&self, ws: &Workspace, t: &TicketId) -> Option<State> {
         let state = self.items.get(t)?.state;
-        if state.is_finished() && matches!(ws.read_plan(t), Err(StoreError::Invalid { .. })) {
+        if state.is_finished() && ws.diagnose(t).is_some() {
             return None;
         }
         Some(state)

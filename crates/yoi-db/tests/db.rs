@@ -155,7 +155,63 @@ on_both_backends!(
     a_group_commit_holds_the_lock_and_one_that_dies_replaces_no_file,
     a_group_commit_adds_only_new_events_yet_reads_hand_edits_whole,
     file_fingerprints_read_back_whole_in_batches_of_any_size,
+    linked_folders_and_damaged_artifacts_are_broken_until_repaired,
 );
+
+/// A ticket folder or artifacts/ folder replaced by a symbolic link, and a relations.json that
+/// no longer parses, each make their ticket broken at the next reindex (a broken_tickets row,
+/// no tickets row), are not read again while unchanged, and are tickets again once repaired.
+fn linked_folders_and_damaged_artifacts_are_broken_until_repaired(b: Backend) {
+    let fx = Fx::new(b);
+    let healthy = fx.create("Healthy", &[]);
+    let folder = fx.create("Its folder becomes a link", &[]);
+    let artifacts = fx.create("Its artifacts become a link", &[]);
+    let relations = fx.create("Its relations get damaged", &[]);
+    let outside = tempfile::tempdir().unwrap();
+    let linked = [
+        (fx.ws.ticket_dir(&folder), outside.path().join("folder")),
+        (
+            fx.ws.path_of(&artifacts, "artifacts"),
+            outside.path().join("artifacts"),
+        ),
+    ];
+    for (path, moved) in &linked {
+        std::fs::rename(path, moved).unwrap();
+        std::os::unix::fs::symlink(moved, path).unwrap();
+    }
+    let damaged = fx.ws.path_of(&relations, "artifacts/relations.json");
+    std::fs::write(&damaged, "{ \"version\": 1, oops").unwrap();
+
+    let (_, index, stats) = fx.reopen();
+    assert_eq!(stats.reindexed, 3, "{stats:?}");
+    let mut want = vec![folder.clone(), artifacts.clone(), relations.clone()];
+    want.sort();
+    assert_eq!(fx.rt.block_on(index.db.broken_ids()).unwrap(), want);
+    let rows = fx.rt.block_on(index.db.ticket_rows()).unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, [healthy.as_str()]);
+    let findings = doctor::index_findings(&index, &fx.ws, yoi_testkit::wall_ms()).unwrap();
+    let drift: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.check.starts_with("index."))
+        .collect();
+    assert!(drift.is_empty(), "doctor agrees with the index: {drift:?}");
+    let (_, _, stats) = fx.reopen();
+    assert_eq!(
+        stats.reindexed, 0,
+        "unchanged links are not looked at again"
+    );
+
+    for (path, moved) in &linked {
+        std::fs::remove_file(path).unwrap();
+        std::fs::rename(moved, path).unwrap();
+    }
+    std::fs::remove_file(&damaged).unwrap();
+    let (_, index, stats) = fx.reopen();
+    assert_eq!(stats.reindexed, 3, "{stats:?}");
+    assert!(fx.rt.block_on(index.db.broken_ids()).unwrap().is_empty());
+    assert_eq!(fx.rt.block_on(index.db.ticket_rows()).unwrap().len(), 4);
+}
 
 /// The fingerprints an incremental reindex reads, a batch at a time, are the rows: every one,
 /// once, whatever the batch size (each batch continues after the last key of the one before).

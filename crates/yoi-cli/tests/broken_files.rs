@@ -680,4 +680,32 @@ fn a_damaged_relations_or_plan_file_stops_no_routing_and_its_ticket_still_blocks
     repo.yoi(&["ticket", "queue", &late]).ok();
     settle(&repo, &server);
     assert_eq!(state_of(&server, &repo, &late), "inprogress");
+
+    // Damage made while the server runs is noticed: the in-progress ticket whose plan file
+    // is torn now is listed as broken, and the pages keep serving.
+    damage(&repo, &routable, "plan-torn");
+    let start = std::time::Instant::now();
+    loop {
+        let (_, list) = server.get(&repo, "/tickets?state=all");
+        let listed = list["broken"].as_array().is_some_and(|b| {
+            b.iter()
+                .any(|b| b["id"] == routable.as_str() && b["check"] == "plan.parse")
+        });
+        if listed {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the server never noticed the torn plan: {list}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for path in ["/", "/queue", "/tickets"] {
+        let (status, html) = page(&server, &cookie, path);
+        assert_eq!(status, 200, "{path} keeps serving");
+        assert!(
+            html.contains(&format!("id=\"broken-{routable}\"")),
+            "{path}"
+        );
+    }
 }

@@ -60,6 +60,150 @@ pub struct AgentProfile {
     pub follow_up: Vec<String>,
     /// Wall-clock limit of the follow-up turn; 0 is [`FOLLOW_UP_TIMEOUT_SECS`].
     pub follow_up_timeout_secs: u64,
+    /// The model endpoint (`http://127.0.0.1:8080/v1`), translated into what this CLI reads
+    /// ([`Endpoint`]); unset, the CLI's own default.
+    pub base_url: Option<String>,
+    /// The pod's environment variable holding the endpoint's key, handed to the CLI under the
+    /// name it reads (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …).
+    pub api_key_env: Option<String>,
+    /// How this CLI is pointed at an endpoint (the built-ins set it).
+    pub endpoint: Option<Endpoint>,
+}
+
+/// How a CLI is pointed at a model endpoint: what `base_url`, `model` and `api_key_env`
+/// become for it ([`AgentProfile::endpoint_settings`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// Claude Code: `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`, `ANTHROPIC_API_KEY`.
+    Anthropic,
+    /// Codex, which ignores `OPENAI_BASE_URL`: `-c` overrides for a provider of yoi's own
+    /// (`model_providers.yoi` with the `base_url`, `wire_api = "responses"` and the key's
+    /// variable) chosen with `model_provider = "yoi"`.
+    Codex,
+    /// Aider and other OpenAI-compatible clients: `OPENAI_API_BASE`, `OPENAI_BASE_URL`,
+    /// `OPENAI_API_KEY`.
+    Openai,
+    /// Gemini CLI: `GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`.
+    Gemini,
+}
+
+impl AgentProfile {
+    /// What `base_url`, `model` and `api_key_env` add to a run: arguments after the argv, and
+    /// variables (the key's value read from `pod_env`). Errors name what is missing.
+    pub fn endpoint_settings(
+        &self,
+        pod_env: &[(String, String)],
+    ) -> Result<EndpointSettings, String> {
+        let (mut args, mut env) = (Vec::new(), Vec::new());
+        let key = match &self.api_key_env {
+            None => None,
+            Some(name) => Some(
+                pod_env
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+                    .ok_or_else(|| {
+                        format!(
+                            "api_key_env names `{name}`, which the pod's environment does not set"
+                        )
+                    })?,
+            ),
+        };
+        if self.base_url.is_none() && key.is_none() {
+            return Ok(EndpointSettings { args, env });
+        }
+        let Some(style) = self.endpoint else {
+            return Err(
+                "base_url and api_key_env need `endpoint` (anthropic, codex, openai or gemini) for a profile of your own"
+                    .into(),
+            );
+        };
+        let mut set = |k: &str, v: &str| env.push((k.to_string(), v.to_string()));
+        match style {
+            Endpoint::Anthropic => {
+                if let Some(u) = &self.base_url {
+                    set("ANTHROPIC_BASE_URL", u);
+                }
+                if let Some(m) = &self.model {
+                    set("ANTHROPIC_MODEL", m);
+                }
+                if let Some(k) = &key {
+                    set("ANTHROPIC_API_KEY", k);
+                }
+            }
+            Endpoint::Openai => {
+                if let Some(u) = &self.base_url {
+                    set("OPENAI_API_BASE", u);
+                    set("OPENAI_BASE_URL", u);
+                }
+                if let Some(k) = &key {
+                    set("OPENAI_API_KEY", k);
+                }
+            }
+            Endpoint::Gemini => {
+                if let Some(u) = &self.base_url {
+                    set("GOOGLE_GEMINI_BASE_URL", u);
+                }
+                if let Some(k) = &key {
+                    set("GEMINI_API_KEY", k);
+                }
+            }
+            Endpoint::Codex => {
+                let key_var = "YOI_CODEX_API_KEY";
+                if let Some(k) = &key {
+                    set(key_var, k);
+                }
+                if let Some(u) = &self.base_url {
+                    for c in [
+                        "model_provider=\"yoi\"".to_string(),
+                        "model_providers.yoi.name=\"yoi\"".to_string(),
+                        format!("model_providers.yoi.base_url={}", toml_string(u)),
+                        "model_providers.yoi.wire_api=\"responses\"".to_string(),
+                        format!(
+                            "model_providers.yoi.env_key=\"{}\"",
+                            if key.is_some() {
+                                key_var
+                            } else {
+                                "OPENAI_API_KEY"
+                            }
+                        ),
+                    ] {
+                        args.push("-c".to_string());
+                        args.push(c);
+                    }
+                } else if key.is_some() {
+                    set("OPENAI_API_KEY", key.as_deref().unwrap_or_default());
+                    set("CODEX_API_KEY", key.as_deref().unwrap_or_default());
+                }
+            }
+        }
+        Ok(EndpointSettings { args, env })
+    }
+}
+
+/// What a profile's endpoint adds to a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointSettings {
+    /// Arguments after the argv (as written: not placeholders).
+    pub args: Vec<String>,
+    /// Variables set for the run.
+    pub env: Vec<(String, String)>,
+}
+
+/// `s` as a TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The follow-up turn's wall-clock limit when the profile sets none.
@@ -158,6 +302,13 @@ impl AgentProfile {
             &top.follow_up_timeout_secs,
             top.follow_up_timeout_secs != 0,
         );
+        pick(&mut self.base_url, &top.base_url, top.base_url.is_some());
+        pick(
+            &mut self.api_key_env,
+            &top.api_key_env,
+            top.api_key_env.is_some(),
+        );
+        pick(&mut self.endpoint, &top.endpoint, top.endpoint.is_some());
         self
     }
 }
@@ -204,5 +355,89 @@ mod tests {
         );
         assert_eq!(merged.follow_up_timeout_secs, 30);
         assert!(serde_json::from_str::<AgentProfile>(r#"{"contract": "loose"}"#).is_err());
+    }
+}
+
+#[cfg(test)]
+mod endpoint_tests {
+    use super::*;
+
+    fn profile(endpoint: Endpoint) -> AgentProfile {
+        AgentProfile {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            api_key_env: Some("MY_KEY".into()),
+            model: Some("m-1".into()),
+            endpoint: Some(endpoint),
+            ..AgentProfile::default()
+        }
+    }
+
+    fn env() -> Vec<(String, String)> {
+        vec![("MY_KEY".into(), "k-123".into())]
+    }
+
+    fn names(env: &[(String, String)]) -> Vec<&str> {
+        env.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    #[test]
+    fn each_cli_gets_the_endpoint_in_what_it_reads() {
+        let EndpointSettings { args, env: e } = profile(Endpoint::Anthropic)
+            .endpoint_settings(&env())
+            .unwrap();
+        assert!(args.is_empty());
+        assert_eq!(
+            names(&e),
+            ["ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "ANTHROPIC_API_KEY"]
+        );
+        let e = profile(Endpoint::Openai)
+            .endpoint_settings(&env())
+            .unwrap()
+            .env;
+        assert_eq!(
+            names(&e),
+            ["OPENAI_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_KEY"]
+        );
+        assert_eq!(e[2].1, "k-123");
+        let e = profile(Endpoint::Gemini)
+            .endpoint_settings(&env())
+            .unwrap()
+            .env;
+        assert_eq!(names(&e), ["GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"]);
+        // Codex ignores OPENAI_BASE_URL: a provider of yoi's own, by `-c` overrides.
+        let EndpointSettings { args, env: e } =
+            profile(Endpoint::Codex).endpoint_settings(&env()).unwrap();
+        assert_eq!(
+            args,
+            [
+                "-c",
+                "model_provider=\"yoi\"",
+                "-c",
+                "model_providers.yoi.name=\"yoi\"",
+                "-c",
+                "model_providers.yoi.base_url=\"http://127.0.0.1:9/v1\"",
+                "-c",
+                "model_providers.yoi.wire_api=\"responses\"",
+                "-c",
+                "model_providers.yoi.env_key=\"YOI_CODEX_API_KEY\"",
+            ]
+        );
+        assert_eq!(e, [("YOI_CODEX_API_KEY".to_string(), "k-123".to_string())]);
+    }
+
+    #[test]
+    fn a_missing_key_variable_or_style_is_named() {
+        let err = profile(Endpoint::Openai)
+            .endpoint_settings(&[])
+            .unwrap_err();
+        assert!(err.contains("MY_KEY"), "{err}");
+        let mut own = profile(Endpoint::Openai);
+        own.endpoint = None;
+        assert!(own
+            .endpoint_settings(&env())
+            .unwrap_err()
+            .contains("endpoint"));
+        let none = AgentProfile::default().endpoint_settings(&env()).unwrap();
+        assert_eq!(none, EndpointSettings::default());
     }
 }

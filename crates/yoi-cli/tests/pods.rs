@@ -636,7 +636,7 @@ fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
     let config = repo.path().join(".yoi/workspace.toml");
     let text = std::fs::read_to_string(&config).unwrap();
     let text = format!(
-        "{text}\n[agents.aider]\nprogram = \"{}\"\nmodel = \"openai/gpt-4o-mini\"\nextra_args = [\"--edit-format\", \"whole\", \"--map-tokens\", \"0\"]\ntimeout_secs = 300\n\n[prices.\"openai/gpt-4o-mini\"]\ninput = 0.15\noutput = 0.6\n",
+        "{text}\n[agents.aider]\nprogram = \"{}\"\nmodel = \"openai/gpt-4o-mini\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_MODEL_KEY\"\nextra_args = [\"--edit-format\", \"whole\", \"--map-tokens\", \"0\"]\ntimeout_secs = 300\n\n[prices.\"openai/gpt-4o-mini\"]\ninput = 0.15\noutput = 0.6\n",
         aider()
     );
     std::fs::write(&config, text).unwrap();
@@ -655,9 +655,10 @@ fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
         "aider",
         "aider",
         &["--once"],
+        // The endpoint comes from the profile's `base_url` and `api_key_env`, which yoi turns
+        // into what Aider reads; nothing of OPENAI_* is in the pod's environment.
         &[
-            ("OPENAI_API_BASE", base.as_str()),
-            ("OPENAI_API_KEY", "sk-yoi-test"),
+            ("TEST_MODEL_KEY", "sk-yoi-test"),
             ("HOME", home.path().to_str().unwrap()),
         ],
     );
@@ -685,6 +686,11 @@ fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
     // Aider talked to the endpoint with the frozen brief, and the ledger has its usage.
     let requests = seen.lock().unwrap().clone();
     assert!(!requests.is_empty());
+    assert!(
+        requests[0].contains("Bearer sk-yoi-test"),
+        "the key from api_key_env reached the endpoint: {}",
+        requests[0].lines().take(3).collect::<Vec<_>>().join(" | ")
+    );
     assert!(
         requests.iter().any(|r| r.contains("hello.txt says hello")),
         "the brief reached the model"

@@ -78,11 +78,20 @@ pub(crate) fn run_one(
     } else {
         &[]
     };
+    // The endpoint the profile names, in what this CLI reads (added as written: a URL is no
+    // placeholder).
+    let yoi_agent::profile::EndpointSettings {
+        args: endpoint_args,
+        env: endpoint_env,
+    } = p
+        .endpoint_settings(&settings.env)
+        .map_err(|e| format!("agent profile `{}`: {e}", settings.profile_name))?;
     let argv = template
         .iter()
         .chain(model_args)
         .chain(&p.extra_args)
         .map(|e| profiles::fill(e, &vars))
+        .chain(endpoint_args.iter().cloned().map(Ok))
         .collect::<Result<Vec<_>, _>>()?;
     let confined = settings.sandbox.confine_run(
         &a.role,
@@ -91,7 +100,7 @@ pub(crate) fn run_one(
         &p.state,
     )?;
     let mut env = agent_env(settings, work, &run_dir, &prompt_file);
-    for (k, v) in &confined.env {
+    for (k, v) in endpoint_env.iter().chain(&confined.env) {
         env.retain(|(ek, _)| ek != k);
         env.push((k.clone(), v.clone()));
     }
@@ -147,7 +156,15 @@ pub(crate) fn run_one(
         && !lease.stopping()
     {
         asked = true;
-        let second = follow_up(&spec, &mut lease, p, &vars, &run_dir, reviewer, model_args)?;
+        let second = follow_up(
+            &spec,
+            &mut lease,
+            p,
+            &vars,
+            &run_dir,
+            reviewer,
+            (model_args, &endpoint_args),
+        )?;
         if second.ended == Ended::LeaseLost || lease.lost {
             return Ok(Reported::Lost);
         }
@@ -320,7 +337,7 @@ fn follow_up(
     vars: &profiles::Vars,
     run_dir: &std::path::Path,
     reviewer: bool,
-    model_args: &[String],
+    (model_args, endpoint_args): (&[String], &[String]),
 ) -> Result<Turn, String> {
     let question = run_dir.join("follow-up.md");
     std::fs::write(&question, contract::follow_up_question(reviewer))
@@ -335,6 +352,7 @@ fn follow_up(
         .chain(model_args)
         .chain(&p.extra_args)
         .map(|e| profiles::fill(e, &vars))
+        .chain(endpoint_args.iter().cloned().map(Ok))
         .collect::<Result<Vec<_>, _>>()?;
     let secs = match p.follow_up_timeout_secs {
         0 => FOLLOW_UP_TIMEOUT_SECS,

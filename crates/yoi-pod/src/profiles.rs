@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use yoi_agent::profile::AgentProfile;
+use yoi_agent::profile::{AgentProfile, Endpoint};
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
@@ -59,6 +59,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["--model={model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["{program}", "--version"]),
+            endpoint: Some(Endpoint::Anthropic),
             state: s(&["~/.claude/", "~/.claude.json", "~/.cache/claude/", "~/.config/claude/"]),
             contract: None,
             // The session `-p` just saved in this working directory, one turn, no tools.
@@ -67,6 +68,8 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "--permission-mode=dontAsk", "--tools=", "--max-turns=1",
             ]),
             follow_up_timeout_secs: 0,
+            base_url: None,
+            api_key_env: None,
         },
     );
     m.insert(
@@ -114,10 +117,13 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["-m", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["{program}", "--version"]),
+            endpoint: Some(Endpoint::Codex),
             state: s(&["~/.codex/"]),
             contract: None,
             follow_up: Vec::new(),
             follow_up_timeout_secs: 0,
+            base_url: None,
+            api_key_env: None,
         },
     );
     m.insert(
@@ -145,10 +151,13 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["-m", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["{program}", "--version"]),
+            endpoint: Some(Endpoint::Gemini),
             state: s(&["~/.gemini/"]),
             contract: None,
             follow_up: Vec::new(),
             follow_up_timeout_secs: 0,
+            base_url: None,
+            api_key_env: None,
         },
     );
     m.insert(
@@ -216,6 +225,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             model_argv: s(&["--model", "{model}"]),
             extra_args: Vec::new(),
             version_argv: s(&["{program}", "--version"]),
+            endpoint: Some(Endpoint::Openai),
             state: s(&["~/.aider/", "~/.cache/aider/"]),
             contract: None,
             // The chat the run saved in its run folder, answered in ask mode (no edits).
@@ -246,6 +256,8 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "--no-detect-urls",
             ]),
             follow_up_timeout_secs: 0,
+            base_url: None,
+            api_key_env: None,
         },
     );
     m.insert(
@@ -306,6 +318,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             contract: None,
             follow_up: Vec::new(),
             follow_up_timeout_secs: 0,
+            base_url: None,
+            api_key_env: None,
+            endpoint: None,
         },
     );
     m.insert(
@@ -365,6 +380,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             contract: None,
             follow_up: Vec::new(),
             follow_up_timeout_secs: 0,
+            base_url: None,
+            api_key_env: None,
+            endpoint: None,
         },
     );
     m.insert(
@@ -388,6 +406,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             contract: None,
             follow_up: Vec::new(),
             follow_up_timeout_secs: 0,
+            base_url: None,
+            api_key_env: None,
+            endpoint: None,
         },
     );
     m.insert(
@@ -416,6 +437,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             contract: None,
             follow_up: Vec::new(),
             follow_up_timeout_secs: 0,
+            base_url: None,
+            api_key_env: None,
+            endpoint: None,
         },
     );
     m

@@ -96,6 +96,22 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
                     println!("version: {v}");
                 }
                 println!("sandbox: {sandbox_line}");
+                // What the endpoint settings become for this CLI: names, never values.
+                let pod_env: Vec<(String, String)> = std::env::vars().collect();
+                match profile.endpoint_settings(&pod_env) {
+                    Ok(yoi_agent::profile::EndpointSettings { args, env })
+                        if !args.is_empty() || !env.is_empty() =>
+                    {
+                        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+                        println!(
+                            "endpoint: arguments [{}], environment {}",
+                            args.join(" "),
+                            names.join(", ")
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(e) => println!("endpoint: {e}"),
+                }
                 let verifier = ws
                     .as_ref()
                     .and_then(|w| w.config.pods.agent.get("verifier").cloned());

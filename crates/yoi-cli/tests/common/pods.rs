@@ -228,6 +228,10 @@ pub fn model_endpoint(
                 if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
                     len = v.trim().parse().unwrap_or(0);
                 }
+                // The key the client sent, kept with the request line.
+                if line.to_ascii_lowercase().starts_with("authorization:") {
+                    request.push_str(&line);
+                }
             }
             let mut body = vec![0; len];
             let _ = reader.read_exact(&mut body);

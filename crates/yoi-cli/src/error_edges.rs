@@ -112,6 +112,11 @@ fn api(e: impl Into<ApiError>, what: &str, want: Want) -> ApiError {
     let answer = e.into();
     assert_eq!(answer.status.as_u16(), want.2, "{what}: HTTP status");
     documented(answer.code, what);
+    assert!(
+        yoi_server::error::CODES.contains(&answer.code),
+        "{what}: the code `{}` is not in yoi_server::error::CODES, the document's enumeration",
+        answer.code
+    );
     answer
 }
 

@@ -14,6 +14,41 @@ use yoi_engine::assignments::AssignmentError;
 use yoi_engine::skills::SkillError;
 use yoi_store::StoreError;
 
+/// Every `error.code` an answer can carry, the enumeration the OpenAPI document gives
+/// `ErrorDetail.code`. The codes come from the errors themselves (`StoreError::code`, the
+/// engine errors' `code`, an [`ErrorClass`](yoi_core::ErrorClass)'s) and from the few answers
+/// the server makes itself; the CLI's `error_edges` tests answer every error variant and check
+/// its code is here, and a debug build refuses to answer a code that is not.
+pub const CODES: &[&str] = &[
+    "invalid",
+    "ambiguous_id",
+    "outside_skill",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "method_not_allowed",
+    "stale_state",
+    "wrong_state",
+    "blocked",
+    "conflicting_replay",
+    "duplicate_relation",
+    "cycle",
+    "already_decided",
+    "stale_fence",
+    "conflict",
+    "too_large",
+    "brief_incomplete",
+    "self_relation",
+    "invalid_skill",
+    "invalid_flow",
+    "touches_tickets",
+    "refused",
+    "too_many_streams",
+    "locked",
+    "corrupt_file",
+    "internal",
+];
+
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -174,6 +209,11 @@ impl From<SkillError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        debug_assert!(
+            CODES.contains(&self.code),
+            "the error code `{}` is not in yoi_server::error::CODES (nor in the document)",
+            self.code
+        );
         let mut body = json!({ "error": { "code": self.code, "message": self.message } });
         if !self.details.is_null() {
             body["error"]["details"] = self.details;

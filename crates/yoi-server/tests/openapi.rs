@@ -580,3 +580,18 @@ fn live_event_kinds_are_the_outbox_kinds() {
         ["text/event-stream"]["schema"]["properties"]["event"];
     assert_eq!(sse["$ref"], "#/components/schemas/OutboxKind", "{sse}");
 }
+
+/// An error's code is one of the enumerated codes, each named in docs/api.md.
+#[test]
+fn error_codes_are_an_enumeration_the_docs_name() {
+    let doc = document();
+    let code = &doc["components"]["schemas"]["ErrorDetail"]["properties"]["code"];
+    assert_eq!(code["enum"], serde_json::json!(yoi_server::error::CODES));
+    let api_doc = include_str!("../../../docs/api.md");
+    for c in yoi_server::error::CODES {
+        assert!(
+            api_doc.contains(&format!("`{c}`")),
+            "`{c}` is not in docs/api.md"
+        );
+    }
+}

@@ -314,6 +314,17 @@ fn bodies(doc: &mut Value) {
         }),
     );
     prop(doc, "RejectBody", "reason", non_blank());
+    // Every error code an answer can carry (`error::CODES`).
+    prop(
+        doc,
+        "ErrorDetail",
+        "code",
+        json!({
+            "type": "string",
+            "enum": crate::error::CODES,
+            "description": "Stable machine-readable code; the status table of docs/api.md says when each is answered.",
+        }),
+    );
 }
 
 const PLAN_KINDS: &[&str] = &[

@@ -241,7 +241,8 @@ pub struct Blocker {
     pub ticket: TicketId,
     /// `depends_on` (this ticket depends on it) or `blocked_by` (it blocks this ticket).
     pub reason_kind: String,
-    /// The blocker's state; `None` when the ticket does not exist.
+    /// The blocker's state; `None` when the ticket does not exist or yoi cannot read it (a
+    /// broken ticket: it blocks on the safe side).
     pub state: Option<State>,
 }
 
@@ -249,7 +250,11 @@ impl fmt::Display for Blocker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.state {
             Some(s) => write!(f, "{} via {} (state: {})", self.ticket, self.reason_kind, s),
-            None => write!(f, "{} via {} (missing)", self.ticket, self.reason_kind),
+            None => write!(
+                f,
+                "{} via {} (missing or unreadable)",
+                self.ticket, self.reason_kind
+            ),
         }
     }
 }

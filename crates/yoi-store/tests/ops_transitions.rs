@@ -184,7 +184,7 @@ fn queue_refuses_a_dependency_whose_ticket_is_missing() {
     fx.relate(&id, RelationKind::DependsOn, &gone);
     std::fs::remove_dir_all(fx.ws.ticket_dir(&gone)).unwrap();
     let err = ops::queue(&fx.ws, &alice(5), id.as_str(), &plain()).unwrap_err();
-    assert!(err.to_string().contains("(missing)"), "{err}");
+    assert!(err.to_string().contains("(missing or unreadable)"), "{err}");
     assert_blocked(err, &id, &[(&gone, "depends_on", None)]);
 }
 

@@ -31,7 +31,7 @@ fn blocked_by_dependency_names_each_blocker_and_its_state() {
              Reason: 2 open dependencies must finish first.\n\
              Evidence checked:\n\
              - {A} via depends_on (state: inprogress)\n\
-             - {B} via blocked_by (missing)\n\
+             - {B} via blocked_by (missing or unreadable)\n\
              Next action: wait; the ticket is re-evaluated when a blocker changes state.\n"
         )
     );

@@ -103,11 +103,22 @@ fn silent_claims_expire_into_fresh_worktrees_and_three_open_the_circuit_until_a_
     );
 
     // Attempts 2 and 3 go silent too: the third opens the circuit and nothing is handed out.
+    // Attempt 2's folder is clean and goes with it; attempt 3 dies with a file it never
+    // committed, so its folder is kept for a person.
     asg::expire_due(&f.ws, &f.db, at(20_003)).unwrap();
-    asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(20_004))
+    assert!(
+        !w2.workdir.exists(),
+        "an ended attempt's clean worktree is removed"
+    );
+    let w3 = asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(20_004))
         .unwrap()
         .unwrap();
+    std::fs::write(w3.workdir.join("unsaved.txt"), "half done\n").unwrap();
     let out = asg::expire_due(&f.ws, &f.db, at(30_005)).unwrap();
+    assert!(
+        w3.workdir.join("unsaved.txt").is_file(),
+        "work is never lost"
+    );
     assert_eq!(out.circuits_opened, [id.to_string()]);
     assert!(
         asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(30_006))
@@ -127,7 +138,7 @@ fn silent_claims_expire_into_fresh_worktrees_and_three_open_the_circuit_until_a_
         .count();
     assert_eq!((attempts, attention), (3, 1));
 
-    // Doctor (no server sweeping, pod silent): the leftover attempt worktrees are named.
+    // Doctor (no server sweeping, pod silent): only the kept attempt worktree is named.
     let findings = yoi_doctor::index_findings(&f.db, &f.ws, at(40_000).unix_millis()).unwrap();
     let checks: Vec<&str> = findings.iter().map(|x| x.check).collect();
     assert_eq!(
@@ -135,7 +146,7 @@ fn silent_claims_expire_into_fresh_worktrees_and_three_open_the_circuit_until_a_
             .iter()
             .filter(|c| **c == "worktree.attempt_leftover")
             .count(),
-        2,
+        1,
         "{checks:?}"
     );
 

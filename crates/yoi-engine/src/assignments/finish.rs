@@ -240,6 +240,7 @@ pub fn complete(
         None,
         now,
     )?;
+    drop_attempt_worktree(ws, &finished);
     // A read-only step's worktree has done its job (a pod's own worktree is kept for its next
     // claim).
     if !Role::Coder.is(&finished.role) {
@@ -304,6 +305,7 @@ pub fn fail(
     };
     index.touch_pod(pod, PodState::Idle, None, now_ms)?;
     record(ws, &row, "failed", None, report, Some(reason), now)?;
+    drop_attempt_worktree(ws, &row);
     if next.is_none() {
         // Either the circuit opened or the pod said retrying is pointless: a person decides.
         let why = if retryable {
@@ -381,6 +383,31 @@ fn unchecked_commands(
 
 pub(crate) fn ticket_of(a: &Assignment) -> Result<TicketId, AssignmentError> {
     TicketId::parse(&a.ticket).map_err(|e| AssignmentError::Store(e.into()))
+}
+
+/// Remove the worktree of an ended retry (`<ticket worktree>.attempt-N`): its commits are in
+/// the repository (the pod commits what its agent left before it reports, and a kept result's
+/// commit starts the next attempt), so nothing needs the folder. One with uncommitted changes
+/// — a pod that died mid-run — is kept for a person (doctor names it); the ticket's own
+/// worktree and pods' worktrees are never touched here.
+pub(crate) fn drop_attempt_worktree(ws: &Workspace, a: &Assignment) {
+    let Some(dir) = a.workdir.as_deref().map(Path::new) else {
+        return;
+    };
+    let is_retry = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.rsplit_once(".attempt-"))
+        .is_some_and(|(_, n)| n.parse::<u32>().is_ok());
+    if !is_retry || dir.starts_with(super::claim::pod_worktrees_dir(ws)) {
+        return;
+    }
+    match yoi_git::remove_worktree(ws.root(), dir, false) {
+        Ok(()) => tracing::debug!(worktree = %dir.display(), "removed an ended attempt's worktree"),
+        Err(e) => {
+            tracing::warn!(worktree = %dir.display(), error = %e, "kept an ended attempt's worktree")
+        }
+    }
 }
 
 /// Append the one `assignment` event of an ended attempt. A ticket that is no longer in

@@ -47,6 +47,7 @@ pub fn expire_due(
         };
         tracing::warn!(assignment = %row.id, ticket = %row.ticket, attempt = row.attempt, "lease expired");
         record(ws, &row, "expired", None, None, Some(&reason), now)?;
+        super::finish::drop_attempt_worktree(ws, &row);
         if next.is_none() {
             open_circuit(
                 ws,

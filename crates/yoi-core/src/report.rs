@@ -46,6 +46,10 @@ pub struct Report {
     /// (`aider 0.86.2`), so a verdict can be traced to what gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The paths the change touches outside the brief's write scope (`[flow] write_scope`), set
+    /// by the server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_write_scope: Vec<String>,
     /// The agent's final message had no output contract, even after the follow-up turn, and
     /// the attempt completed under its profile's lenient rule: the summary is the last
     /// paragraph of that message (docs/pods.md, "A missing contract").

@@ -229,3 +229,139 @@ fn a_verify_without_a_result_for_every_brief_command_is_a_failed_verify() {
     let row = f.db.assignment(&vwork.assignment.id).unwrap().unwrap();
     assert_eq!(row.status.as_str(), "completed");
 }
+
+const SCOPED: &str = "## Intent\nMake it work.\n\n## Acceptance criteria\n- it works\n\n## Validation\n`cargo test`\n\n## Write scope\n- `src/`\n";
+
+/// Commit `files` (path, text) in `dir` and `rm` the paths in `gone`; the new head.
+fn commit_files(dir: &std::path::Path, files: &[(&str, &str)], moves: &[(&str, &str)]) -> String {
+    for (p, text) in files {
+        let path = dir.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    for (from, to) in moves {
+        std::fs::create_dir_all(dir.join(to).parent().unwrap()).unwrap();
+        git(dir, &["mv", from, to]);
+    }
+    git(dir, &["add", "-A"]);
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=c",
+            "-c",
+            "user.email=c@c.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "work",
+        ],
+    );
+    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+fn done_at(commit: String) -> Report {
+    Report {
+        outcome: ReportOutcome::Done,
+        commit: Some(commit),
+        summary: Some("did it".into()),
+        ..Report::default()
+    }
+}
+
+#[test]
+fn a_change_outside_the_write_scope_gets_one_round_from_its_own_commit_then_merges_once_moved() {
+    let f = Fixture::new();
+    let id = f.queued("Scoped", SCOPED, &[]);
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+    let accepted = f.accept(&id);
+    let (coder, work) = pod(&f, "coder", 0);
+    let first = commit_files(
+        &work.workdir,
+        &[("src/a.rs", "a\n"), ("notes.txt", "n\n")],
+        &[],
+    );
+    let answer = complete(&f, "coder", &coder, &work, &done_at(first.clone()), 1).unwrap();
+    assert!(
+        !answer.moved,
+        "the branch does not take a change outside its scope"
+    );
+    let row = f.db.assignment(&work.assignment.id).unwrap().unwrap();
+    assert_eq!(row.status.as_str(), "failed");
+    let error = row.error.unwrap_or_default();
+    assert!(
+        error.starts_with("the change touches paths outside the brief's write scope: `notes.txt`"),
+        "{error}"
+    );
+    // The round starts from the first attempt's commit; moving the file inside the scope is
+    // taken, and the branch moves.
+    let (coder, work) = pod(&f, "coder", 2);
+    assert_eq!(work.assignment.attempt, 2);
+    assert_eq!(git(&work.workdir, &["rev-parse", "HEAD"]).trim(), first);
+    let second = commit_files(&work.workdir, &[], &[("notes.txt", "src/notes.txt")]);
+    let answer = complete(&f, "coder", &coder, &work, &done_at(second.clone()), 3).unwrap();
+    assert!(answer.moved);
+    assert_eq!(answer.branch_head, second);
+    let _ = accepted;
+}
+
+#[test]
+fn a_change_that_stays_outside_the_scope_goes_to_a_person_and_flag_only_marks_it() {
+    let f = Fixture::new();
+    let id = f.queued("Scoped", SCOPED, &[]);
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+    f.accept(&id);
+    let (coder, work) = pod(&f, "coder", 0);
+    let first = commit_files(&work.workdir, &[("notes.txt", "n\n")], &[]);
+    complete(&f, "coder", &coder, &work, &done_at(first), 1).unwrap();
+    let (coder, work) = pod(&f, "coder", 2);
+    let second = commit_files(&work.workdir, &[("src/a.rs", "a\n")], &[]);
+    complete(&f, "coder", &coder, &work, &done_at(second), 3).unwrap();
+    let row = f.db.assignment(&work.assignment.id).unwrap().unwrap();
+    assert!(
+        row.error.unwrap_or_default().contains("again: `notes.txt`"),
+        "the second time names the paths for a person"
+    );
+    let thread = f.ws.read_thread(&id).unwrap();
+    assert!(
+        thread
+            .events
+            .iter()
+            .any(|e| e.kind == yoi_core::thread::EventKind::Attention),
+        "a person is asked"
+    );
+    assert!(
+        asg::claim(&f.ws, &f.db, &caller("coder"), &coder, LEASE, at(4))
+            .unwrap()
+            .is_none(),
+        "nothing is handed out until a person decides"
+    );
+
+    // `flag`: the same change counts, and the event names the paths for the reviewer.
+    let mut f = Fixture::new();
+    f.ws.config.flow.write_scope = yoi_store::config::WriteScopeRule::Flag;
+    let id = f.queued("Scoped", SCOPED, &[]);
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+    f.accept(&id);
+    let (coder, work) = pod(&f, "coder", 0);
+    let head = commit_files(&work.workdir, &[("notes.txt", "n\n")], &[]);
+    assert!(
+        complete(&f, "coder", &coder, &work, &done_at(head), 1)
+            .unwrap()
+            .moved
+    );
+    let thread = std::fs::read_to_string(
+        f.repo
+            .join(".yoi/tickets")
+            .join(id.as_str())
+            .join("thread.md"),
+    )
+    .unwrap();
+    assert!(
+        thread.contains("outside_write_scope: notes.txt"),
+        "{thread}"
+    );
+}

@@ -99,6 +99,19 @@ pub struct FlowSection {
     /// Close a ticket once it is done, with a resolution built from its attempts' summaries;
     /// off, a person closes it.
     pub auto_close: bool,
+    /// What a coder's change outside the brief's `## Write scope` means: `enforce` (one round to
+    /// move the paths, then a person decides), `flag` (the attempt counts, its event names the
+    /// paths for the reviewer) or `off`.
+    pub write_scope: WriteScopeRule,
+}
+
+/// `[flow] write_scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteScopeRule {
+    Enforce,
+    Flag,
+    Off,
 }
 
 impl Default for FlowSection {
@@ -108,6 +121,7 @@ impl Default for FlowSection {
             delete_branch: false,
             default: yoi_core::flow::BUILTIN.into(),
             auto_close: false,
+            write_scope: WriteScopeRule::Enforce,
         }
     }
 }

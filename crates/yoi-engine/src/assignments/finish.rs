@@ -8,6 +8,7 @@ use yoi_core::Role;
 use serde::Serialize;
 use yoi_core::{Principal, TicketId, Timestamp};
 use yoi_db::{Assignment, AssignmentStatus, DbIndex, Finish, PodState};
+use yoi_store::config::WriteScopeRule;
 use yoi_store::ops;
 use yoi_store::{Ctx, Workspace};
 
@@ -165,6 +166,7 @@ pub fn complete(
             });
         }
     }
+    let mut scope_flag: Option<Vec<String>> = None;
     let moved_to = match commit.as_deref() {
         Some(c) if c != head && !Role::Coder.is(&a.role) => {
             return Err(AssignmentError::BadResult {
@@ -197,12 +199,33 @@ pub fn complete(
                     paths: touched,
                 });
             }
+            if let Some(outside) = outside_write_scope(ws, &a, &head, c)? {
+                if ws.config.flow.write_scope == WriteScopeRule::Enforce {
+                    drop(_guard);
+                    return scope_round(
+                        ws, index, caller, pod, id, fence, report, c, &outside, now,
+                    );
+                }
+                scope_flag = Some(outside);
+            }
             // The branch first, while the claim is still live and nothing else can end it (the
             // lock); the row after. Should the row fail to record, the branch is put back.
             yoi_git::move_branch(repo, &place.branch, &head, c)?;
             Some(c.to_string())
         }
         _ => None,
+    };
+    // `flag`: the attempt counts, and its result names the paths for the reviewer.
+    let flagged;
+    let report = match scope_flag {
+        Some(outside) => {
+            flagged = Report {
+                outside_write_scope: outside,
+                ..report.clone()
+            };
+            &flagged
+        }
+        None => report,
     };
     let how = Finish {
         status: AssignmentStatus::Completed,
@@ -385,6 +408,106 @@ pub(crate) fn ticket_of(a: &Assignment) -> Result<TicketId, AssignmentError> {
     TicketId::parse(&a.ticket).map_err(|e| AssignmentError::Store(e.into()))
 }
 
+/// The paths the commits from `head` to `commit` change outside the frozen brief's write scope
+/// (`None` when the brief names none, the role is not a coder's, or all are inside).
+fn outside_write_scope(
+    ws: &Workspace,
+    a: &Assignment,
+    head: &str,
+    commit: &str,
+) -> Result<Option<Vec<String>>, AssignmentError> {
+    if ws.config.flow.write_scope == WriteScopeRule::Off || !Role::Coder.is(&a.role) {
+        return Ok(None);
+    }
+    let Some(packet) = super::packet(ws, &ticket_of(a)?)? else {
+        return Ok(None);
+    };
+    let scope = &packet.packet.write_scope;
+    if scope.is_empty() {
+        return Ok(None);
+    }
+    let outside: Vec<String> = yoi_git::changed_paths(ws.root(), head, commit)?
+        .into_iter()
+        .filter(|p| !scope.iter().any(|s| yoi_core::scope::matches(s, p)))
+        .collect();
+    Ok((!outside.is_empty()).then_some(outside))
+}
+
+/// A coder's change that leaves the write scope (`[flow] write_scope = "enforce"`): the first
+/// time, the attempt fails and the coder gets one round, starting from its own commit, with the
+/// paths to move (or a reason to give); the second time in a row a person decides, told which
+/// paths. The branch does not move either way.
+#[allow(clippy::too_many_arguments)]
+fn scope_round(
+    ws: &Workspace,
+    index: &DbIndex,
+    caller: &PodCaller,
+    pod: &str,
+    id: &str,
+    fence: i64,
+    report: &Report,
+    commit: &str,
+    outside: &[String],
+    now: Timestamp,
+) -> Result<Completed, AssignmentError> {
+    let a = index
+        .assignment(id)?
+        .ok_or_else(|| AssignmentError::NotFound { id: id.to_string() })?;
+    let attempts = index.attempts_of(&a.ticket, &a.step)?;
+    let again = attempts
+        .iter()
+        .filter(|p| p.attempt < a.attempt)
+        .max_by_key(|p| p.attempt)
+        .is_some_and(|p| {
+            p.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(SCOPE_REASON))
+        });
+    let list = outside
+        .iter()
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let reason = if again {
+        format!("{SCOPE_REASON} again: {list}; a person decides whether the scope or the change is wrong")
+    } else {
+        format!(
+            "{SCOPE_REASON}: {list}; the next attempt starts from this commit: move them inside the scope, or explain in the summary why they must change"
+        )
+    };
+    // The first round starts from this commit (the work is kept); the second asks a person.
+    let kept = Report {
+        outcome: ReportOutcome::Failed,
+        commit: Some(commit.to_string()),
+        keep_work: true,
+        outside_write_scope: outside.to_vec(),
+        ..report.clone()
+    };
+    fail(
+        ws,
+        index,
+        caller,
+        pod,
+        id,
+        fence,
+        &reason,
+        !again,
+        Some(&kept),
+        now,
+    )?;
+    let place = work_place(ws, &ticket_of(&a)?)?;
+    let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
+    Ok(Completed {
+        assignment: id.to_string(),
+        branch: place.branch,
+        branch_head: head,
+        moved: false,
+    })
+}
+
+/// How a failure for a change outside the write scope begins.
+const SCOPE_REASON: &str = "the change touches paths outside the brief's write scope";
+
 /// Remove the worktree of an ended retry (`<ticket worktree>.attempt-N`): its commits are in
 /// the repository (the pod commits what its agent left before it reports, and a kept result's
 /// commit starts the next attempt), so nothing needs the folder. One with uncommitted changes
@@ -451,6 +574,9 @@ pub(crate) fn record(
         }
         if let Some(agent) = &r.agent {
             attrs.push(("agent", agent.clone()));
+        }
+        if !r.outside_write_scope.is_empty() {
+            attrs.push(("outside_write_scope", r.outside_write_scope.join(" ")));
         }
         if r.follow_up {
             attrs.push(("follow_up", "true".into()));

@@ -77,6 +77,20 @@ fn a_queued_ticket_is_implemented_verified_reviewed_and_merged_into_the_checked_
     let report: serde_json::Value =
         serde_json::from_str(review["result"].as_str().unwrap()).unwrap();
     assert_eq!(report["verdict"], "approve");
+    // The reviewer is told exactly what to compare, and not that yoi commits what it leaves.
+    let prompt = std::fs::read_to_string(
+        repo.path()
+            .join(".yoi/local/pods/reviewer-0/runs")
+            .join(review["id"].as_str().unwrap())
+            .join("prompt.seen"),
+    )
+    .unwrap();
+    let base = git(repo.path(), &["rev-parse", &format!("{head}^")]);
+    assert!(
+        prompt.contains(&format!("`git diff {base} {head}`")),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("yoi commits what you leave"), "{prompt}");
     // `yoi ticket show` says the same: the flow, the rounds, each check and the verdict.
     let show = repo.yoi(&["ticket", "show", &id]).ok().stdout;
     for part in [

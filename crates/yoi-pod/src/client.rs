@@ -44,6 +44,9 @@ pub struct Work {
     pub workdir: String,
     pub branch: String,
     pub head_commit: String,
+    /// Where the ticket branch began, when the server says.
+    #[serde(default)]
+    pub base_commit: Option<String>,
     pub packet: Option<Value>,
     pub lease_ms: i64,
     pub heartbeat_ms: i64,

@@ -15,12 +15,27 @@ use crate::client::Work;
 /// The prompt file: the step, the frozen brief, the skills, and how to report.
 pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
     let a = &work.assignment;
+    let reviewer = Role::Reviewer.is(&a.role);
+    // What yoi does with the folder afterwards differs by role: a reviewer's stays untouched.
+    let afterwards = if reviewer {
+        "Change nothing in it: a review is read-only, and a folder that moved or changed voids the verdict."
+    } else {
+        "yoi commits what you leave and moves the ticket branch itself; changes outside the brief's \
+         write scope (if it names one) are sent back."
+    };
     let mut out = format!(
         "# yoi assignment: {} of ticket {} — {}\n\n\
          You are the **{}** for step `{}` (attempt {}). Work only inside this folder: {}\n\
-         It is a git worktree detached at {}. Do not push and do not switch branches; yoi commits what you leave \
-         and moves the ticket branch itself. Do not change anything under `.yoi/tickets/`.\n\n",
-        a.step, work.ticket, work.title, a.role, a.step, a.attempt, work.workdir, work.start()
+         It is a git worktree detached at {}. Do not push and do not switch branches. {afterwards} \
+         Do not change anything under `.yoi/tickets/`.\n\n",
+        a.step,
+        work.ticket,
+        work.title,
+        a.role,
+        a.step,
+        a.attempt,
+        work.workdir,
+        work.start()
     );
     if let Some(k) = &work.kept {
         out.push_str(&format!(
@@ -36,12 +51,22 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
             work.head_commit
         ));
     }
-    if Role::Reviewer.is(&a.role) {
-        out.push_str(
-            "## Your task: review\n\nRead the change this commit makes for the brief below (`git log` and \
-             `git diff` against the target). Change nothing: the folder must stay exactly at this commit, \
-             clean, or your verdict is void.\n\n",
-        );
+    if reviewer {
+        let range = match &work.base_commit {
+            Some(base) => format!(
+                "`git log {base}..{h}` and `git diff {base} {h}` (the ticket branch `{b}` since it began at {base})",
+                h = work.head_commit,
+                b = work.branch
+            ),
+            None => format!(
+                "`git log` and `git show` of the ticket branch `{}` at {}",
+                work.branch, work.head_commit
+            ),
+        };
+        out.push_str(&format!(
+            "## Your task: review\n\nRead the change under review for the brief below: {range}. The \
+             folder must stay exactly at this commit, clean, or your verdict is void.\n\n"
+        ));
     }
     if let Some(template) = flow_step(work).and_then(|s| s.prompt) {
         let vars = [

@@ -130,6 +130,10 @@ pub struct Work {
     /// The ticket branch the result will move, and its head when the folder was prepared.
     pub branch: String,
     pub head_commit: String,
+    /// Where the ticket branch began (its base at acceptance): a review reads
+    /// `base_commit..head_commit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_commit: Option<String>,
     /// The IntentPacket frozen at acceptance.
     pub packet: Option<FrozenPacket>,
     pub lease_ms: i64,
@@ -505,6 +509,7 @@ fn ready(
         workdir,
         branch: place.branch,
         head_commit: head,
+        base_commit: place.base_commit,
         packet: packet(ws, &ticket).map_err(|e| e.to_string())?,
         lease_ms: cfg.lease_ms,
         heartbeat_ms: cfg.heartbeat_ms,

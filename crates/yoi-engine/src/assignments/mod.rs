@@ -154,6 +154,8 @@ impl AssignmentError {
 pub(crate) struct WorkPlace {
     pub branch: String,
     pub worktree: PathBuf,
+    /// Where the ticket branch began (the accepted plan's base commit), when recorded.
+    pub base_commit: Option<String>,
 }
 
 pub(crate) fn work_place(ws: &Workspace, ticket: &TicketId) -> Result<WorkPlace, StoreError> {
@@ -173,6 +175,7 @@ pub(crate) fn work_place(ws: &Workspace, ticket: &TicketId) -> Result<WorkPlace,
     Ok(WorkPlace {
         branch: branch.clone(),
         worktree: ws.root().join(worktree),
+        base_commit: accepted.base_commit.clone(),
     })
 }
 

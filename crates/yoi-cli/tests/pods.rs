@@ -882,3 +882,84 @@ fn an_agent_that_keeps_printing_is_not_stalled() {
     let implement = rows.iter().find(|a| a["step"] == "implement").unwrap();
     assert_eq!(implement["status"], "completed", "{rows:?}");
 }
+
+/// Claude Code: `YOI_CLAUDE`, else `claude` on PATH. `.ci/run` installs the pinned
+/// `@anthropic-ai/claude-code` from npm.
+fn claude() -> String {
+    if let Ok(p) = std::env::var("YOI_CLAUDE") {
+        return p;
+    }
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| std::path::Path::new(d).join("claude"))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| {
+            panic!(
+                "this test runs the real Claude Code: `npm install --prefix target/claude-code @anthropic-ai/claude-code@2.1.197`, then set YOI_CLAUDE=target/claude-code/node_modules/.bin/claude (.ci/run does)"
+            )
+        })
+}
+
+#[test]
+fn the_real_claude_code_implements_a_ticket_in_the_sandbox_against_a_local_endpoint() {
+    let (base, seen) = anthropic_endpoint(
+        "greeting.txt",
+        "hello from claude\n",
+        "I wrote greeting.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: wrote the greeting",
+    );
+    let (repo, _) = workspace("", 30);
+    no_supervised_pods(&repo);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\n[agents.claude]\nprogram = \"{}\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300\n",
+            claude()
+        ),
+    )
+    .unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let home = tempfile::tempdir().unwrap();
+    // As root (as CI runs it), Claude Code bypasses its permission prompts only when told it
+    // is sandboxed: yoi's sandbox says so, nothing in this environment does.
+    let mut pod = own_pod_env(
+        &repo,
+        "claude",
+        "claude",
+        &["--once"],
+        &[
+            ("TEST_MODEL_KEY", "sk-yoi-test"),
+            ("HOME", home.path().to_str().unwrap()),
+        ],
+    );
+    let status = pod.wait().unwrap();
+    assert!(
+        status.success(),
+        "{status:?}: {}\n{}",
+        std::fs::read_to_string(pod_log(&repo, "claude")).unwrap_or_default(),
+        run_outputs(&repo)
+    );
+    let head = git(repo.path(), &["rev-parse", &format!("yoi/{id}-say-hello")]);
+    assert_eq!(
+        git(repo.path(), &["show", &format!("{head}:greeting.txt")]),
+        "hello from claude"
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.to_ascii_lowercase().contains("x-api-key: sk-yoi-test")),
+        "the key from api_key_env reached the endpoint"
+    );
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert!(thread.contains("agent: \"claude 2.1."), "{thread}");
+    assert!(thread.contains("sandbox: \"landlock v"), "{thread}");
+    let cost = repo.yoi(&["ticket", "cost", &id, "--json"]).ok();
+    let cost: serde_json::Value = serde_json::from_str(&cost.stdout).unwrap();
+    assert!(cost["tokens_in"].as_u64().unwrap_or(0) > 0, "{cost}");
+    drop(server);
+}

@@ -657,3 +657,28 @@ PY"#
         "{err}"
     );
 }
+
+#[test]
+fn claude_code_as_root_without_yois_sandbox_is_refused_before_any_ticket_is_spent() {
+    let repo = common::Repo::init();
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}\n[sandbox]\nmode = \"off\"\n\n[agents.claude]\nprogram = \"/bin/true\"\n"),
+    )
+    .unwrap();
+    let out = repo.yoi(&["agent", "check", "claude"]);
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("bypasses its permission prompts")
+                && out.stderr.contains("mode = \"off\""),
+            "{}",
+            out.stderr
+        );
+    } else {
+        // A normal user may run it unconfined (Claude Code's own rule is about root).
+        assert!(out.stdout.contains("sandbox: off"), "{}", out.stdout);
+    }
+}

@@ -199,14 +199,45 @@ pub fn no_supervised_pods(repo: &Repo) {
     std::fs::write(&config, text).unwrap();
 }
 
-/// A scripted OpenAI-compatible endpoint on loopback: the n-th chat completion answers
-/// `replies[n]` (the last one once they run out). Returns its base URL and the request bodies
-/// it received.
-pub fn model_endpoint(
-    replies: &[&'static str],
+/// One HTTP request from `conn`: its request line (with the `Authorization` header the client
+/// sent appended) and its body.
+fn read_request(conn: &std::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    use std::io::{BufRead, BufReader, Read};
+    let mut reader = BufReader::new(conn.try_clone().ok()?);
+    let mut len = 0usize;
+    let mut request = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if request.is_empty() {
+            request = line.clone();
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+        if line.to_ascii_lowercase().starts_with("authorization:")
+            || line.to_ascii_lowercase().starts_with("x-api-key:")
+        {
+            request.push_str(&line);
+        }
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).ok()?;
+    Some((request, body))
+}
+
+/// A scripted Anthropic Messages endpoint on loopback, for the real Claude Code: a request
+/// that offers tools and carries no tool result yet is answered with one `Write` of `file`
+/// (with `text`) in the folder the prompt names; every other with the final `reply`, streamed
+/// as the API streams. Returns its base URL and the requests it received.
+pub fn anthropic_endpoint(
+    file: &'static str,
+    text: &'static str,
+    reply: &'static str,
 ) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    let replies = replies.to_vec();
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -214,27 +245,102 @@ pub fn model_endpoint(
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { continue };
-            let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let mut len = 0usize;
-            let mut request = String::new();
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if request.is_empty() {
-                    request = line.clone();
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-                // The key the client sent, kept with the request line.
-                if line.to_ascii_lowercase().starts_with("authorization:") {
-                    request.push_str(&line);
-                }
+            let Some((request, body)) = read_request(&conn) else {
+                continue;
+            };
+            let text_body = String::from_utf8_lossy(&body).to_string();
+            log.lock().unwrap().push(format!("{request}{text_body}"));
+            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            if !req["stream"].as_bool().unwrap_or(false) {
+                let answer = serde_json::json!({ "input_tokens": 10 }).to_string();
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+                continue;
             }
-            let mut body = vec![0; len];
-            let _ = reader.read_exact(&mut body);
+            let answered = text_body.contains("\"tool_result\"");
+            let folder = text_body
+                .split("Work only inside this folder: ")
+                .nth(1)
+                .and_then(|r| r.split("\\n").next())
+                .unwrap_or("/nonexistent")
+                .to_string();
+            let block = if req["tools"].is_array() && !answered {
+                let input =
+                    serde_json::json!({ "file_path": format!("{folder}/{file}"), "content": text });
+                vec![
+                    (
+                        "content_block_start",
+                        serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_yoi", "name": "Write", "input": {}}}),
+                    ),
+                    (
+                        "content_block_delta",
+                        serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+                    ),
+                    (
+                        "content_block_stop",
+                        serde_json::json!({"type": "content_block_stop", "index": 0}),
+                    ),
+                    (
+                        "message_delta",
+                        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 30}}),
+                    ),
+                ]
+            } else {
+                vec![
+                    (
+                        "content_block_start",
+                        serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                    ),
+                    (
+                        "content_block_delta",
+                        serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": reply}}),
+                    ),
+                    (
+                        "content_block_stop",
+                        serde_json::json!({"type": "content_block_stop", "index": 0}),
+                    ),
+                    (
+                        "message_delta",
+                        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 20}}),
+                    ),
+                ]
+            };
+            let start = serde_json::json!({"type": "message_start", "message": {"id": "msg_yoi", "type": "message", "role": "assistant", "model": req["model"], "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 700, "output_tokens": 1}}});
+            let mut out = format!("event: message_start\ndata: {start}\n\n");
+            for (event, data) in block {
+                out.push_str(&format!("event: {event}\ndata: {data}\n\n"));
+            }
+            out.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{out}"
+            );
+        }
+    });
+    (format!("http://{addr}"), seen)
+}
+
+/// A scripted OpenAI-compatible endpoint on loopback: the n-th chat completion answers
+/// `replies[n]` (the last one once they run out). Returns its base URL and the request bodies
+/// it received.
+pub fn model_endpoint(
+    replies: &[&'static str],
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let replies = replies.to_vec();
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let Some((request, body)) = read_request(&conn) else {
+                continue;
+            };
             let n = {
                 let mut seen = log.lock().unwrap();
                 seen.push(format!("{request}{}", String::from_utf8_lossy(&body)));

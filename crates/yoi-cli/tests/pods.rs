@@ -963,3 +963,87 @@ fn the_real_claude_code_implements_a_ticket_in_the_sandbox_against_a_local_endpo
     assert!(cost["tokens_in"].as_u64().unwrap_or(0) > 0, "{cost}");
     drop(server);
 }
+
+/// Codex: `YOI_CODEX`, else `codex` on PATH. `.ci/run` installs the pinned `@openai/codex`.
+fn codex() -> String {
+    if let Ok(p) = std::env::var("YOI_CODEX") {
+        return p;
+    }
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| std::path::Path::new(d).join("codex"))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| {
+            panic!(
+                "this test runs the real Codex: `npm install --prefix target/codex @openai/codex@0.171.0`, then set YOI_CODEX=target/codex/node_modules/.bin/codex (.ci/run does)"
+            )
+        })
+}
+
+#[test]
+fn the_real_codex_reviews_a_ticket_in_the_sandbox_against_a_local_endpoint_and_it_merges() {
+    let (base, seen) = responses_endpoint(
+        "The greeting is there, as the brief asks.\n\nYOI-RESULT: done\nYOI-SUMMARY: reviewed the greeting\nYOI-VERDICT: approve\n",
+    );
+    let (repo, _) = workspace("write hello.txt hello\\n\ndone added hello.txt\n", 30);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[pods.agent]\ncoder = \"fake\"\n",
+        "[pods.agent]\ncoder = \"fake\"\nreviewer = \"codex\"\n",
+    );
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\n[agents.codex]\nprogram = \"{}\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300\n",
+            codex()
+        ),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    // The server's reflogs need git's identity, which lives in the home folder.
+    std::fs::write(
+        home.path().join(".gitconfig"),
+        "[user]\n\tname = yoi test\n\temail = test@yoi.invalid\n",
+    )
+    .unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn_with_env(
+        &repo,
+        "127.0.0.1:0",
+        &[
+            ("TEST_MODEL_KEY", "sk-yoi-test"),
+            ("HOME", home.path().to_str().unwrap()),
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while state_of(&repo, &id) != "done" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not merged: {:?}\n{}",
+            assignments(&server, &repo, &id),
+            run_outputs(&repo)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let rows = assignments(&server, &repo, &id);
+    let review = rows.iter().find(|a| a["step"] == "review").unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(review["result"].as_str().unwrap()).unwrap();
+    assert_eq!(report["verdict"], "approve", "{report}");
+    assert!(
+        report["agent"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("codex"),
+        "{report}"
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.starts_with("POST /v1/responses") && r.contains("Bearer sk-yoi-test")),
+        "Codex reached the endpoint through yoi's provider, with the key"
+    );
+}

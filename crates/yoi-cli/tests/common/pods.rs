@@ -323,6 +323,47 @@ pub fn anthropic_endpoint(
     (format!("http://{addr}"), seen)
 }
 
+/// A scripted OpenAI Responses endpoint on loopback, for the real Codex: every request is
+/// answered with `reply` as the assistant's message, streamed as the API streams, with usage.
+/// Returns its base URL (with `/v1`) and the requests it received.
+pub fn responses_endpoint(
+    reply: &'static str,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let Some((request, body)) = read_request(&conn) else {
+                continue;
+            };
+            log.lock()
+                .unwrap()
+                .push(format!("{request}{}", String::from_utf8_lossy(&body)));
+            let events = [
+                serde_json::json!({"type": "response.created", "response": {"id": "resp_yoi"}}),
+                serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "id": "msg_yoi", "role": "assistant", "content": [{"type": "output_text", "text": reply, "annotations": []}]}}),
+                serde_json::json!({"type": "response.completed", "response": {"id": "resp_yoi", "usage": {"input_tokens": 700, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 720}}}),
+            ];
+            let mut out = String::new();
+            for e in events {
+                out.push_str(&format!(
+                    "event: {}\ndata: {e}\n\n",
+                    e["type"].as_str().unwrap()
+                ));
+            }
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{out}"
+            );
+        }
+    });
+    (format!("http://{addr}/v1"), seen)
+}
+
 /// A scripted OpenAI-compatible endpoint on loopback: the n-th chat completion answers
 /// `replies[n]` (the last one once they run out). Returns its base URL and the request bodies
 /// it received.

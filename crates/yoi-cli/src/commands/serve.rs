@@ -11,10 +11,14 @@ use crate::error::CliError;
 pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
     let ws = env.files_only("yoi serve")?;
     // Tokens, keys and the database are the owner's alone, in workspaces made before that
-    // rule too (docs/security.md).
-    ws.secure_local_dir().map_err(|e| {
-        CliError::Refused(format!("making {} private: {e}", ws.local_dir().display()))
-    })?;
+    // rule too (docs/security.md). A folder it cannot fix (an entry another user owns) is said,
+    // not a reason to stay down.
+    if let Err(e) = ws.secure_local_dir() {
+        eprintln!(
+            "warning: could not make {} private (0700, its entries 0600): {e}",
+            ws.local_dir().display()
+        );
+    }
     let listen = a
         .listen
         .clone()

@@ -416,7 +416,11 @@ fn outside_write_scope(
     head: &str,
     commit: &str,
 ) -> Result<Option<Vec<String>>, AssignmentError> {
-    if ws.config.flow.write_scope == WriteScopeRule::Off || !Role::Coder.is(&a.role) {
+    // An integrate step merges the target in: its diff holds everyone else's work too.
+    if ws.config.flow.write_scope == WriteScopeRule::Off
+        || !Role::Coder.is(&a.role)
+        || yoi_core::ServiceStep::Integrate.is(&a.step)
+    {
         return Ok(None);
     }
     let Some(packet) = super::packet(ws, &ticket_of(a)?)? else {

@@ -80,12 +80,14 @@ fn launch(policy: &Policy, argv: &[String]) -> Result<i32, String> {
         .iter()
         .map(|a| CString::new(a.as_bytes()).map_err(|_| format!("{a:?} holds a NUL byte")))
         .collect::<Result<_, _>>()?;
-    if policy.enforce.off {
-        return Err(exec(&argv));
-    }
-    if !policy.enforce.namespaces {
+    if !policy.enforce.off && !policy.enforce.namespaces {
         yoi_pod::sandbox::confine(policy)?;
-        return Err(exec(&argv));
+    }
+    if policy.enforce.off || !policy.enforce.namespaces {
+        // A program that does not start is the run's failure (127, as a shell says), not the
+        // sandbox's.
+        eprintln!("{PREFIX}{}", exec(&argv));
+        return Ok(127);
     }
     enter_namespaces(policy.network == Network::Off)?;
     ignore_stop_signals();

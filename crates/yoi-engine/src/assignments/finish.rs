@@ -52,29 +52,16 @@ pub fn complete(
             report.summary.as_deref().unwrap_or("no summary")
         );
         let retryable = report.outcome == ReportOutcome::Failed;
-        fail(
+        return failed_instead(
             ws,
             index,
             caller,
-            pod,
-            id,
-            fence,
+            (pod, id, fence),
             &reason,
             retryable,
-            Some(report),
+            report,
             now,
-        )?;
-        let a = index
-            .assignment(id)?
-            .ok_or_else(|| AssignmentError::NotFound { id: id.to_string() })?;
-        let place = work_place(ws, &ticket_of(&a)?)?;
-        let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
-        return Ok(Completed {
-            assignment: id.to_string(),
-            branch: place.branch,
-            branch_head: head,
-            moved: false,
-        });
+        );
     }
     pod_of(index, caller, pod)?;
     // A verify counts only with a result for every validation command of the frozen brief:
@@ -89,29 +76,16 @@ pub fn complete(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        fail(
+        return failed_instead(
             ws,
             index,
             caller,
-            pod,
-            id,
-            fence,
+            (pod, id, fence),
             &reason,
             true,
-            Some(report),
+            report,
             now,
-        )?;
-        let a = index
-            .assignment(id)?
-            .ok_or_else(|| AssignmentError::NotFound { id: id.to_string() })?;
-        let place = work_place(ws, &ticket_of(&a)?)?;
-        let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
-        return Ok(Completed {
-            assignment: id.to_string(),
-            branch: place.branch,
-            branch_head: head,
-            moved: false,
-        });
+        );
     }
     let _guard = results_lock();
     let now_ms = now.unix_millis();
@@ -487,6 +461,31 @@ fn scope_round(
         outside_write_scope: outside.to_vec(),
         ..report.clone()
     };
+    failed_instead(
+        ws,
+        index,
+        caller,
+        (pod, id, fence),
+        &reason,
+        !again,
+        &kept,
+        now,
+    )
+}
+
+/// A result that `complete` takes as a failure (`fail` with `reason`), answered as a completion
+/// that moved nothing: the branch where it is.
+#[allow(clippy::too_many_arguments)]
+fn failed_instead(
+    ws: &Workspace,
+    index: &DbIndex,
+    caller: &PodCaller,
+    (pod, id, fence): (&str, &str, i64),
+    reason: &str,
+    retryable: bool,
+    report: &Report,
+    now: Timestamp,
+) -> Result<Completed, AssignmentError> {
     fail(
         ws,
         index,
@@ -494,11 +493,14 @@ fn scope_round(
         pod,
         id,
         fence,
-        &reason,
-        !again,
-        Some(&kept),
+        reason,
+        retryable,
+        Some(report),
         now,
     )?;
+    let a = index
+        .assignment(id)?
+        .ok_or_else(|| AssignmentError::NotFound { id: id.to_string() })?;
     let place = work_place(ws, &ticket_of(&a)?)?;
     let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
     Ok(Completed {

@@ -228,6 +228,64 @@ fn read_request(conn: &std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     Some((request, body))
 }
 
+/// The requests a scripted endpoint received (request line, `Authorization`/`x-api-key`, body).
+pub type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// An answer of a scripted endpoint: JSON, or server-sent events (each `data` names its own
+/// `type`, which is also the event's name).
+enum Answer {
+    Json(serde_json::Value),
+    Events(Vec<serde_json::Value>),
+}
+
+/// A scripted model endpoint on loopback: `answer` gets the n-th request's JSON body (and n)
+/// and says what to send back. Returns its address and the requests it received.
+fn scripted_endpoint(
+    answer: impl Fn(usize, &serde_json::Value, &str) -> Answer + Send + 'static,
+) -> (std::net::SocketAddr, Seen) {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen: Seen = Default::default();
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let Some((request, body)) = read_request(&conn) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&body).to_string();
+            let n = {
+                let mut seen = log.lock().unwrap();
+                seen.push(format!("{request}{text}"));
+                seen.len() - 1
+            };
+            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let _ = match answer(n, &req, &text) {
+                Answer::Json(v) => {
+                    let v = v.to_string();
+                    write!(
+                        conn,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{v}",
+                        v.len()
+                    )
+                }
+                Answer::Events(events) => {
+                    let out: String = events
+                        .iter()
+                        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+                        .collect();
+                    write!(
+                        conn,
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{out}"
+                    )
+                }
+            };
+        }
+    });
+    (addr, seen)
+}
+
 /// A scripted Anthropic Messages endpoint on loopback, for the real Claude Code: a request
 /// that offers tools and carries no tool result yet is answered with one `Write` of `file`
 /// (with `text`) in the folder the prompt names; every other with the final `reply`, streamed
@@ -236,89 +294,39 @@ pub fn anthropic_endpoint(
     file: &'static str,
     text: &'static str,
     reply: &'static str,
-) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::Write;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
-            let Some((request, body)) = read_request(&conn) else {
-                continue;
-            };
-            let text_body = String::from_utf8_lossy(&body).to_string();
-            log.lock().unwrap().push(format!("{request}{text_body}"));
-            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            if !req["stream"].as_bool().unwrap_or(false) {
-                let answer = serde_json::json!({ "input_tokens": 10 }).to_string();
-                let _ = write!(
-                    conn,
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-                continue;
-            }
-            let answered = text_body.contains("\"tool_result\"");
-            let folder = text_body
-                .split("Work only inside this folder: ")
-                .nth(1)
-                .and_then(|r| r.split("\\n").next())
-                .unwrap_or("/nonexistent")
-                .to_string();
-            let block = if req["tools"].is_array() && !answered {
-                let input =
-                    serde_json::json!({ "file_path": format!("{folder}/{file}"), "content": text });
-                vec![
-                    (
-                        "content_block_start",
-                        serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_yoi", "name": "Write", "input": {}}}),
-                    ),
-                    (
-                        "content_block_delta",
-                        serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
-                    ),
-                    (
-                        "content_block_stop",
-                        serde_json::json!({"type": "content_block_stop", "index": 0}),
-                    ),
-                    (
-                        "message_delta",
-                        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 30}}),
-                    ),
-                ]
-            } else {
-                vec![
-                    (
-                        "content_block_start",
-                        serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-                    ),
-                    (
-                        "content_block_delta",
-                        serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": reply}}),
-                    ),
-                    (
-                        "content_block_stop",
-                        serde_json::json!({"type": "content_block_stop", "index": 0}),
-                    ),
-                    (
-                        "message_delta",
-                        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 20}}),
-                    ),
-                ]
-            };
-            let start = serde_json::json!({"type": "message_start", "message": {"id": "msg_yoi", "type": "message", "role": "assistant", "model": req["model"], "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 700, "output_tokens": 1}}});
-            let mut out = format!("event: message_start\ndata: {start}\n\n");
-            for (event, data) in block {
-                out.push_str(&format!("event: {event}\ndata: {data}\n\n"));
-            }
-            out.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{out}"
-            );
+) -> (String, Seen) {
+    let (addr, seen) = scripted_endpoint(move |_, req, body| {
+        if !req["stream"].as_bool().unwrap_or(false) {
+            return Answer::Json(serde_json::json!({ "input_tokens": 10 }));
         }
+        let folder = body
+            .split("Work only inside this folder: ")
+            .nth(1)
+            .and_then(|r| r.split("\\n").next())
+            .unwrap_or("/nonexistent");
+        let (block, delta, stop) = if req["tools"].is_array() && !body.contains("\"tool_result\"") {
+            let input =
+                serde_json::json!({ "file_path": format!("{folder}/{file}"), "content": text });
+            (
+                serde_json::json!({"type": "tool_use", "id": "toolu_yoi", "name": "Write", "input": {}}),
+                serde_json::json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+                "tool_use",
+            )
+        } else {
+            (
+                serde_json::json!({"type": "text", "text": ""}),
+                serde_json::json!({"type": "text_delta", "text": reply}),
+                "end_turn",
+            )
+        };
+        Answer::Events(vec![
+            serde_json::json!({"type": "message_start", "message": {"id": "msg_yoi", "type": "message", "role": "assistant", "model": req["model"], "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 700, "output_tokens": 1}}}),
+            serde_json::json!({"type": "content_block_start", "index": 0, "content_block": block}),
+            serde_json::json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+            serde_json::json!({"type": "content_block_stop", "index": 0}),
+            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}}),
+            serde_json::json!({"type": "message_stop"}),
+        ])
     });
     (format!("http://{addr}"), seen)
 }
@@ -326,40 +334,13 @@ pub fn anthropic_endpoint(
 /// A scripted OpenAI Responses endpoint on loopback, for the real Codex: every request is
 /// answered with `reply` as the assistant's message, streamed as the API streams, with usage.
 /// Returns its base URL (with `/v1`) and the requests it received.
-pub fn responses_endpoint(
-    reply: &'static str,
-) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::Write;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
-            let Some((request, body)) = read_request(&conn) else {
-                continue;
-            };
-            log.lock()
-                .unwrap()
-                .push(format!("{request}{}", String::from_utf8_lossy(&body)));
-            let events = [
-                serde_json::json!({"type": "response.created", "response": {"id": "resp_yoi"}}),
-                serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "id": "msg_yoi", "role": "assistant", "content": [{"type": "output_text", "text": reply, "annotations": []}]}}),
-                serde_json::json!({"type": "response.completed", "response": {"id": "resp_yoi", "usage": {"input_tokens": 700, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 720}}}),
-            ];
-            let mut out = String::new();
-            for e in events {
-                out.push_str(&format!(
-                    "event: {}\ndata: {e}\n\n",
-                    e["type"].as_str().unwrap()
-                ));
-            }
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{out}"
-            );
-        }
+pub fn responses_endpoint(reply: &'static str) -> (String, Seen) {
+    let (addr, seen) = scripted_endpoint(move |_, _, _| {
+        Answer::Events(vec![
+            serde_json::json!({"type": "response.created", "response": {"id": "resp_yoi"}}),
+            serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "id": "msg_yoi", "role": "assistant", "content": [{"type": "output_text", "text": reply, "annotations": []}]}}),
+            serde_json::json!({"type": "response.completed", "response": {"id": "resp_yoi", "usage": {"input_tokens": 700, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 720}}}),
+        ])
     });
     (format!("http://{addr}/v1"), seen)
 }
@@ -367,39 +348,14 @@ pub fn responses_endpoint(
 /// A scripted OpenAI-compatible endpoint on loopback: the n-th chat completion answers
 /// `replies[n]` (the last one once they run out). Returns its base URL and the request bodies
 /// it received.
-pub fn model_endpoint(
-    replies: &[&'static str],
-) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+pub fn model_endpoint(replies: &[&'static str]) -> (String, Seen) {
     let replies = replies.to_vec();
-    use std::io::Write;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
-            let Some((request, body)) = read_request(&conn) else {
-                continue;
-            };
-            let n = {
-                let mut seen = log.lock().unwrap();
-                seen.push(format!("{request}{}", String::from_utf8_lossy(&body)));
-                seen.len() - 1
-            };
-            let reply = replies[n.min(replies.len() - 1)];
-            let answer = serde_json::json!({
-                "id": "chatcmpl-yoi", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
-                "choices": [{ "index": 0, "message": { "role": "assistant", "content": reply }, "finish_reason": "stop" }],
-                "usage": { "prompt_tokens": 812, "completion_tokens": 41, "total_tokens": 853 }
-            })
-            .to_string();
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-        }
+    let (addr, seen) = scripted_endpoint(move |n, _, _| {
+        Answer::Json(serde_json::json!({
+            "id": "chatcmpl-yoi", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": replies[n.min(replies.len() - 1)] }, "finish_reason": "stop" }],
+            "usage": { "prompt_tokens": 812, "completion_tokens": 41, "total_tokens": 853 }
+        }))
     });
     (format!("http://{addr}/v1"), seen)
 }

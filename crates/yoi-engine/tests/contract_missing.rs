@@ -46,6 +46,15 @@ fn pod(f: &Fixture, role: &str, ms: i64) -> (String, Work) {
     (id, work)
 }
 
+/// A ticket with `body`, committed and accepted.
+fn accepted(f: &Fixture, title: &str, body: &str) -> yoi_core::TicketId {
+    let id = f.queued(title, body, &[]);
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+    f.accept(&id);
+    id
+}
+
 fn complete(
     f: &Fixture,
     role: &str,
@@ -81,10 +90,7 @@ fn kept(commit: Option<String>) -> Report {
 #[test]
 fn only_a_coders_change_is_kept_without_its_contract_and_a_reviewer_never_is() {
     let f = Fixture::new();
-    let id = f.queued("Say hello", BRIEF, &[]);
-    git(&f.repo, &["add", "-A"]);
-    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
-    f.accept(&id);
+    let id = accepted(&f, "Say hello", BRIEF);
     let (coder, work) = pod(&f, "coder", 0);
 
     // Nothing changed: nothing to keep, refused, and the claim is still live.
@@ -98,22 +104,15 @@ fn only_a_coders_change_is_kept_without_its_contract_and_a_reviewer_never_is() {
 
     // A change: kept, and the event says how.
     let dir = &work.workdir;
-    std::fs::write(dir.join("hello.txt"), "hello\n").unwrap();
-    git(dir, &["add", "-A"]);
-    git(
+    let head = commit_files(
         dir,
-        &[
-            "-c",
-            "user.name=c",
-            "-c",
-            "user.email=c@c.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "hello",
-        ],
+        &[(
+            "hello.txt",
+            "hello
+",
+        )],
+        &[],
     );
-    let head = git(dir, &["rev-parse", "HEAD"]).trim().to_string();
     let done = complete(&f, "coder", &coder, &work, &kept(Some(head.clone())), 3).unwrap();
     assert!(done.moved);
     assert_eq!(done.branch_head, head);
@@ -167,28 +166,18 @@ fn only_a_coders_change_is_kept_without_its_contract_and_a_reviewer_never_is() {
 #[test]
 fn a_verify_without_a_result_for_every_brief_command_is_a_failed_verify() {
     let f = Fixture::new();
-    let id = f.queued("Say hello", BRIEF, &[]);
-    git(&f.repo, &["add", "-A"]);
-    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
-    f.accept(&id);
+    accepted(&f, "Say hello", BRIEF);
     let (coder, work) = pod(&f, "coder", 0);
     let dir = &work.workdir;
-    std::fs::write(dir.join("hello.txt"), "hello\n").unwrap();
-    git(dir, &["add", "-A"]);
-    git(
+    let head = commit_files(
         dir,
-        &[
-            "-c",
-            "user.name=c",
-            "-c",
-            "user.email=c@c.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "hello",
-        ],
+        &[(
+            "hello.txt",
+            "hello
+",
+        )],
+        &[],
     );
-    let head = git(dir, &["rev-parse", "HEAD"]).trim().to_string();
     let done = Report {
         outcome: ReportOutcome::Done,
         commit: Some(head),
@@ -272,10 +261,7 @@ fn done_at(commit: String) -> Report {
 #[test]
 fn a_change_outside_the_write_scope_gets_one_round_from_its_own_commit_then_merges_once_moved() {
     let f = Fixture::new();
-    let id = f.queued("Scoped", SCOPED, &[]);
-    git(&f.repo, &["add", "-A"]);
-    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
-    let accepted = f.accept(&id);
+    accepted(&f, "Scoped", SCOPED);
     let (coder, work) = pod(&f, "coder", 0);
     let first = commit_files(
         &work.workdir,
@@ -303,16 +289,12 @@ fn a_change_outside_the_write_scope_gets_one_round_from_its_own_commit_then_merg
     let answer = complete(&f, "coder", &coder, &work, &done_at(second.clone()), 3).unwrap();
     assert!(answer.moved);
     assert_eq!(answer.branch_head, second);
-    let _ = accepted;
 }
 
 #[test]
 fn a_change_that_stays_outside_the_scope_goes_to_a_person_and_flag_only_marks_it() {
     let f = Fixture::new();
-    let id = f.queued("Scoped", SCOPED, &[]);
-    git(&f.repo, &["add", "-A"]);
-    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
-    f.accept(&id);
+    let id = accepted(&f, "Scoped", SCOPED);
     let (coder, work) = pod(&f, "coder", 0);
     let first = commit_files(&work.workdir, &[("notes.txt", "n\n")], &[]);
     complete(&f, "coder", &coder, &work, &done_at(first), 1).unwrap();
@@ -342,10 +324,7 @@ fn a_change_that_stays_outside_the_scope_goes_to_a_person_and_flag_only_marks_it
     // `flag`: the same change counts, and the event names the paths for the reviewer.
     let mut f = Fixture::new();
     f.ws.config.flow.write_scope = yoi_store::config::WriteScopeRule::Flag;
-    let id = f.queued("Scoped", SCOPED, &[]);
-    git(&f.repo, &["add", "-A"]);
-    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
-    f.accept(&id);
+    let id = accepted(&f, "Scoped", SCOPED);
     let (coder, work) = pod(&f, "coder", 0);
     let head = commit_files(&work.workdir, &[("notes.txt", "n\n")], &[]);
     assert!(

@@ -113,13 +113,25 @@ impl Sandbox {
         run_dir: &Path,
         state: &[String],
     ) -> Result<Policy, String> {
+        let layout = yoi_git::worktree_layout(workdir).map_err(|e| e.to_string())?;
+        self.policy_in(role, workdir, &layout, run_dir, state)
+    }
+
+    /// [`Sandbox::policy`] for a worktree whose layout is already read.
+    fn policy_in(
+        &self,
+        role: &str,
+        workdir: &Path,
+        layout: &yoi_git::WorktreeLayout,
+        run_dir: &Path,
+        state: &[String],
+    ) -> Result<Policy, String> {
         let enforce = self.enforcement()?;
         let tmp = run_dir.join("tmp");
         std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
         let objects = run_dir.join("objects");
         std::fs::create_dir_all(&objects).map_err(|e| format!("{}: {e}", objects.display()))?;
         let mut write = vec![canonical(workdir)?, canonical(run_dir)?];
-        let layout = yoi_git::worktree_layout(workdir).map_err(|e| e.to_string())?;
         // The worktree's own administrative folder (its HEAD, index and logs); the main
         // repository's config, hooks, refs and objects stay read-only.
         write.push(layout.admin_dir.clone());
@@ -236,7 +248,8 @@ impl Sandbox {
         run_dir: &Path,
         state: &[String],
     ) -> Result<Confined, String> {
-        let policy = self.policy(role, workdir, run_dir, state)?;
+        let layout = yoi_git::worktree_layout(workdir).map_err(|e| e.to_string())?;
+        let policy = self.policy_in(role, workdir, &layout, run_dir, state)?;
         let objects = run_dir.join("objects");
         if policy.enforce.off {
             tracing::warn!(
@@ -250,7 +263,6 @@ impl Sandbox {
                 objects,
             });
         }
-        let layout = yoi_git::worktree_layout(workdir).map_err(|e| e.to_string())?;
         // `IS_SANDBOX=1` tells an agent that refuses to run unconfined as root (Claude Code
         // with bypassed permissions) that it is confined; it is set only here, when it is true.
         let mut env = vec![

@@ -65,14 +65,7 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
             let found = which(&profile.program);
             let ws = env.files_if_any("yoi agent check")?;
             let sandbox = crate::commands::pod::sandbox(ws.as_ref())?;
-            let enforced = sandbox.enforcement();
-            let enforced = match enforced {
-                Ok(e) => match crate::commands::pod::unconfined_root_bypass(&profile, &e) {
-                    Some(why) => Err(why),
-                    None => Ok(e),
-                },
-                Err(e) => Err(e),
-            };
+            let enforced = sandbox.enforcement_for(&profile);
             let sandbox_line = match &enforced {
                 Ok(e) => format!(
                     "{}; writes the worktree, its run folder, a private temporary folder{}; never reads .yoi/local, other worktrees or {} credential paths",

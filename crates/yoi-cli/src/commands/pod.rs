@@ -87,10 +87,9 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
     let kill_grace = ws.as_ref().map_or(10, |w| w.config.pods.kill_grace_secs);
     let stall_secs = ws.as_ref().map_or(300, |w| w.config.pods.stall_secs);
     let sandbox = sandbox(ws.as_ref())?;
-    let enforced = sandbox.enforcement().map_err(CliError::Refused)?;
-    if let Some(why) = unconfined_root_bypass(&profile, &enforced) {
-        return Err(CliError::Refused(why));
-    }
+    sandbox
+        .enforcement_for(&profile)
+        .map_err(CliError::Refused)?;
     tracing::info!(sandbox = %sandbox.enforcement().map(|e| e.describe()).unwrap_or_default(), "the pod's sandbox");
     let agent_label = yoi_pod::agent_label(&agent, &profile);
     let settings = yoi_pod::PodSettings {
@@ -128,24 +127,6 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         ))),
         _ => Ok(()),
     }
-}
-
-/// Why `profile` cannot run here: Claude Code bypasses its permission prompts as root only
-/// when told it is sandboxed (`IS_SANDBOX=1`), which yoi says only when its own sandbox wraps
-/// the run. Refused before any ticket is spent.
-pub fn unconfined_root_bypass(
-    profile: &yoi_agent::AgentProfile,
-    enforced: &yoi_agent::Enforcement,
-) -> Option<String> {
-    // SAFETY: geteuid cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    let bypasses = profile
-        .argv
-        .iter()
-        .any(|a| a.contains("bypassPermissions") || a.contains("dangerously-skip-permissions"));
-    (root && bypasses && !enforced.confines()).then(|| {
-        "this agent bypasses its permission prompts, which it does as root only inside a sandbox, and yoi's sandbox is off ([sandbox] mode = \"off\"): turn the sandbox on, or run the pod as a normal user".to_string()
-    })
 }
 
 /// The token from `--token-file` or `--token-fd`, if one was given.

@@ -104,6 +104,25 @@ impl Sandbox {
         Ok(e)
     }
 
+    /// [`Sandbox::enforcement`] for runs of `profile`, refused when the profile cannot run as
+    /// it is here: Claude Code bypasses its permission prompts as root only when told it is
+    /// sandboxed (`IS_SANDBOX=1`), which yoi says only when its own sandbox wraps the run.
+    /// Refused before any ticket is spent.
+    pub fn enforcement_for(
+        &self,
+        profile: &yoi_agent::AgentProfile,
+    ) -> Result<Enforcement, String> {
+        let e = self.enforcement()?;
+        let bypasses = profile
+            .argv
+            .iter()
+            .any(|a| a.contains("bypassPermissions") || a.contains("dangerously-skip-permissions"));
+        if self.probe.root && bypasses && !e.confines() {
+            return Err("this agent bypasses its permission prompts, which it does as root only inside a sandbox, and yoi's sandbox is off ([sandbox] mode = \"off\"): turn the sandbox on, or run the pod as a normal user".into());
+        }
+        Ok(e)
+    }
+
     /// The policy of one run by `role` in `workdir`, with its run folder and the agent's state
     /// paths (`~/.claude/` a folder, made when missing; `~/.claude.json` a file).
     pub fn policy(
@@ -352,6 +371,31 @@ mod tests {
         .enforcement()
         .unwrap();
         assert_eq!(e.describe(), "landlock v7, capabilities dropped");
+    }
+
+    #[test]
+    fn a_profile_that_bypasses_prompts_is_refused_as_root_only_when_unconfined() {
+        let claude = crate::profiles::builtins().remove("claude").unwrap();
+        let script = crate::profiles::builtins().remove("script").unwrap();
+        let probe = |root| Probe {
+            landlock_abi: 7,
+            namespaces: true,
+            namespaces_error: None,
+            root,
+        };
+        let err = sandbox(probe(true), Mode::Off)
+            .enforcement_for(&claude)
+            .unwrap_err();
+        assert!(err.contains("bypasses its permission prompts"), "{err}");
+        assert!(sandbox(probe(true), Mode::On)
+            .enforcement_for(&claude)
+            .is_ok());
+        assert!(sandbox(probe(false), Mode::Off)
+            .enforcement_for(&claude)
+            .is_ok());
+        assert!(sandbox(probe(true), Mode::Off)
+            .enforcement_for(&script)
+            .is_ok());
     }
 
     #[test]

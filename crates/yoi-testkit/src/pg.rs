@@ -149,7 +149,11 @@ pub fn database() -> String {
     );
     // `createdb` from the same server binaries: no database client library in the test kit.
     // The server may still be finishing start-up after the port opens, so a refused
-    // connection is tried again until a deadline.
+    // connection is tried again until a deadline. Copying `template1` fails when anything
+    // else is connected to it (a concurrent `CREATE DATABASE` from another test, autovacuum),
+    // so databases are copied from `template0`, which takes no connections, one at a time.
+    static CREATING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = CREATING.lock().unwrap_or_else(|e| e.into_inner());
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let out = Command::new(bin_dir().join("createdb"))
@@ -160,6 +164,8 @@ pub fn database() -> String {
                 &cluster.port.to_string(),
                 "-U",
                 "yoi",
+                "-T",
+                "template0",
                 &name,
             ])
             .env("PGCONNECT_TIMEOUT", "5")
@@ -169,7 +175,9 @@ pub fn database() -> String {
             break;
         }
         let err = String::from_utf8_lossy(&out.stderr);
-        let starting = err.contains("starting up") || err.contains("could not connect");
+        let starting = err.contains("starting up")
+            || err.contains("could not connect")
+            || err.contains("being accessed by other users");
         if !starting || Instant::now() >= deadline {
             panic!("createdb {name} on the test cluster failed: {err}");
         }

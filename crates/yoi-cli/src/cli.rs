@@ -36,6 +36,9 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Bring the database index in line with the ticket files.
     Reindex(ReindexArgs),
+    /// The workspace's database: move it to another one.
+    #[command(subcommand)]
+    Db(DbCommand),
     /// Serve the HTTP API for this workspace.
     Serve(ServeArgs),
     /// Print a one-time login link to the running server's web dashboard, and open it in a
@@ -268,6 +271,20 @@ pub enum TokenCommand {
     Revoke { name: String },
     /// List tokens (never their secrets).
     List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Copy every table (tokens, pods, assignments, the index, the outbox, …) into the database
+    /// at URL, verify each by its rows and checksum, and only then make this clone use it
+    /// (written to .yoi/local/database.url). Run it again after an interruption.
+    Copy {
+        /// The database to move to: `postgres://…` or `sqlite://…`.
+        #[arg(long)]
+        to: String,
         #[arg(long)]
         json: bool,
     },

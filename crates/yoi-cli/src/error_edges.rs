@@ -32,7 +32,7 @@ use yoi_server::error::ApiError;
 use yoi_skills::{
     ActivateError, ParseError, ProposalError, ProposalStatus, RecorderError, ResourceError,
 };
-use yoi_store::error::{Permission, Refusal};
+use yoi_store::error::{DbSetup, Permission, Refusal};
 use yoi_store::worktrees::WorktreeError;
 use yoi_store::StoreError;
 
@@ -358,7 +358,7 @@ fn relations_file_error() {
 
 // ---- yoi_store ------------------------------------------------------------------------------
 
-const N_STORE: usize = 21;
+const N_STORE: usize = 22;
 fn tag_store(e: &StoreError) -> usize {
     match e {
         StoreError::Io { .. } => 0,
@@ -382,6 +382,7 @@ fn tag_store(e: &StoreError) -> usize {
         StoreError::Database { .. } => 18,
         StoreError::DatabaseTooNew { .. } => 19,
         StoreError::NotGit { .. } => 20,
+        StoreError::DatabaseSetup { .. } => 21,
     }
 }
 
@@ -442,6 +443,12 @@ fn store_error() {
             StoreError::Database { reason: s("closed") } => Internal 1 500,
             StoreError::DatabaseTooNew { url: s("sqlite://x"), found: 9, known: 3 } => Setup 1 500,
             StoreError::NotGit { what: s("/w") } => Setup 1 500,
+            StoreError::DatabaseSetup { problem: DbSetup::NoWorkspaceId { url: s("postgres://x") } }
+                => Setup 1 500,
+            StoreError::DatabaseSetup { problem: DbSetup::ServedElsewhere {
+                workspace: s("w1"), host: s("box"), root: s("/w"), pid: 7,
+                address: Some(s("10.0.0.2:7311")), seconds_ago: 2, lease_secs: 30,
+            } } => Conflict 1 409,
         ],
         store,
     );

@@ -21,11 +21,11 @@ use std::sync::Arc;
 use tokio::runtime::Handle;
 use yoi_core::TicketId;
 
-use super::{Db, Footprint, IndexStats, ReindexMode};
+use super::{Db, Footprint, IndexStats, LeaseHolder, ReindexMode};
 use yoi_store::index_hook::{AppendedThread, IndexHook, IndexRef, OpRecord};
 use yoi_store::lock::WorkspaceLock;
 use yoi_store::workspace::Workspace;
-use yoi_store::StoreError;
+use yoi_store::{DbSetup, StoreError};
 
 /// What a blocking caller needs to reach the async database: the runtime its calls run on and
 /// the clock (milliseconds since the Unix epoch) the index stamps rows with. The runtime must
@@ -68,11 +68,23 @@ impl Bridge {
 pub struct DbIndex {
     pub db: Db,
     bridge: Bridge,
+    /// The server lease this index holds (its nonce), when it was opened to serve.
+    lease: Option<Arc<str>>,
 }
 
 impl DbIndex {
     pub fn new(db: Db, bridge: Bridge) -> Self {
-        DbIndex { db, bridge }
+        DbIndex {
+            db,
+            bridge,
+            lease: None,
+        }
+    }
+
+    /// The nonce of the server lease this index took ([`Footprint::Server`]), for the server's
+    /// heartbeat ([`Db::renew_server_lease`]) and its last act ([`Db::release_server_lease`]).
+    pub fn server_lease(&self) -> Option<&str> {
+        self.lease.as_deref()
     }
 
     /// The time the index stamps rows with, from the bridge's clock.
@@ -133,12 +145,57 @@ impl DbIndex {
         footprint: Footprint,
     ) -> Result<DbIndex, StoreError> {
         let url = ws.database_url();
+        let id = ws.config.workspace.id.as_deref();
+        let embedded = crate::sqlite_url(&ws.local_dir().join("yoi.db"));
         if url.starts_with("sqlite:") {
             let dir = ws.local_dir();
             std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        } else if id.is_none() {
+            return Err(StoreError::DatabaseSetup {
+                problem: DbSetup::NoWorkspaceId {
+                    url: crate::redact(&url),
+                },
+            });
         }
-        let db = bridge.run(Db::open_as(&url, footprint))?;
-        Ok(DbIndex::new(db, bridge))
+        let db = bridge.run(Db::open_workspace(&url, footprint, id))?;
+        let mut index = DbIndex::new(db, bridge);
+        if url != embedded {
+            index.refuse_left_behind(ws, &url)?;
+        }
+        if let Some(id) = id {
+            let me = LeaseHolder::this_process(ws.root());
+            let now = index.now_ms();
+            if footprint == Footprint::Server {
+                let nonce = crate::new_secret()?;
+                index.run(index.db.take_server_lease(id, &me, &nonce, now))?;
+                index.lease = Some(nonce.into());
+            } else {
+                index.run(index.db.check_server_lease(id, &me, now))?;
+            }
+        }
+        Ok(index)
+    }
+
+    /// Refuse a database without tokens while the workspace's embedded SQLite file still holds
+    /// tokens, pods or assignments: its people's and pods' tokens would be answered 401 with
+    /// nothing to say why (`yoi db copy` moves them).
+    fn refuse_left_behind(&self, ws: &Workspace, url: &str) -> Result<(), StoreError> {
+        let old = ws.local_dir().join("yoi.db");
+        if !old.is_file() || self.run(self.db.runtime_rows())?.tokens > 0 {
+            return Ok(());
+        }
+        match self.run(crate::workspace::left_in_sqlite(&old)) {
+            Some(rows) => Err(StoreError::DatabaseSetup {
+                problem: DbSetup::LeftBehind {
+                    url: crate::redact(url),
+                    old: ws.rel(&old),
+                    tokens: rows.tokens,
+                    pods: rows.pods,
+                    assignments: rows.assignments,
+                },
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Reindex under the workspace lock, so no operation writes files meanwhile.

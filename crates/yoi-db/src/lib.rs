@@ -22,7 +22,9 @@ mod board;
 pub mod broken;
 mod bulk;
 mod commit_rounds;
+mod copy;
 mod inspect;
+mod lease;
 mod lists;
 mod outbox;
 mod pods;
@@ -34,6 +36,7 @@ mod sync_calls;
 pub mod ticket_detail;
 mod tokens;
 pub mod watch;
+mod workspace;
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -50,6 +53,8 @@ pub use board::{CardFacts, Waiting, Working};
 pub use inspect::{
     DeadDelivery, KeysOf, OutboxKey, Span, SpanKeys, SpanRows, TicketRow, Undelivered,
 };
+pub use copy::TableCopy;
+pub use lease::{LeaseHolder, LEASE_MS, RENEW_EVERY};
 pub use lists::{IndexedTicket, Page};
 pub use outbox::{outbox_kind, Delivery, OutboxEvent, OutboxKind, MAX_ATTEMPTS};
 pub use pods::{PodRow, PodState};
@@ -100,6 +105,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         8,
         "pod_sandbox",
         include_str!("../../../migrations/0008_pod_sandbox.sql"),
+    ),
+    (
+        9,
+        "workspaces",
+        include_str!("../../../migrations/0009_workspaces.sql"),
     ),
 ];
 
@@ -171,8 +181,20 @@ impl Db {
         Db::open_as(url, Footprint::Service).await
     }
 
-    /// [`Db::open`] with the memory of `footprint`.
+    /// [`Db::open`] with the memory of `footprint`, on the database's default schema.
     pub async fn open_as(url: &str, footprint: Footprint) -> Result<Db, StoreError> {
+        Db::open_workspace(url, footprint, None).await
+    }
+
+    /// [`Db::open_as`] for the workspace `id` (`[workspace] id`): on PostgreSQL its rows live
+    /// in a schema of their own, `yoi_<id>` (created when missing), so one database holds any
+    /// number of workspaces apart; on either database the id is recorded on first use and a
+    /// database made for another workspace is refused (`DbSetup::OtherWorkspace`).
+    pub async fn open_workspace(
+        url: &str,
+        footprint: Footprint,
+        id: Option<&str>,
+    ) -> Result<Db, StoreError> {
         sqlx::any::install_default_drivers();
         let dialect = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Dialect::Postgres
@@ -184,11 +206,21 @@ impl Db {
                 format!("`{}` is neither sqlite: nor postgres://", redact(url)),
             ));
         };
+        let schema = match (dialect, id) {
+            (Dialect::Postgres, Some(id)) => Some(workspace::ensure_schema(url, id).await?),
+            _ => None,
+        };
+        let search_path: Option<std::sync::Arc<str>> =
+            schema.map(|s| format!("SET search_path TO \"{s}\"").into());
         let pool = AnyPoolOptions::new()
             .max_connections(if dialect == Dialect::Sqlite { 4 } else { 8 })
             .acquire_timeout(Duration::from_secs(30))
             .after_connect(move |conn, _| {
+                let search_path = search_path.clone();
                 Box::pin(async move {
+                    if let Some(set) = search_path {
+                        sqlx::query(&set).execute(&mut *conn).await?;
+                    }
                     if dialect == Dialect::Sqlite {
                         let memory = match footprint {
                             // Each connection keeps up to 8 MiB of pages decoded, instead of
@@ -244,6 +276,9 @@ impl Db {
             })?;
         let db = Db { pool, dialect };
         db.migrate(url).await?;
+        if let Some(id) = id {
+            db.claim_for_workspace(url, id).await?;
+        }
         Ok(db)
     }
 

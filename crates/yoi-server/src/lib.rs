@@ -17,12 +17,14 @@ pub mod memory;
 pub mod openapi;
 pub mod orchestrator;
 pub mod routes;
+mod server_lease;
 pub mod state;
 pub mod supervisor;
 pub mod ui;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
@@ -236,7 +238,11 @@ pub async fn serve(
         fd_limit,
         "yoi server listening"
     );
+    let lease = index.server_lease().map(Arc::<str>::from);
     let state = AppState::watched(ws, index, fresh);
+    let lost = Arc::new(tokio::sync::Notify::new());
+    let heartbeat = lease
+        .map(|nonce| server_lease::spawn(state.clone(), nonce, addr.to_string(), lost.clone()));
     let login = ui::session::startup_login(&state).await;
     on_ready(addr, login);
     let orchestrator = opts.orchestrate.then(|| orchestrator::spawn(state.clone()));
@@ -249,7 +255,10 @@ pub async fn serve(
         .map(|l| supervisor::spawn(state.clone(), l, format!("http://{addr}")));
     let closing = state.closing.clone();
     let shutdown = async move {
-        shutdown.await;
+        tokio::select! {
+            _ = shutdown => {}
+            _ = lost.notified() => {}
+        }
         tracing::info!("shutting down: finishing the requests in flight");
         // Live-event streams never end on their own; they end at this signal.
         closing.send_replace(true);
@@ -277,6 +286,11 @@ pub async fn serve(
     }
     if let Err(e) = sweep.await {
         tracing::error!(error = %e, "the lease sweep task ended abnormally");
+    }
+    if let Some(task) = heartbeat {
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "the server lease task ended abnormally");
+        }
     }
     server_file::remove_if_ours(&local);
     tracing::info!("yoi server stopped");

@@ -222,6 +222,9 @@ pub struct DatabaseSection {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkspaceSection {
+    /// The workspace's stable id (`yoi init` draws one; committed, so every clone shares it):
+    /// a database holds many workspaces' rows apart by it (docs/database.md).
+    pub id: Option<String>,
     /// Folder of ticket records, relative to the repository root.
     pub tickets_dir: String,
     /// Folder of ticket worktrees, relative to the repository root (git-ignored).
@@ -250,6 +253,7 @@ pub struct RolesSection {
 impl Default for WorkspaceSection {
     fn default() -> Self {
         WorkspaceSection {
+            id: None,
             tickets_dir: ".yoi/tickets".into(),
             worktree_dir: ".worktree".into(),
             default_target: "main".into(),
@@ -309,6 +313,15 @@ impl Config {
     }
 
     fn validate(&self, path: &Path) -> Result<(), StoreError> {
+        if let Some(id) = &self.workspace.id {
+            if !is_workspace_id(id) {
+                return Err(StoreError::invalid(
+                    path,
+                    None,
+                    format!("`workspace.id` must be 1 to 40 lowercase letters, digits or `_`, got `{id}`"),
+                ));
+            }
+        }
         for (key, value) in [
             ("workspace.tickets_dir", &self.workspace.tickets_dir),
             ("workspace.worktree_dir", &self.workspace.worktree_dir),
@@ -400,6 +413,42 @@ impl Config {
     }
 }
 
+/// A workspace id: 1 to 40 of `a-z`, `0-9`, `_` (it names a PostgreSQL schema, `yoi_<id>`).
+pub fn is_workspace_id(id: &str) -> bool {
+    (1..=40).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// A new workspace id: a ULID in lowercase.
+pub fn new_workspace_id() -> String {
+    ulid::Ulid::new().to_string().to_ascii_lowercase()
+}
+
+/// `text` (a workspace.toml) with `id` set under `[workspace]`, every other line kept.
+pub fn with_workspace_id(text: &str, id: &str) -> String {
+    let line = format!(
+        "# Stable id of this workspace (commit it: every clone shares it).\nid = \"{id}\"\n"
+    );
+    let mut out = String::with_capacity(text.len() + line.len() + 16);
+    let mut done = false;
+    for l in text.split_inclusive('\n') {
+        out.push_str(l);
+        if !done && l.trim() == "[workspace]" {
+            if !l.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&line);
+            done = true;
+        }
+    }
+    if done {
+        return out;
+    }
+    format!("[workspace]\n{line}\n{text}")
+}
+
 /// A relative path with no `..`, no root and no prefix.
 pub fn is_inside_relative(p: &str) -> bool {
     let path = Path::new(p);
@@ -410,12 +459,15 @@ pub fn is_inside_relative(p: &str) -> bool {
 }
 
 /// The file `yoi init` writes: every key documented, with its default.
-pub fn default_file(default_target: &str) -> String {
+pub fn default_file(default_target: &str, id: &str) -> String {
     format!(
         r#"# yoi workspace configuration. Every key is optional; the values shown are the defaults
 # unless `yoi init` detected otherwise. Unknown keys are an error.
 
 [workspace]
+# Stable id of this workspace (commit it: every clone shares it). A database keeps each
+# workspace's rows apart by it.
+id = "{id}"
 # Folder of ticket records, relative to the repository root (tracked in git).
 tickets_dir = ".yoi/tickets"
 # Folder of ticket worktrees, relative to the repository root (git-ignored).
@@ -430,7 +482,8 @@ lock_timeout_secs = 30
 # name = "alice"
 
 [database]
-# PostgreSQL instead of the embedded SQLite file .yoi/local/yoi.db (also: YOI_DATABASE_URL).
+# PostgreSQL instead of the embedded SQLite file .yoi/local/yoi.db. Also (and before this key):
+# YOI_DATABASE_URL, then .yoi/local/database.url, which `yoi db copy --to URL` writes.
 # url = "postgres://user:password@127.0.0.1:5432/yoi"
 
 [server]
@@ -498,11 +551,29 @@ reviewer = 1
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_workspace_id_is_added_under_its_section_or_with_one() {
+        let with = super::with_workspace_id("# top\n[workspace]\ntickets_dir = \"t\"\n", "abc");
+        let c = super::Config::parse(&with, super::Path::new("w.toml")).unwrap();
+        assert_eq!(c.workspace.id.as_deref(), Some("abc"));
+        assert_eq!(c.workspace.tickets_dir, "t");
+        assert!(with.starts_with("# top\n[workspace]\n"), "{with}");
+        let without = super::with_workspace_id("[router]\nenabled = false\n", "abc");
+        let c = super::Config::parse(&without, super::Path::new("w.toml")).unwrap();
+        assert_eq!(c.workspace.id.as_deref(), Some("abc"));
+        assert!(!c.router.enabled);
+        for bad in ["", "ABC", "a-b", "../x", &"a".repeat(41)] {
+            assert!(!super::is_workspace_id(bad), "{bad:?}");
+        }
+        assert!(super::is_workspace_id(&super::new_workspace_id()));
+    }
+
     use super::*;
 
     #[test]
     fn default_file_parses_to_the_defaults() {
-        let c = Config::parse(&default_file("main"), Path::new("w.toml")).unwrap();
+        let c = Config::parse(&default_file("main", "w1"), Path::new("w.toml")).unwrap();
+        assert_eq!(c.workspace.id.as_deref(), Some("w1"));
         assert_eq!(c, Config::default());
     }
 

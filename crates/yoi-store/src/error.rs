@@ -100,6 +100,67 @@ pub enum StoreError {
     DatabaseTooNew { url: String, found: i64, known: i64 },
     #[error("{what} is not a git repository (looked for .git in it and its parents)")]
     NotGit { what: String },
+    /// The database and this workspace do not go together; the problem says how and what to do.
+    #[error("{problem}")]
+    DatabaseSetup { problem: DbSetup },
+}
+
+/// Why a database cannot serve this workspace as configured ([`StoreError::DatabaseSetup`]),
+/// each with the facts its message names; [`DbSetup::code`] is the API's `details.reason`.
+/// URLs here are already redacted.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DbSetup {
+    #[error("{url} is PostgreSQL, which keeps many workspaces apart by their id, and .yoi/workspace.toml names none: run `yoi init` to add `[workspace] id`, and commit the file so every clone shares it")]
+    NoWorkspaceId { url: String },
+    #[error("{url} holds the rows of workspace `{found}`, but .yoi/workspace.toml says this is `{expected}`: point `[database] url` (or .yoi/local/database.url) at this workspace's database, or put the id back")]
+    OtherWorkspace {
+        url: String,
+        found: String,
+        expected: String,
+    },
+    #[error("workspace `{workspace}` is served by yoi (pid {pid}) on {host} from {root}{}, last heartbeat {seconds_ago} s ago; one server indexes a workspace: use the API there, or stop that server (its lease lapses {lease_secs} s after its last heartbeat)", address.as_ref().map(|a| format!(" at http://{a}")).unwrap_or_default())]
+    ServedElsewhere {
+        workspace: String,
+        host: String,
+        root: String,
+        pid: i64,
+        address: Option<String>,
+        seconds_ago: i64,
+        lease_secs: i64,
+    },
+    #[error("{url} holds no tokens, but this workspace's previous database {old} holds {tokens} token(s), {pods} pod(s) and {assignments} assignment(s): move them with `yoi db copy --to URL` (URL: the new database), or delete {old} to start afresh")]
+    LeftBehind {
+        url: String,
+        old: String,
+        tokens: i64,
+        pods: i64,
+        assignments: i64,
+    },
+    #[error("cannot create schema {schema} in {url} ({reason}): as a role that may, run `CREATE SCHEMA {schema} AUTHORIZATION <yoi's role>` or `GRANT CREATE ON DATABASE <database> TO <yoi's role>`")]
+    CannotCreate {
+        url: String,
+        schema: String,
+        reason: String,
+    },
+}
+
+impl DbSetup {
+    pub fn code(&self) -> &'static str {
+        match self {
+            DbSetup::NoWorkspaceId { .. } => "no_workspace_id",
+            DbSetup::OtherWorkspace { .. } => "other_workspace",
+            DbSetup::ServedElsewhere { .. } => "served_elsewhere",
+            DbSetup::LeftBehind { .. } => "left_behind",
+            DbSetup::CannotCreate { .. } => "cannot_create",
+        }
+    }
+
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            DbSetup::ServedElsewhere { .. } => ErrorClass::Conflict,
+            _ => ErrorClass::Setup,
+        }
+    }
 }
 
 impl StoreError {
@@ -144,6 +205,7 @@ impl StoreError {
         match self {
             StoreError::Io { .. } | StoreError::Database { .. } => ErrorClass::Internal,
             StoreError::DatabaseTooNew { .. } => ErrorClass::Setup,
+            StoreError::DatabaseSetup { problem } => problem.class(),
             StoreError::Invalid { .. } => ErrorClass::Corrupt,
             StoreError::Locked { .. } => ErrorClass::Busy,
             StoreError::NotInitialized { .. } | StoreError::NotGit { .. } => ErrorClass::Setup,
@@ -194,6 +256,7 @@ impl StoreError {
             | StoreError::Io { .. }
             | StoreError::Database { .. }
             | StoreError::DatabaseTooNew { .. }
+            | StoreError::DatabaseSetup { .. }
             | StoreError::NotInitialized { .. }
             | StoreError::NotGit { .. } => self.class().code(),
         }
@@ -205,6 +268,7 @@ impl StoreError {
         match self {
             StoreError::Refused { reason } => Some(reason.code()),
             StoreError::NotPermitted { reason } => Some(reason.code()),
+            StoreError::DatabaseSetup { problem } => Some(problem.code()),
             _ => None,
         }
     }

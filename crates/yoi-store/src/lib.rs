@@ -32,7 +32,7 @@ pub mod workspace;
 pub mod worktrees;
 pub mod writes;
 
-pub use error::{ErrorClass, StoreError};
+pub use error::{DbSetup, ErrorClass, StoreError};
 pub use git::latest_accepted;
 pub use ops::{Ctx, Outcome};
 pub use packet::INTENT_PACKET;

@@ -28,6 +28,9 @@ pub fn sqlite_url(path: &Path) -> String {
 pub const YOI_DIR: &str = ".yoi";
 pub const LOCAL_DIR: &str = ".yoi/local";
 pub const LOCK_FILE: &str = "workspace.lock";
+/// The database URL this clone uses, before `[database] url` (mode 0600: it may hold a
+/// password). `yoi db copy --to URL` writes it once the copy is verified.
+pub const DATABASE_URL_FILE: &str = "database.url";
 
 #[derive(Debug, Clone)]
 pub struct Workspace {
@@ -51,7 +54,17 @@ impl Workspace {
                 root: root.to_path_buf(),
             });
         }
-        let config = Config::load(&yoi.join(CONFIG_FILE))?;
+        let mut config = Config::load(&yoi.join(CONFIG_FILE))?;
+        // `.yoi/local/database.url` (written by `yoi db copy`) comes before the file's
+        // `[database] url`; the environment comes before both (`Config::apply`).
+        let local_url = root.join(LOCAL_DIR).join(DATABASE_URL_FILE);
+        if let Some(url) =
+            fsutil::read_opt(&local_url).map_err(|e| StoreError::io(&local_url, e))?
+        {
+            if !url.trim().is_empty() {
+                config.database.url = Some(url.trim().to_string());
+            }
+        }
         let writes = Writes::default().beneath(&config.tickets_dir(root));
         Ok(Workspace {
             root: root.to_path_buf(),
@@ -170,10 +183,21 @@ pub fn init(root: &Path, default_target: &str) -> Result<InitReport, StoreError>
     if !config_path.exists() {
         fsutil::atomic_write(
             &config_path,
-            config::default_file(default_target).as_bytes(),
+            config::default_file(default_target, &config::new_workspace_id()).as_bytes(),
         )
         .map_err(|e| StoreError::io(&config_path, e))?;
         created.push(format!("{YOI_DIR}/{CONFIG_FILE}"));
+    } else if existing_config.workspace.id.is_none() {
+        // A workspace made before ids: give it one, keeping every line of the file.
+        let text = fsutil::read_opt(&config_path)
+            .map_err(|e| StoreError::io(&config_path, e))?
+            .unwrap_or_default();
+        fsutil::atomic_write(
+            &config_path,
+            config::with_workspace_id(&text, &config::new_workspace_id()).as_bytes(),
+        )
+        .map_err(|e| StoreError::io(&config_path, e))?;
+        created.push(format!("{YOI_DIR}/{CONFIG_FILE} (workspace id)"));
     }
     let config = Config::load(&config_path).unwrap_or(existing_config);
     let tickets = config.tickets_dir(root);
@@ -239,6 +263,8 @@ mod tests {
         assert!(text.starts_with("target\n/.worktree\n# yoi"), "{text}");
         let second = init(dir.path(), "develop").unwrap();
         assert!(second.created.is_empty());
+        let id = Workspace::open(dir.path()).unwrap().config.workspace.id;
+        assert!(id.is_some_and(|id| config::is_workspace_id(&id)));
         assert!(second.ignore_rules_added.is_empty());
         let ws = Workspace::open(dir.path()).unwrap();
         assert_eq!(ws.config.workspace.default_target, "develop");

@@ -4,6 +4,7 @@
 mod agent;
 mod assignment;
 mod dashboard;
+mod db;
 mod flow;
 mod init;
 pub(crate) mod pod;
@@ -26,6 +27,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Ticket(cmd) => ticket::run(&env, cmd),
         Command::Doctor(args) => ticket::doctor(&env, &args),
         Command::Reindex(args) => reindex::run(&env, &args),
+        Command::Db(cmd) => db::run(&env, cmd),
         Command::Serve(args) => serve::run(&env, &args),
         Command::Dashboard(args) => dashboard::run(&env, &args),
         Command::Token(cmd) => token::run(&env, cmd),

@@ -260,14 +260,8 @@ const NOTE_BRIEF: &str = "## Intent\nLeave a note.\n\n## Acceptance criteria\n- 
 fn chain_of_three_merges_in_dependency_order(postgres: bool) {
     let repo = workspace_with_reviewer(NOTE_CODER, APPROVE);
     if postgres {
-        let config = repo.path().join(".yoi/workspace.toml");
-        let text = std::fs::read_to_string(&config).unwrap().replace(
-            "# url = \"postgres://user:password@127.0.0.1:5432/yoi\"",
-            &format!("url = \"{}\"", pg::database()),
-        );
-        std::fs::write(&config, text).unwrap();
-        // The admin token lives in the database now configured.
-        repo.yoi(&["init"]).ok();
+        // The workspace moves from its SQLite file to PostgreSQL, admin token and all.
+        repo.yoi(&["db", "copy", "--to", &pg::database()]).ok();
     }
     let a = repo.create("First", NOTE_BRIEF);
     let b = repo.create("Second", NOTE_BRIEF);

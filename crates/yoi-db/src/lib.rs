@@ -62,7 +62,8 @@ pub use read_ahead::SpanReader;
 pub use reindex::{IndexStats, ReindexMode};
 pub use snapshot::{event_key, event_key_of, indexed_plan, plan_key};
 pub use tokens::{
-    hash_secret, new_secret, write_secret_file, Scope, TokenInfo, ADMIN_TOKEN_FILE, SESSION_PREFIX,
+    admin_token_name, hash_secret, is_admin_token_name, new_secret, write_secret_file, Scope,
+    TokenInfo, ADMIN_TOKEN_FILE, SESSION_PREFIX,
 };
 pub use yoi_store::workspace::sqlite_url;
 

@@ -277,16 +277,37 @@ impl Db {
                 return Ok(false);
             }
         }
-        sqlx::query("DELETE FROM tokens WHERE name = 'admin'")
+        // Each clone has its own (clones of one workspace share its database and its tokens):
+        // one clone's `yoi init` never takes another's token away.
+        let name = admin_token_name(local_dir);
+        sqlx::query("DELETE FROM tokens WHERE name = $1")
+            .bind(&name)
             .execute(self.pool())
             .await
             .map_err(db_err)?;
         let (_, secret) = self
-            .create_token("admin", &Scope::Human, principal, now_ms)
+            .create_token(&name, &Scope::Human, principal, now_ms)
             .await?;
         write_secret_file(&path, &secret)?;
         Ok(true)
     }
+}
+
+/// The name of the admin token of the clone whose `.yoi/local` is `local_dir`:
+/// `admin@HOST:ROOT`.
+pub fn admin_token_name(local_dir: &std::path::Path) -> String {
+    let root = local_dir
+        .parent()
+        .and_then(|yoi| yoi.parent())
+        .unwrap_or(local_dir);
+    let me = crate::LeaseHolder::this_process(root);
+    format!("admin@{}:{}", me.host, me.root)
+}
+
+/// Whether `name` is an admin token's: a clone's (`admin@…`), or the one of a workspace made
+/// before clones had their own (`admin`).
+pub fn is_admin_token_name(name: &str) -> bool {
+    name == "admin" || name.starts_with("admin@")
 }
 
 /// Write a secret readable by its owner only (0600 from the first byte), atomically.

@@ -81,10 +81,20 @@ impl Logins {
 /// The human principal a login printed by `yoi serve` is for: the admin token's.
 pub async fn local_human(s: &AppState) -> String {
     let tokens = s.db().list_tokens().await.unwrap_or_default();
+    let mine = yoi_db::admin_token_name(&s.ws.local_dir());
+    let live = |t: &&TokenInfo| t.revoked_ms.is_none();
+    // This clone's admin token, else any (an older workspace's `admin`, another clone's).
     tokens
-        .into_iter()
-        .find(|t| t.name == "admin" && t.revoked_ms.is_none())
-        .map(|t| t.principal)
+        .iter()
+        .filter(live)
+        .find(|t| t.name == mine)
+        .or_else(|| {
+            tokens
+                .iter()
+                .filter(live)
+                .find(|t| yoi_db::is_admin_token_name(&t.name))
+        })
+        .map(|t| t.principal.clone())
         .or_else(|| s.ws.config.principal.name.clone())
         .unwrap_or_else(|| "human".into())
 }

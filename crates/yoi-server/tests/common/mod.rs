@@ -84,13 +84,16 @@ pub struct Admin {
 }
 
 impl Admin {
-    fn open(url: &str) -> Admin {
+    /// The database at `url` as workspace `id` sees it (on PostgreSQL: its schema).
+    fn open(url: &str, id: Option<&str>) -> Admin {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
-        let db = rt.block_on(Db::open(url)).expect("open the database");
+        let db = rt
+            .block_on(Db::open_workspace(url, yoi_db::Footprint::Service, id))
+            .expect("open the database");
         Admin { rt, db }
     }
 
@@ -178,7 +181,7 @@ impl Server {
         }
         setup(&mut ws);
         let database_url = ws.database_url();
-        let admin = Admin::open(&database_url);
+        let admin = Admin::open(&database_url, ws.config.workspace.id.as_deref());
         let secret = |i: usize| {
             let (name, scope, principal) = TOKEN_SPECS[i];
             admin.create_token(name, scope, principal)

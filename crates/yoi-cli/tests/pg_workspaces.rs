@@ -1,0 +1,204 @@
+//! A team's one PostgreSQL database (issue 44): workspaces served side by side without
+//! fighting, one server per workspace across clones, and a workspace moved off SQLite with
+//! every token and record — through the real `yoi` binary and real `yoi serve` processes.
+
+mod common;
+
+use common::pods::{git, queued_ticket, state_of, until, workspace_with_reviewer};
+use common::server::Server;
+use common::{run_yoi_env, Repo};
+use yoi_testkit::pg;
+
+const BRIEF: &str =
+    "## Intent\nDo it.\n\n## Acceptance criteria\n- done\n\n## Validation\n`true`\n";
+
+/// A repository whose workspace lives in the PostgreSQL database at `url` from its first
+/// command (`yoi init`), and uses it from then on through `.yoi/local/database.url`.
+fn on_postgres(url: &str) -> Repo {
+    let repo = Repo::bare();
+    run_yoi_env(repo.path(), &["init"], &[("YOI_DATABASE_URL", url)]).ok();
+    std::fs::write(repo.path().join(".yoi/local/database.url"), url).unwrap();
+    assert!(!repo.path().join(".yoi/local/yoi.db").exists());
+    repo
+}
+
+fn json(out: &common::Output) -> serde_json::Value {
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+/// GET `/api/v1{path}` on `server` with `token`: the status.
+fn status_with(server: &Server, token: &str, path: &str) -> u16 {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    agent
+        .get(&format!("http://{}/api/v1{path}", server.addr))
+        .header("Authorization", &format!("Bearer {}", token.trim()))
+        .call()
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+fn admin_token(repo: &Repo) -> String {
+    std::fs::read_to_string(repo.path().join(".yoi/local/admin.token")).unwrap()
+}
+
+#[test]
+fn two_workspaces_serve_side_by_side_on_one_database_under_load_without_churn() {
+    let url = pg::database();
+    let (a, b) = (on_postgres(&url), on_postgres(&url));
+    let (server_a, server_b) = (Server::start(&a), Server::start(&b));
+    // Both teams work at once: through their servers, and with local commands that catch
+    // their index up with their own files.
+    std::thread::scope(|s| {
+        for (repo, name) in [(&a, "A"), (&b, "B")] {
+            s.spawn(move || {
+                for i in 0..12 {
+                    let id = repo.create(&format!("{name}{i:02}"), BRIEF);
+                    repo.yoi(&["ticket", "mark-ready", &id]).ok();
+                    repo.yoi(&["ticket", "queue", &id]).ok();
+                    repo.yoi(&["--local", "ticket", "list", "--json"]).ok();
+                }
+            });
+        }
+    });
+    for (repo, server, name) in [(&a, &server_a, "A"), (&b, &server_b, "B")] {
+        let (status, body) = server.get(repo, "/tickets?limit=100");
+        assert_eq!(status, 200, "{body}");
+        let titles: Vec<&str> = body["tickets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["title"].as_str().unwrap())
+            .collect();
+        assert_eq!(titles.len(), 12, "{titles:?}");
+        assert!(titles.iter().all(|t| t.starts_with(name)), "{titles:?}");
+        let local = json(
+            &repo
+                .yoi(&["--local", "ticket", "list", "--state", "queued", "--json"])
+                .ok(),
+        );
+        assert_eq!(local["count"], 12, "{local}");
+    }
+    // Each admin token works on its own server only.
+    assert_eq!(status_with(&server_a, &admin_token(&a), "/tickets"), 200);
+    assert_eq!(status_with(&server_b, &admin_token(&b), "/tickets"), 200);
+    assert_eq!(status_with(&server_a, &admin_token(&b), "/tickets"), 401);
+    assert_eq!(status_with(&server_b, &admin_token(&a), "/tickets"), 401);
+    // Nothing was ever re-read, removed or announced twice: a catch-up finds each index in
+    // line with its files.
+    for repo in [&a, &b] {
+        let stats = json(&repo.yoi(&["--local", "reindex", "--json"]).ok());
+        assert_eq!(
+            (
+                &stats["reindexed"],
+                &stats["removed"],
+                &stats["outbox_added"]
+            ),
+            (&0.into(), &0.into(), &0.into()),
+            "{stats}"
+        );
+    }
+}
+
+#[test]
+fn a_second_clone_s_server_is_refused_while_the_first_serves_and_starts_once_it_stopped() {
+    let url = pg::database();
+    let first = on_postgres(&url);
+    std::fs::write(first.path().join("README.md"), "base\n").unwrap();
+    yoi_testkit::commit_all(first.path(), "base");
+    // A second clone of the repository (its committed workspace.toml carries the same id).
+    let second = Repo::bare();
+    git(
+        second.path(),
+        &["pull", "-q", first.path().to_str().unwrap(), "main"],
+    );
+    let clone = second.path().to_path_buf();
+    run_yoi_env(&clone, &["init"], &[("YOI_DATABASE_URL", &url)]).ok();
+    std::fs::write(clone.join(".yoi/local/database.url"), &url).unwrap();
+    let mut serving = Server::start(&first);
+    // The clone's server says who serves the workspace, and starts nothing.
+    let out = common::run_yoi(&clone, &["serve", "--listen", "127.0.0.1:0"], None);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let root = std::fs::canonicalize(first.path()).unwrap();
+    assert!(
+        out.stderr.contains(&format!("pid {}", serving.pid()))
+            && out.stderr.contains(&root.display().to_string())
+            && out.stderr.contains(&format!("at http://{}", serving.addr))
+            && out.stderr.contains("use the API there"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.contains("listening"), "{}", out.stdout);
+    // So does a command there that would rewrite the index with its own files.
+    let out = common::run_yoi(&clone, &["ticket", "list"], None);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("use the API there"), "{}", out.stderr);
+    // The first clone's own admin token still works: the clone's `yoi init` made its own.
+    assert_eq!(status_with(&serving, &admin_token(&first), "/tickets"), 200);
+    // Once the first server stopped (its lease given back), the clone's starts.
+    serving.terminate();
+    assert!(serving.wait().success());
+    let other = Server::spawn(&second);
+    let (status, _) = other.get(&second, "/tickets");
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_sqlite_workspace_moves_to_postgres_with_every_token_and_record() {
+    let repo = workspace_with_reviewer(
+        "write hello.txt hello\\n\nsay Tokens: 1.2k sent, 345 received. Cost: $0.01 message, $0.02 session.\ndone added hello.txt\n",
+        "say Looks right.\ndone read the change\nsay YOI-VERDICT: approve\n",
+    );
+    let id = queued_ticket(&repo);
+    {
+        let _server = Server::spawn(&repo);
+        until("the ticket to be merged", || state_of(&repo, &id) == "done");
+    }
+    repo.yoi(&["token", "create", "--name", "ci-reader", "--scope", "read"])
+        .ok();
+    let before = |what: &[&str]| json(&repo.yoi(what).ok());
+    let tokens = before(&["token", "list", "--json"]);
+    let pods = before(&["pod", "list", "--json"]);
+    let assignments = before(&["assignment", "list", "--json"]);
+    let cost = before(&["ticket", "cost", &id, "--json"]);
+    let n = |v: &serde_json::Value, key: &str| v[key].as_array().map_or(0, |a| a.len());
+    assert!(n(&assignments, "assignments") >= 3, "{assignments}");
+    assert!(n(&pods, "pods") >= 2, "{pods}");
+    assert!(n(&tokens, "tokens") >= 2, "{tokens}");
+    let url = pg::database();
+    // Pointed at the new database without the move, yoi says what would be lost and how to
+    // keep it, instead of answering the admin token with 401.
+    let out = run_yoi_env(
+        repo.path(),
+        &["ticket", "list"],
+        &[("YOI_DATABASE_URL", &url)],
+    );
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("yoi db copy --to") && out.stderr.contains(".yoi/local/yoi.db"),
+        "{}",
+        out.stderr
+    );
+    let moved = json(&repo.yoi(&["db", "copy", "--to", &url, "--json"]).ok());
+    assert!(moved["rows"].as_u64().unwrap() > 0, "{moved}");
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join(".yoi/local/database.url"))
+            .unwrap()
+            .trim(),
+        url
+    );
+    // Everything is there, read from PostgreSQL now.
+    let after = |what: &[&str]| json(&repo.yoi(what).ok());
+    assert_eq!(after(&["token", "list", "--json"]), tokens);
+    assert_eq!(after(&["pod", "list", "--json"]), pods);
+    assert_eq!(after(&["assignment", "list", "--json"]), assignments);
+    assert_eq!(after(&["ticket", "cost", &id, "--json"]), cost);
+    let doctor = repo.yoi(&["doctor", "--json"]);
+    assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
+    let server = Server::spawn(&repo);
+    assert_eq!(status_with(&server, &admin_token(&repo), "/tickets"), 200);
+    assert_eq!(state_of(&repo, &id), "done");
+}

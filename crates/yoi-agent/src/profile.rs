@@ -84,8 +84,15 @@ pub enum Endpoint {
     /// Aider and other OpenAI-compatible clients: `OPENAI_API_BASE`, `OPENAI_BASE_URL`,
     /// `OPENAI_API_KEY`.
     Openai,
-    /// Gemini CLI: `GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`.
+    /// Gemini CLI: `GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`. With a `base_url`, also a home
+    /// of its own in the run folder (`GEMINI_CLI_HOME`) whose settings choose the API-key
+    /// login: from 0.61 a `GOOGLE_GEMINI_BASE_URL` alone selects a "gateway" login that
+    /// headless runs refuse ("Invalid auth method selected.", exit 41).
     Gemini,
+    /// OpenCode: a provider `yoi` (`@ai-sdk/openai-compatible`, which OpenCode bundles) with
+    /// the `base_url`, the key's variable and the model, in a config file of the run folder
+    /// (`OPENCODE_CONFIG`); `{model}` becomes `yoi/MODEL`.
+    Opencode,
 }
 
 impl AgentProfile {
@@ -95,7 +102,7 @@ impl AgentProfile {
         &self,
         pod_env: &[(String, String)],
     ) -> Result<EndpointSettings, String> {
-        let (mut args, mut env) = (Vec::new(), Vec::new());
+        let mut out = EndpointSettings::default();
         let key = match &self.api_key_env {
             None => None,
             Some(name) => Some(
@@ -111,14 +118,15 @@ impl AgentProfile {
             ),
         };
         if self.base_url.is_none() && key.is_none() {
-            return Ok(EndpointSettings { args, env });
+            return Ok(out);
         }
         let Some(style) = self.endpoint else {
             return Err(
-                "base_url and api_key_env need `endpoint` (anthropic, codex, openai or gemini) for a profile of your own"
+                "base_url and api_key_env need `endpoint` (anthropic, codex, openai, gemini or opencode) for a profile of your own"
                     .into(),
             );
         };
+        let (args, env) = (&mut out.args, &mut out.env);
         let mut set = |k: &str, v: &str| env.push((k.to_string(), v.to_string()));
         match style {
             Endpoint::Anthropic => {
@@ -148,6 +156,37 @@ impl AgentProfile {
                 if let Some(k) = &key {
                     set("GEMINI_API_KEY", k);
                 }
+                if self.base_url.is_some() {
+                    out.files.push(RunFile {
+                        path: "gemini-home/.gemini/settings.json".into(),
+                        contents: r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}}"#
+                            .into(),
+                        env: Some(("GEMINI_CLI_HOME".into(), "gemini-home".into())),
+                    });
+                }
+            }
+            Endpoint::Opencode => {
+                let key_var = "YOI_OPENCODE_API_KEY";
+                let Some(u) = &self.base_url else {
+                    return Err("api_key_env without base_url: OpenCode reads each provider's own key variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …); pass it with env_passthrough".into());
+                };
+                let Some(model) = &self.model else {
+                    return Err("base_url needs `model` for OpenCode: its provider lists the models it serves".into());
+                };
+                let mut options = format!("\"baseURL\": {}", quoted(u));
+                if let Some(k) = &key {
+                    set(key_var, k);
+                    options.push_str(&format!(", \"apiKey\": \"{{env:{key_var}}}\""));
+                }
+                out.files.push(RunFile {
+                    path: "opencode.json".into(),
+                    contents: format!(
+                        "{{\"provider\": {{\"yoi\": {{\"npm\": \"@ai-sdk/openai-compatible\", \"name\": \"yoi\", \"options\": {{{options}}}, \"models\": {{{m}: {{\"name\": {m}}}}}}}}}}}\n",
+                        m = quoted(model)
+                    ),
+                    env: Some(("OPENCODE_CONFIG".into(), "opencode.json".into())),
+                });
+                out.model = Some(format!("yoi/{model}"));
             }
             Endpoint::Codex => {
                 let key_var = "YOI_CODEX_API_KEY";
@@ -158,7 +197,7 @@ impl AgentProfile {
                     for c in [
                         "model_provider=\"yoi\"".to_string(),
                         "model_providers.yoi.name=\"yoi\"".to_string(),
-                        format!("model_providers.yoi.base_url={}", toml_string(u)),
+                        format!("model_providers.yoi.base_url={}", quoted(u)),
                         "model_providers.yoi.wire_api=\"responses\"".to_string(),
                         format!(
                             "model_providers.yoi.env_key=\"{}\"",
@@ -178,7 +217,7 @@ impl AgentProfile {
                 }
             }
         }
-        Ok(EndpointSettings { args, env })
+        Ok(out)
     }
 }
 
@@ -189,10 +228,25 @@ pub struct EndpointSettings {
     pub args: Vec<String>,
     /// Variables set for the run.
     pub env: Vec<(String, String)>,
+    /// Files written into the run folder before the run (the CLI's own configuration).
+    pub files: Vec<RunFile>,
+    /// What `{model}` stands for in this CLI's arguments, when not the profile's `model`.
+    pub model: Option<String>,
 }
 
-/// `s` as a TOML basic string.
-fn toml_string(s: &str) -> String {
+/// A file of the run folder that an endpoint needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFile {
+    /// Relative to the run folder.
+    pub path: String,
+    pub contents: String,
+    /// A variable naming it: (name, a path relative to the run folder) — the file itself or
+    /// a folder above it.
+    pub env: Option<(String, String)>,
+}
+
+/// `s` as a TOML basic string, which is also a JSON string.
+fn quoted(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         match c {
@@ -382,7 +436,7 @@ mod endpoint_tests {
 
     #[test]
     fn each_cli_gets_the_endpoint_in_what_it_reads() {
-        let EndpointSettings { args, env: e } = profile(Endpoint::Anthropic)
+        let EndpointSettings { args, env: e, .. } = profile(Endpoint::Anthropic)
             .endpoint_settings(&env())
             .unwrap();
         assert!(args.is_empty());
@@ -404,8 +458,45 @@ mod endpoint_tests {
             .unwrap()
             .env;
         assert_eq!(names(&e), ["GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"]);
+        // Gemini CLI 0.61 refuses the "gateway" login a base URL alone selects: a home of
+        // its own in the run folder chooses the API-key login.
+        let files = profile(Endpoint::Gemini)
+            .endpoint_settings(&env())
+            .unwrap()
+            .files;
+        assert_eq!(files[0].path, "gemini-home/.gemini/settings.json");
+        assert!(files[0].contents.contains("\"gemini-api-key\""));
+        assert_eq!(
+            files[0].env,
+            Some(("GEMINI_CLI_HOME".to_string(), "gemini-home".to_string()))
+        );
+        // OpenCode: a provider of yoi's own in a config file, the model under it.
+        let s = profile(Endpoint::Opencode)
+            .endpoint_settings(&env())
+            .unwrap();
+        assert_eq!(
+            s.env,
+            [("YOI_OPENCODE_API_KEY".to_string(), "k-123".to_string())]
+        );
+        assert_eq!(s.model.as_deref(), Some("yoi/m-1"));
+        let config: serde_json::Value = serde_json::from_str(&s.files[0].contents).unwrap();
+        assert_eq!(
+            config["provider"]["yoi"]["options"],
+            serde_json::json!({"baseURL": "http://127.0.0.1:9/v1", "apiKey": "{env:YOI_OPENCODE_API_KEY}"})
+        );
+        assert_eq!(config["provider"]["yoi"]["models"]["m-1"]["name"], "m-1");
+        assert_eq!(
+            s.files[0].env,
+            Some(("OPENCODE_CONFIG".to_string(), "opencode.json".to_string()))
+        );
+        let mut no_model = profile(Endpoint::Opencode);
+        no_model.model = None;
+        assert!(no_model
+            .endpoint_settings(&env())
+            .unwrap_err()
+            .contains("model"));
         // Codex ignores OPENAI_BASE_URL: a provider of yoi's own, by `-c` overrides.
-        let EndpointSettings { args, env: e } =
+        let EndpointSettings { args, env: e, .. } =
             profile(Endpoint::Codex).endpoint_settings(&env()).unwrap();
         assert_eq!(
             args,

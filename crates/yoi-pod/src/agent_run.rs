@@ -56,6 +56,26 @@ pub(crate) fn run_one(
         return Ok(Reported::Lost);
     }
     let p = &settings.profile;
+    // The endpoint the profile names, in what this CLI reads (added as written: a URL is no
+    // placeholder).
+    let yoi_agent::profile::EndpointSettings {
+        args: endpoint_args,
+        env: mut endpoint_env,
+        files: endpoint_files,
+        model: endpoint_model,
+    } = p
+        .endpoint_settings(&settings.env)
+        .map_err(|e| format!("agent profile `{}`: {e}", settings.profile_name))?;
+    for f in &endpoint_files {
+        let path = run_dir.join(&f.path);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(&path, &f.contents).map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some((name, at)) = &f.env {
+            endpoint_env.push((name.clone(), run_dir.join(at).display().to_string()));
+        }
+    }
     let vars = profiles::Vars {
         program: p.program.clone(),
         prompt_file: prompt_file.display().to_string(),
@@ -65,7 +85,7 @@ pub(crate) fn run_one(
         step: a.step.clone(),
         attempt: a.attempt.to_string(),
         assignment: a.id.clone(),
-        model: p.model.clone(),
+        model: endpoint_model.or_else(|| p.model.clone()),
         follow_up_file: String::new(),
     };
     let template = if Role::Reviewer.is(&a.role) && !p.reviewer_argv.is_empty() {
@@ -78,14 +98,6 @@ pub(crate) fn run_one(
     } else {
         &[]
     };
-    // The endpoint the profile names, in what this CLI reads (added as written: a URL is no
-    // placeholder).
-    let yoi_agent::profile::EndpointSettings {
-        args: endpoint_args,
-        env: endpoint_env,
-    } = p
-        .endpoint_settings(&settings.env)
-        .map_err(|e| format!("agent profile `{}`: {e}", settings.profile_name))?;
     let argv = template
         .iter()
         .chain(model_args)

@@ -320,7 +320,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             follow_up_timeout_secs: 0,
             base_url: None,
             api_key_env: None,
-            endpoint: None,
+            endpoint: Some(Endpoint::Opencode),
         },
     );
     m.insert(

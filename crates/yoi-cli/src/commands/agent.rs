@@ -99,10 +99,18 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
                 // What the endpoint settings become for this CLI: names, never values.
                 let pod_env: Vec<(String, String)> = std::env::vars().collect();
                 match profile.endpoint_settings(&pod_env) {
-                    Ok(yoi_agent::profile::EndpointSettings { args, env })
-                        if !args.is_empty() || !env.is_empty() =>
-                    {
-                        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+                    Ok(yoi_agent::profile::EndpointSettings {
+                        args, env, files, ..
+                    }) if !args.is_empty() || !env.is_empty() || !files.is_empty() => {
+                        let names: Vec<&str> = env
+                            .iter()
+                            .map(|(k, _)| k.as_str())
+                            .chain(
+                                files
+                                    .iter()
+                                    .filter_map(|f| f.env.as_ref().map(|e| e.0.as_str())),
+                            )
+                            .collect();
                         println!(
                             "endpoint: arguments [{}], environment {}",
                             args.join(" "),

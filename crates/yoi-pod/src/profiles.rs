@@ -72,6 +72,13 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             api_key_env: None,
         },
     );
+    // Codex's own sandbox cannot run inside yoi's: from 0.171 every filesystem-restricted
+    // mode (`workspace-write`, `read-only`) runs each command under its bundled bubblewrap,
+    // which fails to write the uid map of its user namespace because yoi's sandbox makes every
+    // mount, its own `/proc` included, read-only ("bwrap: setting up uid map: Read-only file
+    // system"), and its legacy Landlock mode refuses to run without bubblewrap. So Codex runs
+    // with its sandbox off and yoi's sandbox is the boundary (docs/pods.md); a reviewer's
+    // worktree is still checked untouched after the run.
     m.insert(
         "codex".into(),
         AgentProfile {
@@ -81,7 +88,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "exec",
                 "--json",
                 "--sandbox",
-                "workspace-write",
+                "danger-full-access",
                 "--ephemeral",
                 "-C",
                 "{worktree}",
@@ -94,7 +101,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "exec",
                 "--json",
                 "--sandbox",
-                "read-only",
+                "danger-full-access",
                 "--ephemeral",
                 "-C",
                 "{worktree}",

@@ -76,23 +76,24 @@ impl RuntimeRows {
 }
 
 impl Db {
-    /// Record workspace `id` in a database new to it, or refuse one made for another.
+    /// Record workspace `id` in a database new to it, or refuse one made for another. Only a
+    /// database new to it is written to: a command that reads stays a reader.
     pub(crate) async fn claim_for_workspace(&self, url: &str, id: &str) -> Result<(), StoreError> {
-        // Both databases know `ON CONFLICT … DO NOTHING`: the first opener records the id.
-        sqlx::query(
-            "INSERT INTO workspace_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
-        )
-        .bind(WORKSPACE_ID)
-        .bind(id)
-        .execute(self.pool())
-        .await
-        .map_err(db_err)?;
-        let found: String = sqlx::query("SELECT value FROM workspace_meta WHERE key = $1")
-            .bind(WORKSPACE_ID)
-            .fetch_one(self.pool())
-            .await
-            .and_then(|r| r.try_get(0))
-            .map_err(db_err)?;
+        let found = match self.workspace_id().await? {
+            Some(found) => found,
+            None => {
+                // Both databases know `ON CONFLICT … DO NOTHING`: the first opener records it.
+                sqlx::query(
+                    "INSERT INTO workspace_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+                )
+                .bind(WORKSPACE_ID)
+                .bind(id)
+                .execute(self.pool())
+                .await
+                .map_err(db_err)?;
+                self.workspace_id().await?.unwrap_or_else(|| id.to_string())
+            }
+        };
         if found != id {
             return Err(StoreError::DatabaseSetup {
                 problem: DbSetup::OtherWorkspace {

@@ -28,6 +28,7 @@ use yoi_engine::edge::edge;
 use yoi_engine::routing::AcceptError;
 use yoi_engine::skills::SkillError;
 use yoi_git::GitError;
+use yoi_server::error::details::ErrorDetails;
 use yoi_server::error::ApiError;
 use yoi_skills::{
     ActivateError, ParseError, ProposalError, ProposalStatus, RecorderError, ResourceError,
@@ -138,11 +139,17 @@ fn store(make: &dyn Fn() -> StoreError, what: &str, want: Want) {
     cli(make(), what, want);
     let answer = api(make(), what, want);
     assert_eq!(answer.code, make().code(), "{what}: API code");
-    assert_eq!(
-        answer.details.get("reason").and_then(|r| r.as_str()),
-        make().reason(),
-        "{what}: API details.reason"
-    );
+    let reason = match &answer.details {
+        Some(ErrorDetails::Rule(rule)) => Some(rule.reason),
+        _ => None,
+    };
+    assert_eq!(reason, make().reason(), "{what}: API details.reason");
+    if let Some(reason) = reason {
+        assert!(
+            yoi_server::error::details::RULES.contains(&reason),
+            "{what}: the rule `{reason}` is not in yoi_server::error::details::RULES, the document's enumeration"
+        );
+    }
     let answer = api(AssignmentError::Store(make()), what, want);
     assert_eq!(
         answer.code,

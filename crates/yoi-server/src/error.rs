@@ -7,12 +7,16 @@
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Value};
+use serde_json::json;
 use yoi_core::state::TransitionError;
 use yoi_core::ErrorClass;
 use yoi_engine::assignments::AssignmentError;
 use yoi_engine::skills::SkillError;
 use yoi_store::StoreError;
+
+pub mod details;
+
+use details::*;
 
 /// Every `error.code` an answer can carry, the enumeration the OpenAPI document gives
 /// `ErrorDetail.code`. The codes come from the errors themselves (`StoreError::code`, the
@@ -54,7 +58,7 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
-    pub details: Value,
+    pub details: Option<ErrorDetails>,
 }
 
 impl ApiError {
@@ -63,7 +67,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
-            details: Value::Null,
+            details: None,
         }
     }
 
@@ -97,7 +101,7 @@ impl ApiError {
         class: ErrorClass,
         code: &'static str,
         message: impl std::fmt::Display,
-        details: Value,
+        details: Option<ErrorDetails>,
     ) -> Self {
         let edge = yoi_engine::edge::edge(class);
         let status =
@@ -125,50 +129,66 @@ impl From<StoreError> for ApiError {
 fn store_error(e: &StoreError) -> ApiError {
     let details = match e {
         StoreError::Resolve(yoi_core::id::ResolveError::Ambiguous { matches, .. }) => {
-            json!({ "matches": matches })
+            Some(ErrorDetails::Ambiguous(AmbiguousDetails {
+                matches: matches.clone(),
+            }))
         }
-        StoreError::Transition { source, ticket } => match source {
+        StoreError::Transition { source, ticket } => Some(match source {
             TransitionError::NotPermitted { allowed, .. } => {
-                json!({ "ticket": ticket, "allowed": allowed })
+                ErrorDetails::NotPermitted(NotPermittedDetails {
+                    ticket: ticket.clone(),
+                    allowed: allowed.clone(),
+                })
             }
             TransitionError::WrongState {
                 expected, found, ..
-            } => json!({ "ticket": ticket, "expected": expected, "found": found }),
+            } => ErrorDetails::WrongState(WrongStateDetails {
+                ticket: ticket.clone(),
+                expected: expected.clone(),
+                found: *found,
+            }),
             TransitionError::NoEdge { .. } | TransitionError::Unchanged { .. } => {
-                json!({ "ticket": ticket })
+                ErrorDetails::Ticket(TicketDetails {
+                    ticket: ticket.clone(),
+                })
             }
-        },
+        }),
         StoreError::StaleState {
             ticket,
             expected,
             found,
-        } => json!({ "ticket": ticket, "expected": expected, "found": found }),
-        StoreError::Blocked { ticket, blockers } => {
-            json!({ "ticket": ticket, "blockers": blockers })
-        }
+        } => Some(ErrorDetails::StaleState(StaleStateDetails {
+            ticket: ticket.clone(),
+            expected: *expected,
+            found: *found,
+        })),
+        StoreError::Blocked { ticket, blockers } => Some(ErrorDetails::Blocked(BlockedDetails {
+            ticket: ticket.clone(),
+            blockers: blockers.clone(),
+        })),
         StoreError::ConflictingReplay { op, ticket } => {
-            json!({ "idempotency_key": op, "ticket": ticket })
+            Some(ErrorDetails::ConflictingReplay(ConflictingReplayDetails {
+                idempotency_key: op.clone(),
+                ticket: ticket.clone(),
+            }))
         }
-        StoreError::Cycle { cycle, .. } => json!({ "cycle": cycle }),
+        StoreError::Cycle { cycle, .. } => Some(ErrorDetails::Cycle(CycleDetails {
+            cycle: cycle.clone(),
+        })),
         StoreError::BriefIncomplete { ticket, missing } => {
-            json!({ "ticket": ticket, "missing": missing })
+            Some(ErrorDetails::BriefIncomplete(BriefIncompleteDetails {
+                ticket: ticket.clone(),
+                missing: missing.clone(),
+            }))
         }
-        StoreError::Invalid { path, line, .. } => json!({ "path": path, "line": line }),
-        StoreError::Refused { .. } | StoreError::NotPermitted { .. } => {
-            json!({ "reason": e.reason() })
-        }
-        StoreError::DuplicateRelation { .. }
-        | StoreError::SelfRelation { .. }
-        | StoreError::BadId(_)
-        | StoreError::BadInput { .. }
-        | StoreError::Resolve(_)
-        | StoreError::NoSuchRelation { .. }
-        | StoreError::Locked { .. }
-        | StoreError::Io { .. }
-        | StoreError::Database { .. }
-        | StoreError::DatabaseTooNew { .. }
-        | StoreError::NotInitialized { .. }
-        | StoreError::NotGit { .. } => Value::Null,
+        StoreError::Invalid { path, line, .. } => Some(ErrorDetails::File(FileDetails {
+            path: path.display().to_string(),
+            line: *line,
+        })),
+        // A refusal or permission rule names itself; the other errors add nothing.
+        _ => e
+            .reason()
+            .map(|reason| ErrorDetails::Rule(RuleDetails { reason })),
     };
     ApiError::classified(e.class(), e.code(), e, details)
 }
@@ -182,17 +202,24 @@ impl From<AssignmentError> for ApiError {
                 fence,
                 current,
                 status,
-            } => {
-                json!({ "assignment": id, "fence": fence, "current_fence": current, "status": status })
+            } => Some(ErrorDetails::StaleFence(StaleFenceDetails {
+                assignment: id.clone(),
+                fence: *fence,
+                current_fence: *current,
+                status: *status,
+            })),
+            AssignmentError::TouchesTickets { paths, .. } => {
+                Some(ErrorDetails::Paths(PathsDetails {
+                    paths: paths.clone(),
+                }))
             }
-            AssignmentError::TouchesTickets { paths, .. } => json!({ "paths": paths }),
             AssignmentError::NotFound { .. }
             | AssignmentError::NotYours { .. }
             | AssignmentError::WrongRole { .. }
             | AssignmentError::UnknownPod { .. }
             | AssignmentError::BadResult { .. }
             | AssignmentError::Prepare { .. }
-            | AssignmentError::Git(_) => Value::Null,
+            | AssignmentError::Git(_) => None,
         };
         ApiError::classified(e.class(), e.code(), &e, details)
     }
@@ -203,7 +230,7 @@ impl From<SkillError> for ApiError {
         if let SkillError::Store(inner) = &e {
             return store_error(inner);
         }
-        ApiError::classified(e.class(), e.code(), &e, Value::Null)
+        ApiError::classified(e.class(), e.code(), &e, None)
     }
 }
 
@@ -215,8 +242,8 @@ impl IntoResponse for ApiError {
             self.code
         );
         let mut body = json!({ "error": { "code": self.code, "message": self.message } });
-        if !self.details.is_null() {
-            body["error"]["details"] = self.details;
+        if let Some(details) = &self.details {
+            body["error"]["details"] = serde_json::to_value(details).unwrap_or_default();
         }
         let mut resp = (self.status, axum::Json(body)).into_response();
         // A refusal may be decided before the request body is read (authentication, size,

@@ -314,6 +314,13 @@ fn bodies(doc: &mut Value) {
         }),
     );
     prop(doc, "RejectBody", "reason", non_blank());
+    // Every rule a refusal can name (`error::details::RULES`).
+    prop(
+        doc,
+        "RuleDetails",
+        "reason",
+        enumeration(crate::error::details::RULES),
+    );
     // Every error code an answer can carry (`error::CODES`).
     prop(
         doc,

@@ -68,9 +68,9 @@ pub struct ErrorDetail {
     pub code: String,
     /// What went wrong and how to fix it, for people.
     pub message: String,
-    /// Structured facts about the refusal (ticket, expected and found state, blockers…).
-    #[schema(value_type = Option<Object>)]
-    pub details: Option<serde_json::Value>,
+    /// Structured facts about the refusal (ticket, expected and found state, blockers…), one
+    /// shape per kind of refusal; absent when there are none.
+    pub details: Option<crate::error::details::ErrorDetails>,
 }
 
 /// Adds the error body as the `default` response of every operation.

@@ -54,13 +54,13 @@ pub async fn show(
                 ErrorClass::Refused,
                 "invalid_flow",
                 format!("flow `{name}` is skipped: {}", problems.join("; ")),
-                serde_json::Value::Null,
+                None,
             )),
             Err(flows::NotUsable::Unknown) => Err(ApiError::classified(
                 ErrorClass::NotFound,
                 "not_found",
                 format!("no flow is called `{name}`"),
-                serde_json::Value::Null,
+                None,
             )),
         })
         .await?;

@@ -9,9 +9,6 @@ use common::server::Server;
 use common::{run_yoi_env, Repo};
 use yoi_testkit::pg;
 
-const BRIEF: &str =
-    "## Intent\nDo it.\n\n## Acceptance criteria\n- done\n\n## Validation\n`true`\n";
-
 /// A repository whose workspace lives in the PostgreSQL database at `url` from its first
 /// command (`yoi init`), and uses it from then on through `.yoi/local/database.url`.
 fn on_postgres(url: &str) -> Repo {
@@ -45,27 +42,53 @@ fn admin_token(repo: &Repo) -> String {
     std::fs::read_to_string(repo.path().join(".yoi/local/admin.token")).unwrap()
 }
 
+const NOTE_CODER: &str = "write notes/$YOI_TICKET.md for $YOI_TICKET\\n\ndone wrote the note\n";
+const APPROVE: &str = "say YOI-VERDICT: approve\ndone reviewed\n";
+const NOTE_BRIEF: &str =
+    "## Intent\nLeave a note.\n\n## Acceptance criteria\n- the note exists\n\n## Validation\n`ls notes`\n";
+
 #[test]
 fn two_workspaces_serve_side_by_side_on_one_database_under_load_without_churn() {
     let url = pg::database();
-    let (a, b) = (on_postgres(&url), on_postgres(&url));
-    let (server_a, server_b) = (Server::start(&a), Server::start(&b));
-    // Both teams work at once: through their servers, and with local commands that catch
-    // their index up with their own files.
-    std::thread::scope(|s| {
-        for (repo, name) in [(&a, "A"), (&b, "B")] {
-            s.spawn(move || {
-                for i in 0..12 {
-                    let id = repo.create(&format!("{name}{i:02}"), BRIEF);
-                    repo.yoi(&["ticket", "mark-ready", &id]).ok();
-                    repo.yoi(&["ticket", "queue", &id]).ok();
-                    repo.yoi(&["--local", "ticket", "list", "--json"]).ok();
-                }
-            });
-        }
+    // Two teams' repositories with pods, moved into one database (the second move lands next
+    // to the first workspace's rows).
+    let (a, b) = (
+        workspace_with_reviewer(NOTE_CODER, APPROVE),
+        workspace_with_reviewer(NOTE_CODER, APPROVE),
+    );
+    for repo in [&a, &b] {
+        repo.yoi(&["db", "copy", "--to", &url]).ok();
+    }
+    let (server_a, server_b) = (Server::spawn(&a), Server::spawn(&b));
+    // Both teams work at once: creating and queueing through their servers (which route the
+    // tickets and hand them to their pods, which claim them), and with local commands that
+    // catch their index up with their own files.
+    let ids: Vec<Vec<String>> = std::thread::scope(|s| {
+        let teams: Vec<_> = [(&a, "A"), (&b, "B")]
+            .into_iter()
+            .map(|(repo, name)| {
+                s.spawn(move || {
+                    (0..4)
+                        .map(|i| {
+                            let id = repo.create(&format!("{name}{i}"), NOTE_BRIEF);
+                            repo.yoi(&["ticket", "mark-ready", &id]).ok();
+                            repo.yoi(&["ticket", "queue", &id]).ok();
+                            repo.yoi(&["--local", "ticket", "list", "--json"]).ok();
+                            id
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        teams.into_iter().map(|t| t.join().unwrap()).collect()
     });
+    for (repo, ids) in [(&a, &ids[0]), (&b, &ids[1])] {
+        until("every ticket of both workspaces to be merged", || {
+            ids.iter().all(|id| state_of(repo, id) == "done")
+        });
+    }
     for (repo, server, name) in [(&a, &server_a, "A"), (&b, &server_b, "B")] {
-        let (status, body) = server.get(repo, "/tickets?limit=100");
+        let (status, body) = server.get(repo, "/tickets?state=all&limit=100");
         assert_eq!(status, 200, "{body}");
         let titles: Vec<&str> = body["tickets"]
             .as_array()
@@ -73,14 +96,21 @@ fn two_workspaces_serve_side_by_side_on_one_database_under_load_without_churn() 
             .iter()
             .map(|t| t["title"].as_str().unwrap())
             .collect();
-        assert_eq!(titles.len(), 12, "{titles:?}");
+        assert_eq!(titles.len(), 4, "{titles:?}");
         assert!(titles.iter().all(|t| t.starts_with(name)), "{titles:?}");
-        let local = json(
-            &repo
-                .yoi(&["--local", "ticket", "list", "--state", "queued", "--json"])
-                .ok(),
+        // Every step of every ticket was claimed by this workspace's own pods.
+        let assignments = json(&repo.yoi(&["assignment", "list", "--json"]).ok());
+        let rows = assignments["assignments"].as_array().unwrap();
+        assert!(rows.len() >= 12, "{assignments}");
+        let own: Vec<&str> = ids[usize::from(name == "B")]
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        assert!(
+            rows.iter()
+                .all(|r| own.contains(&r["ticket"].as_str().unwrap())),
+            "{assignments}"
         );
-        assert_eq!(local["count"], 12, "{local}");
     }
     // Each admin token works on its own server only.
     assert_eq!(status_with(&server_a, &admin_token(&a), "/tickets"), 200);

@@ -13,7 +13,7 @@ use sqlx::Row;
 use yoi_core::State;
 
 use super::db_err;
-use super::outbox::{outbox_kind, outbox_payload, OutboxKind};
+use super::outbox::{outbox_kind, outbox_payload, plan_payload, OutboxKind};
 use super::snapshot::{plan_key, FileStat, Snapshot};
 use yoi_core::thread::Event;
 use yoi_store::index_hook::{AppendedThread, OpRecord};
@@ -479,7 +479,7 @@ impl<'a> Rows<'a> {
                 p.at.to_string().into(),
                 serde_json::to_string(p).unwrap_or_default().into(),
             ]);
-            let payload = json!({ "ticket": id, "record": p.id, "kind": p.kind.as_str(), "related": p.related_ticket });
+            let payload = plan_payload(id, p);
             self.outbox.push((
                 plan_key(&s.id, &p.id),
                 id.to_string(),

@@ -56,7 +56,9 @@ pub use inspect::{
 pub use copy::TableCopy;
 pub use lease::{LeaseHolder, LEASE_MS, RENEW_EVERY};
 pub use lists::{IndexedTicket, Page};
-pub use outbox::{outbox_kind, Delivery, OutboxEvent, OutboxKind, MAX_ATTEMPTS};
+pub use outbox::{
+    outbox_kind, Delivery, EventPayload, OutboxEvent, OutboxKind, PlanPayload, MAX_ATTEMPTS,
+};
 pub use pods::{PodRow, PodState};
 pub use read_ahead::SpanReader;
 pub use reindex::{IndexStats, ReindexMode};

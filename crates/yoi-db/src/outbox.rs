@@ -5,10 +5,11 @@
 //! defers it (not before a given time, with a reason) or fails it (with the error). Attempts are
 //! bounded: the [`MAX_ATTEMPTS`]-th defer or fail parks the row as `dead`, visible to doctor.
 
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use sqlx::{AnyConnection, Row};
+use yoi_core::plan::{PlanKind, PlanRecord};
 use yoi_core::thread::{Event, EventKind};
+use yoi_core::TicketId;
 
 use super::{db_err, Db};
 use yoi_store::StoreError;
@@ -255,9 +256,7 @@ fn outbox_event(r: &sqlx::any::AnyRow) -> Result<OutboxEvent, StoreError> {
 
 /// The orchestration events the outbox carries: what each thread event (and plan record)
 /// becomes, and what routing and the live stream see. Stored and sent as its snake_case name.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutboxKind {
     TicketCreated,
@@ -353,18 +352,77 @@ pub fn outbox_kind(e: &Event) -> OutboxKind {
     }
 }
 
+/// The payload of an outbox row that stands for a thread event (every kind but
+/// [`OutboxKind::PlanRecordAdded`]): the event's facts routing and the live stream read, each
+/// attribute as the thread holds it. Every field is written, `null` when the event has none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventPayload {
+    #[schema(value_type = TicketId)]
+    pub ticket: String,
+    /// The event's key: its `id`, or `legacy:<ticket>:<position>` for an event written without
+    /// one.
+    pub event_id: String,
+    pub event_kind: EventKind,
+    pub author: Option<String>,
+    /// When it happened, as the event's `at` attribute holds it (RFC 3339 when yoi wrote it).
+    pub at: Option<String>,
+    /// A state change's states and reason, as written (an older thread may name an older state).
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// The payload of a [`OutboxKind::PlanRecordAdded`] row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanPayload {
+    #[schema(value_type = TicketId)]
+    pub ticket: String,
+    /// The plan record's id.
+    pub record: String,
+    pub kind: PlanKind,
+    pub related: Option<TicketId>,
+}
+
+impl OutboxKind {
+    /// The name of the payload schema rows of this kind carry in the API's document
+    /// ([`EventPayload`] or [`PlanPayload`]).
+    pub fn payload_schema(self) -> &'static str {
+        match self {
+            OutboxKind::PlanRecordAdded => "PlanPayload",
+            _ => "EventPayload",
+        }
+    }
+}
+
 /// The outbox payload of a thread event.
 pub(crate) fn outbox_payload(ticket: &str, key: &str, e: &Event) -> serde_json::Value {
-    json!({
-        "ticket": ticket,
-        "event_id": key,
-        "event_kind": e.kind.as_str(),
-        "author": e.author(),
-        "at": e.get("at"),
-        "from": e.get("from"),
-        "to": e.get("to"),
-        "reason": e.get("reason"),
+    let attr = |name: &str| e.get(name).map(str::to_string);
+    to_json(&EventPayload {
+        ticket: ticket.to_string(),
+        event_id: key.to_string(),
+        event_kind: e.kind.clone(),
+        author: e.author().map(str::to_string),
+        at: attr("at"),
+        from: attr("from"),
+        to: attr("to"),
+        reason: attr("reason"),
     })
+}
+
+/// The outbox payload of a plan record.
+pub(crate) fn plan_payload(ticket: &str, p: &PlanRecord) -> serde_json::Value {
+    to_json(&PlanPayload {
+        ticket: ticket.to_string(),
+        record: p.id.clone(),
+        kind: p.kind,
+        related: p.related_ticket.clone(),
+    })
+}
+
+fn to_json(payload: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(payload).expect("a payload of strings serialises")
 }
 
 pub(crate) async fn add_outbox(

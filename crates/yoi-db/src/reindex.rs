@@ -13,7 +13,7 @@ use sqlx::AnyConnection;
 use sqlx::Row;
 use yoi_core::{State, TicketId};
 
-use super::outbox::{add_outbox, outbox_kind, outbox_payload, OutboxKind};
+use super::outbox::{add_outbox, outbox_kind, outbox_payload, plan_payload, OutboxKind};
 use super::snapshot::{
     file_stat, fingerprinted, is_ticket, look_at, plan_key, read_snapshot, snapshot,
     ticket_changed, FileStat, Seen, Snapshot,
@@ -558,7 +558,7 @@ async fn write_snapshot(
             .execute(&mut *conn)
             .await
             .map_err(db_err)?;
-        let payload = json!({ "ticket": id, "record": p.id, "kind": p.kind.as_str(), "related": p.related_ticket });
+        let payload = plan_payload(id, p);
         added += add_outbox(
             conn,
             &plan_key(&s.id, &p.id),

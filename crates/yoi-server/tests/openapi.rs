@@ -565,17 +565,39 @@ fn a_body_of_optional_fields_may_be_left_out() {
     assert_eq!(ready["to"], "ready");
 }
 
-/// The live stream's events name their kind from the outbox's one list of kinds.
+/// The live stream's events name their kind from the outbox's one list of kinds, and each kind
+/// is a closed schema of its own whose payload is the type the outbox writes for it.
 #[test]
 fn live_event_kinds_are_the_outbox_kinds() {
     let doc = document();
+    let schemas = &doc["components"]["schemas"];
     let kinds: Vec<&str> = yoi_db::OutboxKind::ALL.iter().map(|k| k.as_str()).collect();
-    assert_eq!(
-        doc["components"]["schemas"]["OutboxKind"]["enum"],
-        serde_json::json!(kinds)
-    );
-    let live = &doc["components"]["schemas"]["LiveEvent"]["properties"]["kind"];
-    assert_eq!(live["$ref"], "#/components/schemas/OutboxKind", "{live}");
+    assert_eq!(schemas["OutboxKind"]["enum"], serde_json::json!(kinds));
+    let live = &schemas["LiveEvent"];
+    assert_eq!(live["discriminator"]["propertyName"], "kind", "{live}");
+    let choices = live["oneOf"].as_array().unwrap();
+    assert_eq!(choices.len(), kinds.len(), "{live}");
+    for kind in yoi_db::OutboxKind::ALL {
+        let name = yoi_server::openapi::events::schema_name(kind);
+        let reference = format!("#/components/schemas/{name}");
+        assert_eq!(
+            live["discriminator"]["mapping"][kind.as_str()],
+            reference.as_str()
+        );
+        assert!(
+            choices.contains(&serde_json::json!({ "$ref": reference })),
+            "{name}"
+        );
+        let one = &schemas[&name];
+        assert_eq!(one["properties"]["kind"]["const"], kind.as_str(), "{name}");
+        assert_eq!(
+            one["properties"]["payload"]["$ref"],
+            format!("#/components/schemas/{}", kind.payload_schema()),
+            "{name}"
+        );
+        assert_eq!(one["additionalProperties"], false, "{name}");
+        assert!(schemas[kind.payload_schema()]["properties"].is_object());
+    }
     let sse = &doc["paths"]["/api/v1/events"]["get"]["responses"]["200"]["content"]
         ["text/event-stream"]["schema"]["properties"]["event"];
     assert_eq!(sse["$ref"], "#/components/schemas/OutboxKind", "{sse}");

@@ -89,6 +89,26 @@ impl EventKind {
         }
     }
 
+    /// The name of every kind this version knows, in variant order.
+    pub const KNOWN: [&'static str; 16] = [
+        "create",
+        "comment",
+        "intake_summary",
+        "decision",
+        "plan",
+        "state_changed",
+        "implementation_report",
+        "verification",
+        "review",
+        "merge",
+        "assignment",
+        "attention",
+        "retry",
+        "item_edit",
+        "relation_changed",
+        "close",
+    ];
+
     fn known(s: &str) -> Option<Self> {
         Some(match s {
             "create" => EventKind::Create,
@@ -127,5 +147,65 @@ impl From<EventKind> for String {
 impl fmt::Display for EventKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// In the API's document: one of the [`EventKind::KNOWN`] names (the `KnownEventKind`
+/// enumeration), or any other name, which a thread written by another version of yoi may hold
+/// and which is passed through as written ([`EventKind::Other`]).
+impl utoipa::PartialSchema for EventKind {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{AnyOfBuilder, ObjectBuilder, Type};
+        AnyOfBuilder::new()
+            .item(utoipa::openapi::Ref::from_schema_name("KnownEventKind"))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("A kind another version of yoi wrote, passed through.")),
+            )
+            .description(Some(
+                "A thread event's kind: one this version writes, or another version's, kept as written.",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for EventKind {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        schemas.push(("KnownEventKind".into(), known_kinds()));
+    }
+}
+
+/// The `KnownEventKind` enumeration of the API's document.
+fn known_kinds() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(EventKind::KNOWN))
+        .description(Some(
+            "The kinds of thread event this version of yoi writes.",
+        ))
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventKind;
+
+    #[test]
+    fn every_known_name_reads_as_its_own_kind() {
+        for name in EventKind::KNOWN {
+            let kind = EventKind::parse(name);
+            assert!(!matches!(kind, EventKind::Other(_)), "{name}");
+            assert_eq!(kind.as_str(), name);
+        }
+        assert_eq!(
+            EventKind::parse("from_the_future"),
+            EventKind::Other("from_the_future".into())
+        );
     }
 }

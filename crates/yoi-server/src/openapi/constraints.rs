@@ -77,6 +77,7 @@ pub fn apply(doc: &mut Value) {
     parameters(doc);
     bodies(doc);
     sse(doc);
+    super::events::apply(doc);
     closed(doc);
     closed_answers(doc);
     tuples(doc);

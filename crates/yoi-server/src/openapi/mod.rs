@@ -10,6 +10,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use crate::routes::tickets as t;
 
 mod constraints;
+pub mod events;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -30,7 +31,7 @@ mod constraints;
         crate::routes::pods::log, crate::routes::pods::list_assignments, crate::routes::pods::ticket_cost,
         crate::routes::health::healthz, crate::routes::health::readyz, crate::ui::session::mint_route, serve
     ),
-    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody, crate::routes::routing::RetryBody, crate::routes::pods::RegisterBody, crate::routes::pods::ClaimBody, crate::routes::pods::FencedBody, crate::routes::pods::CompleteBody, crate::routes::pods::FailBody, crate::routes::pods::LogBody, crate::ui::session::LoginLink)),
+    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, yoi_db::EventPayload, yoi_db::PlanPayload, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody, crate::routes::routing::RetryBody, crate::routes::pods::RegisterBody, crate::routes::pods::ClaimBody, crate::routes::pods::FencedBody, crate::routes::pods::CompleteBody, crate::routes::pods::FailBody, crate::routes::pods::LogBody, crate::ui::session::LoginLink)),
     tags(
         (name = "tickets", description = "Tickets: create, edit, comment, state operations, relations and plan records."),
         (name = "routing", description = "Routing: decisions, retry after an open circuit, the orchestrator's status."),

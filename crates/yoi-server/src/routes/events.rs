@@ -57,13 +57,19 @@ pub struct EventsParams {
 /// The `data:` of one SSE event.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LiveEvent {
+    /// The outbox seq, the SSE `id:` field too.
     pub seq: i64,
+    /// The event's key: a thread event's id, `legacy:<ticket>:<position>` for one written
+    /// without an id, or `plan:<ticket>:<record>` for a plan record.
     pub event_id: String,
+    #[schema(value_type = yoi_core::TicketId)]
     pub ticket: String,
     /// The event's kind, the SSE `event:` field too.
     #[schema(value_type = yoi_db::OutboxKind)]
     pub kind: String,
-    #[schema(value_type = Object)]
+    /// What the outbox wrote for the event: an `EventPayload`, or a `PlanPayload` for
+    /// `plan_record_added` (each kind's schema says which).
+    #[schema(value_type = yoi_db::EventPayload)]
     pub payload: serde_json::Value,
 }
 

@@ -117,8 +117,23 @@ fn two_workspaces_serve_side_by_side_on_one_database_under_load_without_churn() 
     assert_eq!(status_with(&server_b, &admin_token(&b), "/tickets"), 200);
     assert_eq!(status_with(&server_a, &admin_token(&b), "/tickets"), 401);
     assert_eq!(status_with(&server_b, &admin_token(&a), "/tickets"), 401);
-    // Nothing was ever re-read, removed or announced twice: a catch-up finds each index in
-    // line with its files.
+    // A hundred more commands, the two workspaces taking turns, each catching its index up
+    // with its own files: neither ever sees the other's tickets …
+    for i in 0..100 {
+        let (repo, name) = if i % 2 == 0 { (&a, "A") } else { (&b, "B") };
+        let list = json(
+            &repo
+                .yoi(&["--local", "ticket", "list", "--state", "all", "--json"])
+                .ok(),
+        );
+        let titles = list["tickets"].as_array().unwrap();
+        assert_eq!(titles.len(), 4, "{list}");
+        assert!(titles
+            .iter()
+            .all(|t| t["title"].as_str().unwrap().starts_with(name)));
+    }
+    // … and nothing was ever re-read, removed or announced twice: a catch-up finds each index
+    // in line with its files.
     for repo in [&a, &b] {
         let stats = json(&repo.yoi(&["--local", "reindex", "--json"]).ok());
         assert_eq!(

@@ -239,8 +239,7 @@ pub type IdMap<V> = HashMap<IdKey, V, std::hash::BuildHasherDefault<IdHasher>>;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 pub struct Blocker {
     pub ticket: TicketId,
-    /// `depends_on` (this ticket depends on it) or `blocked_by` (it blocks this ticket).
-    pub reason_kind: String,
+    pub reason_kind: BlockerReason,
     /// The blocker's state; `None` when the ticket does not exist or yoi cannot read it (a
     /// broken ticket: it blocks on the safe side).
     pub state: Option<State>,
@@ -256,6 +255,45 @@ impl fmt::Display for Blocker {
                 self.ticket, self.reason_kind
             ),
         }
+    }
+}
+
+/// Why a blocker blocks: this ticket `depends_on` it, or it blocks this ticket (`blocked_by`).
+/// The variants are in the order of their names, so blockers sort as they did by name.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockerReason {
+    BlockedBy,
+    DependsOn,
+}
+
+impl BlockerReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockerReason::BlockedBy => "blocked_by",
+            BlockerReason::DependsOn => "depends_on",
+        }
+    }
+
+    /// The reason `name` spells, if any.
+    pub fn parse(name: &str) -> Option<BlockerReason> {
+        [BlockerReason::BlockedBy, BlockerReason::DependsOn]
+            .into_iter()
+            .find(|r| r.as_str() == name)
+    }
+}
+
+impl fmt::Display for BlockerReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for BlockerReason {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -434,21 +472,23 @@ impl RelationGraph {
 
     /// What `id` waits on, unsorted and possibly repeated: depends_on targets and the sources
     /// of incoming blocks.
-    fn waits<'g>(&'g self, id: &TicketId) -> impl Iterator<Item = (&'g TicketId, &'static str)> {
+    fn waits<'g>(&'g self, id: &TicketId) -> impl Iterator<Item = (&'g TicketId, BlockerReason)> {
         self.outgoing(id)
             .filter(|r| r.kind == RelationKind::DependsOn)
-            .map(|r| (&r.target, "depends_on"))
+            .map(|r| (&r.target, BlockerReason::DependsOn))
             .chain(
                 self.incoming(id)
                     .filter(|r| r.kind == RelationKind::Blocks)
-                    .map(|r| (&r.ticket_id, "blocked_by")),
+                    .map(|r| (&r.ticket_id, BlockerReason::BlockedBy)),
             )
     }
 
     /// The tickets `id` waits on: depends_on targets and the sources of incoming blocks.
     pub fn waits_on(&self, id: &TicketId) -> Vec<(TicketId, &'static str)> {
-        let mut out: Vec<(TicketId, &'static str)> =
-            self.waits(id).map(|(t, why)| (t.clone(), why)).collect();
+        let mut out: Vec<(TicketId, &'static str)> = self
+            .waits(id)
+            .map(|(t, why)| (t.clone(), why.as_str()))
+            .collect();
         out.sort();
         out.dedup();
         out
@@ -472,7 +512,7 @@ impl RelationGraph {
                 let state = state_of(t);
                 (!state.is_some_and(State::is_finished)).then(|| Blocker {
                     ticket: t.clone(),
-                    reason_kind: why.to_string(),
+                    reason_kind: why,
                     state,
                 })
             })

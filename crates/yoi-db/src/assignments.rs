@@ -80,8 +80,10 @@ impl AssignmentStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, utoipa::ToSchema)]
 pub struct Assignment {
     pub id: String,
+    #[schema(value_type = yoi_core::TicketId)]
     pub ticket: String,
     pub step: String,
+    #[schema(value_type = yoi_core::role::Role)]
     pub role: String,
     pub attempt: i64,
     pub fence: i64,

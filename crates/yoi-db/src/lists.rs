@@ -8,7 +8,7 @@ use futures_util::TryStreamExt;
 use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::Row;
-use yoi_core::relation::{Blocker, Relation};
+use yoi_core::relation::{Blocker, BlockerReason, Relation};
 use yoi_core::state::State;
 use yoi_core::{TicketId, Timestamp};
 
@@ -287,7 +287,11 @@ impl Db {
                 .or_default()
                 .push(Blocker {
                     ticket: TicketId::parse(&other)?,
-                    reason_kind: why,
+                    reason_kind: BlockerReason::parse(&why).ok_or_else(|| {
+                        StoreError::Database {
+                            reason: format!("a blocker row with the reason `{why}`"),
+                        }
+                    })?,
                     state,
                 });
         }

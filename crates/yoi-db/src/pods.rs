@@ -50,6 +50,7 @@ impl PodState {
 pub struct PodRow {
     pub id: String,
     pub name: String,
+    #[schema(value_type = yoi_core::role::Role)]
     pub role: String,
     pub host: String,
     pub pid: Option<i64>,

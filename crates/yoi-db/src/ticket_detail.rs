@@ -62,6 +62,7 @@ pub struct TicketDetail {
 pub struct AttemptDetail {
     pub assignment: String,
     pub step: String,
+    #[schema(value_type = yoi_core::role::Role)]
     pub role: String,
     pub attempt: i64,
     pub fence: i64,
@@ -182,6 +183,7 @@ pub struct RunningFlow {
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct EventDetail {
+    #[schema(value_type = yoi_core::thread::EventKind)]
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,

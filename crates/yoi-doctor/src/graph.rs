@@ -333,7 +333,7 @@ pub(super) fn check_workspace(ws: &Workspace, tickets: &[TicketScan]) -> Vec<Fin
         let names: Vec<String> = blockers.iter().map(describe).collect();
         let rms: Vec<String> = blockers
             .iter()
-            .map(|b| format!("`{}`", rm_wait(&t.id, &b.ticket, &b.reason_kind)))
+            .map(|b| format!("`{}`", rm_wait(&t.id, &b.ticket, b.reason_kind.as_str())))
             .collect();
         let f = if state == State::Queued {
             Finding::warning(

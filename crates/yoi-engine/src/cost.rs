@@ -17,8 +17,10 @@ use crate::assignments::{CostSource, Usage};
 pub struct CostLine {
     pub assignment: String,
     pub step: String,
+    #[schema(value_type = yoi_core::role::Role)]
     pub role: String,
     pub attempt: i64,
+    #[schema(value_type = yoi_db::AssignmentStatus)]
     pub status: String,
     pub agent: Option<String>,
     pub model: Option<String>,
@@ -34,6 +36,7 @@ pub struct CostLine {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[schema(as = Cost)]
 pub struct CostReport {
+    #[schema(value_type = yoi_core::TicketId)]
     pub ticket: String,
     pub attempts: Vec<CostLine>,
     pub wall_ms: u64,

@@ -335,6 +335,19 @@ fn every_person_operation_of_the_engine_s_table_is_routed_and_documented() {
         if let Some(want) = want {
             assert_eq!(body, want, "{op:?}: its request body");
         }
+        // What it answers: the outcome of the operation (a plan record's, with the record).
+        let answer = match op {
+            PersonOp::AddPlanRecord => "#/components/schemas/PlanAdded",
+            _ => "#/components/schemas/OperationResult",
+        };
+        let responses = doc["paths"][&route.1][&route.0]["responses"].as_object().unwrap();
+        for (status, response) in responses.iter().filter(|(s, _)| s.starts_with('2')) {
+            assert_eq!(
+                response["content"]["application/json"]["schema"]["$ref"],
+                answer,
+                "{op:?}: its {status} answer"
+            );
+        }
     }
 }
 

@@ -21,7 +21,7 @@ fn sorted(mut v: Vec<TicketId>) -> Vec<TicketId> {
 fn blocker(ticket: &TicketId, why: &str, state: Option<State>) -> Blocker {
     Blocker {
         ticket: ticket.clone(),
-        reason_kind: why.into(),
+        reason_kind: yoi_core::relation::BlockerReason::parse(why).unwrap(),
         state,
     }
 }

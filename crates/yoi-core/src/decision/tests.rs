@@ -11,7 +11,7 @@ fn id(s: &str) -> TicketId {
 fn blocker(ticket: &str, reason_kind: &str, state: Option<State>) -> Blocker {
     Blocker {
         ticket: id(ticket),
-        reason_kind: reason_kind.to_string(),
+        reason_kind: crate::relation::BlockerReason::parse(reason_kind).unwrap(),
         state,
     }
 }

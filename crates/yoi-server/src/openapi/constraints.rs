@@ -64,6 +64,9 @@ fn nullable(mut schema: Value) -> Value {
     schema
 }
 
+/// A ULID as yoi writes it: 26 upper-case Crockford base32 characters, the first at most `7`.
+const ULID: &str = "^[0-7][0-9A-HJKMNP-TV-Z]{25}$";
+
 const RELATION_KINDS: &[&str] = &[
     "depends_on",
     "blocks",
@@ -321,6 +324,34 @@ fn bodies(doc: &mut Value) {
         "RuleDetails",
         "reason",
         enumeration(crate::error::details::RULES),
+    );
+    // Answers' fixed vocabularies kept as strings in their types: what an operation was
+    // (`yoi_store::ops::OPERATIONS`), which way a relation points (`query::relation_view`), what
+    // the router would decide (`RoutingDecision::KINDS`).
+    prop(
+        doc,
+        "OperationResult",
+        "operation",
+        enumeration(&yoi_store::ops::OPERATIONS),
+    );
+    // The id of the event an operation wrote: a ULID (`ops::new_ulid`).
+    prop(
+        doc,
+        "OperationResult",
+        "event_id",
+        json!({ "type": "string", "pattern": ULID, "description": "Id of the thread event that records it, a ULID (absent for plan records)." }),
+    );
+    prop(
+        doc,
+        "RelationEntry",
+        "direction",
+        enumeration(&["outgoing", "incoming"]),
+    );
+    prop(
+        doc,
+        "WouldDecide",
+        "kind",
+        enumeration(&yoi_core::decision::RoutingDecision::KINDS),
     );
     // Every error code an answer can carry (`error::CODES`).
     prop(

@@ -70,6 +70,31 @@ impl Ctx {
     }
 }
 
+/// Every name an [`Outcome::operation`] can hold: the state machine's operations
+/// ([`Operation::as_str`](yoi_core::state::Operation::as_str)) and the operations that change no
+/// state. The API's document gives `OperationResult.operation` this enumeration; a debug build
+/// refuses to finish an operation whose name is not here.
+pub const OPERATIONS: [&str; 18] = [
+    "create",
+    "edit",
+    "submit_packet",
+    "comment",
+    "retry",
+    "attention",
+    "record_attempt",
+    "relation_add",
+    "relation_rm",
+    "plan_add",
+    "mark-ready",
+    "queue",
+    "return-to-planning",
+    "accept",
+    "complete",
+    "close",
+    "cancel",
+    "reopen",
+];
+
 /// What a mutation did. A replay returns the same value with `replayed: true`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = OperationResult)]
@@ -168,6 +193,11 @@ pub(crate) fn replay_of(
 
 /// After the files are written (lock still held): update the index and remember the operation.
 pub(crate) fn finish(ws: &Workspace, ctx: &Ctx, fp: &str, mut outcome: Outcome) -> Outcome {
+    debug_assert!(
+        OPERATIONS.contains(&outcome.operation.as_str()),
+        "the operation `{}` is not in yoi_store::ops::OPERATIONS (nor in the API's document)",
+        outcome.operation
+    );
     ws.writes.hit("files.written");
     if ws.index.is_none() {
         return outcome;
@@ -297,4 +327,17 @@ pub(crate) fn text_field(field: &str, value: &str) -> Result<String, StoreError>
         return Err(StoreError::bad_input(field, "must not contain NUL bytes"));
     }
     Ok(value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OPERATIONS;
+    use yoi_core::state::Operation;
+
+    #[test]
+    fn every_state_operation_is_a_named_operation() {
+        for op in Operation::ALL {
+            assert!(OPERATIONS.contains(&op.as_str()), "{}", op.as_str());
+        }
+    }
 }

@@ -1,13 +1,17 @@
 //! Real answers validate against the served document (issue 41): a session through the API
 //! touches most operations, and each answer is checked against the schema the document gives
 //! for its operation and status, with a small validator of the JSON Schema keywords the
-//! document uses (`$ref`, `type`, `enum`, `required`, `properties`, `additionalProperties`,
-//! `items`, `prefixItems`, `minItems`/`maxItems`, `oneOf`, `anyOf`, `allOf`; patterns and
-//! formats are left to schemathesis, which `.ci/run` runs with every check). The same answers
-//! with a field added, a required one taken away or an enum value misspelt must fail it, so a
-//! drift between a type and its schema cannot pass unseen.
+//! document uses (`$ref`, `type`, `enum`, `const`, `required`, `properties`,
+//! `additionalProperties`, `items`, `prefixItems`, `minItems`/`maxItems`, `oneOf`, `anyOf`,
+//! `allOf`; patterns and formats are left to schemathesis, which `.ci/run` runs with every
+//! check). The live events the session caused are checked against `LiveEvent`, and a refusal's
+//! details against their shape. The same answers with a field added, a required one taken away
+//! or an enum value misspelt must fail it, so a drift between a type and its schema cannot pass
+//! unseen.
 
 mod common;
+
+use std::io::BufRead;
 
 use common::{Backend, Server, COMPLETE_BRIEF};
 use serde_json::{json, Value};
@@ -43,6 +47,11 @@ fn violations(doc: &Value, schema: &Value, value: &Value, at: &str, out: &mut Ve
         if !fits {
             out.push(format!("{at}: {value} is not of type {types:?}"));
             return;
+        }
+    }
+    if let Some(fixed) = schema.get("const") {
+        if fixed != value {
+            out.push(format!("{at}: {value} is not {fixed}"));
         }
     }
     if let Some(values) = schema["enum"].as_array() {
@@ -403,4 +412,81 @@ fn real_answers_validate_against_the_document() {
             "a ticket with a {what} field passed the check"
         );
     }
+    // The refusal's details are the typed shape of a stale state; misspelt or extended, they fail.
+    let (.., stale) = answers
+        .iter()
+        .find(|(_, _, status, _)| *status == 409)
+        .unwrap();
+    assert_eq!(stale["error"]["details"]["expected"], "ready", "{stale:#}");
+    assert_eq!(stale["error"]["details"]["found"], "planning", "{stale:#}");
+    let mut misspelt = stale.clone();
+    misspelt["error"]["details"]["found"] = json!("in_progress");
+    let mut extra = stale.clone();
+    extra["error"]["details"]["surprise"] = json!(1);
+    for (what, wrong) in [("misspelt", misspelt), ("extra", extra)] {
+        let bad = conformance(&doc, "post", "/api/v1/tickets/{id}/queue", 409, &wrong);
+        assert!(
+            !bad.is_empty(),
+            "details with a {what} field passed the check"
+        );
+    }
+
+    // Every event the session caused is a LiveEvent of its kind, from the first on.
+    let events = live_events(
+        &s,
+        &r,
+        &["ticket_created", "plan_record_added", "ticket_queued"],
+    );
+    let live = json!({ "$ref": "#/components/schemas/LiveEvent" });
+    for (kind, data) in &events {
+        let mut bad = Vec::new();
+        violations(&doc, &live, data, "", &mut bad);
+        assert!(bad.is_empty(), "live event {kind}: {bad:#?}\n{data:#}");
+        assert_eq!(
+            &data["kind"],
+            kind.as_str(),
+            "the SSE `event:` is the data's kind"
+        );
+    }
+    // A thread event's payload under a plan record's kind fits no choice.
+    let (_, created) = events.iter().find(|(k, _)| k == "ticket_created").unwrap();
+    let mut wrong = created.clone();
+    wrong["kind"] = json!("plan_record_added");
+    let mut bad = Vec::new();
+    violations(&doc, &live, &wrong, "", &mut bad);
+    assert!(
+        !bad.is_empty(),
+        "a created event under another kind passed the check"
+    );
+}
+
+/// The live events from the first on (`event:` and the parsed `data:`), until each of `kinds`
+/// has been seen.
+fn live_events(s: &Server, token: &str, kinds: &[&str]) -> Vec<(String, Value)> {
+    let mut resp = s
+        .agent()
+        .get(format!("{}/api/v1/events?after=0", s.base))
+        .header("Authorization", format!("Bearer {token}"))
+        .call()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let lines = std::io::BufReader::new(resp.body_mut().as_reader()).lines();
+    let mut events = Vec::new();
+    let mut kind = None;
+    for line in lines {
+        let line = line.unwrap();
+        if let Some(k) = line.strip_prefix("event:") {
+            kind = Some(k.trim().to_string());
+        } else if let Some(data) = line.strip_prefix("data:") {
+            let data: Value = serde_json::from_str(data.trim()).unwrap();
+            events.push((kind.take().expect("`event:` before `data:`"), data));
+            if kinds
+                .iter()
+                .all(|k| events.iter().any(|(seen, _)| seen == k))
+            {
+                return events;
+            }
+        }
+    }
+    panic!("the stream ended before {kinds:?}: {events:#?}");
 }

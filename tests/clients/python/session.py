@@ -1,10 +1,12 @@
 """A scripted session through the Python client that openapi-python-client generates from the
 served OpenAPI document (issue 41): every answer comes back as a typed object, and a refused
-transition's body parses as the typed error. `scripts/client-session python` generates the
+transition's body parses as the typed error with its typed details, and the event stream's first
+event parses as the typed live event of its kind. `scripts/client-session python` generates the
 client, type-checks this file with `mypy --strict` and runs it against a live `yoi serve`; it
 reads the server's address and a human token from YOI_URL and YOI_TOKEN.
 """
 
+import json
 import os
 import sys
 from typing import NoReturn
@@ -25,9 +27,12 @@ from yoi_client.models import (
     CreateBody,
     EditBody,
     ErrorBody,
+    KnownEventKind,
     ListResponse,
+    LiveTicketCreated,
     OperationResult,
     RelationView,
+    StaleStateDetails,
     State,
     Ticket,
     TransitionBody,
@@ -135,6 +140,34 @@ def main() -> None:
         if not isinstance(error, ErrorBody):
             fail(f"a stale queue: expected an ErrorBody, got {error!r}")
         check(error.error.code == "stale_state", f"a stale queue: {error.error!r}")
+        details = error.error.details
+        if not isinstance(details, StaleStateDetails):
+            fail(f"a stale queue: expected StaleStateDetails, got {details!r}")
+        check(
+            (details.ticket, details.expected, details.found) == (second.ticket, State.PLANNING, State.READY),
+            f"a stale queue: {details!r}",
+        )
+
+        # The event stream's first event: `id`, `event` and `data`, a JSON live event whose kind
+        # names its schema.
+        with c.get_httpx_client().stream("GET", "/api/v1/events", params={"after": 0}) as stream:
+            check(stream.status_code == 200, f"events: {stream.status_code}")
+            fields: dict[str, str] = {}
+            for line in stream.iter_lines():
+                if line == "" and "data" in fields:
+                    break
+                if line.startswith(":") or ":" not in line:
+                    continue
+                name, _, value = line.partition(":")
+                fields[name] = value.lstrip()
+        check(fields.get("event") == "ticket_created", f"events: the first is {fields!r}")
+        event = LiveTicketCreated.from_dict(json.loads(fields["data"]))
+        check(fields.get("id") == str(event.seq), f"events: {fields!r}")
+        check(event.ticket == first.ticket, f"events: {event!r}")
+        check(
+            event.payload.event_kind == KnownEventKind.CREATE and event.payload.event_id == first.event_id,
+            f"events: {event.payload!r}",
+        )
     print("python client session: ok")
 
 

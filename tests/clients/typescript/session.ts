@@ -1,8 +1,8 @@
 // A scripted session through a TypeScript client made from the served OpenAPI document (issue
 // 41): `openapi-typescript` turns the document into `schema.d.ts`, `openapi-fetch` calls the API
 // with those types, and `tsc --strict` checks every request and answer below. The same session
-// as tests/clients/python/session.py, plus the event stream's first event.
-// `scripts/typescript-client` generates the types, type-checks and runs this file against a live
+// as tests/clients/python/session.py.
+// `scripts/client-session typescript` generates the types, type-checks and runs this file against a live
 // `yoi serve`; it reads the server's address and a human token from YOI_URL and YOI_TOKEN.
 
 import createClient from "openapi-fetch";
@@ -110,6 +110,13 @@ const stale = await client.POST("/api/v1/tickets/{id}/queue", {
 });
 check(stale.response.status === 409, `a stale queue: ${stale.response.status}`);
 check(stale.error?.error.code === "stale_state", `a stale queue: ${JSON.stringify(stale.error)}`);
+// Its details are one of the typed shapes; a stale state names the expected and found states.
+const details = stale.error?.error.details;
+check(
+    details !== undefined && details !== null && "expected" in details && "found" in details
+        && details.expected === "planning" && details.found === "ready",
+    `a stale queue: ${JSON.stringify(details)}`,
+);
 
 // The event stream's first event: `id`, `event` and `data`, a JSON LiveEvent.
 const stream = await fetch(`${url}/api/v1/events?after=0`, { headers: { Authorization: `Bearer ${token}` } });
@@ -133,5 +140,12 @@ const fields = new Map(
 );
 const event: LiveEvent = JSON.parse(fields.get("data") ?? fail(`events: no data in ${JSON.stringify(text)}`));
 check(fields.get("id") === String(event.seq) && fields.get("event") === event.kind, `events: ${JSON.stringify(text)}`);
-check(event.kind === "ticket_created" && event.ticket === first.ticket, `events: the first is ${JSON.stringify(event)}`);
+if (event.kind !== "ticket_created") {
+    fail(`events: the first is ${JSON.stringify(event)}`);
+}
+// The kind narrows the event to its schema, whose payload is the thread event's.
+check(
+    event.ticket === first.ticket && event.payload.event_kind === "create" && event.payload.event_id === first.event_id,
+    `events: ${JSON.stringify(event)}`,
+);
 console.log("typescript client session: ok");

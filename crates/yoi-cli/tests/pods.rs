@@ -627,62 +627,25 @@ fn a_claim_survives_a_server_restart_and_its_pod_finishes_it_with_the_same_fence
     );
 }
 
-#[test]
-fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
+/// Aider implements a ticket through yoi's `base_url`/`api_key_env` translation; the ledger
+/// has its usage and the attempt names the CLI's version.
+fn aider_implements_a_ticket(who: RunAs) {
     let reply = "greeting.txt\n```\nhello from aider\n```\n\nI created greeting.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: created greeting.txt\n";
     let (base, seen) = model_endpoint(&[reply]);
-    let (repo, _) = workspace("", 30);
-    no_supervised_pods(&repo);
-    let config = repo.path().join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let text = format!(
-        "{text}\n[agents.aider]\nprogram = \"{}\"\nmodel = \"openai/gpt-4o-mini\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_MODEL_KEY\"\nextra_args = [\"--edit-format\", \"whole\", \"--map-tokens\", \"0\"]\ntimeout_secs = 300\n\n[prices.\"openai/gpt-4o-mini\"]\ninput = 0.15\noutput = 0.6\n",
-        aider()
-    );
-    std::fs::write(&config, text).unwrap();
-    let id = queued_ticket(&repo);
-    let server = Server::spawn(&repo);
-    let home = tempfile::tempdir().unwrap();
-    // A git identity, as a person running Aider has: without one Aider writes it into the
-    // repository's shared config, which the sandbox keeps closed to agents.
-    std::fs::write(
-        home.path().join(".gitconfig"),
-        "[user]\n\tname = aider user\n\temail = aider@yoi.invalid\n",
-    )
-    .unwrap();
-    let mut pod = own_pod_env(
-        &repo,
+    // The endpoint comes from the profile's `base_url` and `api_key_env`, which yoi turns into
+    // what Aider reads; nothing of OPENAI_* is in the pod's environment. The home folder has
+    // a git identity: without one Aider writes it into the repository's shared config, which
+    // the sandbox keeps closed to agents.
+    let run = RealCoder::run(
         "aider",
-        "aider",
-        &["--once"],
-        // The endpoint comes from the profile's `base_url` and `api_key_env`, which yoi turns
-        // into what Aider reads; nothing of OPENAI_* is in the pod's environment.
-        &[
-            ("TEST_MODEL_KEY", "sk-yoi-test"),
-            ("HOME", home.path().to_str().unwrap()),
-        ],
+        &format!(
+            "program = \"{}\"\nmodel = \"openai/gpt-4o-mini\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_MODEL_KEY\"\nextra_args = [\"--edit-format\", \"whole\", \"--map-tokens\", \"0\"]\ntimeout_secs = 300\n\n[prices.\"openai/gpt-4o-mini\"]\ninput = 0.15\noutput = 0.6",
+            aider()
+        ),
+        who,
+        &[("TEST_MODEL_KEY", "sk-yoi-test")],
     );
-    let status = pod.wait().unwrap();
-    assert!(
-        status.success(),
-        "{status:?}: {}",
-        std::fs::read_to_string(pod_log(&repo, "aider")).unwrap_or_default()
-    );
-    let rows: Vec<_> = assignments(&server, &repo, &id)
-        .into_iter()
-        .filter(|a| a["step"] == "implement")
-        .collect();
-    assert_eq!(
-        rows[0]["status"],
-        "completed",
-        "{rows:?}\n{}",
-        run_outputs(&repo)
-    );
-    let head = git(repo.path(), &["rev-parse", &format!("yoi/{id}-say-hello")]);
-    assert_eq!(
-        git(repo.path(), &["show", &format!("{head}:greeting.txt")]),
-        "hello from aider"
-    );
+    assert_eq!(run.on_branch("greeting.txt"), "hello from aider");
     // Aider talked to the endpoint with the frozen brief, and the ledger has its usage.
     let requests = seen.lock().unwrap().clone();
     assert!(!requests.is_empty());
@@ -695,23 +658,36 @@ fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
         requests.iter().any(|r| r.contains("hello.txt says hello")),
         "the brief reached the model"
     );
-    let cost = repo.yoi(&["ticket", "cost", &id, "--json"]).ok();
-    let cost: serde_json::Value = serde_json::from_str(&cost.stdout).unwrap();
+    let cost = run.cost();
     assert_eq!(
         (cost["tokens_in"].as_u64(), cost["tokens_out"].as_u64()),
         (Some(812), Some(41)),
         "{cost}"
     );
     assert!(cost["cost_usd"].as_f64().unwrap() > 0.0, "{cost}");
-    let wt = repo.path().join(format!(".worktree/{id}-say-hello"));
+    let wt = run
+        .repo
+        .path()
+        .join(format!(".worktree/{}-say-hello", run.id));
     assert_eq!(
-        git(&wt, &["status", "--porcelain"]),
+        git(&wt, &["-c", "safe.directory=*", "status", "--porcelain"]),
         "",
         "aider's droppings stay out of the worktree"
     );
     // The attempt names what did the work: the profile and the CLI's own version.
-    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    let thread = run.thread();
     assert!(thread.contains("agent: \"aider 0.86.2\""), "{thread}");
+    assert_eq!(run.owner_in_worktree("greeting.txt"), run.user());
+}
+
+#[test]
+fn the_real_aider_cli_implements_a_ticket_against_a_local_model_endpoint() {
+    aider_implements_a_ticket(RunAs::Tester);
+}
+
+#[test]
+fn the_real_aider_cli_implements_a_ticket_as_a_normal_user() {
+    aider_implements_a_ticket(RunAs::NormalUser);
 }
 
 #[test]
@@ -886,105 +862,236 @@ fn an_agent_that_keeps_printing_is_not_stalled() {
 /// Claude Code: `YOI_CLAUDE`, else `claude` on PATH. `.ci/run` installs the pinned
 /// `@anthropic-ai/claude-code` from npm.
 fn claude() -> String {
-    if let Ok(p) = std::env::var("YOI_CLAUDE") {
-        return p;
-    }
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| std::path::Path::new(d).join("claude"))
-        .find(|p| p.is_file())
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| {
-            panic!(
-                "this test runs the real Claude Code: `npm install --prefix target/claude-code @anthropic-ai/claude-code@2.1.197`, then set YOI_CLAUDE=target/claude-code/node_modules/.bin/claude (.ci/run does)"
-            )
-        })
-}
-
-#[test]
-fn the_real_claude_code_implements_a_ticket_in_the_sandbox_against_a_local_endpoint() {
-    let (base, seen) = anthropic_endpoint(
-        "greeting.txt",
-        "hello from claude\n",
-        "I wrote greeting.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: wrote the greeting",
-    );
-    let (repo, _) = workspace("", 30);
-    no_supervised_pods(&repo);
-    let config = repo.path().join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "{text}\n[agents.claude]\nprogram = \"{}\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300\n",
-            claude()
-        ),
+    real_cli(
+        "YOI_CLAUDE",
+        "claude",
+        "`npm install --prefix target/claude-code @anthropic-ai/claude-code@2.1.197` (target/claude-code/node_modules/.bin/claude)",
     )
-    .unwrap();
-    let id = queued_ticket(&repo);
-    let server = Server::spawn(&repo);
-    let home = tempfile::tempdir().unwrap();
-    // As root (as CI runs it), Claude Code bypasses its permission prompts only when told it
-    // is sandboxed: yoi's sandbox says so, nothing in this environment does.
-    let mut pod = own_pod_env(
-        &repo,
-        "claude",
-        "claude",
-        &["--once"],
-        &[
-            ("TEST_MODEL_KEY", "sk-yoi-test"),
-            ("HOME", home.path().to_str().unwrap()),
-        ],
-    );
-    let status = pod.wait().unwrap();
-    assert!(
-        status.success(),
-        "{status:?}: {}\n{}",
-        std::fs::read_to_string(pod_log(&repo, "claude")).unwrap_or_default(),
-        run_outputs(&repo)
-    );
-    let head = git(repo.path(), &["rev-parse", &format!("yoi/{id}-say-hello")]);
-    assert_eq!(
-        git(repo.path(), &["show", &format!("{head}:greeting.txt")]),
-        "hello from claude"
-    );
-    let requests = seen.lock().unwrap().clone();
-    assert!(
-        requests
-            .iter()
-            .any(|r| r.to_ascii_lowercase().contains("x-api-key: sk-yoi-test")),
-        "the key from api_key_env reached the endpoint"
-    );
-    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
-    assert!(thread.contains("agent: \"claude 2.1."), "{thread}");
-    assert!(thread.contains("sandbox: \"landlock v"), "{thread}");
-    let cost = repo.yoi(&["ticket", "cost", &id, "--json"]).ok();
-    let cost: serde_json::Value = serde_json::from_str(&cost.stdout).unwrap();
-    assert!(cost["tokens_in"].as_u64().unwrap_or(0) > 0, "{cost}");
-    drop(server);
 }
 
 /// Codex: `YOI_CODEX`, else `codex` on PATH. `.ci/run` installs the pinned `@openai/codex`.
 fn codex() -> String {
-    if let Ok(p) = std::env::var("YOI_CODEX") {
-        return p;
+    real_cli(
+        "YOI_CODEX",
+        "codex",
+        "`npm install --prefix target/codex @openai/codex@0.171.0` (target/codex/node_modules/.bin/codex)",
+    )
+}
+
+/// Gemini CLI: `YOI_GEMINI`, else `gemini` on PATH. `.ci/run` installs the pinned
+/// `@google/gemini-cli`.
+fn gemini() -> String {
+    real_cli(
+        "YOI_GEMINI",
+        "gemini",
+        "`npm install --prefix target/gemini @google/gemini-cli@0.61.0` (target/gemini/node_modules/.bin/gemini)",
+    )
+}
+
+/// OpenCode: `YOI_OPENCODE`, else `opencode` on PATH. `.ci/run` installs the pinned
+/// `opencode-ai`.
+fn opencode() -> String {
+    real_cli(
+        "YOI_OPENCODE",
+        "opencode",
+        "`npm install --prefix target/opencode opencode-ai@1.18.33` (target/opencode/node_modules/.bin/opencode)",
+    )
+}
+
+/// One real CLI implementing a ticket: its profile, its scripted endpoint, and what shows that
+/// it used its own tool and sent the result back.
+struct RealCase {
+    agent: &'static str,
+    program: fn() -> String,
+    /// The scripted endpoint of the CLI's wire protocol: its base URL and the requests it
+    /// received. The model's tool call writes `greeting.txt` saying `hello from AGENT`.
+    endpoint: fn() -> (String, Seen),
+    /// A model the CLI knows (Codex offers no tools for its default one with a provider of
+    /// yoi's own; Gemini CLI's `auto` first asks a classifier model).
+    model: Option<&'static str>,
+    /// A request that carries the tool call's result and the key from `api_key_env`.
+    answered: fn(&str) -> bool,
+    /// What the attempt says did the work.
+    agent_label: &'static str,
+    /// The ledger's (tokens in, tokens out), when the endpoint's usage fixes them.
+    tokens: Option<(u64, u64)>,
+}
+
+const DONE: &str = "I wrote greeting.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: wrote the greeting";
+
+/// `case`'s CLI implements a ticket in yoi's sandbox, run as `who`, pointed at its endpoint by
+/// the profile's `base_url`, `model` and `api_key_env`: the file its tool wrote is on the
+/// branch, written by the pod's user; the CLI sent the tool's result back with the key; the
+/// attempt names the CLI's version and the ledger has its tokens.
+fn implements_a_ticket(case: RealCase, who: RunAs) {
+    let (base, seen) = (case.endpoint)();
+    let model = case
+        .model
+        .map(|m| format!("model = \"{m}\"\n"))
+        .unwrap_or_default();
+    let run = RealCoder::run(
+        case.agent,
+        &format!(
+            "program = \"{}\"\nbase_url = \"{base}\"\n{model}api_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300",
+            (case.program)()
+        ),
+        who,
+        &[("TEST_MODEL_KEY", "sk-yoi-test")],
+    );
+    assert_eq!(
+        run.on_branch("greeting.txt"),
+        format!("hello from {}", case.agent)
+    );
+    assert_eq!(
+        run.owner_in_worktree("greeting.txt"),
+        run.user(),
+        "the file is the pod's user's"
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert!(
+        requests.iter().any(|r| (case.answered)(r)),
+        "{} used its tool and sent the result back, with the key: {:?}",
+        case.agent,
+        requests
+            .iter()
+            .map(|r| r.lines().next())
+            .collect::<Vec<_>>()
+    );
+    let thread = run.thread();
+    assert!(
+        thread.contains(&format!("agent: \"{}", case.agent_label)),
+        "{thread}"
+    );
+    assert!(thread.contains("sandbox: \"landlock v"), "{thread}");
+    let cost = run.cost();
+    assert!(cost["tokens_in"].as_u64().unwrap_or(0) > 0, "{cost}");
+    if let Some((tokens_in, tokens_out)) = case.tokens {
+        assert_eq!(
+            (cost["tokens_in"].as_u64(), cost["tokens_out"].as_u64()),
+            (Some(tokens_in), Some(tokens_out)),
+            "{cost}"
+        );
     }
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| std::path::Path::new(d).join("codex"))
-        .find(|p| p.is_file())
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| {
-            panic!(
-                "this test runs the real Codex: `npm install --prefix target/codex @openai/codex@0.171.0`, then set YOI_CODEX=target/codex/node_modules/.bin/codex (.ci/run does)"
-            )
-        })
+}
+
+/// Claude Code, through a `Write` tool call. As root (as CI runs it) it bypasses its
+/// permission prompts only when told it is sandboxed: yoi's sandbox says so, nothing in this
+/// environment does.
+fn claude_case() -> RealCase {
+    RealCase {
+        agent: "claude",
+        program: claude,
+        endpoint: || anthropic_endpoint("greeting.txt", "hello from claude\n", DONE),
+        model: None,
+        answered: |r| {
+            r.contains("\"tool_result\"")
+                && r.to_ascii_lowercase().contains("x-api-key: sk-yoi-test")
+        },
+        agent_label: "claude 2.1.197",
+        tokens: None,
+    }
+}
+
+/// Codex, through its own shell tool (`exec_command`), with its own sandbox off inside yoi's
+/// (docs/pods.md says why).
+fn codex_case() -> RealCase {
+    RealCase {
+        agent: "codex",
+        program: codex,
+        endpoint: || responses_calling("printf 'hello from codex\\n' > greeting.txt", DONE),
+        model: Some("gpt-5-codex"),
+        answered: |r| {
+            r.contains("function_call_output")
+                && r.contains("Process exited with code 0")
+                && r.contains("Bearer sk-yoi-test")
+        },
+        agent_label: "codex-cli 0.171.0",
+        tokens: Some((1400, 40)),
+    }
+}
+
+/// Gemini CLI, through a `write_file` call (a home of its own in the run folder chooses the
+/// API-key login).
+fn gemini_case() -> RealCase {
+    RealCase {
+        agent: "gemini",
+        program: gemini,
+        endpoint: || gemini_endpoint("greeting.txt", "hello from gemini\n", DONE),
+        model: Some("gemini-2.5-pro"),
+        answered: |r| {
+            r.starts_with("POST /v1beta/models/gemini-2.5-pro:streamGenerateContent")
+                && r.contains("functionResponse")
+                && r.to_ascii_lowercase()
+                    .contains("x-goog-api-key: sk-yoi-test")
+        },
+        agent_label: "gemini 0.61.0",
+        tokens: Some((1400, 40)),
+    }
+}
+
+/// OpenCode, through a `write` call to an OpenAI-compatible chat endpoint (a provider `yoi` in
+/// a config file of the run folder).
+fn opencode_case() -> RealCase {
+    RealCase {
+        agent: "opencode",
+        program: opencode,
+        endpoint: || chat_tool_endpoint("greeting.txt", "hello from opencode\n", DONE),
+        model: Some("m-1"),
+        answered: |r| {
+            r.starts_with("POST /v1/chat/completions")
+                && r.contains("\"role\":\"tool\"")
+                && r.contains("Bearer sk-yoi-test")
+        },
+        agent_label: "opencode 1.18.33",
+        tokens: Some((1400, 40)),
+    }
+}
+
+#[test]
+fn the_real_claude_code_implements_a_ticket_in_the_sandbox_against_a_local_endpoint() {
+    implements_a_ticket(claude_case(), RunAs::Tester);
+}
+
+#[test]
+fn the_real_claude_code_implements_a_ticket_as_a_normal_user() {
+    implements_a_ticket(claude_case(), RunAs::NormalUser);
+}
+
+#[test]
+fn the_real_codex_implements_a_ticket_through_its_shell_tool_in_the_sandbox() {
+    implements_a_ticket(codex_case(), RunAs::Tester);
+}
+
+#[test]
+fn the_real_codex_implements_a_ticket_as_a_normal_user() {
+    implements_a_ticket(codex_case(), RunAs::NormalUser);
+}
+
+#[test]
+fn the_real_gemini_cli_implements_a_ticket_in_the_sandbox_against_a_local_endpoint() {
+    implements_a_ticket(gemini_case(), RunAs::Tester);
+}
+
+#[test]
+fn the_real_gemini_cli_implements_a_ticket_as_a_normal_user() {
+    implements_a_ticket(gemini_case(), RunAs::NormalUser);
+}
+
+#[test]
+fn the_real_opencode_implements_a_ticket_in_the_sandbox_against_a_local_endpoint() {
+    implements_a_ticket(opencode_case(), RunAs::Tester);
+}
+
+#[test]
+fn the_real_opencode_implements_a_ticket_as_a_normal_user() {
+    implements_a_ticket(opencode_case(), RunAs::NormalUser);
 }
 
 #[test]
 fn the_real_codex_reviews_a_ticket_in_the_sandbox_against_a_local_endpoint_and_it_merges() {
-    let (base, seen) = responses_endpoint(
+    // The reviewer looks at the change through its shell tool, as a reviewer does.
+    let (base, seen) = responses_calling(
+        "git show --stat HEAD",
         "The greeting is there, as the brief asks.\n\nYOI-RESULT: done\nYOI-SUMMARY: reviewed the greeting\nYOI-VERDICT: approve\n",
     );
     let (repo, _) = workspace("write hello.txt hello\\n\ndone added hello.txt\n", 30);
@@ -996,7 +1103,7 @@ fn the_real_codex_reviews_a_ticket_in_the_sandbox_against_a_local_endpoint_and_i
     std::fs::write(
         &config,
         format!(
-            "{text}\n[agents.codex]\nprogram = \"{}\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300\n",
+            "{text}\n[agents.codex]\nprogram = \"{}\"\nbase_url = \"{base}\"\nmodel = \"gpt-5-codex\"\napi_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300\n",
             codex()
         ),
     )
@@ -1045,5 +1152,11 @@ fn the_real_codex_reviews_a_ticket_in_the_sandbox_against_a_local_endpoint_and_i
             .iter()
             .any(|r| r.starts_with("POST /v1/responses") && r.contains("Bearer sk-yoi-test")),
         "Codex reached the endpoint through yoi's provider, with the key"
+    );
+    assert!(
+        requests.iter().any(|r| r.contains("function_call_output")
+            && r.contains("Process exited with code 0")
+            && r.contains("hello.txt")),
+        "the reviewer's command ran in the sandbox and saw the change"
     );
 }

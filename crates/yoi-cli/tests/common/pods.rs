@@ -113,6 +113,18 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
     out
 }
 
+/// The pids of processes whose working directory is in `dir`.
+pub fn processes_working_in(dir: &Path) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
+        })
+        .collect()
+}
+
 /// A workspace whose reviewer runs `yoi-fake-agent` with `review` as its script, on top of
 /// [`workspace`] (whose coder runs `coder`).
 pub fn workspace_with_reviewer(coder: &str, review: &str) -> Repo {
@@ -151,19 +163,31 @@ pub fn own_pod_env(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> std::process::Child {
+    own_pod_as(repo, name, agent, extra, env, None)
+}
+
+/// [`own_pod_env`] run by the user `uid` (its token made by that user too), or by the test's
+/// own user when `None`.
+pub fn own_pod_as(
+    repo: &Repo,
+    name: &str,
+    agent: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    uid: Option<u32>,
+) -> std::process::Child {
     let config = repo.path().join(".yoi/workspace.toml");
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(
         text.contains("coder = 0"),
         "the supervisor must not start pods here"
     );
-    let token = repo
-        .yoi(&["token", "create", "--name", name, "--scope", "pod:coder"])
-        .ok()
-        .stdout
-        .trim()
-        .to_string();
-    Command::new(env!("CARGO_BIN_EXE_yoi"))
+    let token = yoi_as(
+        repo,
+        uid,
+        &["token", "create", "--name", name, "--scope", "pod:coder"],
+    );
+    as_user(Command::new(env!("CARGO_BIN_EXE_yoi")), uid)
         .args([
             "pod",
             "run",
@@ -186,6 +210,35 @@ pub fn own_pod_env(
         .unwrap()
 }
 
+/// `command` run by the user `uid` (with its group of the same number), or unchanged.
+pub fn as_user(mut command: Command, uid: Option<u32>) -> Command {
+    if let Some(uid) = uid {
+        use std::os::unix::process::CommandExt;
+        command.uid(uid).gid(uid);
+    }
+    command
+}
+
+/// `yoi ARGS` in the repository run by `uid` (or the test's own user); its stdout, trimmed,
+/// after it succeeded.
+pub fn yoi_as(repo: &Repo, uid: Option<u32>, args: &[&str]) -> String {
+    let out = as_user(Command::new(env!("CARGO_BIN_EXE_yoi")), uid)
+        .args(args)
+        .current_dir(repo.path())
+        .env("USER", "tester")
+        .env_remove("YOI_USER")
+        .env_remove("YOI_DATABASE_URL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "yoi {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// Where a test pod's stderr goes.
 pub fn pod_log(repo: &Repo, name: &str) -> PathBuf {
     repo.path().join(format!(".yoi/local/test-pod-{name}.log"))
@@ -199,8 +252,8 @@ pub fn no_supervised_pods(repo: &Repo) {
     std::fs::write(&config, text).unwrap();
 }
 
-/// One HTTP request from `conn`: its request line (with the `Authorization` header the client
-/// sent appended) and its body.
+/// One HTTP request from `conn`: its request line (with the header that carries the key —
+/// `Authorization`, `x-api-key` or `x-goog-api-key` — appended) and its body.
 fn read_request(conn: &std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     use std::io::{BufRead, BufReader, Read};
     let mut reader = BufReader::new(conn.try_clone().ok()?);
@@ -217,8 +270,10 @@ fn read_request(conn: &std::net::TcpStream) -> Option<(String, Vec<u8>)> {
         if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
             len = v.trim().parse().unwrap_or(0);
         }
-        if line.to_ascii_lowercase().starts_with("authorization:")
-            || line.to_ascii_lowercase().starts_with("x-api-key:")
+        let lower = line.to_ascii_lowercase();
+        if ["authorization:", "x-api-key:", "x-goog-api-key:"]
+            .iter()
+            .any(|h| lower.starts_with(h))
         {
             request.push_str(&line);
         }
@@ -228,11 +283,11 @@ fn read_request(conn: &std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     Some((request, body))
 }
 
-/// The requests a scripted endpoint received (request line, `Authorization`/`x-api-key`, body).
+/// The requests a scripted endpoint received (request line, the key's header, body).
 pub type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 
-/// An answer of a scripted endpoint: JSON, or server-sent events (each `data` names its own
-/// `type`, which is also the event's name).
+/// An answer of a scripted endpoint: JSON, or server-sent events (a `data` that names its own
+/// `type` gets an event of that name; a string is sent as it is).
 enum Answer {
     Json(serde_json::Value),
     Events(Vec<serde_json::Value>),
@@ -273,7 +328,12 @@ fn scripted_endpoint(
                 Answer::Events(events) => {
                     let out: String = events
                         .iter()
-                        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+                        .map(|e| match (e, e["type"].as_str()) {
+                            // A bare data line (`[DONE]`).
+                            (serde_json::Value::String(s), _) => format!("data: {s}\n\n"),
+                            (e, Some(kind)) => format!("event: {kind}\ndata: {e}\n\n"),
+                            (e, None) => format!("data: {e}\n\n"),
+                        })
                         .collect();
                     write!(
                         conn,
@@ -299,11 +359,7 @@ pub fn anthropic_endpoint(
         if !req["stream"].as_bool().unwrap_or(false) {
             return Answer::Json(serde_json::json!({ "input_tokens": 10 }));
         }
-        let folder = body
-            .split("Work only inside this folder: ")
-            .nth(1)
-            .and_then(|r| r.split("\\n").next())
-            .unwrap_or("/nonexistent");
+        let folder = work_folder(body);
         let (block, delta, stop) = if req["tools"].is_array() && !body.contains("\"tool_result\"") {
             let input =
                 serde_json::json!({ "file_path": format!("{folder}/{file}"), "content": text });
@@ -329,6 +385,107 @@ pub fn anthropic_endpoint(
         ])
     });
     (format!("http://{addr}"), seen)
+}
+
+/// The folder the prompt in a request's JSON body names for the work.
+fn work_folder(body: &str) -> &str {
+    body.split("Work only inside this folder: ")
+        .nth(1)
+        .and_then(|r| r.split("\\n").next())
+        .unwrap_or("/nonexistent")
+}
+
+/// A scripted Gemini API endpoint on loopback, for the real Gemini CLI: a streamed
+/// `generateContent` whose last turn is no function response is answered with one
+/// `write_file` of `file` (with `text`) in the folder the prompt names; every other with the
+/// final `reply`. Returns its base URL and the requests it received.
+pub fn gemini_endpoint(
+    file: &'static str,
+    text: &'static str,
+    reply: &'static str,
+) -> (String, Seen) {
+    let (addr, seen) = scripted_endpoint(move |_, req, body| {
+        let answered = req["contents"]
+            .as_array()
+            .and_then(|c| c.last())
+            .and_then(|last| last["parts"].as_array())
+            .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()));
+        let part = if req["tools"].is_array() && !answered {
+            let path = format!("{}/{file}", work_folder(body));
+            serde_json::json!({"functionCall": {"name": "write_file", "args": {"file_path": path, "content": text}}})
+        } else {
+            serde_json::json!({"text": reply})
+        };
+        let answer = serde_json::json!({
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 700, "candidatesTokenCount": 20, "totalTokenCount": 720},
+        });
+        match req.get("contents") {
+            Some(_) => Answer::Events(vec![answer]),
+            None => Answer::Json(serde_json::json!({ "totalTokens": 10 })),
+        }
+    });
+    (format!("http://{addr}"), seen)
+}
+
+/// A scripted OpenAI-compatible chat endpoint on loopback, for the real OpenCode: a streamed
+/// completion that offers tools and whose last message is no tool result is answered with one
+/// `write` of `file` (with `text`) in the folder the prompt names; every other with the final
+/// `reply`, streamed as the API streams, with usage. Returns its base URL (with `/v1`) and the
+/// requests it received.
+pub fn chat_tool_endpoint(
+    file: &'static str,
+    text: &'static str,
+    reply: &'static str,
+) -> (String, Seen) {
+    let (addr, seen) = scripted_endpoint(move |_, req, body| {
+        let last_is_tool = req["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|m| m["role"] == "tool");
+        let (delta, finish) = if req["tools"].is_array() && !last_is_tool {
+            let args = serde_json::json!({"filePath": format!("{}/{file}", work_folder(body)), "content": text});
+            (
+                serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_yoi", "type": "function", "function": {"name": "write", "arguments": args.to_string()}}]}),
+                "tool_calls",
+            )
+        } else {
+            (
+                serde_json::json!({"role": "assistant", "content": reply}),
+                "stop",
+            )
+        };
+        let chunk = |delta: serde_json::Value, finish: Option<&str>| serde_json::json!({"id": "chatcmpl-yoi", "object": "chat.completion.chunk", "created": 1, "model": req["model"], "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        let mut last = chunk(serde_json::json!({}), Some(finish));
+        last["usage"] =
+            serde_json::json!({"prompt_tokens": 700, "completion_tokens": 20, "total_tokens": 720});
+        Answer::Events(vec![chunk(delta, None), last, "[DONE]".into()])
+    });
+    (format!("http://{addr}/v1"), seen)
+}
+
+/// A scripted OpenAI Responses endpoint on loopback, for the real Codex as a coder: a request
+/// whose input has no function call output yet is answered with one `exec_command` call of
+/// `cmd` (Codex 0.171's shell tool), every other with `reply`, streamed as the API streams,
+/// with usage. Returns its base URL (with `/v1`) and the requests it received.
+pub fn responses_calling(cmd: &'static str, reply: &'static str) -> (String, Seen) {
+    let (addr, seen) = scripted_endpoint(move |_, req, _| {
+        let answered = req["input"]
+            .as_array()
+            .is_some_and(|items| items.iter().any(|i| i["type"] == "function_call_output"));
+        let item = if answered {
+            serde_json::json!({"type": "message", "id": "msg_yoi", "role": "assistant", "content": [{"type": "output_text", "text": reply, "annotations": []}]})
+        } else {
+            let args = serde_json::json!({ "cmd": cmd });
+            serde_json::json!({"type": "function_call", "id": "fc_yoi", "call_id": "call_yoi", "name": "exec_command", "arguments": args.to_string()})
+        };
+        Answer::Events(vec![
+            serde_json::json!({"type": "response.created", "response": {"id": "resp_yoi"}}),
+            serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            serde_json::json!({"type": "response.completed", "response": {"id": "resp_yoi", "usage": {"input_tokens": 700, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 720}}}),
+        ])
+    });
+    (format!("http://{addr}/v1"), seen)
 }
 
 /// A scripted OpenAI Responses endpoint on loopback, for the real Codex: every request is
@@ -381,18 +538,167 @@ pub fn run_outputs(repo: &Repo) -> String {
 
 /// Aider: `YOI_AIDER`, else `aider` on PATH. `.ci/run` installs `aider-chat` from PyPI.
 pub fn aider() -> String {
-    if let Ok(p) = std::env::var("YOI_AIDER") {
+    real_cli(
+        "YOI_AIDER",
+        "aider",
+        "`/usr/bin/python3 -m venv target/aider-0.86.2 && target/aider-0.86.2/bin/pip install aider-chat==0.86.2` (target/aider-0.86.2/bin/aider)",
+    )
+}
+
+/// A real agent CLI: the path in `var`, else `program` on PATH; a failure naming how to
+/// install it (`.ci/run` does) when neither is there — the test fails, it never skips.
+pub fn real_cli(var: &str, program: &str, install: &str) -> String {
+    if let Ok(p) = std::env::var(var) {
         return p;
     }
-    let on_path = std::env::var("PATH")
+    std::env::var("PATH")
         .unwrap_or_default()
         .split(':')
-        .map(|d| Path::new(d).join("aider"))
-        .find(|p| p.is_file());
-    match on_path {
-        Some(p) => p.display().to_string(),
-        None => panic!(
-            "this test runs the real Aider: `python3 -m venv target/aider && target/aider/bin/pip install aider-chat`, then set YOI_AIDER=target/aider/bin/aider (.ci/run does)"
-        ),
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| {
+            panic!(
+                "this test runs the real {program}: {install}, then set {var} to it (.ci/run does)"
+            )
+        })
+}
+
+/// Who runs yoi — the server, the pod and so the agent — in a real agent's test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAs {
+    /// The test's own user: root on CI and in containers.
+    Tester,
+    /// A normal user: as root, a second unix user (`nobody`, 65534, who owns the workspace and
+    /// the home folder); otherwise the test's own user, which already is one.
+    NormalUser,
+}
+
+impl RunAs {
+    /// The uid to switch to, when there is one to switch to.
+    pub fn uid(self) -> Option<u32> {
+        let root = unsafe { libc::geteuid() } == 0;
+        (self == RunAs::NormalUser && root).then_some(65534)
+    }
+}
+
+/// A ticket implemented by a real agent CLI in yoi's sandbox: a coder pod of the test's own
+/// runs `agent` once, with `[agents.AGENT]` set to `config`, as `who`, with `env` (and a home
+/// folder with a git identity) in its environment.
+pub struct RealCoder {
+    pub repo: Repo,
+    pub id: String,
+    pub server: Server,
+    pub home: tempfile::TempDir,
+    pub uid: Option<u32>,
+}
+
+impl RealCoder {
+    pub fn run(agent: &str, config: &str, who: RunAs, env: &[(&str, &str)]) -> RealCoder {
+        let (repo, _) = workspace("", 30);
+        no_supervised_pods(&repo);
+        let path = repo.path().join(".yoi/workspace.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}\n[agents.{agent}]\n{config}\n")).unwrap();
+        let id = queued_ticket(&repo);
+        let home = tempfile::tempdir().unwrap();
+        // A git identity, as a person running an agent has.
+        std::fs::write(
+            home.path().join(".gitconfig"),
+            "[user]\n\tname = agent user\n\temail = agent@yoi.invalid\n",
+        )
+        .unwrap();
+        let uid = who.uid();
+        if let Some(uid) = uid {
+            // The workspace and the home folder are the second user's own, as a person's are.
+            for p in [repo.path(), home.path()] {
+                let status = Command::new("chown")
+                    .args(["-R", &format!("{uid}:{uid}")])
+                    .arg(p)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "chown {}", p.display());
+            }
+        }
+        // The server's reflogs need git's identity, which lives in the home folder.
+        let home_env = [("HOME", home.path().to_str().unwrap())];
+        let server = Server::spawn_as(&repo, "127.0.0.1:0", &home_env, uid);
+        let mut env = env.to_vec();
+        env.extend(home_env);
+        let mut pod = own_pod_as(&repo, agent, agent, &["--once"], &env, uid);
+        let status = pod.wait().unwrap();
+        assert!(
+            status.success(),
+            "{status:?}: {}\n{}\nserver: {}",
+            std::fs::read_to_string(pod_log(&repo, agent)).unwrap_or_default(),
+            run_outputs(&repo),
+            server.log_so_far().join("\n")
+        );
+        let worktrees = std::fs::canonicalize(repo.path())
+            .unwrap()
+            .join(".worktree");
+        assert_eq!(
+            processes_working_in(&worktrees),
+            Vec::<u32>::new(),
+            "nothing the agent started outlives its attempt"
+        );
+        RealCoder {
+            repo,
+            id,
+            server,
+            home,
+            uid,
+        }
+    }
+
+    /// `file` as the ticket branch has it; a failure shows what the agent printed.
+    pub fn on_branch(&self, file: &str) -> String {
+        let branch = format!("yoi/{}-say-hello", self.id);
+        let out = yoi_testkit::git_output(
+            self.repo.path(),
+            &[
+                "-c",
+                "safe.directory=*",
+                "show",
+                &format!("{branch}:{file}"),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{file} is not on {branch}: {}\n{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.thread(),
+            run_outputs(&self.repo)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The uid the server, the pod and the agent ran as.
+    pub fn user(&self) -> u32 {
+        self.uid.unwrap_or(unsafe { libc::geteuid() })
+    }
+
+    /// The uid that owns `file` in the ticket's worktree: who really wrote it.
+    pub fn owner_in_worktree(&self, file: &str) -> u32 {
+        use std::os::unix::fs::MetadataExt;
+        let wt = self
+            .repo
+            .path()
+            .join(format!(".worktree/{}-say-hello", self.id));
+        std::fs::metadata(wt.join(file)).unwrap().uid()
+    }
+
+    pub fn thread(&self) -> String {
+        std::fs::read_to_string(self.repo.ticket_dir(&self.id).join("thread.md")).unwrap()
+    }
+
+    /// `yoi ticket cost ID --json`, run by the pod's user.
+    pub fn cost(&self) -> serde_json::Value {
+        let out = yoi_as(
+            &self.repo,
+            self.uid,
+            &["ticket", "cost", &self.id, "--json"],
+        );
+        serde_json::from_str(&out).unwrap()
     }
 }

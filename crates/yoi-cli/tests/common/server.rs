@@ -42,7 +42,18 @@ impl Server {
 
     /// A server (and so its pods and their agents) with `env` added to its environment.
     pub fn spawn_with_env(repo: &Repo, listen: &str, env: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_yoi"))
+        Server::spawn_as(repo, listen, env, None)
+    }
+
+    /// [`Server::spawn_with_env`] run by the user `uid` (a root test's second user), or by the
+    /// test's own user when `None`.
+    pub fn spawn_as(repo: &Repo, listen: &str, env: &[(&str, &str)], uid: Option<u32>) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_yoi"));
+        if let Some(uid) = uid {
+            use std::os::unix::process::CommandExt;
+            command.uid(uid).gid(uid);
+        }
+        let mut child = command
             .args(["serve", "--listen", listen])
             .envs(env.iter().copied())
             .current_dir(repo.path())

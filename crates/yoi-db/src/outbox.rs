@@ -365,7 +365,9 @@ pub struct EventPayload {
     pub event_id: String,
     pub event_kind: EventKind,
     pub author: Option<String>,
-    /// When it happened, as the event's `at` attribute holds it (RFC 3339 when yoi wrote it).
+    /// When it happened, as the event's `at` attribute holds it: an RFC 3339 time (doctor's
+    /// `thread.event_at` reports one that is not).
+    #[schema(format = DateTime)]
     pub at: Option<String>,
     /// A state change's states and reason, as written (an older thread may name an older state).
     pub from: Option<String>,

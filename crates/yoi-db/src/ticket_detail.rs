@@ -189,7 +189,10 @@ pub struct EventDetail {
     pub id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
+    /// The event's `at` attribute: an RFC 3339 time (doctor's `thread.event_at` reports one
+    /// that is not).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
     pub at: Option<String>,
     pub attrs: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]

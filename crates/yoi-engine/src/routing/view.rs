@@ -34,6 +34,8 @@ pub struct LatestDecision {
     /// The decision as data; `None` for a decision event written before events carried it.
     pub decision: Option<RoutingDecision>,
     pub event_id: Option<String>,
+    /// The decision event's `at` attribute, an RFC 3339 time.
+    #[schema(format = DateTime)]
     pub at: Option<String>,
     pub body: String,
 }

@@ -1160,3 +1160,43 @@ fn the_real_codex_reviews_a_ticket_in_the_sandbox_against_a_local_endpoint_and_i
         "the reviewer's command ran in the sandbox and saw the change"
     );
 }
+
+/// `yoi agent check` shows what the endpoint becomes for each CLI — the arguments and the
+/// names of the variables, the files' included — and never the key.
+#[test]
+fn agent_check_names_what_an_endpoint_becomes_without_its_key() {
+    let repo = common::Repo::init();
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let endpoint = "program = \"/bin/true\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m-1\"\napi_key_env = \"TEST_MODEL_KEY\"\n";
+    std::fs::write(
+        &config,
+        format!("{text}\n[agents.gemini]\n{endpoint}\n[agents.opencode]\n{endpoint}\n[agents.codex]\n{endpoint}"),
+    )
+    .unwrap();
+    let check = |agent: &str| {
+        let out = common::run_yoi_env(
+            repo.path(),
+            &["agent", "check", agent],
+            &[("TEST_MODEL_KEY", "sk-secret-value")],
+        );
+        assert!(!out.stdout.contains("sk-secret-value"), "{}", out.stdout);
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with("endpoint: "))
+            .unwrap_or_else(|| panic!("no endpoint line: {}", out.stdout))
+            .to_string()
+    };
+    assert_eq!(
+        check("gemini"),
+        "endpoint: arguments [], environment GOOGLE_GEMINI_BASE_URL, GEMINI_API_KEY, GEMINI_CLI_HOME"
+    );
+    assert_eq!(
+        check("opencode"),
+        "endpoint: arguments [], environment YOI_OPENCODE_API_KEY, OPENCODE_CONFIG"
+    );
+    assert!(
+        check("codex").contains("-c model_provider=\"yoi\""),
+        "Codex gets its provider as -c overrides"
+    );
+}

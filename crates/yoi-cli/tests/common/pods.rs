@@ -113,6 +113,41 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
     out
 }
 
+/// Whether the user `uid` can run `path` (and the interpreter its `#!` line names): every
+/// folder above it searchable and the file itself executable, asked of the kernel as that
+/// user; else the first place that is not.
+pub fn runnable_by(uid: u32, path: &Path) -> Result<(), String> {
+    let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for place in real.ancestors().collect::<Vec<_>>().into_iter().rev() {
+        let ok = as_user(Command::new("test"), Some(uid))
+            .arg("-x")
+            .arg(place)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(place).map_or(0, |m| m.permissions().mode() & 0o7777);
+            return Err(format!(
+                "{} is closed to it (mode {mode:o})",
+                place.display()
+            ));
+        }
+    }
+    let mut head = Vec::new();
+    if let Ok(f) = std::fs::File::open(&real) {
+        use std::io::Read;
+        let _ = f.take(512).read_to_end(&mut head);
+    }
+    if let Some(line) = head.strip_prefix(b"#!") {
+        let line = String::from_utf8_lossy(line.split(|b| *b == b'\n').next().unwrap_or_default());
+        if let Some(interpreter) = line.split_whitespace().next() {
+            runnable_by(uid, Path::new(interpreter))
+                .map_err(|e| format!("its interpreter {interpreter}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// The pids of processes whose working directory is in `dir`.
 pub fn processes_working_in(dir: &Path) -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -610,6 +645,18 @@ impl RealCoder {
         .unwrap();
         let uid = who.uid();
         if let Some(uid) = uid {
+            // yoi and the CLI must be reachable by the second user, as they are by a person
+            // who installed them for everyone; say exactly which folder is closed when not.
+            let program = config
+                .lines()
+                .find_map(|l| l.strip_prefix("program = \""))
+                .and_then(|l| l.strip_suffix('"'))
+                .expect("the profile names its program");
+            for p in [env!("CARGO_BIN_EXE_yoi"), program] {
+                if let Err(e) = runnable_by(uid, Path::new(p)) {
+                    panic!("the second user ({uid}) cannot run {p}: {e}");
+                }
+            }
             // The workspace and the home folder are the second user's own, as a person's are.
             for p in [repo.path(), home.path()] {
                 let status = Command::new("chown")

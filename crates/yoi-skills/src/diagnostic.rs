@@ -145,6 +145,19 @@ pub mod rules {
     pub const TOOLS_TYPE: &str = "TOOLS-TYPE";
     pub const BODY_SIZE: &str = "BODY-SIZE";
     pub const REF_ESCAPE: &str = "REF-ESCAPE";
+    // Workflow files (`.yoi/workflow/<slug>.md`, `crate::workflow`).
+    pub const WF_SLUG: &str = "WF-SLUG";
+    pub const WF_NAME: &str = "WF-NAME";
+    pub const WF_UNKNOWN_KEY: &str = "WF-UNKNOWN-KEY";
+    pub const WF_FIELD_TYPE: &str = "WF-FIELD-TYPE";
+    pub const WF_DESCRIPTION: &str = "WF-DESCRIPTION";
+    pub const WF_ROLE: &str = "WF-ROLE";
+    pub const WF_UNREACHABLE: &str = "WF-UNREACHABLE";
+    pub const WF_EMPTY: &str = "WF-EMPTY";
+    pub const WF_REQUIRES_UNKNOWN: &str = "WF-REQUIRES-UNKNOWN";
+    pub const WF_REQUIRES_INVALID: &str = "WF-REQUIRES-INVALID";
+    pub const WF_REQUIRES_AMBIGUOUS: &str = "WF-REQUIRES-AMBIGUOUS";
+    pub const WF_REQUIRES_CYCLE: &str = "WF-REQUIRES-CYCLE";
 
     /// All ids, for reading stored diagnostics back and for documentation.
     pub const ALL: &[&str] = &[
@@ -181,5 +194,17 @@ pub mod rules {
         TOOLS_TYPE,
         BODY_SIZE,
         REF_ESCAPE,
+        WF_SLUG,
+        WF_NAME,
+        WF_UNKNOWN_KEY,
+        WF_FIELD_TYPE,
+        WF_DESCRIPTION,
+        WF_ROLE,
+        WF_UNREACHABLE,
+        WF_EMPTY,
+        WF_REQUIRES_UNKNOWN,
+        WF_REQUIRES_INVALID,
+        WF_REQUIRES_AMBIGUOUS,
+        WF_REQUIRES_CYCLE,
     ];
 }

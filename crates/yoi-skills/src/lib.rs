@@ -21,6 +21,7 @@ pub mod parse;
 pub mod prompt;
 pub mod proposal;
 pub mod resource;
+pub mod workflow;
 
 pub use activate::{
     activate, ActivateError, Activation, ActivationRecord, ActivationRecorder, ActivationRequest,

@@ -67,6 +67,12 @@ fn nullable(mut schema: Value) -> Value {
 /// A ULID as yoi writes it: 26 upper-case Crockford base32 characters, the first at most `7`.
 const ULID: &str = "^[0-7][0-9A-HJKMNP-TV-Z]{25}$";
 
+/// An assignment's id: `asg-` and a ULID.
+const ASSIGNMENT_ID: &str = "^asg-[0-7][0-9A-HJKMNP-TV-Z]{25}$";
+
+/// A step's id: 1 to 64 lowercase letters, digits and `-`, starting with a letter.
+const STEP_ID: &str = "^[a-z][a-z0-9-]{0,63}$";
+
 const RELATION_KINDS: &[&str] = &[
     "depends_on",
     "blocks",
@@ -352,6 +358,34 @@ fn bodies(doc: &mut Value) {
         "WouldDecide",
         "kind",
         enumeration(&yoi_core::decision::RoutingDecision::KINDS),
+    );
+    // Assignment ids (`asg-` and a ULID: `yoi_engine::assignments::new_id`, the accept saga)
+    // and step ids (a flow's, `yoi_core::flow::valid_name`, or a service step's) in answers.
+    let assignment = json!({ "type": "string", "pattern": ASSIGNMENT_ID });
+    let step = json!({ "type": "string", "pattern": STEP_ID });
+    for (component, field) in [
+        ("Assignment", "id"),
+        ("AttemptDetail", "assignment"),
+        ("CompletedAttempt", "assignment"),
+        ("CostLine", "assignment"),
+        ("StaleFenceDetails", "assignment"),
+    ] {
+        prop(doc, component, field, assignment.clone());
+    }
+    prop(doc, "PodRow", "assignment", nullable(assignment));
+    for (component, field) in [
+        ("Assignment", "step"),
+        ("AttemptDetail", "step"),
+        ("CostLine", "step"),
+        ("Step", "id"),
+    ] {
+        prop(doc, component, field, step.clone());
+    }
+    prop(
+        doc,
+        "RunningFlow",
+        "steps",
+        json!({ "type": "array", "items": step }),
     );
     // Every error code an answer can carry (`error::CODES`).
     prop(

@@ -65,6 +65,9 @@ pub enum Command {
     /// Agent profiles: which command-line agents a pod can run.
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Everything that waits on a person: open circuits, used-up fix rounds, deferred merges,
+    /// blocked agents, tickets returned to planning, skill proposals.
+    Inbox(JsonFlag),
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,6 +10,7 @@ pub mod decision;
 pub mod finding;
 pub mod flow;
 pub mod id;
+pub mod inbox;
 pub mod item;
 pub mod packet;
 pub mod plan;

@@ -23,6 +23,7 @@ pub mod broken;
 mod bulk;
 mod commit_rounds;
 mod copy;
+pub mod inbox;
 mod inspect;
 mod lease;
 mod lists;
@@ -113,6 +114,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         9,
         "workspaces",
         include_str!("../../../migrations/0009_workspaces.sql"),
+    ),
+    (
+        10,
+        "inbox",
+        include_str!("../../../migrations/0010_inbox.sql"),
     ),
 ];
 

@@ -13,6 +13,17 @@ use super::{
     OutboxKey, Page, PodRow, PodState, Scope, Span, SpanRows, TokenInfo, Undelivered, Waiting,
 };
 
+/// The inbox: tickets that may have open entries, with the events that open and close them.
+impl DbIndex {
+    pub fn inbox_tickets(
+        &self,
+        service_author: &str,
+        ticket: Option<&str>,
+    ) -> Result<Vec<crate::inbox::InboxTicket>, StoreError> {
+        self.run(self.db.inbox_tickets(service_author, ticket))
+    }
+}
+
 /// Assignments: the steps of a ticket's flow and their attempts.
 impl DbIndex {
     pub fn assignment(&self, id: &str) -> Result<Option<Assignment>, StoreError> {

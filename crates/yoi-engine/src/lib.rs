@@ -21,6 +21,7 @@ pub mod cost;
 pub mod doctor;
 pub mod edge;
 pub mod flows;
+pub mod inbox;
 pub mod person_ops;
 pub mod routing;
 pub mod skills;

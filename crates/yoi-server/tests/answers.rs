@@ -304,6 +304,14 @@ fn real_answers_validate_against_the_document() {
         ),
         (
             "get",
+            "/api/v1/inbox",
+            "/api/v1/inbox".into(),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
             "/api/v1/skills",
             "/api/v1/skills".into(),
             &r,

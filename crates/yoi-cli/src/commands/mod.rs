@@ -6,6 +6,7 @@ mod assignment;
 mod dashboard;
 mod db;
 mod flow;
+mod inbox;
 mod init;
 pub(crate) mod pod;
 mod reindex;
@@ -37,5 +38,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Pod(cmd) => pod::run(&env, cmd),
         Command::Assignment(cmd) => assignment::run(&env, cmd),
         Command::Agent(cmd) => agent::run(&env, cmd),
+        Command::Inbox(args) => inbox::run(&env, &args),
     }
 }

@@ -15,7 +15,7 @@ use yoi_store::{Ctx, Workspace};
 use super::claim::{check_role, live_claim, pod_of, refusal, trailing_failures, PodCaller};
 use super::{
     next_attempt, results_lock, retries_left, work_place, AssignmentError, Report, ReportOutcome,
-    STEP_CIRCUIT_OPEN,
+    AGENT_BLOCKED, STEP_CIRCUIT_OPEN,
 };
 
 /// What a completed attempt changed.
@@ -310,7 +310,15 @@ pub fn fail(
         } else {
             format!("failed and its pod said retrying will not help ({reason})")
         };
-        open_circuit(ws, &row, &why, now)?;
+        // An agent that reported `blocked` waits for a person's decision: the inbox tells that
+        // apart from a step that keeps failing.
+        let blocked = report.is_some_and(|r| r.outcome == ReportOutcome::Blocked);
+        let attention = if blocked {
+            AGENT_BLOCKED
+        } else {
+            STEP_CIRCUIT_OPEN
+        };
+        open_circuit_as(ws, &row, &why, attention, now)?;
     }
     Ok(next)
 }
@@ -631,6 +639,17 @@ pub(crate) fn open_circuit(
     why: &str,
     now: Timestamp,
 ) -> Result<(), AssignmentError> {
+    open_circuit_as(ws, a, why, STEP_CIRCUIT_OPEN, now)
+}
+
+/// [`open_circuit`] with the `attention` reason to raise.
+fn open_circuit_as(
+    ws: &Workspace,
+    a: &Assignment,
+    why: &str,
+    attention: &str,
+    now: Timestamp,
+) -> Result<(), AssignmentError> {
     let ctx = Ctx::new(Principal::orchestrator(), now);
     if super::on_failure(ws, a) == yoi_core::flow::OnFailure::ReturnToPlanning {
         // The flow says a failure of this step means the brief needs a person's decision.
@@ -653,7 +672,7 @@ pub(crate) fn open_circuit(
          Look at the attempts (`yoi assignment list --ticket {}`), fix the cause, then run `yoi ticket retry {}`.",
         a.step, a.attempt, a.ticket, a.ticket
     );
-    match ops::attention(ws, &ctx, &a.ticket, STEP_CIRCUIT_OPEN, &body) {
+    match ops::attention(ws, &ctx, &a.ticket, attention, &body) {
         Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => Ok(()),
         Err(e) => Err(e.into()),
     }

@@ -51,6 +51,9 @@ pub use merge::{flow_tick, FlowTick, MERGE_DEFERRED};
 
 /// The `attention` reason of an assignment circuit.
 pub const STEP_CIRCUIT_OPEN: &str = "step_circuit_open";
+/// The `attention` reason of a step stopped because its agent reported `blocked`: it waits for
+/// a person's decision, and a `retry` hands the step out again.
+pub const AGENT_BLOCKED: &str = "agent_blocked";
 
 /// Serialises the result paths (complete, fail, expire) within this process.
 static RESULTS: Mutex<()> = Mutex::new(());

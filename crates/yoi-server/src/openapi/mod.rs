@@ -29,6 +29,7 @@ pub mod events;
         crate::routes::pods::register, crate::routes::pods::list, crate::routes::pods::claim,
         crate::routes::pods::heartbeat, crate::routes::pods::complete, crate::routes::pods::fail,
         crate::routes::pods::log, crate::routes::pods::list_assignments, crate::routes::pods::ticket_cost,
+        crate::routes::inbox::list,
         crate::routes::health::healthz, crate::routes::health::readyz, crate::ui::session::mint_route, serve
     ),
     components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, yoi_db::EventPayload, yoi_db::PlanPayload, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody, crate::routes::routing::RetryBody, crate::routes::pods::RegisterBody, crate::routes::pods::ClaimBody, crate::routes::pods::FencedBody, crate::routes::pods::CompleteBody, crate::routes::pods::FailBody, crate::routes::pods::LogBody, crate::ui::session::LoginLink)),
@@ -38,6 +39,7 @@ pub mod events;
         (name = "skills", description = "Agent Skills: catalog, activation, resources and proposals."),
         (name = "flows", description = "Flows: the step chains tickets run, and the flow files that are skipped."),
         (name = "pods", description = "Pods: registration, claims with leases and fences, heartbeats, results and logs."),
+        (name = "inbox", description = "The inbox: everything that waits on a person."),
         (name = "events", description = "Live events (server-sent events) from the outbox."),
         (name = "service", description = "Health, readiness, doctor and this document."),
     ),

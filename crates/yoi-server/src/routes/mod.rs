@@ -3,6 +3,7 @@
 pub mod events;
 pub mod flows;
 pub mod health;
+pub mod inbox;
 pub mod packet;
 pub mod pods;
 pub mod routing;

@@ -11,6 +11,7 @@ pub mod actions;
 pub mod assets;
 pub mod board;
 pub mod guard;
+pub mod inbox;
 pub mod markdown;
 pub mod page;
 pub mod pages;
@@ -45,6 +46,7 @@ pub fn routes() -> Router<AppState> {
         .route("/tickets/{id}/comment", post(actions::comment))
         .route("/tickets/{id}/edit", post(actions::edit))
         .route("/tickets/{id}/relations", post(actions::relation))
+        .route("/inbox", get(inbox::page))
         .route("/pods", get(pages::pods))
         .route("/skills", get(pages::skills))
         .route("/skills/{name}", get(pages::skill))

@@ -76,6 +76,8 @@ pub struct Chrome {
     pub css: &'static str,
     pub js: &'static str,
     pub router: String,
+    /// Open inbox entries, shown in the navigation of every page.
+    pub inbox: usize,
 }
 
 impl Chrome {
@@ -87,6 +89,7 @@ impl Chrome {
     ) -> Result<Chrome, UiError> {
         let seq = s.db().last_event_seq().await.map_err(UiError::from_store)?;
         let router = router_line(s);
+        let inbox = super::inbox::count(s).await;
         Ok(Chrome {
             title: title.into(),
             nav,
@@ -98,6 +101,7 @@ impl Chrome {
             css: super::assets::CSS_URL.as_str(),
             js: super::assets::JS_URL.as_str(),
             router,
+            inbox,
         })
     }
 }

@@ -232,6 +232,8 @@ pub struct TicketView {
     pub earlier: Option<usize>,
     pub later: Option<usize>,
     pub is_planning: bool,
+    /// Open inbox entries of this ticket: the "needs you" banner.
+    pub needs: Vec<yoi_engine::inbox::InboxEntry>,
 }
 
 impl TicketView {
@@ -368,7 +370,9 @@ fn load(
         .and_then(|e| e.at.clone())
         .unwrap_or_else(|| d.created_at.to_string());
     let actions = actions(&d, &routing, who);
+    let needs = yoi_engine::inbox::of_ticket(&s.index, &d.id).map_err(store)?;
     Ok(TicketView {
+        needs,
         other_state_actions: actions.iter().filter(|a| a.other_state).count(),
         state_label: state_label(d.state),
         age: age(&since, now().unix_millis()),

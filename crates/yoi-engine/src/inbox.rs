@@ -1,0 +1,295 @@
+//! The inbox: one list of everything that waits on a person (docs/inbox.md).
+//!
+//! It is a query, not a store. Entries are derived on every read from the thread events in the
+//! index (which a reindex rebuilds from the files) and from the skill proposals on disk, so
+//! deleting the database loses no entry a thread records, and an entry can never outlive its
+//! condition. The rules, in thread order per ticket:
+//!
+//! - an `attention` event opens an entry of its reason ([`InboxReason::of_attention`]); a
+//!   second one of the same reason while the first is open is the same episode (one entry,
+//!   its detail the latest body, its `since` the first);
+//! - a `retry` closes what a retry answers: an open circuit, used-up fix rounds, a blocked
+//!   agent, an unknown reason;
+//! - a `merge` closes a deferred merge (the checkout was cleaned and the merge ran);
+//! - any state change closes every entry of the ticket — the ticket moved on — and one the
+//!   service made into `planning` opens a `routing_failed` entry that the next state change
+//!   closes;
+//! - whatever the events say, attention entries are open only while the ticket is queued or in
+//!   progress, and `routing_failed` only while it is in planning (a hand edit of item.md wins);
+//! - every pending skill proposal is an entry without a ticket.
+//!
+//! The episode key (`<ticket>:<reason>:<opening event id>`, `skill_proposal:<id>`) names one
+//! situation; notifications are keyed by it, so one situation is told once.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+use yoi_core::inbox::InboxReason;
+use yoi_core::{Principal, TicketId};
+use yoi_db::inbox::{InboxEvent, InboxTicket};
+use yoi_db::DbIndex;
+use yoi_skills::proposal::ProposalStatus;
+use yoi_store::{StoreError, Workspace};
+
+/// What a person does about an entry in the dashboard: a page and the control on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct InboxAction {
+    /// The control to use, e.g. `Retry`.
+    pub label: String,
+    /// The dashboard page that holds it (a path on the server).
+    pub href: String,
+}
+
+/// One situation waiting on a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct InboxEntry {
+    /// The episode key: one situation is one key, however often it is raised.
+    pub key: String,
+    pub reason: InboxReason,
+    /// The ticket it is about (none for a skill proposal).
+    pub ticket: Option<String>,
+    /// The ticket's title, or what is proposed.
+    pub title: String,
+    /// When the situation began (RFC 3339).
+    pub since: String,
+    /// What happened, as the engine wrote it (Markdown).
+    pub detail: String,
+    /// The command that resolves it.
+    pub command: String,
+    /// Where to resolve it in the dashboard.
+    pub action: InboxAction,
+    /// The thread event that opened it.
+    pub event: Option<String>,
+}
+
+/// Every open entry, the longest-waiting first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Inbox {
+    pub count: usize,
+    pub entries: Vec<InboxEntry>,
+}
+
+/// The whole inbox: ticket entries from the index and pending skill proposals.
+pub fn inbox(ws: &Workspace, index: &DbIndex) -> Result<Inbox, StoreError> {
+    let service = Principal::orchestrator().author();
+    let mut entries: Vec<InboxEntry> = index
+        .inbox_tickets(&service, None)?
+        .iter()
+        .flat_map(ticket_entries)
+        .collect();
+    entries.extend(proposal_entries(ws));
+    entries.sort_by(|a, b| (&a.since, &a.key).cmp(&(&b.since, &b.key)));
+    Ok(Inbox {
+        count: entries.len(),
+        entries,
+    })
+}
+
+/// The open entries of one ticket (for the "needs you" banner of its page).
+pub fn of_ticket(index: &DbIndex, ticket: &TicketId) -> Result<Vec<InboxEntry>, StoreError> {
+    let service = Principal::orchestrator().author();
+    Ok(index
+        .inbox_tickets(&service, Some(ticket.as_str()))?
+        .iter()
+        .flat_map(ticket_entries)
+        .collect())
+}
+
+/// The rule: the entries open at the end of one ticket's events (see the module doc).
+pub fn ticket_entries(t: &InboxTicket) -> Vec<InboxEntry> {
+    let service = Principal::orchestrator().author();
+    let mut open: Vec<InboxEntry> = Vec::new();
+    for e in &t.events {
+        match e.kind.as_str() {
+            "attention" => {
+                let reason = InboxReason::of_attention(e.attr("reason").unwrap_or_default());
+                match open.iter_mut().find(|x| x.reason == reason) {
+                    Some(same) => same.detail = e.body.trim().to_string(),
+                    None => open.push(entry(t, reason, e, e.body.trim())),
+                }
+            }
+            "retry" => open.retain(|x| {
+                !matches!(
+                    x.reason,
+                    InboxReason::CircuitOpen
+                        | InboxReason::RoundsExhausted
+                        | InboxReason::AgentBlocked
+                        | InboxReason::Other
+                )
+            }),
+            "merge" => open.retain(|x| x.reason != InboxReason::MergeDeferred),
+            "state_changed" => {
+                open.clear();
+                if e.author.as_deref() == Some(service.as_str()) && e.attr("to") == Some("planning")
+                {
+                    let why = e.attr("reason").unwrap_or("no reason was recorded");
+                    let detail = format!("The service returned this ticket to planning: {why}.");
+                    open.push(entry(t, InboxReason::RoutingFailed, e, &detail));
+                }
+            }
+            _ => {}
+        }
+    }
+    let active = matches!(t.state.as_str(), "queued" | "inprogress");
+    open.retain(|x| {
+        if x.reason == InboxReason::RoutingFailed {
+            t.state == "planning"
+        } else {
+            active
+        }
+    });
+    open
+}
+
+fn entry(t: &InboxTicket, reason: InboxReason, e: &InboxEvent, detail: &str) -> InboxEntry {
+    let id = &t.id;
+    let (command, label) = match reason {
+        InboxReason::MergeDeferred => (
+            "git status   # in the checkout named above: commit or stash those files; the merge then runs by itself".to_string(),
+            "Open the ticket",
+        ),
+        InboxReason::RoutingFailed => (
+            format!("yoi ticket show {id}   # complete the brief, then: yoi ticket mark-ready {id}"),
+            "Edit the brief",
+        ),
+        _ => (format!("yoi ticket retry {id}"), "Retry"),
+    };
+    InboxEntry {
+        key: format!("{id}:{}:{}", reason.as_str(), e.id),
+        reason,
+        ticket: Some(id.clone()),
+        title: t.title.clone(),
+        since: e.at.clone().unwrap_or_default(),
+        detail: detail.to_string(),
+        command,
+        action: InboxAction {
+            label: label.to_string(),
+            href: format!("/tickets/{id}"),
+        },
+        event: Some(e.id.clone()),
+    }
+}
+
+/// One entry per pending skill proposal. A proposals folder that cannot be read gives none
+/// (skills' own pages report it).
+fn proposal_entries(ws: &Workspace) -> Vec<InboxEntry> {
+    let Ok(proposals) = crate::skills::proposals(ws) else {
+        return Vec::new();
+    };
+    proposals
+        .into_iter()
+        .filter(|p| p.status == ProposalStatus::Pending)
+        .map(|p| {
+            let errors = p.error_count();
+            InboxEntry {
+                key: format!("skill_proposal:{}", p.id),
+                reason: InboxReason::SkillProposal,
+                ticket: None,
+                title: format!("Skill `{}` proposed by {}", p.name, p.proposer),
+                since: p.created_at.clone(),
+                detail: if errors == 0 {
+                    format!("A proposed skill `{}` waits for approval.", p.name)
+                } else {
+                    format!(
+                        "A proposed skill `{}` waits for a decision; its lint found {errors} error(s), so it can only be rejected as it is.",
+                        p.name
+                    )
+                },
+                command: format!(
+                    "yoi skill approve {}   # or: yoi skill reject {} --reason …",
+                    p.id, p.id
+                ),
+                action: InboxAction {
+                    label: "Approve or reject".into(),
+                    href: format!("/skills#p-{}", p.id),
+                },
+                event: None,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(id: &str, kind: &str, author: &str, attrs: &[(&str, &str)]) -> InboxEvent {
+        InboxEvent {
+            id: id.into(),
+            kind: kind.into(),
+            author: Some(author.into()),
+            at: Some(format!("2026-03-01T10:00:0{}Z", id.len() % 10)),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+                .collect(),
+            body: format!("body of {id}"),
+        }
+    }
+
+    fn ticket(state: &str, events: Vec<InboxEvent>) -> InboxTicket {
+        InboxTicket {
+            id: "01JD0000000000000000000000".into(),
+            title: "T".into(),
+            state: state.into(),
+            events,
+        }
+    }
+
+    fn reasons(t: &InboxTicket) -> Vec<InboxReason> {
+        ticket_entries(t).iter().map(|e| e.reason).collect()
+    }
+
+    #[test]
+    fn a_merge_closes_a_deferred_merge_and_only_that() {
+        let s = Principal::orchestrator().author();
+        let t = ticket(
+            "inprogress",
+            vec![
+                event("a", "attention", &s, &[("reason", "merge_deferred")]),
+                event("b", "attention", &s, &[("reason", "budget_exceeded")]),
+                event("c", "merge", &s, &[]),
+            ],
+        );
+        assert_eq!(reasons(&t), vec![InboxReason::Other]);
+    }
+
+    #[test]
+    fn a_hand_edited_state_wins_over_the_events() {
+        let s = Principal::orchestrator().author();
+        let events = vec![event("a", "attention", &s, &[("reason", "circuit_open")])];
+        assert_eq!(
+            reasons(&ticket("queued", events.clone())),
+            vec![InboxReason::CircuitOpen]
+        );
+        assert!(reasons(&ticket("done", events.clone())).is_empty());
+        assert!(reasons(&ticket("planning", events)).is_empty());
+        let bounced = vec![event(
+            "a",
+            "state_changed",
+            &s,
+            &[("to", "planning"), ("reason", "why")],
+        )];
+        assert_eq!(
+            reasons(&ticket("planning", bounced.clone())),
+            vec![InboxReason::RoutingFailed]
+        );
+        assert!(reasons(&ticket("ready", bounced)).is_empty());
+    }
+
+    #[test]
+    fn one_episode_keeps_its_first_key_and_time_and_shows_the_latest_detail() {
+        let s = Principal::orchestrator().author();
+        let t = ticket(
+            "queued",
+            vec![
+                event("a", "attention", &s, &[("reason", "circuit_open")]),
+                event("bbbb", "attention", &s, &[("reason", "step_circuit_open")]),
+            ],
+        );
+        let got = ticket_entries(&t);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].key, format!("{}:circuit_open:a", t.id));
+        assert_eq!(got[0].since, "2026-03-01T10:00:01Z");
+        assert_eq!(got[0].detail, "body of bbbb");
+    }
+}

@@ -1,0 +1,56 @@
+//! `GET /inbox`: the dashboard's list of everything that waits on a person — what happened,
+//! since when, and where to act — as `GET /api/v1/inbox` answers it (`yoi_engine::inbox`).
+
+use askama::Template;
+use axum::extract::State;
+use axum::response::Response;
+use yoi_engine::inbox::{self, InboxEntry};
+
+use super::page::{age, html, short, Chrome, UiError};
+use super::session::Viewer;
+use crate::auth::now;
+use crate::state::AppState;
+
+/// One entry as a row of the page.
+pub struct Row {
+    pub e: InboxEntry,
+    pub label: &'static str,
+    pub age: String,
+    pub short_ticket: String,
+}
+
+#[derive(Template)]
+#[template(path = "inbox.html")]
+pub struct InboxPage {
+    pub chrome: Chrome,
+    pub rows: Vec<Row>,
+}
+
+pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let found = s.read_indexed(inbox::inbox).await?;
+    let now_ms = now().unix_millis();
+    let rows = found
+        .entries
+        .into_iter()
+        .map(|e| Row {
+            label: e.reason.label(),
+            age: age(&e.since, now_ms),
+            short_ticket: e.ticket.as_deref().map(short).unwrap_or_default(),
+            e,
+        })
+        .collect();
+    let chrome = Chrome::new(&s, &v, "Inbox", "inbox").await?;
+    Ok(html(&InboxPage { chrome, rows }))
+}
+
+/// How many entries are open, for the header of every page (0 when it cannot be read: the
+/// header never fails a page).
+pub async fn count(s: &AppState) -> usize {
+    match s.read_indexed(inbox::inbox).await {
+        Ok(i) => i.count,
+        Err(e) => {
+            tracing::warn!(error = %e.message, "counting the inbox for the header");
+            0
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The inbox on a real server: `GET /api/v1/inbox` lists an attention event a thread records as
+//! one entry with what to do about it, a person's retry through the API closes it, and the route
+//! needs a token like every other read; the dashboard's `/inbox` page, the count in the
+//! navigation of every page and the "needs you" banner of the ticket page show the same entry
+//! (server-rendered, so without JavaScript).
+
+mod common;
+
+use common::{ctx, Backend, Server};
+use yoi_core::Principal;
+use yoi_store::ops;
+
+#[test]
+fn an_open_circuit_is_listed_with_what_to_do_until_a_retry_closes_it() {
+    let s = Server::start(Backend::Sqlite);
+    let id = s.ready_ticket("Stuck");
+    s.post(&format!("/api/v1/tickets/{id}/queue"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    let empty = s
+        .get("/api/v1/inbox")
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    assert_eq!(empty["count"], 0, "{empty}");
+
+    // The orchestrator writes the thread; the server sees the file change.
+    ops::attention(
+        &s.workspace(),
+        &ctx(Principal::orchestrator()),
+        &id,
+        "circuit_open",
+        "Routing stopped dispatching this ticket.",
+    )
+    .unwrap();
+    let got = s
+        .get("/api/v1/inbox")
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    assert_eq!(got["count"], 1, "{got}");
+    let e = &got["entries"][0];
+    assert_eq!(e["reason"], "circuit_open");
+    assert_eq!(e["ticket"], id.as_str());
+    assert_eq!(e["title"], "Stuck");
+    assert_eq!(e["command"], format!("yoi ticket retry {id}"));
+    assert_eq!(e["action"]["href"], format!("/tickets/{id}"));
+    assert_eq!(e["detail"], "Routing stopped dispatching this ticket.");
+
+    s.post(&format!("/api/v1/tickets/{id}/retry"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    let after = s
+        .get("/api/v1/inbox")
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    assert_eq!(after["count"], 0, "{after}");
+
+    s.get("/api/v1/inbox")
+        .send()
+        .expect_error(401, "unauthorized");
+}
+
+/// An HTTP client that does not follow redirects and returns every status as a response.
+fn browser() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into()
+}
+
+/// A dashboard session for the human token's person: the `name=value` of its cookie.
+fn log_in(s: &Server) -> String {
+    let link = s
+        .post("/api/v1/dashboard/login")
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    let url = format!("{}{}", s.base, link["path"].as_str().unwrap());
+    let res = browser().get(&url).call().unwrap();
+    assert_eq!(res.status(), 303, "the login link starts a session");
+    let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    set.split(';').next().unwrap().to_string()
+}
+
+/// The HTML of dashboard page `path`, which must answer 200.
+fn page(s: &Server, cookie: &str, path: &str) -> String {
+    let mut res = browser()
+        .get(&format!("{}{path}", s.base))
+        .header("Cookie", cookie)
+        .call()
+        .unwrap();
+    assert_eq!(res.status(), 200, "{path}");
+    res.body_mut().read_to_string().unwrap()
+}
+
+#[test]
+fn the_dashboard_lists_the_entry_counts_it_on_every_page_and_flags_the_ticket() {
+    let s = Server::start(Backend::Sqlite);
+    let id = s.ready_ticket("Deferred <merge>");
+    s.post(&format!("/api/v1/tickets/{id}/queue"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    let cookie = log_in(&s);
+    let empty = page(&s, &cookie, "/inbox");
+    assert!(empty.contains("id=\"inbox-empty\""), "{empty}");
+    assert!(
+        !empty.contains("id=\"inbox-count\""),
+        "no count while empty"
+    );
+
+    ops::attention(
+        &s.workspace(),
+        &ctx(Principal::orchestrator()),
+        &id,
+        "merge_deferred",
+        "Merge deferred: `src/a.rs` has uncommitted changes.",
+    )
+    .unwrap();
+    let inbox = page(&s, &cookie, "/inbox");
+    assert!(inbox.contains("data-reason=\"merge_deferred\""), "{inbox}");
+    assert!(
+        inbox.contains(&format!("href=\"/tickets/{id}\"")),
+        "{inbox}"
+    );
+    assert!(
+        inbox.contains("Deferred &#60;merge&#62;"),
+        "titles are escaped: {inbox}"
+    );
+    assert!(
+        inbox.contains("`src/a.rs` has uncommitted changes"),
+        "{inbox}"
+    );
+    for path in ["/", "/queue", "/pods", "/inbox"] {
+        let html = page(&s, &cookie, path);
+        assert!(
+            html.contains("id=\"inbox-count\" aria-label=\"1 waiting on you\">1</span>"),
+            "{path} shows the count: {html}"
+        );
+    }
+    let ticket = page(&s, &cookie, &format!("/tickets/{id}"));
+    assert!(ticket.contains("id=\"needs-you\""), "{ticket}");
+    assert!(ticket.contains("Needs you: Merge deferred"), "{ticket}");
+}

@@ -1016,7 +1016,18 @@ fn gemini_case() -> RealCase {
     RealCase {
         agent: "gemini",
         program: gemini,
-        endpoint: || gemini_endpoint("greeting.txt", "hello from gemini\n", DONE),
+        endpoint: || {
+            gemini_endpoint(
+                |folder| {
+                    let path = format!("{folder}/greeting.txt");
+                    (
+                        "write_file",
+                        serde_json::json!({"file_path": path, "content": "hello from gemini\n"}),
+                    )
+                },
+                DONE,
+            )
+        },
         model: Some("gemini-2.5-pro"),
         answered: |r| {
             r.starts_with("POST /v1beta/models/gemini-2.5-pro:streamGenerateContent")
@@ -1035,7 +1046,18 @@ fn opencode_case() -> RealCase {
     RealCase {
         agent: "opencode",
         program: opencode,
-        endpoint: || chat_tool_endpoint("greeting.txt", "hello from opencode\n", DONE),
+        endpoint: || {
+            chat_tool_endpoint(
+                |folder| {
+                    let path = format!("{folder}/greeting.txt");
+                    (
+                        "write",
+                        serde_json::json!({"filePath": path, "content": "hello from opencode\n"}),
+                    )
+                },
+                DONE,
+            )
+        },
         model: Some("m-1"),
         answered: |r| {
             r.starts_with("POST /v1/chat/completions")
@@ -1087,24 +1109,33 @@ fn the_real_opencode_implements_a_ticket_as_a_normal_user() {
     implements_a_ticket(opencode_case(), RunAs::NormalUser);
 }
 
-#[test]
-fn the_real_codex_reviews_a_ticket_in_the_sandbox_against_a_local_endpoint_and_it_merges() {
-    // The reviewer looks at the change through its shell tool, as a reviewer does.
-    let (base, seen) = responses_calling(
-        "git show --stat HEAD",
-        "The greeting is there, as the brief asks.\n\nYOI-RESULT: done\nYOI-SUMMARY: reviewed the greeting\nYOI-VERDICT: approve\n",
+/// `case`'s CLI reviews a ticket that the scripted agent implemented, as the supervised
+/// reviewer, with the profile's read-only argv in yoi's sandbox: the model reads the change
+/// through the CLI's own tool and approves, the review names the CLI, and the ticket merges.
+fn reviews_and_merges(case: RealCase) {
+    let (base, seen) = (case.endpoint)();
+    let (repo, _) = workspace(
+        "write hello.txt hello from the coder\\n\ndone added hello.txt\n",
+        30,
     );
-    let (repo, _) = workspace("write hello.txt hello\\n\ndone added hello.txt\n", 30);
     let config = repo.path().join(".yoi/workspace.toml");
     let text = std::fs::read_to_string(&config).unwrap().replace(
         "[pods.agent]\ncoder = \"fake\"\n",
-        "[pods.agent]\ncoder = \"fake\"\nreviewer = \"codex\"\n",
+        &format!(
+            "[pods.agent]\ncoder = \"fake\"\nreviewer = \"{}\"\n",
+            case.agent
+        ),
     );
+    let model = case
+        .model
+        .map(|m| format!("model = \"{m}\"\n"))
+        .unwrap_or_default();
     std::fs::write(
         &config,
         format!(
-            "{text}\n[agents.codex]\nprogram = \"{}\"\nbase_url = \"{base}\"\nmodel = \"gpt-5-codex\"\napi_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300\n",
-            codex()
+            "{text}\n[agents.{}]\nprogram = \"{}\"\nbase_url = \"{base}\"\n{model}api_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300\n",
+            case.agent,
+            (case.program)()
         ),
     )
     .unwrap();
@@ -1143,22 +1174,81 @@ fn the_real_codex_reviews_a_ticket_in_the_sandbox_against_a_local_endpoint_and_i
         report["agent"]
             .as_str()
             .unwrap_or_default()
-            .starts_with("codex"),
+            .starts_with(case.agent_label),
         "{report}"
     );
     let requests = seen.lock().unwrap().clone();
     assert!(
+        requests.iter().any(|r| (case.answered)(r)),
+        "{} read the change through its tool and sent the result back, with the key: {:?}",
+        case.agent,
         requests
             .iter()
-            .any(|r| r.starts_with("POST /v1/responses") && r.contains("Bearer sk-yoi-test")),
-        "Codex reached the endpoint through yoi's provider, with the key"
+            .map(|r| r.lines().next())
+            .collect::<Vec<_>>()
     );
-    assert!(
-        requests.iter().any(|r| r.contains("function_call_output")
-            && r.contains("Process exited with code 0")
-            && r.contains("hello.txt")),
-        "the reviewer's command ran in the sandbox and saw the change"
-    );
+}
+
+/// What a request carries after `marker` (where the tool's result starts); empty without it.
+fn tool_result<'a>(request: &'a str, marker: &str) -> &'a str {
+    request.split_once(marker).map_or("", |(_, rest)| rest)
+}
+
+const APPROVE: &str = "The greeting is there, as the brief asks.\n\nYOI-RESULT: done\nYOI-SUMMARY: reviewed the greeting\nYOI-VERDICT: approve\n";
+
+#[test]
+fn the_real_codex_reviews_a_ticket_in_the_sandbox_against_a_local_endpoint_and_it_merges() {
+    // The reviewer looks at the change through its shell tool, as a reviewer does.
+    reviews_and_merges(RealCase {
+        endpoint: || responses_calling("git show --stat HEAD", APPROVE),
+        answered: |r| {
+            tool_result(r, "function_call_output").contains("Process exited with code 0")
+                && tool_result(r, "function_call_output").contains("hello.txt")
+                && r.contains("Bearer sk-yoi-test")
+        },
+        ..codex_case()
+    });
+}
+
+#[test]
+fn the_real_gemini_cli_reviews_a_ticket_in_plan_mode_and_it_merges() {
+    reviews_and_merges(RealCase {
+        endpoint: || {
+            gemini_endpoint(
+                |folder| {
+                    let path = format!("{folder}/hello.txt");
+                    ("read_file", serde_json::json!({ "file_path": path }))
+                },
+                APPROVE,
+            )
+        },
+        answered: |r| {
+            tool_result(r, "functionResponse").contains("hello from the coder")
+                && r.to_ascii_lowercase()
+                    .contains("x-goog-api-key: sk-yoi-test")
+        },
+        ..gemini_case()
+    });
+}
+
+#[test]
+fn the_real_opencode_reviews_a_ticket_as_its_plan_agent_and_it_merges() {
+    reviews_and_merges(RealCase {
+        endpoint: || {
+            chat_tool_endpoint(
+                |folder| {
+                    let path = format!("{folder}/hello.txt");
+                    ("read", serde_json::json!({ "filePath": path }))
+                },
+                APPROVE,
+            )
+        },
+        answered: |r| {
+            tool_result(r, "\"role\":\"tool\"").contains("hello from the coder")
+                && r.contains("Bearer sk-yoi-test")
+        },
+        ..opencode_case()
+    });
 }
 
 /// `yoi agent check` shows what the endpoint becomes for each CLI — the arguments and the

@@ -430,15 +430,15 @@ fn work_folder(body: &str) -> &str {
         .unwrap_or("/nonexistent")
 }
 
+/// A tool call a scripted endpoint asks for: the tool's name and its arguments, made from the
+/// folder the prompt names for the work.
+pub type ToolCall = fn(&str) -> (&'static str, serde_json::Value);
+
 /// A scripted Gemini API endpoint on loopback, for the real Gemini CLI: a streamed
-/// `generateContent` whose last turn is no function response is answered with one
-/// `write_file` of `file` (with `text`) in the folder the prompt names; every other with the
-/// final `reply`. Returns its base URL and the requests it received.
-pub fn gemini_endpoint(
-    file: &'static str,
-    text: &'static str,
-    reply: &'static str,
-) -> (String, Seen) {
+/// `generateContent` that offers tools and whose last turn is no function response is
+/// answered with the function call `call` makes; every other with the final `reply`. Returns
+/// its base URL and the requests it received.
+pub fn gemini_endpoint(call: ToolCall, reply: &'static str) -> (String, Seen) {
     let (addr, seen) = scripted_endpoint(move |_, req, body| {
         let answered = req["contents"]
             .as_array()
@@ -446,8 +446,8 @@ pub fn gemini_endpoint(
             .and_then(|last| last["parts"].as_array())
             .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()));
         let part = if req["tools"].is_array() && !answered {
-            let path = format!("{}/{file}", work_folder(body));
-            serde_json::json!({"functionCall": {"name": "write_file", "args": {"file_path": path, "content": text}}})
+            let (name, args) = call(work_folder(body));
+            serde_json::json!({"functionCall": {"name": name, "args": args}})
         } else {
             serde_json::json!({"text": reply})
         };
@@ -464,24 +464,19 @@ pub fn gemini_endpoint(
 }
 
 /// A scripted OpenAI-compatible chat endpoint on loopback, for the real OpenCode: a streamed
-/// completion that offers tools and whose last message is no tool result is answered with one
-/// `write` of `file` (with `text`) in the folder the prompt names; every other with the final
-/// `reply`, streamed as the API streams, with usage. Returns its base URL (with `/v1`) and the
-/// requests it received.
-pub fn chat_tool_endpoint(
-    file: &'static str,
-    text: &'static str,
-    reply: &'static str,
-) -> (String, Seen) {
+/// completion that offers tools and whose last message is no tool result is answered with the
+/// tool call `call` makes; every other with the final `reply`, streamed as the API streams,
+/// with usage. Returns its base URL (with `/v1`) and the requests it received.
+pub fn chat_tool_endpoint(call: ToolCall, reply: &'static str) -> (String, Seen) {
     let (addr, seen) = scripted_endpoint(move |_, req, body| {
         let last_is_tool = req["messages"]
             .as_array()
             .and_then(|m| m.last())
             .is_some_and(|m| m["role"] == "tool");
         let (delta, finish) = if req["tools"].is_array() && !last_is_tool {
-            let args = serde_json::json!({"filePath": format!("{}/{file}", work_folder(body)), "content": text});
+            let (name, args) = call(work_folder(body));
             (
-                serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_yoi", "type": "function", "function": {"name": "write", "arguments": args.to_string()}}]}),
+                serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_yoi", "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}),
                 "tool_calls",
             )
         } else {

@@ -9,6 +9,7 @@ pub mod class;
 pub mod decision;
 pub mod finding;
 pub mod flow;
+pub mod forge;
 pub mod id;
 pub mod inbox;
 pub mod item;

@@ -31,6 +31,8 @@ pub struct Config {
     pub agents: std::collections::BTreeMap<String, yoi_agent::profile::AgentProfile>,
     /// Model prices for cost estimates (`[prices."gpt-4o"] input = 2.5, output = 10.0`).
     pub prices: std::collections::BTreeMap<String, yoi_agent::profile::Price>,
+    /// The forge pull requests go to (docs/forge.md); absent, flows end in a local merge.
+    pub forge: Option<yoi_core::forge::ForgeSection>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -289,6 +291,12 @@ impl Config {
             StoreError::invalid(path, line, e.message().trim().to_string())
         })?;
         config.validate(path)?;
+        if let Some(f) = &config.forge {
+            if let Some((key, reason)) = f.problems().into_iter().next() {
+                let line = key_line(text, key);
+                return Err(StoreError::invalid(path, line, format!("`{key}` {reason}")));
+            }
+        }
         Ok(config)
     }
 
@@ -424,6 +432,29 @@ pub fn is_workspace_id(id: &str) -> bool {
 /// A new workspace id: a ULID in lowercase.
 pub fn new_workspace_id() -> String {
     ulid::Ulid::new().to_string().to_ascii_lowercase()
+}
+
+/// The line of `section.key = …` in a TOML text (`[section]` then `key`), or of the section
+/// header when the key is not written (a default that another key made invalid).
+fn key_line(text: &str, dotted: &str) -> Option<usize> {
+    let (section, key) = dotted.split_once('.')?;
+    let mut in_section = false;
+    let mut header = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_section = t.trim_start_matches('[').trim_end_matches(']').trim() == section;
+            if in_section {
+                header = Some(i + 1);
+            }
+        } else if in_section
+            && t.split_once('=')
+                .is_some_and(|(k, _)| k.trim().trim_matches('"') == key)
+        {
+            return Some(i + 1);
+        }
+    }
+    header
 }
 
 /// `text` (a workspace.toml) with `id` set under `[workspace]`, every other line kept.
@@ -600,6 +631,42 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("inside the repository"));
+    }
+
+    #[test]
+    fn a_forge_section_parses_and_a_bad_value_names_its_key_and_line() {
+        let c = Config::parse(
+            "[forge]\nrepo = \"acme/widgets\"\nmode = \"pr\"\nrequired_checks = [\"ci\"]\n",
+            Path::new("w.toml"),
+        )
+        .unwrap();
+        let f = c.forge.expect("forge section");
+        assert_eq!(f.owner_repo(), ("acme", "widgets"));
+        assert_eq!(f.api_url, "https://api.github.com");
+        assert_eq!(f.remote, "origin");
+        assert_eq!(f.mode, yoi_core::forge::EndMode::Pr);
+        assert!(Config::default().forge.is_none());
+        for (text, line, key) in [
+            ("[forge]\nrepo = \"widgets\"\n", 2, "forge.repo"),
+            (
+                "[forge]\nrepo = \"a/b\"\n\napi_url = \"https://tok@github.example\"\n",
+                4,
+                "forge.api_url",
+            ),
+            ("[forge]\nrepo = \"a/b\"\napp_id = 7\n", 3, "forge.app_id"),
+            ("[forge]\nrepo = \"a/b\"\npoll_secs = 0\n", 3, "forge.poll_secs"),
+        ] {
+            match Config::parse(text, Path::new("w.toml")).unwrap_err() {
+                StoreError::Invalid { line: l, reason, .. } => {
+                    assert_eq!(l, Some(line), "{text}: {reason}");
+                    assert!(reason.contains(key), "{reason}");
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let err = Config::parse("[forge]\nrepo = \"a/b\"\ntoken = \"ghp_x\"\n", Path::new("w.toml"))
+            .unwrap_err();
+        assert!(err.to_string().contains("token"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,267 @@
+//! The forge vocabulary (docs/forge.md): the `[forge]` section of `.yoi/workspace.toml`, what a
+//! forge reports about one head commit (checks, commit statuses, reviews), and the merge gate —
+//! the rule that a pull request merges only for one head SHA at which every required check
+//! succeeded, yoi's verifier and reviewer verdicts were given, and the review rule holds.
+//!
+//! Pure: no HTTP, no clock, no credential. The configuration names where a credential lives
+//! (a file, or the environment variable the server reads), never the credential itself, so
+//! nothing of it can reach a thread, a log line or the API by serialising this section.
+
+use serde::{Deserialize, Serialize};
+
+pub mod gate;
+
+/// The environment variable the server reads a forge token from when no file is configured.
+/// Agents never see it: an agent's environment passes no `YOI_*` variable (docs/security.md).
+pub const TOKEN_ENV: &str = "YOI_GITHUB_TOKEN";
+
+/// The commit-status context of yoi's own verification.
+pub const STATUS_VERIFY: &str = "yoi/verify";
+/// The commit-status context of yoi's own review.
+pub const STATUS_REVIEW: &str = "yoi/review";
+
+/// GitHub caps a pull request body at this many characters.
+pub const BODY_MAX_CHARS: usize = 65_536;
+
+/// Which forge.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForgeKind {
+    #[default]
+    Github,
+}
+
+/// How a flow ends when it does not name its last step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndMode {
+    /// A local merge into the target branch (the built-in flow's `merge` step).
+    #[default]
+    Merge,
+    /// Push the ticket branch and open a pull request (`pr` step).
+    Pr,
+}
+
+/// When the pull request is opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenWhen {
+    /// Once yoi's own verify and review passed for the head.
+    #[default]
+    Verified,
+    /// As a draft at the first push, marked ready once verified.
+    Early,
+}
+
+/// Who merges a pull request whose gate is open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Merger {
+    /// yoi merges with the exact head SHA.
+    #[default]
+    Yoi,
+    /// yoi marks the ticket ready for a person to merge.
+    Person,
+}
+
+/// `merge_method` of the merge call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeMethod {
+    #[default]
+    Merge,
+    Squash,
+    Rebase,
+}
+
+impl MergeMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeMethod::Merge => "merge",
+            MergeMethod::Squash => "squash",
+            MergeMethod::Rebase => "rebase",
+        }
+    }
+}
+
+/// `[forge]` in `.yoi/workspace.toml`. Absent: no forge, flows end in a local merge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgeSection {
+    #[serde(default)]
+    pub kind: ForgeKind,
+    /// `owner/repo`.
+    pub repo: String,
+    /// The REST root: `https://api.github.com`, or `https://HOST/api/v3` for Enterprise Server.
+    #[serde(default = "default_api_url")]
+    pub api_url: String,
+    /// The git remote the ticket branch is pushed to.
+    #[serde(default = "default_remote")]
+    pub remote: String,
+    /// A file holding a fine-grained token, readable by its owner only (mode 0600). Without it
+    /// (and without an App), the server reads [`TOKEN_ENV`].
+    #[serde(default)]
+    pub token_file: Option<String>,
+    /// A GitHub App instead of a token: its id, the installation and the private key file.
+    #[serde(default)]
+    pub app_id: Option<u64>,
+    #[serde(default)]
+    pub app_installation_id: Option<u64>,
+    #[serde(default)]
+    pub app_private_key_file: Option<String>,
+    /// A file holding the webhook secret (mode 0600); without it the receiver refuses all.
+    #[serde(default)]
+    pub webhook_secret_file: Option<String>,
+    #[serde(default)]
+    pub mode: EndMode,
+    #[serde(default)]
+    pub open: OpenWhen,
+    #[serde(default)]
+    pub merge: Merger,
+    #[serde(default)]
+    pub merge_method: MergeMethod,
+    /// Required checks when the token can read neither rulesets nor branch protection.
+    #[serde(default)]
+    pub required_checks: Vec<String>,
+    /// Approving human reviews, for the exact head, the gate needs (0: yoi's reviewer suffices).
+    #[serde(default)]
+    pub required_approvals: u32,
+    /// Issues with this label are imported as tickets.
+    #[serde(default)]
+    pub import_label: Option<String>,
+    /// Seconds between reconciliations by polling.
+    #[serde(default = "default_poll_secs")]
+    pub poll_secs: u64,
+}
+
+fn default_api_url() -> String {
+    "https://api.github.com".into()
+}
+fn default_remote() -> String {
+    "origin".into()
+}
+fn default_poll_secs() -> u64 {
+    60
+}
+
+impl ForgeSection {
+    /// A section with the defaults for `repo`.
+    pub fn new(repo: &str) -> ForgeSection {
+        ForgeSection {
+            kind: ForgeKind::Github,
+            repo: repo.into(),
+            api_url: default_api_url(),
+            remote: default_remote(),
+            token_file: None,
+            app_id: None,
+            app_installation_id: None,
+            app_private_key_file: None,
+            webhook_secret_file: None,
+            mode: EndMode::default(),
+            open: OpenWhen::default(),
+            merge: Merger::default(),
+            merge_method: MergeMethod::default(),
+            required_checks: Vec::new(),
+            required_approvals: 0,
+            import_label: None,
+            poll_secs: default_poll_secs(),
+        }
+    }
+
+    /// `(owner, repo)` of a valid section.
+    pub fn owner_repo(&self) -> (&str, &str) {
+        self.repo.split_once('/').unwrap_or((&self.repo, ""))
+    }
+
+    /// Every problem as `(key, reason)`; empty when the section checks out.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        let name_ok = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 100
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+                && s != "."
+                && s != ".."
+        };
+        match self.repo.split_once('/') {
+            Some((o, r)) if name_ok(o) && name_ok(r) => {}
+            _ => out.push((
+                "forge.repo",
+                format!(
+                    "must be OWNER/REPO (letters, digits, `-`, `_`, `.`), got `{}`",
+                    self.repo
+                ),
+            )),
+        }
+        let api = self.api_url.trim_end_matches('/');
+        let rest = api
+            .strip_prefix("https://")
+            .or_else(|| api.strip_prefix("http://"));
+        if rest.is_none_or(|h| h.is_empty() || h.contains(['@', ' ', '?', '#'])) {
+            out.push((
+                "forge.api_url",
+                // The value is not echoed: it may hold the very credential it must not.
+                "must be an http(s) URL without credentials, e.g. https://api.github.com or https://HOST/api/v3".into(),
+            ));
+        }
+        if self.remote.trim().is_empty() || self.remote.starts_with('-') {
+            out.push(("forge.remote", "must name a git remote".into()));
+        }
+        let app = [
+            self.app_id.is_some(),
+            self.app_installation_id.is_some(),
+            self.app_private_key_file.is_some(),
+        ];
+        if app.iter().any(|x| *x) && !app.iter().all(|x| *x) {
+            out.push((
+                "forge.app_id",
+                "a GitHub App needs app_id, app_installation_id and app_private_key_file together"
+                    .into(),
+            ));
+        }
+        if app[0] && self.token_file.is_some() {
+            out.push((
+                "forge.token_file",
+                "name either a token file or a GitHub App, not both".into(),
+            ));
+        }
+        if self.poll_secs == 0 {
+            out.push((
+                "forge.poll_secs",
+                "must be at least 1 (polling is what catches a lost webhook)".into(),
+            ));
+        }
+        for c in &self.required_checks {
+            if c.trim().is_empty() {
+                out.push((
+                    "forge.required_checks",
+                    "a check name cannot be empty".into(),
+                ));
+            }
+        }
+        if let Some(l) = &self.import_label {
+            if l.trim().is_empty() {
+                out.push(("forge.import_label", "a label cannot be empty".into()));
+            }
+        }
+        out
+    }
+}
+
+/// The pull-request body for a brief: cut to GitHub's cap with a pointer to the ticket, and
+/// `Closes #N` when the ticket came from an issue.
+pub fn pr_body(brief: &str, ticket: &str, closes: Option<u64>) -> String {
+    let tail = match closes {
+        Some(n) => format!("\n\nCloses #{n}\n\nyoi ticket {ticket}"),
+        None => format!("\n\nyoi ticket {ticket}"),
+    };
+    let budget = BODY_MAX_CHARS - tail.chars().count();
+    if brief.chars().count() <= budget {
+        return format!("{brief}{tail}");
+    }
+    let note = format!("\n\n… (cut: the whole brief is in `.yoi/tickets/{ticket}/item.md`)");
+    let keep = budget - note.chars().count();
+    let cut: String = brief.chars().take(keep).collect();
+    format!("{cut}{note}{tail}")
+}

@@ -165,7 +165,7 @@ pub fn flow_yaml() -> Vec<Vec<u8>> {
 
 pub fn workspace_toml() -> Vec<Vec<u8>> {
     vec![
-        yoi_store::config::default_file("main").into_bytes(),
+        yoi_store::config::default_file("main", "seed").into_bytes(),
         concat!(
             "[workspace]\ntickets_dir = \".yoi/tickets\"\nworktree_dir = '.worktree'\n",
             "default_target = \"develop\"\nlock_timeout_secs = 5\n\n",

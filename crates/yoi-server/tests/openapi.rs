@@ -46,7 +46,6 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/tickets/{id}/packet"),
     ("put", "/api/v1/tickets/{id}/packet"),
     ("get", "/api/v1/doctor"),
-    ("get", "/api/v1/inbox"),
     ("get", "/api/v1/events"),
     ("get", "/api/v1/flows"),
     ("get", "/api/v1/flows/lint"),
@@ -341,11 +340,12 @@ fn every_person_operation_of_the_engine_s_table_is_routed_and_documented() {
             PersonOp::AddPlanRecord => "#/components/schemas/PlanAdded",
             _ => "#/components/schemas/OperationResult",
         };
-        let responses = doc["paths"][&route.1][&route.0]["responses"].as_object().unwrap();
+        let responses = doc["paths"][&route.1][&route.0]["responses"]
+            .as_object()
+            .unwrap();
         for (status, response) in responses.iter().filter(|(s, _)| s.starts_with('2')) {
             assert_eq!(
-                response["content"]["application/json"]["schema"]["$ref"],
-                answer,
+                response["content"]["application/json"]["schema"]["$ref"], answer,
                 "{op:?}: its {status} answer"
             );
         }

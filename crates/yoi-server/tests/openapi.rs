@@ -46,6 +46,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/tickets/{id}/packet"),
     ("put", "/api/v1/tickets/{id}/packet"),
     ("get", "/api/v1/doctor"),
+    ("get", "/api/v1/inbox"),
     ("get", "/api/v1/events"),
     ("get", "/api/v1/flows"),
     ("get", "/api/v1/flows/lint"),

@@ -38,6 +38,11 @@ fn enc(s: &str) -> String {
     utf8_percent_encode(s, KEEP).to_string()
 }
 
+/// A branch in a path: its slashes stay (GitHub's `{branch}` spans segments).
+fn enc_branch(s: &str) -> String {
+    s.split('/').map(enc).collect::<Vec<_>>().join("/")
+}
+
 /// A GitHub repository reached with one credential.
 pub struct GitHub {
     api: String,
@@ -407,7 +412,7 @@ impl Forge for GitHub {
     fn required_checks(&self, branch: &str, configured: &[String]) -> Result<Required, ForgeError> {
         let mut checks: Vec<String> = Vec::new();
         let mut unreadable = Vec::new();
-        let rules_path = format!("{}/rules/branches/{}", self.repo_path(), enc(branch));
+        let rules_path = format!("{}/rules/branches/{}", self.repo_path(), enc_branch(branch));
         let rules = self.call("GET", &rules_path, &[("per_page", "100")], None)?;
         match rules.status {
             200 => {
@@ -429,7 +434,7 @@ impl Forge for GitHub {
         let prot_path = format!(
             "{}/branches/{}/protection/required_status_checks",
             self.repo_path(),
-            enc(branch)
+            enc_branch(branch)
         );
         let prot = self.call("GET", &prot_path, &[], None)?;
         match prot.status {

@@ -1,0 +1,1020 @@
+//! A stateful fake GitHub on loopback (docs/forge.md, "Tests"). Every request yoi makes is
+//! checked against GitHub's official OpenAPI description ([`openapi`]) — its operation, path
+//! and query parameters and its JSON body — and so is every answer the fake gives; anything
+//! the description does not allow is a violation, and a fake dropped with violations fails the
+//! test. Pushes go to a real `git http-backend` behind basic auth (the token as password), so
+//! a branch really lands in a bare repository, which is where the fake reads heads from and
+//! where its merges happen.
+//!
+//! The test drives the rest: check runs and statuses, reviews, permissions, required checks,
+//! a person's push, and faults (a status, either rate limit, a lost answer).
+
+pub mod http;
+pub mod openapi;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use http::{Request, Response, Server};
+
+/// A fault the fake answers the next matching API request with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// This status and a `message`.
+    Status(u16),
+    /// The primary limit: 403, `X-RateLimit-Remaining: 0`, `X-RateLimit-Reset: reset`.
+    PrimaryLimit { reset: u64 },
+    /// The secondary limit: 403 or 429 with `Retry-After`.
+    SecondaryLimit { status: u16, retry_after: u64 },
+    /// Carry the request out, then close without answering (a lost response).
+    DropAnswer,
+}
+
+/// One request the fake received and what it answered.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub status: u16,
+    pub body: Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pull {
+    pub number: u64,
+    pub id: u64,
+    pub title: String,
+    pub body: String,
+    pub head: String,
+    pub head_sha: String,
+    pub base: String,
+    pub state: String,
+    pub draft: bool,
+    pub merged: bool,
+    pub merge_sha: Option<String>,
+    pub merge_method: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StatusRec {
+    pub sha: String,
+    pub context: String,
+    pub state: String,
+    pub description: String,
+    pub at: String,
+}
+
+#[derive(Default)]
+struct State {
+    owner: String,
+    repo: String,
+    token: String,
+    root: PathBuf,
+    base_url: String,
+    next_number: u64,
+    next_id: u64,
+    tick: u64,
+    pulls: Vec<Pull>,
+    check_runs: Vec<Value>,
+    statuses: Vec<StatusRec>,
+    reviews: Vec<(u64, Value)>,
+    comments: Vec<(u64, String)>,
+    permissions: HashMap<String, String>,
+    rules: HashMap<String, Vec<String>>,
+    protection: HashMap<String, Vec<String>>,
+    protection_forbidden: bool,
+    rules_forbidden: bool,
+    faults: VecDeque<(String, String, Fault)>,
+    log: Vec<Logged>,
+    violations: Vec<String>,
+    not_modified: u64,
+}
+
+pub struct FakeGitHub {
+    server: Option<Server>,
+    state: Arc<Mutex<State>>,
+    dir: tempfile::TempDir,
+    owner: String,
+    repo: String,
+}
+
+impl FakeGitHub {
+    /// A fake holding `owner/repo` (a bare repository with `main` at `seed`'s `main`, or empty)
+    /// that accepts `token`.
+    pub fn start(owner: &str, repo: &str, token: &str, seed: Option<&Path>) -> FakeGitHub {
+        // Load (or fail on) the description before anything is served.
+        openapi::description();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("git");
+        let bare = root.join(owner).join(format!("{repo}.git"));
+        std::fs::create_dir_all(&bare).unwrap();
+        crate::git(&bare, &["init", "-q", "--bare", "-b", "main"]);
+        if let Some(seed) = seed {
+            crate::git(
+                seed,
+                &["push", "-q", bare.to_str().unwrap(), "main:refs/heads/main"],
+            );
+        }
+        let state = Arc::new(Mutex::new(State {
+            owner: owner.into(),
+            repo: repo.into(),
+            token: token.into(),
+            root,
+            next_number: 1,
+            next_id: 1000,
+            ..Default::default()
+        }));
+        let s = state.clone();
+        let server = Server::start(Arc::new(move |req: &Request| handle(&s, req)));
+        state.lock().unwrap().base_url = format!("http://{}", server.addr());
+        FakeGitHub {
+            server: Some(server),
+            state,
+            dir,
+            owner: owner.into(),
+            repo: repo.into(),
+        }
+    }
+
+    /// The REST root to configure as `api_url`.
+    pub fn api_url(&self) -> String {
+        format!("http://{}", self.server.as_ref().unwrap().addr())
+    }
+
+    /// The repository's git URL (basic auth: any user, the token as password).
+    pub fn git_url(&self) -> String {
+        format!("{}/git/{}/{}.git", self.api_url(), self.owner, self.repo)
+    }
+
+    /// The bare repository behind `git_url`.
+    pub fn bare(&self) -> PathBuf {
+        self.state
+            .lock()
+            .unwrap()
+            .root
+            .join(&self.owner)
+            .join(format!("{}.git", self.repo))
+    }
+
+    /// The commit a branch of the bare repository points at.
+    pub fn branch(&self, name: &str) -> Option<String> {
+        rev(&self.bare(), name)
+    }
+
+    pub fn pulls(&self) -> Vec<Pull> {
+        self.state.lock().unwrap().pulls.clone()
+    }
+
+    pub fn statuses(&self) -> Vec<StatusRec> {
+        self.state.lock().unwrap().statuses.clone()
+    }
+
+    pub fn comments(&self) -> Vec<(u64, String)> {
+        self.state.lock().unwrap().comments.clone()
+    }
+
+    pub fn requests(&self) -> Vec<Logged> {
+        self.state.lock().unwrap().log.clone()
+    }
+
+    /// Requests answered 304 Not Modified.
+    pub fn not_modified(&self) -> u64 {
+        self.state.lock().unwrap().not_modified
+    }
+
+    /// What the description did not allow, so far.
+    pub fn violations(&self) -> Vec<String> {
+        self.state.lock().unwrap().violations.clone()
+    }
+
+    /// The violations so far, forgotten (a test that provokes them on purpose).
+    pub fn take_violations(&self) -> Vec<String> {
+        std::mem::take(&mut self.state.lock().unwrap().violations)
+    }
+
+    /// Answer the next API request whose method is `method` and whose path contains `path`
+    /// with `fault`.
+    pub fn fault(&self, method: &str, path: &str, fault: Fault) {
+        let mut s = self.state.lock().unwrap();
+        s.faults.push_back((method.into(), path.into(), fault));
+    }
+
+    /// A check run for `sha`: `conclusion` None while it runs.
+    pub fn add_check_run(&self, sha: &str, name: &str, conclusion: Option<&str>) {
+        let mut s = self.state.lock().unwrap();
+        s.tick += 1;
+        let id = s.next_id();
+        let at = stamp(s.tick);
+        let url = format!("{}/{}/{}/runs/{id}", s.base_url, s.owner, s.repo);
+        s.check_runs.push(json!({
+            "id": id,
+            "name": name,
+            "head_sha": sha,
+            "status": if conclusion.is_some() { "completed" } else { "in_progress" },
+            "conclusion": conclusion,
+            "started_at": at,
+            "completed_at": conclusion.map(|_| at.clone()),
+            "html_url": url,
+            "output": {"title": format!("{name}: {}", conclusion.unwrap_or("running")), "summary": format!("{name} summary"), "annotations_count": 0, "annotations_url": format!("{url}/annotations")},
+        }));
+    }
+
+    /// A legacy commit status for `sha`, as a CI system would post it.
+    pub fn add_status(&self, sha: &str, context: &str, state: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.tick += 1;
+        let at = stamp(s.tick);
+        s.statuses.push(StatusRec {
+            sha: sha.into(),
+            context: context.into(),
+            state: state.into(),
+            description: String::new(),
+            at,
+        });
+    }
+
+    /// A review on pull request `number` by `user` for `commit`.
+    pub fn add_review(&self, number: u64, user: &str, state: &str, commit: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.tick += 1;
+        let id = s.next_id();
+        let at = stamp(s.tick);
+        s.reviews.push((
+            number,
+            json!({"id": id, "user": {"login": user}, "state": state, "commit_id": commit, "body": "", "submitted_at": at, "author_association": "COLLABORATOR"}),
+        ));
+    }
+
+    pub fn set_permission(&self, user: &str, permission: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .permissions
+            .insert(user.into(), permission.into());
+    }
+
+    /// Required checks of `branch` by a ruleset.
+    pub fn set_ruleset_checks(&self, branch: &str, checks: &[&str]) {
+        self.state.lock().unwrap().rules.insert(
+            branch.into(),
+            checks.iter().map(|c| c.to_string()).collect(),
+        );
+    }
+
+    /// Required checks of `branch` by classic protection.
+    pub fn set_protection_checks(&self, branch: &str, checks: &[&str]) {
+        self.state.lock().unwrap().protection.insert(
+            branch.into(),
+            checks.iter().map(|c| c.to_string()).collect(),
+        );
+    }
+
+    /// The token may read neither rulesets nor classic protection.
+    pub fn forbid_required_checks(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.protection_forbidden = true;
+        s.rules_forbidden = true;
+    }
+
+    /// A person's commit on `branch` (creating `file`), pushed straight to the bare repository.
+    pub fn push_as_person(&self, branch: &str, file: &str, text: &str) -> String {
+        let work = self
+            .dir
+            .path()
+            .join(format!("person-{}", self.state.lock().unwrap().next_id()));
+        let bare = self.bare();
+        crate::git(
+            self.dir.path(),
+            &[
+                "clone",
+                "-q",
+                bare.to_str().unwrap(),
+                work.to_str().unwrap(),
+            ],
+        );
+        crate::git(&work, &["checkout", "-q", branch]);
+        std::fs::write(work.join(file), text).unwrap();
+        crate::git(&work, &["add", file]);
+        crate::git(&work, &["commit", "-q", "-m", &format!("person: {file}")]);
+        crate::git(&work, &["push", "-q", "origin", branch]);
+        rev(&bare, branch).unwrap()
+    }
+
+    /// Fail unless the description allowed every request and answer so far.
+    #[track_caller]
+    pub fn assert_conforming(&self) {
+        let v = self.violations();
+        assert!(
+            v.is_empty(),
+            "requests or answers the OpenAPI description does not allow:\n{}",
+            v.join("\n")
+        );
+    }
+}
+
+impl Drop for FakeGitHub {
+    fn drop(&mut self) {
+        // Stop serving (joining every connection and its git process) before the check.
+        self.server.take();
+        if !std::thread::panicking() {
+            self.assert_conforming();
+        }
+    }
+}
+
+impl State {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn bare(&self) -> PathBuf {
+        self.root
+            .join(&self.owner)
+            .join(format!("{}.git", self.repo))
+    }
+
+    fn repo_json(&self) -> Value {
+        json!({
+            "id": 1, "name": self.repo, "full_name": format!("{}/{}", self.owner, self.repo),
+            "owner": self.user_json(&self.owner),
+            "html_url": format!("{}/{}/{}", self.base_url, self.owner, self.repo),
+            "private": false, "default_branch": "main",
+        })
+    }
+
+    fn user_json(&self, login: &str) -> Value {
+        json!({"login": login, "id": 7, "type": "User",
+               "html_url": format!("{}/{login}", self.base_url)})
+    }
+
+    fn pull_json(&self, p: &Pull) -> Value {
+        let url = format!(
+            "{}/repos/{}/{}/pulls/{}",
+            self.base_url, self.owner, self.repo, p.number
+        );
+        let side = |r: &str, sha: &str| {
+            json!({"label": format!("{}:{r}", self.owner), "ref": r, "sha": sha,
+                   "repo": self.repo_json(), "user": self.user_json(&self.owner)})
+        };
+        let base_sha = rev(&self.bare(), &p.base).unwrap_or_default();
+        json!({
+            "url": url, "id": p.id, "number": p.number, "state": p.state, "title": p.title,
+            "body": p.body, "draft": p.draft, "locked": false,
+            "html_url": format!("{}/{}/{}/pull/{}", self.base_url, self.owner, self.repo, p.number),
+            "user": self.user_json("yoi-bot"),
+            "head": side(&p.head, &p.head_sha), "base": side(&p.base, &base_sha),
+            "merged": p.merged, "merged_at": p.merged.then(|| stamp(self.tick)),
+            "closed_at": (p.state == "closed").then(|| stamp(self.tick)),
+            "merge_commit_sha": p.merge_sha, "mergeable": true, "mergeable_state": "clean",
+            "created_at": stamp(1), "updated_at": stamp(self.tick),
+            "author_association": "OWNER",
+        })
+    }
+
+    /// Move open pull requests' heads to where their branches are now, as GitHub does on push.
+    fn refresh_heads(&mut self) {
+        let bare = self.bare();
+        for p in self.pulls.iter_mut().filter(|p| p.state == "open") {
+            if let Some(sha) = rev(&bare, &p.head) {
+                p.head_sha = sha;
+            }
+        }
+    }
+}
+
+fn stamp(tick: u64) -> String {
+    format!(
+        "2026-12-01T{:02}:{:02}:{:02}Z",
+        (tick / 3600) % 24,
+        (tick / 60) % 60,
+        tick % 60
+    )
+}
+
+fn rev(bare: &Path, branch: &str) -> Option<String> {
+    let out = crate::git_output(
+        bare,
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/heads/{branch}^{{commit}}"),
+        ],
+    );
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn json_response(status: u16, body: &Value, extra: Vec<(String, String)>) -> Response {
+    let mut headers = vec![(
+        "Content-Type".to_string(),
+        "application/json; charset=utf-8".to_string(),
+    )];
+    headers.extend(extra);
+    Response::Full {
+        status,
+        headers,
+        body: if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        },
+    }
+}
+
+fn handle(state: &Arc<Mutex<State>>, req: &Request) -> Response {
+    if let Some(rest) = req.path.strip_prefix("/git/") {
+        return git_backend(state, req, rest);
+    }
+    let mut s = state.lock().unwrap();
+    let token_ok = req.header("authorization").and_then(|a| {
+        a.strip_prefix("Bearer ")
+            .or_else(|| a.strip_prefix("token "))
+    }) == Some(s.token.as_str());
+    let limit_headers = |remaining: &str, reset: u64| {
+        vec![
+            ("X-RateLimit-Limit".to_string(), "5000".to_string()),
+            ("X-RateLimit-Remaining".to_string(), remaining.to_string()),
+            ("X-RateLimit-Reset".to_string(), reset.to_string()),
+            ("X-RateLimit-Resource".to_string(), "core".to_string()),
+        ]
+    };
+    let log = |s: &mut State, status: u16, body: &Value| {
+        s.log.push(Logged {
+            method: req.method.clone(),
+            path: req.path.clone(),
+            query: req.raw_query.clone(),
+            status,
+            body: serde_json::from_slice(&req.body).unwrap_or(Value::Null),
+        });
+        let _ = body;
+    };
+    if !token_ok {
+        let body = json!({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"});
+        log(&mut s, 401, &body);
+        return json_response(401, &body, vec![]);
+    }
+    let pos = s
+        .faults
+        .iter()
+        .position(|(m, p, _)| *m == req.method && req.path.contains(p.as_str()));
+    let fault = pos.and_then(|i| s.faults.remove(i)).map(|(_, _, f)| f);
+    let drop_answer = fault == Some(Fault::DropAnswer);
+    match fault {
+        Some(Fault::Status(code)) => {
+            let body = json!({"message": "fault injected by the test"});
+            log(&mut s, code, &body);
+            return json_response(code, &body, vec![]);
+        }
+        Some(Fault::PrimaryLimit { reset }) => {
+            let body = json!({"message": "API rate limit exceeded for user.", "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"});
+            log(&mut s, 403, &body);
+            return json_response(403, &body, limit_headers("0", reset));
+        }
+        Some(Fault::SecondaryLimit {
+            status,
+            retry_after,
+        }) => {
+            let body = json!({"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"});
+            log(&mut s, status, &body);
+            let mut h = limit_headers("4000", 0);
+            h.push(("Retry-After".into(), retry_after.to_string()));
+            return json_response(status, &body, h);
+        }
+        _ => {}
+    }
+    let desc = openapi::description();
+    let Some(op) = desc.operation(&req.method, &req.path) else {
+        let v = format!(
+            "{} {}: no operation of the description",
+            req.method, req.path
+        );
+        s.violations.push(v);
+        let body = json!({"message": "Not Found"});
+        log(&mut s, 404, &body);
+        return json_response(404, &body, vec![]);
+    };
+    let mut problems = check_request(req, &op);
+    let (status, body) = if problems.is_empty() {
+        let params: HashMap<String, String> = op.params.iter().cloned().collect();
+        let sent: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        route(&mut s, &req.method, op.template, &params, req, &sent)
+    } else {
+        (422, json!({"message": "Validation Failed", "errors": []}))
+    };
+    // The answer is built from the schema of its status, and checked against it.
+    let body = match response_schema(op.op, status) {
+        Some(schema) if !body.is_null() => desc.answer(schema, body),
+        _ => body,
+    };
+    match op.op["responses"].get(status.to_string()) {
+        Some(r) => {
+            if let Some(schema) = r["content"]["application/json"]["schema"].as_object() {
+                let mut e = Vec::new();
+                openapi::validate(&Value::Object(schema.clone()), &body, "", &mut e);
+                problems.extend(e.into_iter().map(|e| format!("answer {status}{e}")));
+            }
+        }
+        None if matches!(status, 401 | 403 | 404 | 429 | 500..=599) => {}
+        None => problems.push(format!(
+            "answer {status} is not a status the operation lists"
+        )),
+    }
+    for p in problems {
+        s.violations.push(format!(
+            "{} {} ({}): {p}",
+            req.method, req.path, op.template
+        ));
+    }
+    let text = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    let etag = format!("\"{:016x}\"", {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        h.finish()
+    });
+    let mut headers = limit_headers("4999", 0);
+    if req.method == "GET" && status == 200 {
+        if req.header("if-none-match") == Some(etag.as_str()) {
+            s.not_modified += 1;
+            log(&mut s, 304, &Value::Null);
+            headers.push(("ETag".into(), etag));
+            return Response::Full {
+                status: 304,
+                headers,
+                body: Vec::new(),
+            };
+        }
+        headers.push(("ETag".into(), etag));
+    }
+    log(&mut s, status, &body);
+    if drop_answer {
+        return Response::Drop;
+    }
+    json_response(status, &body, headers)
+}
+
+fn response_schema(op: &Value, status: u16) -> Option<&Value> {
+    let s = &op["responses"][status.to_string()]["content"]["application/json"]["schema"];
+    s.is_object().then_some(s)
+}
+
+/// Query parameters, path parameters and the JSON body, against the operation.
+fn check_request(req: &Request, op: &openapi::Operation<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    let params = op.op["parameters"].as_array().cloned().unwrap_or_default();
+    let declared = |name: &str, place: &str| {
+        params
+            .iter()
+            .find(|p| p["name"] == name && p["in"] == place)
+            .cloned()
+    };
+    let check_value = |p: &Value, raw: &str, out: &mut Vec<String>| {
+        let schema = &p["schema"];
+        let value = match schema["type"].as_str() {
+            Some("integer") => match raw.parse::<i64>() {
+                Ok(n) => json!(n),
+                Err(_) => {
+                    out.push(format!(
+                        "parameter `{}`: `{raw}` is not an integer",
+                        p["name"]
+                    ));
+                    return;
+                }
+            },
+            Some("boolean") => json!(raw == "true"),
+            _ => json!(raw),
+        };
+        openapi::validate(schema, &value, &format!("parameter {}", p["name"]), out);
+    };
+    for (k, v) in &req.query {
+        match declared(k, "query") {
+            Some(p) => check_value(&p, v, &mut out),
+            None => out.push(format!("query parameter `{k}` is not declared")),
+        }
+    }
+    for p in &params {
+        if p["in"] == "query"
+            && p["required"] == true
+            && req.query(p["name"].as_str().unwrap_or("")).is_none()
+        {
+            out.push(format!("required query parameter {} is missing", p["name"]));
+        }
+    }
+    for (k, v) in &op.params {
+        if let Some(p) = declared(k, "path") {
+            check_value(&p, &http::decode(v), &mut out);
+        }
+    }
+    let rb = &op.op["requestBody"];
+    if req.body.is_empty() {
+        if rb["required"] == true {
+            out.push("the request body is required".into());
+        }
+    } else {
+        match serde_json::from_slice::<Value>(&req.body) {
+            Ok(v) => match rb["content"]["application/json"]["schema"].as_object() {
+                Some(schema) => {
+                    openapi::validate(&Value::Object(schema.clone()), &v, "body", &mut out)
+                }
+                None => out.push("the operation takes no JSON body".into()),
+            },
+            Err(e) => out.push(format!("the body is not JSON: {e}")),
+        }
+    }
+    out
+}
+
+fn route(
+    s: &mut State,
+    method: &str,
+    template: &str,
+    p: &HashMap<String, String>,
+    req: &Request,
+    sent: &Value,
+) -> (u16, Value) {
+    let num = |k: &str| p.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let seg = |k: &str| p.get(k).map(|v| http::decode(v)).unwrap_or_default();
+    let not_found = || {
+        (
+            404,
+            json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}),
+        )
+    };
+    if seg("owner") != s.owner || seg("repo") != s.repo {
+        return not_found();
+    }
+    s.refresh_heads();
+    match (method, template.trim_start_matches("/repos/{owner}/{repo}")) {
+        ("GET", "/pulls") => {
+            let state = req.query("state").unwrap_or("open");
+            // GitHub ignores a `head` without `OWNER:` and lists every pull request.
+            let head = req.query("head").and_then(|h| h.split_once(':'));
+            let list: Vec<Value> = s
+                .pulls
+                .iter()
+                .filter(|pr| state == "all" || pr.state == state)
+                .filter(|pr| head.is_none_or(|(o, b)| o == s.owner && pr.head == b))
+                .map(|pr| s.pull_json(pr))
+                .collect();
+            (200, Value::Array(list))
+        }
+        ("POST", "/pulls") => {
+            let head = sent["head"].as_str().unwrap_or_default().to_string();
+            let base = sent["base"].as_str().unwrap_or_default().to_string();
+            if s.pulls
+                .iter()
+                .any(|pr| pr.head == head && pr.state == "open")
+            {
+                return (
+                    422,
+                    json!({"message": "Validation Failed", "errors": [{"resource": "PullRequest", "code": "custom", "message": format!("A pull request already exists for {}:{head}.", s.owner)}]}),
+                );
+            }
+            let (Some(head_sha), Some(_)) = (rev(&s.bare(), &head), rev(&s.bare(), &base)) else {
+                return (
+                    422,
+                    json!({"message": "Validation Failed", "errors": [{"resource": "PullRequest", "field": "head", "code": "invalid"}]}),
+                );
+            };
+            let number = s.next_number;
+            s.next_number += 1;
+            s.tick += 1;
+            let id = s.next_id();
+            let pr = Pull {
+                number,
+                id,
+                title: sent["title"].as_str().unwrap_or_default().into(),
+                body: sent["body"].as_str().unwrap_or_default().into(),
+                head,
+                head_sha,
+                base,
+                state: "open".into(),
+                draft: sent["draft"].as_bool().unwrap_or(false),
+                merged: false,
+                merge_sha: None,
+                merge_method: None,
+            };
+            let v = s.pull_json(&pr);
+            s.pulls.push(pr);
+            (201, v)
+        }
+        ("GET", "/pulls/{pull_number}") => {
+            match s.pulls.iter().find(|pr| pr.number == num("pull_number")) {
+                Some(pr) => (200, s.pull_json(pr)),
+                None => not_found(),
+            }
+        }
+        ("PUT", "/pulls/{pull_number}/merge") => merge(s, num("pull_number"), sent),
+        ("GET", "/commits/{ref}/check-runs") => {
+            let sha = rev(&s.bare(), &seg("ref")).unwrap_or(seg("ref"));
+            let runs: Vec<Value> = s
+                .check_runs
+                .iter()
+                .filter(|r| r["head_sha"] == sha.as_str())
+                .cloned()
+                .collect();
+            (200, json!({"total_count": runs.len(), "check_runs": runs}))
+        }
+        ("GET", "/commits/{ref}/status") => {
+            let sha = rev(&s.bare(), &seg("ref")).unwrap_or(seg("ref"));
+            let statuses: Vec<Value> = s
+                .statuses
+                .iter()
+                .filter(|st| st.sha == sha)
+                .map(|st| json!({"context": st.context, "state": st.state, "description": st.description, "created_at": st.at, "updated_at": st.at, "target_url": null}))
+                .collect();
+            let combined =
+                if statuses.is_empty() || statuses.iter().any(|x| x["state"] == "pending") {
+                    "pending"
+                } else if statuses.iter().all(|x| x["state"] == "success") {
+                    "success"
+                } else {
+                    "failure"
+                };
+            (
+                200,
+                json!({"state": combined, "sha": sha, "total_count": statuses.len(), "statuses": statuses, "repository": s.repo_json()}),
+            )
+        }
+        ("POST", "/statuses/{sha}") => {
+            s.tick += 1;
+            let at = stamp(s.tick);
+            let rec = StatusRec {
+                sha: seg("sha"),
+                context: sent["context"].as_str().unwrap_or("default").into(),
+                state: sent["state"].as_str().unwrap_or_default().into(),
+                description: sent["description"].as_str().unwrap_or_default().into(),
+                at: at.clone(),
+            };
+            let v = json!({"context": rec.context, "state": rec.state, "description": rec.description, "created_at": at, "updated_at": at, "creator": s.user_json("yoi-bot")});
+            s.statuses.push(rec);
+            (201, v)
+        }
+        ("GET", "/pulls/{pull_number}/reviews") => {
+            let n = num("pull_number");
+            let list: Vec<Value> = s
+                .reviews
+                .iter()
+                .filter(|(k, _)| *k == n)
+                .map(|(_, r)| r.clone())
+                .collect();
+            (200, Value::Array(list))
+        }
+        ("GET", "/rules/branches/{branch}") => {
+            if s.rules_forbidden {
+                return not_found();
+            }
+            let checks = s.rules.get(&seg("branch")).cloned().unwrap_or_default();
+            if checks.is_empty() {
+                return (200, json!([]));
+            }
+            let list: Vec<Value> = checks.iter().map(|c| json!({"context": c})).collect();
+            (
+                200,
+                json!([{"type": "required_status_checks", "ruleset_source_type": "Repository", "ruleset_source": format!("{}/{}", s.owner, s.repo), "ruleset_id": 1, "parameters": {"strict_required_status_checks_policy": false, "required_status_checks": list}}]),
+            )
+        }
+        ("GET", "/branches/{branch}/protection/required_status_checks") => {
+            if s.protection_forbidden {
+                return (
+                    403,
+                    json!({"message": "Resource not accessible by personal access token", "documentation_url": "https://docs.github.com/rest"}),
+                );
+            }
+            match s.protection.get(&seg("branch")) {
+                Some(checks) => (
+                    200,
+                    json!({"strict": false, "contexts": checks, "checks": checks.iter().map(|c| json!({"context": c, "app_id": null})).collect::<Vec<_>>()}),
+                ),
+                None => (
+                    404,
+                    json!({"message": "Branch not protected", "documentation_url": "https://docs.github.com/rest"}),
+                ),
+            }
+        }
+        ("POST", "/issues/{issue_number}/comments") => {
+            let n = num("issue_number");
+            let body = sent["body"].as_str().unwrap_or_default().to_string();
+            s.comments.push((n, body.clone()));
+            let id = s.next_id();
+            (
+                201,
+                json!({"id": id, "body": body, "user": s.user_json("yoi-bot"), "created_at": stamp(s.tick), "updated_at": stamp(s.tick), "author_association": "OWNER"}),
+            )
+        }
+        ("GET", "/collaborators/{username}/permission") => {
+            let user = seg("username");
+            match s.permissions.get(&user) {
+                Some(perm) => {
+                    let u = s.user_json(&user);
+                    (
+                        200,
+                        json!({"permission": perm, "role_name": perm, "user": u}),
+                    )
+                }
+                None => (
+                    404,
+                    json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}),
+                ),
+            }
+        }
+        _ => {
+            s.violations.push(format!(
+                "{method} {template}: the fake does not serve this operation"
+            ));
+            not_found()
+        }
+    }
+}
+
+/// A real merge in the bare repository: only if the head is exactly `sha` (409 otherwise).
+fn merge(s: &mut State, number: u64, sent: &Value) -> (u16, Value) {
+    let Some(i) = s.pulls.iter().position(|pr| pr.number == number) else {
+        return (
+            404,
+            json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}),
+        );
+    };
+    let pr = s.pulls[i].clone();
+    if pr.state != "open" {
+        return (
+            405,
+            json!({"message": "Pull Request is not mergeable", "documentation_url": "https://docs.github.com/rest"}),
+        );
+    }
+    if let Some(sha) = sent["sha"].as_str() {
+        if sha != pr.head_sha {
+            return (
+                409,
+                json!({"message": "Head branch was modified. Review and try the merge again.", "documentation_url": "https://docs.github.com/rest"}),
+            );
+        }
+    }
+    let bare = s.bare();
+    let base = rev(&bare, &pr.base).unwrap_or_default();
+    let tree = crate::git_output(&bare, &["merge-tree", "--write-tree", &base, &pr.head_sha]);
+    if !tree.status.success() {
+        return (
+            405,
+            json!({"message": "Pull Request is not mergeable", "documentation_url": "https://docs.github.com/rest"}),
+        );
+    }
+    let tree = String::from_utf8_lossy(&tree.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let method = sent["merge_method"].as_str().unwrap_or("merge").to_string();
+    let title = sent["commit_title"].as_str().unwrap_or("Merge").to_string();
+    let mut args = vec!["commit-tree".to_string(), tree, "-p".into(), base.clone()];
+    if method == "merge" {
+        args.extend(["-p".into(), pr.head_sha.clone()]);
+    }
+    args.extend(["-m".into(), title]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let merged = crate::git(&bare, &args).trim().to_string();
+    crate::git(
+        &bare,
+        &[
+            "update-ref",
+            &format!("refs/heads/{}", pr.base),
+            &merged,
+            &base,
+        ],
+    );
+    s.tick += 1;
+    let p = &mut s.pulls[i];
+    p.state = "closed".into();
+    p.merged = true;
+    p.merge_sha = Some(merged.clone());
+    p.merge_method = Some(method);
+    (
+        200,
+        json!({"sha": merged, "merged": true, "message": "Pull Request successfully merged"}),
+    )
+}
+
+/// `git http-backend` as CGI, behind basic auth with the token as password.
+fn git_backend(state: &Arc<Mutex<State>>, req: &Request, rest: &str) -> Response {
+    let (root, token) = {
+        let s = state.lock().unwrap();
+        (s.root.clone(), s.token.clone())
+    };
+    let user = req
+        .header("authorization")
+        .and_then(|a| a.strip_prefix("Basic "))
+        .and_then(|b| base64_decode(b.trim()))
+        .and_then(|up| {
+            let (u, p) = up.split_once(':')?;
+            (p == token).then(|| u.to_string())
+        });
+    let Some(user) = user else {
+        return Response::Full {
+            status: 401,
+            headers: vec![(
+                "WWW-Authenticate".into(),
+                "Basic realm=\"fake github\"".into(),
+            )],
+            body: b"authentication required\n".to_vec(),
+        };
+    };
+    let mut cmd = Command::new("git");
+    cmd.arg("http-backend")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_PROJECT_ROOT", &root)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("PATH_INFO", format!("/{rest}"))
+        .env("REQUEST_METHOD", &req.method)
+        .env("QUERY_STRING", &req.raw_query)
+        .env("REMOTE_USER", user)
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .env("CONTENT_LENGTH", req.body.len().to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (h, env) in [
+        ("content-type", "CONTENT_TYPE"),
+        ("content-encoding", "HTTP_CONTENT_ENCODING"),
+        ("git-protocol", "GIT_PROTOCOL"),
+    ] {
+        if let Some(v) = req.header(h) {
+            cmd.env(env, v);
+        }
+    }
+    let mut child = cmd.spawn().expect("git http-backend starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let body = req.body.clone();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&body);
+    });
+    let out = child.wait_with_output().expect("git http-backend runs");
+    let _ = writer.join();
+    let text = out.stdout;
+    let split = text
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4))
+        .or_else(|| text.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)));
+    let Some((i, n)) = split else {
+        return Response::Full {
+            status: 500,
+            headers: vec![],
+            body: out.stderr,
+        };
+    };
+    let mut status = 200;
+    let mut headers = Vec::new();
+    for line in String::from_utf8_lossy(&text[..i]).lines() {
+        if let Some((k, v)) = line.split_once(':') {
+            if k.eq_ignore_ascii_case("status") {
+                status = v
+                    .trim()
+                    .split(' ')
+                    .next()
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(500);
+            } else {
+                headers.push((k.trim().to_string(), v.trim().to_string()));
+            }
+        }
+    }
+    Response::Full {
+        status,
+        headers,
+        body: text[i + n..].to_vec(),
+    }
+}
+
+fn base64_decode(s: &str) -> Option<String> {
+    const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in s.bytes().filter(|c| *c != b'=') {
+        let v = T.iter().position(|t| *t == c)? as u32;
+        bits = (bits << 6) | v;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+            bits &= (1 << n) - 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}

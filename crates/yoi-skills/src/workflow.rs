@@ -66,6 +66,10 @@ pub struct WorkflowFile {
     pub workflow: Option<Workflow>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<Diagnostic>,
+    /// The `requires` entries read, even from a file with other errors, so the set can report
+    /// every problem of a file at once.
+    #[serde(skip)]
+    pub(crate) requires: Vec<String>,
 }
 
 impl WorkflowFile {
@@ -123,6 +127,7 @@ pub fn parse_workflow_md(file: &str, bytes: &[u8]) -> WorkflowFile {
                 slug,
                 workflow: None,
                 diagnostics: out,
+                requires: Vec::new(),
             };
         }
     };
@@ -275,7 +280,7 @@ pub fn parse_workflow_md(file: &str, bytes: &[u8]) -> WorkflowFile {
         description,
         auto_invoke,
         user_invocable,
-        requires,
+        requires: requires.clone(),
         role,
         body: parsed.body,
     });
@@ -284,6 +289,7 @@ pub fn parse_workflow_md(file: &str, bytes: &[u8]) -> WorkflowFile {
         slug,
         workflow,
         diagnostics: out,
+        requires,
     }
 }
 

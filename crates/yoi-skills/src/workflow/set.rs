@@ -113,6 +113,7 @@ fn read_one(path: &Path, file: &str) -> WorkflowFile {
         slug: slug_of(file),
         workflow: None,
         diagnostics: vec![Diagnostic::error(rules::FILE_READ, message, None)],
+        requires: Vec::new(),
     };
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
@@ -138,10 +139,9 @@ fn check_requires(files: &mut [WorkflowFile], catalog: &Catalog) {
     // Names each valid file requires that are workflows of the set.
     let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for f in files.iter_mut() {
-        let Some(wf) = &f.workflow else { continue };
         let mut problems = Vec::new();
         let mut wf_edges = Vec::new();
-        for r in &wf.requires {
+        for r in &f.requires {
             let skill = catalog.get(r);
             let is_workflow = slugs.contains(r);
             match (skill, is_workflow) {
@@ -170,7 +170,9 @@ fn check_requires(files: &mut [WorkflowFile], catalog: &Catalog) {
             }
         }
         if problems.is_empty() {
-            edges.insert(f.slug.clone(), wf_edges);
+            if f.workflow.is_some() {
+                edges.insert(f.slug.clone(), wf_edges);
+            }
         } else {
             for (rule, m) in problems {
                 f.diagnostics.push(Diagnostic::error(rule, m, None));

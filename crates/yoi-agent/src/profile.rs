@@ -68,6 +68,10 @@ pub struct AgentProfile {
     pub api_key_env: Option<String>,
     /// How this CLI is pointed at an endpoint (the built-ins set it).
     pub endpoint: Option<Endpoint>,
+    /// The account whose limits this profile shares with others (`anthropic`): a rate limit
+    /// pauses every profile of the provider, and `[governor] providers` caps them together
+    /// (docs/budgets.md). Unset: the profile is its own provider.
+    pub provider: Option<String>,
 }
 
 /// How a CLI is pointed at a model endpoint: what `base_url`, `model` and `api_key_env`
@@ -363,6 +367,7 @@ impl AgentProfile {
             top.api_key_env.is_some(),
         );
         pick(&mut self.endpoint, &top.endpoint, top.endpoint.is_some());
+        pick(&mut self.provider, &top.provider, top.provider.is_some());
         self
     }
 }

@@ -36,6 +36,9 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Bring the database index in line with the ticket files.
     Reindex(ReindexArgs),
+    /// Where the money went: spend grouped by ticket, day, agent or model, with the limits in
+    /// force and the agents paused.
+    Cost(CostArgs),
     /// The workspace's database: move it to another one.
     #[command(subcommand)]
     Db(DbCommand),
@@ -352,6 +355,45 @@ pub enum TicketCommand {
     Retry(RetryArgs),
     /// What a ticket's attempts cost: wall time, tokens and money, per attempt and in total.
     Cost(IdArgs),
+    /// A ticket's budget: what it spent of its limit, and whether its steps wait over it; with
+    /// `--add`, add to it (humans only), letting a held ticket go on.
+    Budget(BudgetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BudgetArgs {
+    pub id: String,
+    /// USD to add to the ticket's budget.
+    #[arg(long, value_name = "USD")]
+    pub add: Option<f64>,
+    /// Tokens to add to the ticket's budget.
+    #[arg(long, value_name = "N")]
+    pub add_tokens: Option<u64>,
+    /// Why; written into the `budget` event.
+    #[arg(long)]
+    pub note: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    /// Group by ticket, day (UTC), agent (profile) or model.
+    #[arg(long, value_enum, default_value = "day")]
+    pub by: CostBy,
+    /// Only attempts finished on or after this UTC day (YYYY-MM-DD; default: 30 days ago).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CostBy {
+    Ticket,
+    Day,
+    Agent,
+    Model,
 }
 
 #[derive(Debug, Args)]

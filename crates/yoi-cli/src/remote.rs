@@ -161,6 +161,17 @@ impl Remote {
         self.send("POST", ticket_path(id, "/comments"), Some(body))
     }
 
+    pub fn add_budget(
+        &self,
+        id: &str,
+        usd: Option<f64>,
+        tokens: Option<u64>,
+        note: Option<&str>,
+    ) -> Result<Outcome, CliError> {
+        let body = json!({ "add_usd": usd, "add_tokens": tokens, "note": note });
+        self.send("POST", ticket_path(id, "/budget"), Some(body))
+    }
+
     pub fn retry(&self, id: &str, reason: Option<&str>) -> Result<Outcome, CliError> {
         let body = json!({ "reason": reason });
         self.send("POST", ticket_path(id, "/retry"), Some(body))

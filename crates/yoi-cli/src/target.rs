@@ -100,6 +100,19 @@ impl Target {
         }
     }
 
+    pub fn add_budget(
+        &self,
+        id: &str,
+        usd: Option<f64>,
+        tokens: Option<u64>,
+        note: Option<&str>,
+    ) -> Result<Outcome, CliError> {
+        match &self.via {
+            Via::Files(ctx) => Ok(ops::add_budget(&self.ws, ctx, id, usd, tokens, note)?),
+            Via::Server(r) => r.add_budget(id, usd, tokens, note),
+        }
+    }
+
     pub fn add_relation(&self, id: &str, req: &RelationRequest) -> Result<Outcome, CliError> {
         match &self.via {
             Via::Files(ctx) => Ok(ops::add_relation(&self.ws, ctx, id, req)?),

@@ -65,6 +65,21 @@ pub struct Report {
     /// the head this attempt started at (docs/pods.md, "Retries keep the work").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_work: bool,
+    /// The agent's provider refused it for a rate limit or a quota (docs/budgets.md): the
+    /// attempt ends `rate_limited`, never counted as a failure, and its agent pauses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+}
+
+/// A rate limit or quota an agent ran into, as its output said it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    /// When the limit resets, when the output named it (milliseconds since the Unix epoch).
+    #[serde(default)]
+    pub resets_at_ms: Option<i64>,
+    /// The line that said so.
+    pub message: String,
 }
 
 impl Report {

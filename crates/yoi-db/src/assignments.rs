@@ -36,6 +36,9 @@ pub enum AssignmentStatus {
     /// The lease ran out before a result came; the step was handed out again.
     Expired,
     Cancelled,
+    /// The agent's provider refused it for a rate limit or quota: handed out again once the
+    /// pause ends, and never counted as a failure.
+    RateLimited,
 }
 
 impl AssignmentStatus {
@@ -48,6 +51,7 @@ impl AssignmentStatus {
             AssignmentStatus::Failed => "failed",
             AssignmentStatus::Expired => "expired",
             AssignmentStatus::Cancelled => "cancelled",
+            AssignmentStatus::RateLimited => "rate_limited",
         }
     }
 
@@ -68,6 +72,7 @@ impl AssignmentStatus {
             "failed" => AssignmentStatus::Failed,
             "expired" => AssignmentStatus::Expired,
             "cancelled" => AssignmentStatus::Cancelled,
+            "rate_limited" => AssignmentStatus::RateLimited,
             other => {
                 return Err(StoreError::Database {
                     reason: format!("assignments.status holds unknown value {other:?}"),
@@ -183,12 +188,16 @@ impl Db {
         now_ms: i64,
     ) -> Result<Vec<Option<Assignment>>, StoreError> {
         let pick = match self.dialect() {
+            // A ticket over its budget keeps its pending step until a person adds to the
+            // budget (crate::spend).
             super::Dialect::Postgres => {
                 "SELECT id FROM assignments WHERE role = $1 AND status = 'pending' \
+                   AND ticket_id NOT IN (SELECT ticket_id FROM budget_holds) \
                  ORDER BY created_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED"
             }
             super::Dialect::Sqlite => {
                 "SELECT id FROM assignments WHERE role = $1 AND status = 'pending' \
+                   AND ticket_id NOT IN (SELECT ticket_id FROM budget_holds) \
                  ORDER BY created_ms, id LIMIT 1"
             }
         };
@@ -368,11 +377,15 @@ impl Db {
         next: Option<&Assignment>,
         now_ms: i64,
     ) -> Result<Option<Assignment>, StoreError> {
+        // The spend columns are the usage's figures; the agent is the profile of the pod that
+        // held the claim (crate::spend).
         let sql = format!(
             "UPDATE assignments SET status = $3, result = $4, usage = $5, error = $6, log_path = $7, \
-                    finished_ms = $8, updated_ms = $8 \
+                    finished_ms = $8, updated_ms = $8, cost_micros = $10, tokens = $11, model = $12, \
+                    agent = (SELECT p.profile FROM pods p WHERE p.id = assignments.claimed_by) \
               WHERE id = $1 AND fence = $2 AND {guard} RETURNING {COLUMNS}"
         );
+        let figures = crate::spend::Figures::of_usage(how.usage.as_deref());
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
         self.begin_write(&mut conn).await?;
         let result = async {
@@ -386,6 +399,9 @@ impl Db {
                 .bind(how.log_path.clone())
                 .bind(now_ms)
                 .bind(pod)
+                .bind(figures.cost_micros)
+                .bind(figures.tokens)
+                .bind(figures.model.clone())
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(db_err)?;
@@ -571,6 +587,7 @@ async fn claim_by_role(
          ), picked AS ( \
              SELECT id, row_number() OVER (ORDER BY created_ms, id) AS n FROM ( \
                  SELECT id, created_ms FROM assignments WHERE role = $1 AND status = 'pending' \
+                    AND ticket_id NOT IN (SELECT ticket_id FROM budget_holds) \
                   ORDER BY created_ms, id LIMIT $3 FOR UPDATE SKIP LOCKED) s \
          ) \
          UPDATE assignments AS a SET status = 'claimed', claimed_by = asks.pod, \

@@ -64,15 +64,19 @@ pub struct PodRow {
     pub token_id: String,
     /// The sandbox its agents run in, as it reported it.
     pub sandbox: Option<String>,
+    /// The provider its profile belongs to (`[agents.NAME] provider`), for rate-limit pauses
+    /// and the governor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 const COLUMNS: &str =
-    "id, name, role, host, pid, profile, state, registered_ms, heartbeat_ms, assignment_id, token_id, sandbox";
+    "id, name, role, host, pid, profile, state, registered_ms, heartbeat_ms, assignment_id, token_id, sandbox, provider";
 
 impl Db {
     pub async fn register_pod(&self, p: &PodRow) -> Result<(), StoreError> {
         sqlx::query(&format!(
-            "INSERT INTO pods ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+            "INSERT INTO pods ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         ))
         .bind(p.id.clone())
         .bind(p.name.clone())
@@ -86,6 +90,7 @@ impl Db {
         .bind(p.assignment.clone())
         .bind(p.token_id.clone())
         .bind(p.sandbox.clone())
+        .bind(p.provider.clone())
         .execute(self.pool())
         .await
         .map_err(db_err)?;
@@ -168,5 +173,6 @@ fn pod(r: &sqlx::any::AnyRow) -> Result<PodRow, StoreError> {
         assignment: r.try_get(9).map_err(db_err)?,
         token_id: r.try_get(10).map_err(db_err)?,
         sandbox: r.try_get(11).map_err(db_err)?,
+        provider: r.try_get(12).map_err(db_err)?,
     })
 }

@@ -87,6 +87,7 @@ fn pod_row(id: &str, role: &str) -> PodRow {
         assignment: None,
         token_id: "tok".into(),
         sandbox: None,
+        provider: None,
     }
 }
 

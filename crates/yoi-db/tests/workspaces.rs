@@ -288,6 +288,7 @@ fn sqlite_workspace_with_runtime_rows(rt: &tokio::runtime::Runtime) -> (tempfile
             assignment: None,
             token_id: pod_token.id,
             sandbox: Some("landlock".into()),
+            provider: None,
         })
         .unwrap();
     rt.block_on(index.db.close());

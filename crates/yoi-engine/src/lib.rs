@@ -25,6 +25,7 @@ pub mod inbox;
 pub mod person_ops;
 pub mod routing;
 pub mod skills;
+pub mod spend;
 
 pub use edge::Edge;
 

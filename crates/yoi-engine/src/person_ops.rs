@@ -93,6 +93,8 @@ pub enum PersonOp {
     AddRelation,
     RemoveRelation,
     AddPlanRecord,
+    /// Add to a ticket's budget (docs/budgets.md).
+    AddBudget,
 }
 
 /// A state operation of the store, as the frontends call it.
@@ -102,7 +104,7 @@ pub type TransitionFn =
 use Who::{Human, Intake, Orchestrator};
 
 impl PersonOp {
-    pub const ALL: [PersonOp; 13] = [
+    pub const ALL: [PersonOp; 14] = [
         PersonOp::Create,
         PersonOp::Edit,
         PersonOp::Comment,
@@ -116,6 +118,7 @@ impl PersonOp {
         PersonOp::AddRelation,
         PersonOp::RemoveRelation,
         PersonOp::AddPlanRecord,
+        PersonOp::AddBudget,
     ];
 
     /// The table: one row per operation.
@@ -284,6 +287,13 @@ impl PersonOp {
                 "/tickets/{id}/plan",
                 &["ticket", "plan", "add"],
                 &[Human, Orchestrator],
+            ),
+            PersonOp::AddBudget => row(
+                "add to a budget",
+                "POST",
+                "/tickets/{id}/budget",
+                &["ticket", "budget"],
+                &[Human],
             ),
         }
     }

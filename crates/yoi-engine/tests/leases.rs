@@ -25,6 +25,7 @@ const P: asg::PodIntro<'static> = asg::PodIntro {
     pid: None,
     profile: None,
     sandbox: None,
+    provider: None,
 };
 
 fn at(ms: i64) -> Timestamp {

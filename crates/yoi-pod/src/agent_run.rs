@@ -272,6 +272,16 @@ pub(crate) fn run_one(
         (None, Ok(_)) => false,
     };
     report.keep_work = reason.is_some() && changed && !reviewer && not_about_the_change;
+    // A provider's rate limit or quota is no failure of the work (docs/budgets.md): reported as
+    // such, the attempt is not counted and the agent pauses until the limit resets.
+    if reason.is_some() && !matches!(first.ended, Ended::Stopped | Ended::LeaseLost) {
+        let now_ms = yoi_core::time::unix_ms(std::time::SystemTime::now());
+        report.rate_limit =
+            crate::rate_limit::detect(&stdout, &stderr, first.said.agent_error.as_deref(), now_ms);
+        if report.rate_limit.is_some() {
+            report.keep_work = changed && !reviewer;
+        }
+    }
     // The reason says why where people look: with the end of what the agent wrote on stderr.
     let reason = reason.map(|r| crate::explain::with_stderr(r, &stderr));
     let sent = match reason {

@@ -168,8 +168,9 @@ impl Client {
         pid: u32,
         profile: &str,
         sandbox: &str,
+        provider: Option<&str>,
     ) -> Result<Registration, ClientError> {
-        let body = json!({ "name": name, "host": host, "pid": pid, "profile": profile, "sandbox": sandbox });
+        let body = json!({ "name": name, "host": host, "pid": pid, "profile": profile, "sandbox": sandbox, "provider": provider });
         self.call("POST", "/pods", Some(body))?
             .ok_or_else(|| ClientError::Refused {
                 status: 204,

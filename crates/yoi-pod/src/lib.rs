@@ -28,6 +28,7 @@ mod explain;
 pub mod process;
 pub mod profiles;
 mod prompt;
+pub mod rate_limit;
 pub mod sandbox;
 mod verify;
 mod worktree;
@@ -112,6 +113,7 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
             .enforcement()
             .map(|e| e.describe())
             .unwrap_or_else(|e| e),
+        settings.profile.provider.as_deref(),
     )?;
     let pod = reg.pod.id.clone();
     tracing::info!(pod = %pod, role = %reg.pod.role, agent = %settings.profile_name, "pod registered");

@@ -60,6 +60,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["{program}", "--version"]),
             endpoint: Some(Endpoint::Anthropic),
+            provider: Some("anthropic".into()),
             state: s(&["~/.claude/", "~/.claude.json", "~/.cache/claude/", "~/.config/claude/"]),
             contract: None,
             // The session `-p` just saved in this working directory, one turn, no tools.
@@ -125,6 +126,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["{program}", "--version"]),
             endpoint: Some(Endpoint::Codex),
+            provider: Some("openai".into()),
             state: s(&["~/.codex/"]),
             contract: None,
             follow_up: Vec::new(),
@@ -159,6 +161,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["{program}", "--version"]),
             endpoint: Some(Endpoint::Gemini),
+            provider: Some("google".into()),
             state: s(&["~/.gemini/"]),
             contract: None,
             follow_up: Vec::new(),
@@ -233,6 +236,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             extra_args: Vec::new(),
             version_argv: s(&["{program}", "--version"]),
             endpoint: Some(Endpoint::Openai),
+            provider: None,
             state: s(&["~/.aider/", "~/.cache/aider/"]),
             contract: None,
             // The chat the run saved in its run folder, answered in ask mode (no edits).
@@ -328,6 +332,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             base_url: None,
             api_key_env: None,
             endpoint: Some(Endpoint::Opencode),
+            provider: None,
         },
     );
     m.insert(
@@ -390,6 +395,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             base_url: None,
             api_key_env: None,
             endpoint: None,
+            provider: None,
         },
     );
     m.insert(
@@ -416,6 +422,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             base_url: None,
             api_key_env: None,
             endpoint: None,
+            provider: None,
         },
     );
     m.insert(
@@ -447,6 +454,7 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
             base_url: None,
             api_key_env: None,
             endpoint: None,
+            provider: None,
         },
     );
     m

@@ -65,6 +65,7 @@ person_actions! {
     EditRelations = AddRelation;
     AddPlanRecord = AddPlanRecord;
     Retry = Retry;
+    AddBudget = AddBudget;
 }
 
 // The scope table of everything else. Reading is open to every live token; each mutation names

@@ -86,6 +86,9 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/tickets/{id}/retry", post(routes::routing::retry))
         .route("/tickets/{id}/cost", get(routes::pods::ticket_cost))
+        .route("/tickets/{id}/budget", post(routes::spend::add))
+        .route("/costs", get(routes::spend::costs))
+        .route("/limits", get(routes::spend::limits))
         .route(
             "/tickets/{id}/packet",
             get(routes::packet::show_packet).put(routes::packet::submit_packet),

@@ -33,6 +33,63 @@ pub struct Config {
     pub prices: std::collections::BTreeMap<String, yoi_agent::profile::Price>,
     /// The forge pull requests go to (docs/forge.md); absent, flows end in a local merge.
     pub forge: Option<yoi_core::forge::ForgeSection>,
+    /// Limits on spending per ticket, per day and per agent profile (docs/budgets.md).
+    pub budget: BudgetSection,
+    /// Attempts allowed to run at once per agent profile and per provider (docs/budgets.md).
+    pub governor: GovernorSection,
+}
+
+/// `[budget]`: what may be spent. A limit left out is no limit. Costs are reported or
+/// estimated USD; tokens are input + output + cached. Days are UTC days.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BudgetSection {
+    /// Per ticket, over all its attempts and roles (a person adds to it with
+    /// `yoi ticket budget ID --add USD`).
+    pub ticket_usd: Option<f64>,
+    pub ticket_tokens: Option<u64>,
+    /// Per day, the whole workspace.
+    pub day_usd: Option<f64>,
+    pub day_tokens: Option<u64>,
+    /// The share of a limit at which a person is told it is near (`budget_near`).
+    pub soft: f64,
+    /// Per agent profile per day: `[budget.agents.claude] day_usd = 20`.
+    pub agents: std::collections::BTreeMap<String, AgentBudget>,
+}
+
+impl Eq for BudgetSection {}
+
+impl Default for BudgetSection {
+    fn default() -> Self {
+        BudgetSection {
+            ticket_usd: None,
+            ticket_tokens: None,
+            day_usd: None,
+            day_tokens: None,
+            soft: 0.8,
+            agents: Default::default(),
+        }
+    }
+}
+
+/// `[budget.agents.NAME]`: one agent profile's daily limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentBudget {
+    pub day_usd: Option<f64>,
+    pub day_tokens: Option<u64>,
+}
+
+impl Eq for AgentBudget {}
+
+/// `[governor]`: attempts running at once, per agent profile (`agents = { claude = 2 }`) and
+/// per provider (`providers = { anthropic = 3 }`), on top of the pods per role. A pod over a
+/// limit waits without claiming.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GovernorSection {
+    pub agents: std::collections::BTreeMap<String, u32>,
+    pub providers: std::collections::BTreeMap<String, u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -321,6 +378,36 @@ impl Config {
     }
 
     fn validate(&self, path: &Path) -> Result<(), StoreError> {
+        let b = &self.budget;
+        let amounts = [
+            ("budget.ticket_usd", b.ticket_usd),
+            ("budget.day_usd", b.day_usd),
+        ]
+        .into_iter()
+        .chain(
+            b.agents
+                .iter()
+                .map(|(_, a)| ("budget.agents.*.day_usd", a.day_usd)),
+        );
+        for (key, v) in amounts {
+            if v.is_some_and(|v| !v.is_finite() || v < 0.0) {
+                return Err(StoreError::invalid(
+                    path,
+                    None,
+                    format!("`{key}` must be a positive amount of USD"),
+                ));
+            }
+        }
+        if !(b.soft > 0.0 && b.soft <= 1.0) {
+            return Err(StoreError::invalid(
+                path,
+                None,
+                format!(
+                    "`budget.soft` must be above 0 and at most 1, got {}",
+                    b.soft
+                ),
+            ));
+        }
         if let Some(id) = &self.workspace.id {
             if !is_workspace_id(id) {
                 return Err(StoreError::invalid(
@@ -654,18 +741,27 @@ mod tests {
                 "forge.api_url",
             ),
             ("[forge]\nrepo = \"a/b\"\napp_id = 7\n", 3, "forge.app_id"),
-            ("[forge]\nrepo = \"a/b\"\npoll_secs = 0\n", 3, "forge.poll_secs"),
+            (
+                "[forge]\nrepo = \"a/b\"\npoll_secs = 0\n",
+                3,
+                "forge.poll_secs",
+            ),
         ] {
             match Config::parse(text, Path::new("w.toml")).unwrap_err() {
-                StoreError::Invalid { line: l, reason, .. } => {
+                StoreError::Invalid {
+                    line: l, reason, ..
+                } => {
                     assert_eq!(l, Some(line), "{text}: {reason}");
                     assert!(reason.contains(key), "{reason}");
                 }
                 other => panic!("unexpected {other:?}"),
             }
         }
-        let err = Config::parse("[forge]\nrepo = \"a/b\"\ntoken = \"ghp_x\"\n", Path::new("w.toml"))
-            .unwrap_err();
+        let err = Config::parse(
+            "[forge]\nrepo = \"a/b\"\ntoken = \"ghp_x\"\n",
+            Path::new("w.toml"),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("token"), "{err}");
     }
 

@@ -363,6 +363,8 @@ pub enum Permission {
     RecordAttempt { kind: PrincipalKind },
     #[error("an agent's token activates skills for its own assignment {own} only")]
     ActivateForOwnAssignment { own: String },
+    #[error("only a person may add to a ticket's budget; {kind} asked")]
+    AddBudget { kind: PrincipalKind },
 }
 
 impl Permission {
@@ -374,6 +376,7 @@ impl Permission {
             Permission::RaiseAttention { .. } => "raise_attention",
             Permission::RecordAttempt { .. } => "record_attempt",
             Permission::ActivateForOwnAssignment { .. } => "activate_for_own_assignment",
+            Permission::AddBudget { .. } => "add_budget",
         }
     }
 }

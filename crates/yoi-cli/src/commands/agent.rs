@@ -32,7 +32,14 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
                     .iter()
                     .map(|(name, (source, p))| serde_json::json!({ "name": name, "source": source, "profile": p }))
                     .collect();
-                output::json(&serde_json::json!({ "count": list.len(), "agents": list }));
+                let pauses = env
+                    .workspace_with_index("yoi agent list")
+                    .ok()
+                    .and_then(|(_, index)| index.pauses().ok())
+                    .unwrap_or_default();
+                output::json(
+                    &serde_json::json!({ "count": list.len(), "agents": list, "pauses": pauses }),
+                );
                 return Ok(());
             }
             let rows: Vec<Vec<String>> = all
@@ -51,6 +58,13 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
                 })
                 .collect();
             output::table(&["AGENT", "SOURCE", "PROGRAM", "OUTPUT"], &rows);
+            // Agents that may not start work now, and until when (docs/budgets.md).
+            if let Ok((_, index)) = env.workspace_with_index("yoi agent list") {
+                let now_ms = crate::context::now().unix_millis();
+                for p in index.pauses().unwrap_or_default() {
+                    println!("{}", crate::commands::spend::pause_line(&p, now_ms));
+                }
+            }
             Ok(())
         }
         AgentCommand::Check { name, json } => {

@@ -12,6 +12,7 @@ pub(crate) mod pod;
 mod reindex;
 mod serve;
 mod skill;
+pub(crate) mod spend;
 mod ticket;
 mod token;
 mod worktree;
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Ticket(cmd) => ticket::run(&env, cmd),
         Command::Doctor(args) => ticket::doctor(&env, &args),
         Command::Reindex(args) => reindex::run(&env, &args),
+        Command::Cost(args) => spend::cost(&env, &args),
         Command::Db(cmd) => db::run(&env, cmd),
         Command::Serve(args) => serve::run(&env, &args),
         Command::Dashboard(args) => dashboard::run(&env, &args),

@@ -56,7 +56,7 @@ fn refusal() {
     distinct("Refusal", cases.iter().map(|(make, _)| make().code()));
 }
 
-const N_PERMISSION: usize = 5;
+const N_PERMISSION: usize = 6;
 fn tag_permission(e: &Permission) -> usize {
     match e {
         Permission::SubmitPacket { .. } => 0,
@@ -64,6 +64,7 @@ fn tag_permission(e: &Permission) -> usize {
         Permission::RaiseAttention { .. } => 2,
         Permission::RecordAttempt { .. } => 3,
         Permission::ActivateForOwnAssignment { .. } => 4,
+        Permission::AddBudget { .. } => 5,
     }
 }
 
@@ -77,6 +78,7 @@ fn permission() {
         Permission::RaiseAttention { kind: PrincipalKind::Human } => NotPermitted 1 403,
         Permission::RecordAttempt { kind: PrincipalKind::Human } => NotPermitted 1 403,
         Permission::ActivateForOwnAssignment { own: s("asg-1") } => NotPermitted 1 403,
+        Permission::AddBudget { kind: PrincipalKind::Pod } => NotPermitted 1 403,
     ];
     check(
         "Permission",

@@ -30,6 +30,8 @@ pub enum EventKind {
     ItemEdit,
     RelationChanged,
     Close,
+    /// A person added to a ticket's budget (`add_usd`, `add_tokens`).
+    Budget,
     /// A kind this version does not know; preserved as written.
     Other(String),
 }
@@ -53,6 +55,7 @@ impl EventKind {
             EventKind::ItemEdit => "item_edit",
             EventKind::RelationChanged => "relation_changed",
             EventKind::Close => "close",
+            EventKind::Budget => "budget",
             EventKind::Other(s) => s,
         }
     }
@@ -75,6 +78,7 @@ impl EventKind {
             EventKind::ItemEdit => "Item updated".into(),
             EventKind::RelationChanged => "Relation changed".into(),
             EventKind::Close => "Closed".into(),
+            EventKind::Budget => "Budget".into(),
             EventKind::Other(s) => s.replace('_', " "),
         }
     }
@@ -90,7 +94,7 @@ impl EventKind {
     }
 
     /// The name of every kind this version knows, in variant order.
-    pub const KNOWN: [&'static str; 16] = [
+    pub const KNOWN: [&'static str; 17] = [
         "create",
         "comment",
         "intake_summary",
@@ -107,6 +111,7 @@ impl EventKind {
         "item_edit",
         "relation_changed",
         "close",
+        "budget",
     ];
 
     fn known(s: &str) -> Option<Self> {
@@ -127,6 +132,7 @@ impl EventKind {
             "item_edit" => EventKind::ItemEdit,
             "relation_changed" => EventKind::RelationChanged,
             "close" => EventKind::Close,
+            "budget" => EventKind::Budget,
             _ => return None,
         })
     }

@@ -30,6 +30,8 @@ pub struct PodIntro<'a> {
     pub profile: Option<&'a str>,
     /// The sandbox its agents run in.
     pub sandbox: Option<&'a str>,
+    /// The provider its profile belongs to (docs/budgets.md).
+    pub provider: Option<&'a str>,
 }
 
 /// Register a pod incarnation for `caller`'s role: its name plus a nonce drawn now, so a
@@ -46,6 +48,7 @@ pub fn register_pod(
         pid,
         profile,
         sandbox,
+        provider,
     } = intro;
     if name.is_empty()
         || name.len() > 64
@@ -73,6 +76,9 @@ pub fn register_pod(
         assignment: None,
         token_id: caller.token_id.clone(),
         sandbox: sandbox.map(|s| s.chars().take(500).collect()),
+        provider: provider
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| p.chars().take(100).collect()),
     };
     index.register_pod(&row)?;
     Ok(row)
@@ -211,6 +217,25 @@ pub fn claim_many(
             Ok(row) => rows.push((i, row)),
         }
     }
+    // Paused agents and agents at their governor's limit wait without claiming
+    // (crate::spend::gate).
+    let waits = crate::spend::gate(
+        ws,
+        index,
+        &rows.iter().map(|(_, r)| r).collect::<Vec<_>>(),
+        now_ms,
+    )?;
+    let rows: Vec<(usize, PodRow)> = rows
+        .into_iter()
+        .zip(waits)
+        .filter_map(|((i, row), wait)| match wait {
+            Some(_) => {
+                out[i] = Some(Ok(None));
+                None
+            }
+            None => Some((i, row)),
+        })
+        .collect();
     let wanted: Vec<(&str, &str)> = rows
         .iter()
         .map(|(_, r)| (r.role.as_str(), r.id.as_str()))
@@ -284,6 +309,8 @@ pub(crate) fn trailing_failures(attempts: &[Assignment], id: &str) -> usize {
     attempts
         .iter()
         .take_while(|a| a.id != id)
+        // A rate limit is no failure, nor does it end a run of them (docs/budgets.md).
+        .filter(|a| a.status != AssignmentStatus::RateLimited)
         .collect::<Vec<_>>()
         .iter()
         .rev()

@@ -7,7 +7,7 @@ use yoi_core::Role;
 
 use serde::Serialize;
 use yoi_core::{Principal, TicketId, Timestamp};
-use yoi_db::{Assignment, AssignmentStatus, DbIndex, Finish, PodState};
+use yoi_db::{Assignment, AssignmentStatus, DbIndex, Finish, PodRow, PodState};
 use yoi_store::config::WriteScopeRule;
 use yoi_store::ops;
 use yoi_store::{Ctx, Workspace};
@@ -63,7 +63,7 @@ pub fn complete(
             now,
         );
     }
-    pod_of(index, caller, pod)?;
+    let pod_row = pod_of(index, caller, pod)?;
     // A verify counts only with a result for every validation command of the frozen brief:
     // whatever runs in the verifier role, the commands are what it vouches for.
     if let Some(missing) = unchecked_commands(ws, index, id, report)? {
@@ -204,10 +204,7 @@ pub fn complete(
     let how = Finish {
         status: AssignmentStatus::Completed,
         result: serde_json::to_string(report).ok(),
-        usage: report
-            .usage
-            .as_ref()
-            .and_then(|u| serde_json::to_string(u).ok()),
+        usage: priced_usage(ws, Some(report)),
         error: None,
         log_path: report.log.clone(),
     };
@@ -227,6 +224,11 @@ pub fn complete(
         }
     };
     index.touch_pod(pod, PodState::Idle, None, now_ms)?;
+    spent(ws, index, &finished, Some(&pod_row), now);
+    // Its agent got through: a rate limit's strikes are forgotten.
+    if let Err(e) = crate::spend::got_through(index, &pod_row) {
+        tracing::warn!(pod = %pod, error = %e, "could not clear a rate-limit pause");
+    }
     let branch_head = moved_to.clone().unwrap_or(head);
     record(
         ws,
@@ -279,20 +281,21 @@ pub fn fail(
     report: Option<&Report>,
     now: Timestamp,
 ) -> Result<Option<Assignment>, AssignmentError> {
-    pod_of(index, caller, pod)?;
+    let pod_row = pod_of(index, caller, pod)?;
     let _guard = results_lock();
     let now_ms = now.unix_millis();
     let a = live_claim(index, pod, id, fence, now_ms)?;
     check_role(caller, &a, "fail")?;
+    if let Some(rl) = report.and_then(|r| r.rate_limit.as_ref()) {
+        return rate_limited(ws, index, &pod_row, &a, reason, rl, report, now);
+    }
     let attempts = index.attempts_of(&a.ticket, &a.step)?;
     let in_a_row = 1 + trailing_failures(&attempts, &a.id);
     let next = (retryable && retries_left(ws, &a, in_a_row)).then(|| next_attempt(&a, now));
     let how = Finish {
         status: AssignmentStatus::Failed,
         result: report.and_then(|r| serde_json::to_string(r).ok()),
-        usage: report
-            .and_then(|r| r.usage.as_ref())
-            .and_then(|u| serde_json::to_string(u).ok()),
+        usage: priced_usage(ws, report),
         error: Some(reason.to_string()),
         log_path: report.and_then(|r| r.log.clone()),
     };
@@ -301,6 +304,7 @@ pub fn fail(
         return Err(refusal(index, pod, id, fence)?);
     };
     index.touch_pod(pod, PodState::Idle, None, now_ms)?;
+    spent(ws, index, &row, Some(&pod_row), now);
     record(ws, &row, "failed", None, report, Some(reason), now)?;
     drop_attempt_worktree(ws, &row);
     if next.is_none() {
@@ -321,6 +325,66 @@ pub fn fail(
         open_circuit_as(ws, &row, &why, attention, now)?;
     }
     Ok(next)
+}
+
+/// The report's usage as recorded: with an estimated cost when its agent reported none.
+fn priced_usage(ws: &Workspace, report: Option<&Report>) -> Option<String> {
+    report
+        .and_then(|r| r.usage.clone())
+        .map(|u| crate::spend::priced(ws, u))
+        .and_then(|u| serde_json::to_string(&u).ok())
+}
+
+/// Check the budgets after `row` ended; a failure to check is logged, never the attempt's.
+fn spent(ws: &Workspace, index: &DbIndex, row: &Assignment, pod: Option<&PodRow>, now: Timestamp) {
+    let agent = pod.and_then(|p| p.profile.as_deref());
+    if let Err(e) = crate::spend::after_attempt(ws, index, row, agent, now) {
+        tracing::warn!(assignment = %row.id, error = %e, "could not check the budgets after an attempt");
+    }
+}
+
+/// An attempt its agent's provider refused for a rate limit or quota: it ends `rate_limited`,
+/// counted as no failure; the pod's provider (or profile) pauses and the step is handed out
+/// again at once, for a pod that is not paused (docs/budgets.md).
+#[allow(clippy::too_many_arguments)]
+fn rate_limited(
+    ws: &Workspace,
+    index: &DbIndex,
+    pod: &PodRow,
+    a: &Assignment,
+    reason: &str,
+    rl: &yoi_core::report::RateLimit,
+    report: Option<&Report>,
+    now: Timestamp,
+) -> Result<Option<Assignment>, AssignmentError> {
+    let now_ms = now.unix_millis();
+    let next = next_attempt(a, now);
+    let how = Finish {
+        status: AssignmentStatus::RateLimited,
+        result: report.and_then(|r| serde_json::to_string(r).ok()),
+        usage: priced_usage(ws, report),
+        error: Some(reason.to_string()),
+        log_path: report.and_then(|r| r.log.clone()),
+    };
+    let Some(row) =
+        index.finish_assignment(&a.id, a.fence, Some(&pod.id), &how, Some(&next), now_ms)?
+    else {
+        return Err(refusal(index, &pod.id, &a.id, a.fence)?);
+    };
+    index.touch_pod(&pod.id, PodState::Idle, None, now_ms)?;
+    let pause = crate::spend::rate_limited(index, pod, rl, now_ms)?;
+    let why = match &pause {
+        Some(p) => format!(
+            "{reason}; {} pauses until {}",
+            p.subject,
+            Timestamp::from_unix_millis(p.until_ms)
+        ),
+        None => reason.to_string(),
+    };
+    record(ws, &row, "rate_limited", None, report, Some(&why), now)?;
+    drop_attempt_worktree(ws, &row);
+    spent(ws, index, &row, Some(pod), now);
+    Ok(Some(next))
 }
 
 /// After a person's `retry` of an in-progress ticket whose flow stopped: the step that stopped

@@ -17,7 +17,7 @@ use yoi_store::ops::{self, MergeEvidence, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 
 use super::finish::record;
-use super::flow::{advance, is_service, new_step, Advanced, MergeRecord};
+use super::flow::{advance, is_pull_request, is_service, new_step, Advanced, MergeRecord};
 use super::{results_lock, work_place, AssignmentError};
 
 /// The `attention` reason of a merge that waits for a dirty checked-out target.
@@ -40,11 +40,17 @@ pub struct FlowTick {
     pub deferred: Vec<String>,
     /// Tickets sent back to their coder (integrate) or to verification (branch moved).
     pub sent_back: Vec<String>,
+    /// Tickets held over their budget that may go on now (a person added to it, or the
+    /// configuration was raised).
+    pub released: Vec<String>,
 }
 
 impl FlowTick {
     pub fn changed(&self) -> bool {
-        !(self.handed_out.is_empty() && self.done.is_empty() && self.sent_back.is_empty())
+        !(self.handed_out.is_empty()
+            && self.done.is_empty()
+            && self.sent_back.is_empty()
+            && self.released.is_empty())
     }
 }
 
@@ -77,6 +83,8 @@ pub fn flow_tick(
         .open_assignments()?
         .into_iter()
         .filter(|a| is_service(a) && a.status == AssignmentStatus::Pending)
+        // A pull-request step is the forge driver's (super::pr), never a local merge.
+        .filter(|a| !is_pull_request(ws, a))
         .collect();
     for a in due {
         let _guard = results_lock();
@@ -92,6 +100,12 @@ pub fn flow_tick(
             Err(e) => {
                 tracing::warn!(ticket = %a.ticket, error = %e, "the merge failed; it is tried again")
             }
+        }
+    }
+    match crate::spend::release_held(ws, index) {
+        Ok(released) => tick.released = released,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not look at the tickets held over their budget")
         }
     }
     Ok(tick)
@@ -136,7 +150,7 @@ fn merge_one(
         let flow = crate::flows::of_ticket(ws, ticket)?;
         let again = flow
             .after(&flow.first().id)
-            .filter(|s| s.output != yoi_core::flow::Output::Merge)
+            .filter(|s| !s.output.ends())
             .unwrap_or_else(|| flow.first());
         return send_back(
             &again.id,

@@ -32,6 +32,7 @@ pub const RULES: &[&str] = &[
     "raise_attention",
     "record_attempt",
     "activate_for_own_assignment",
+    "add_budget",
     "no_workspace_id",
     "other_workspace",
     "served_elsewhere",

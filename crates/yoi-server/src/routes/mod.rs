@@ -8,4 +8,5 @@ pub mod packet;
 pub mod pods;
 pub mod routing;
 pub mod skills;
+pub mod spend;
 pub mod tickets;

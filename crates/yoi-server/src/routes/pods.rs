@@ -37,6 +37,11 @@ pub struct RegisterBody {
     #[serde(default)]
     #[schema(max_length = 500)]
     pub sandbox: Option<String>,
+    /// The provider its profile belongs to (`[agents.NAME] provider`): rate-limit pauses and
+    /// the governor count by it.
+    #[serde(default)]
+    #[schema(max_length = 100)]
+    pub provider: Option<String>,
 }
 
 /// A registered pod, and the lease and heartbeat periods it must keep.
@@ -170,6 +175,7 @@ pub async fn register(
                 pid: b.pid,
                 profile: b.profile.as_deref(),
                 sandbox: b.sandbox.as_deref(),
+                provider: b.provider.as_deref(),
             },
             now(),
         )

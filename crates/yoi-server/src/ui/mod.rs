@@ -10,6 +10,7 @@
 pub mod actions;
 pub mod assets;
 pub mod board;
+mod costs;
 pub mod guard;
 pub mod inbox;
 pub mod markdown;
@@ -48,6 +49,7 @@ pub fn routes() -> Router<AppState> {
         .route("/tickets/{id}/relations", post(actions::relation))
         .route("/inbox", get(inbox::page))
         .route("/pods", get(pages::pods))
+        .route("/costs", get(costs::page))
         .route("/skills", get(pages::skills))
         .route("/skills/{name}", get(pages::skill))
         .route(

@@ -11,6 +11,7 @@
 
 mod create;
 mod edit;
+mod forge;
 mod plan;
 mod relation;
 mod signal;
@@ -32,9 +33,13 @@ use crate::workspace::Workspace;
 
 pub use create::{create, CreateRequest};
 pub use edit::{comment, edit, submit_packet, CommentRequest, EditRequest, COMMENT_KINDS};
+pub use forge::record_forge;
 pub use plan::{add_plan_record, PlanRequest};
 pub use relation::{add_relation, remove_relation, RelationRequest};
-pub use signal::{attention, record_attempt, retry, ATTENTION_REASON, CIRCUIT_OPEN, RETRY_STATES};
+pub use signal::{
+    add_budget, attention, record_attempt, retry, ADD_TOKENS, ADD_USD, ATTENTION_REASON,
+    CIRCUIT_OPEN, RETRY_STATES,
+};
 pub use transition::{
     accept, cancel, close, complete, mark_ready, queue, reopen, return_to_planning, AcceptEvidence,
     MergeEvidence, TransitionRequest, MAX_REASON_CHARS,
@@ -74,7 +79,7 @@ impl Ctx {
 /// ([`Operation::as_str`](yoi_core::state::Operation::as_str)) and the operations that change no
 /// state. The API's document gives `OperationResult.operation` this enumeration; a debug build
 /// refuses to finish an operation whose name is not here.
-pub const OPERATIONS: [&str; 18] = [
+pub const OPERATIONS: [&str; 20] = [
     "create",
     "edit",
     "submit_packet",
@@ -82,6 +87,7 @@ pub const OPERATIONS: [&str; 18] = [
     "retry",
     "attention",
     "record_attempt",
+    "record_forge",
     "relation_add",
     "relation_rm",
     "plan_add",
@@ -93,6 +99,7 @@ pub const OPERATIONS: [&str; 18] = [
     "close",
     "cancel",
     "reopen",
+    "add_budget",
 ];
 
 /// What a mutation did. A replay returns the same value with `replayed: true`.

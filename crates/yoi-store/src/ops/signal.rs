@@ -47,6 +47,77 @@ pub fn retry(
     append_in(ws, ctx, query, "retry", event, &RETRY_STATES)
 }
 
+/// Attribute of a `budget` event: USD added to the ticket's budget.
+pub const ADD_USD: &str = "add_usd";
+/// Attribute of a `budget` event: tokens added to the ticket's budget.
+pub const ADD_TOKENS: &str = "add_tokens";
+
+/// Add to a ticket's budget (humans only): a `budget` event the engine adds to the ticket's
+/// limits (docs/budgets.md). Refused for a closed ticket, a negative or non-finite amount, and
+/// when nothing is added.
+pub fn add_budget(
+    ws: &Workspace,
+    ctx: &Ctx,
+    query: &str,
+    usd: Option<f64>,
+    tokens: Option<u64>,
+    note: Option<&str>,
+) -> Result<Outcome, StoreError> {
+    if ctx.principal.kind != PrincipalKind::Human {
+        return Err(StoreError::NotPermitted {
+            reason: Permission::AddBudget {
+                kind: ctx.principal.kind,
+            },
+        });
+    }
+    if usd.is_some_and(|u| !u.is_finite() || u <= 0.0) || (usd.is_none() && tokens.is_none()) {
+        return Err(StoreError::bad_input(
+            "add",
+            "give a positive amount of USD (--add) or of tokens (--add-tokens)",
+        ));
+    }
+    if tokens == Some(0) {
+        return Err(StoreError::bad_input(
+            "add_tokens",
+            "give a positive number of tokens",
+        ));
+    }
+    let note = note.map(|n| text_field("note", n)).transpose()?;
+    let mut parts = Vec::new();
+    if let Some(u) = usd {
+        parts.push(format!("${u:.2}"));
+    }
+    if let Some(t) = tokens {
+        parts.push(format!("{t} tokens"));
+    }
+    let mut body = format!("Budget raised by {}.", parts.join(" and "));
+    if let Some(n) = note.as_deref().filter(|n| !n.trim().is_empty()) {
+        body.push(' ');
+        body.push_str(n.trim());
+    }
+    let mut event = Event::new(EventKind::Budget, &body);
+    if let Some(u) = usd {
+        event = event.with_attr(ADD_USD, format!("{u}"));
+    }
+    if let Some(t) = tokens {
+        event = event.with_attr(ADD_TOKENS, t.to_string());
+    }
+    append_in(
+        ws,
+        ctx,
+        query,
+        "add_budget",
+        event,
+        &[
+            State::Planning,
+            State::Ready,
+            State::Queued,
+            State::Inprogress,
+            State::Done,
+        ],
+    )
+}
+
 /// Raise an `attention` event (the orchestrator only), with `reason` as its
 /// [`ATTENTION_REASON`] attribute.
 pub fn attention(

@@ -37,5 +37,6 @@ pub fn run(env: &Env, cmd: TicketCommand) -> Result<(), CliError> {
         TicketCommand::Route(a) => route::route(env, &a),
         TicketCommand::Retry(a) => route::retry(env, &a),
         TicketCommand::Cost(a) => read::cost(env, &a.id, a.json),
+        TicketCommand::Budget(a) => crate::commands::spend::budget(env, &a),
     }
 }

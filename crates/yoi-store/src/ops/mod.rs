@@ -11,7 +11,6 @@
 
 mod create;
 mod edit;
-mod forge;
 mod plan;
 mod relation;
 mod signal;
@@ -33,7 +32,6 @@ use crate::workspace::Workspace;
 
 pub use create::{create, CreateRequest};
 pub use edit::{comment, edit, submit_packet, CommentRequest, EditRequest, COMMENT_KINDS};
-pub use forge::record_forge;
 pub use plan::{add_plan_record, PlanRequest};
 pub use relation::{add_relation, remove_relation, RelationRequest};
 pub use signal::{
@@ -79,7 +77,7 @@ impl Ctx {
 /// ([`Operation::as_str`](yoi_core::state::Operation::as_str)) and the operations that change no
 /// state. The API's document gives `OperationResult.operation` this enumeration; a debug build
 /// refuses to finish an operation whose name is not here.
-pub const OPERATIONS: [&str; 20] = [
+pub const OPERATIONS: [&str; 19] = [
     "create",
     "edit",
     "submit_packet",
@@ -87,7 +85,6 @@ pub const OPERATIONS: [&str; 20] = [
     "retry",
     "attention",
     "record_attempt",
-    "record_forge",
     "relation_add",
     "relation_rm",
     "plan_add",

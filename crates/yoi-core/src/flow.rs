@@ -54,6 +54,10 @@ pub enum Output {
     Verdict,
     /// The target moved and the `merge` event (the service itself).
     Merge,
+    /// The branch pushed to the forge and merged through a pull request once its gate opened
+    /// for the exact head (the service itself, docs/forge.md).
+    #[serde(rename = "pr")]
+    PullRequest,
 }
 
 impl Output {
@@ -63,6 +67,7 @@ impl Output {
             Output::Checks => "checks",
             Output::Verdict => "verdict",
             Output::Merge => "merge",
+            Output::PullRequest => "pr",
         }
     }
 
@@ -72,8 +77,13 @@ impl Output {
             Output::Commit => Role::Coder,
             Output::Checks => Role::Verifier,
             Output::Verdict => Role::Reviewer,
-            Output::Merge => Role::Service,
+            Output::Merge | Output::PullRequest => Role::Service,
         }
+    }
+
+    /// Whether this output ends a flow (a local merge or a pull request).
+    pub fn ends(self) -> bool {
+        matches!(self, Output::Merge | Output::PullRequest)
     }
 }
 
@@ -166,6 +176,18 @@ impl Flow {
             None => self.step(id).map(|s| s.output),
         }
     }
+}
+
+/// The built-in flow ending in a pull request instead of a local merge (`[forge] mode = "pr"`):
+/// implement → verify → review → pr.
+pub fn builtin_pr(max_rounds: u32) -> Flow {
+    let mut flow = builtin(max_rounds);
+    flow.title = "Implement, verify, review, pull request".into();
+    if let Some(last) = flow.steps.last_mut() {
+        last.id = "pr".into();
+        last.output = Output::PullRequest;
+    }
+    flow
 }
 
 /// The built-in `coder-review` flow: implement → verify → review → merge.
@@ -367,7 +389,7 @@ pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem
                 }
             },
         };
-        if s.output == Output::Merge && (s.prompt.is_some() || s.timeout.is_some()) {
+        if s.output.ends() && (s.prompt.is_some() || s.timeout.is_some()) {
             bad("the merge is run by the service: it takes no prompt or timeout".into());
         }
         steps.push(Step {
@@ -388,11 +410,11 @@ pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem
             );
         }
     }
-    let merges = steps.iter().filter(|s| s.output == Output::Merge).count();
-    if merges != 1 || steps.last().is_some_and(|s| s.output != Output::Merge) {
+    let merges = steps.iter().filter(|s| s.output.ends()).count();
+    if merges != 1 || steps.last().is_some_and(|s| !s.output.ends()) {
         problem(
             key_line("steps"),
-            "the last step, and only it, must be the merge (`role: service`, `output: merge`)"
+            "the last step, and only it, must be the merge (`role: service`, `output: merge`, or `output: pr` for a pull request)"
                 .into(),
         );
     }

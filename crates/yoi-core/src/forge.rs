@@ -20,6 +20,29 @@ pub const STATUS_VERIFY: &str = "yoi/verify";
 /// The commit-status context of yoi's own review.
 pub const STATUS_REVIEW: &str = "yoi/review";
 
+/// The thread event kind of what happened to a ticket's pull request (`forge_pr`).
+pub const EVENT: &str = "forge_pr";
+
+/// The `action` attribute of a `forge_pr` event.
+pub mod action {
+    /// The branch was pushed (`head`).
+    pub const PUSHED: &str = "pushed";
+    /// The pull request was opened or found (`number`, `url`, `head`).
+    pub const OPENED: &str = "opened";
+    /// A person pushed to the branch (`remote` is their head); the next round builds on it.
+    pub const PERSON_PUSHED: &str = "person_pushed";
+    /// The gate was evaluated for `head` and is closed (the reasons in the body).
+    pub const WAITING: &str = "waiting";
+    /// A human review came back (`user`, `state`, `commit`).
+    pub const REVIEW: &str = "review";
+    /// Merged (`number`, `sha`, `method`).
+    pub const MERGED: &str = "merged";
+    /// Closed without a merge.
+    pub const CLOSED: &str = "closed";
+    /// The ticket came from a forge issue (`number`, `url`, `author`).
+    pub const ISSUE: &str = "issue";
+}
+
 /// GitHub caps a pull request body at this many characters.
 pub const BODY_MAX_CHARS: usize = 65_536;
 

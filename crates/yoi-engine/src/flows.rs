@@ -188,6 +188,15 @@ pub fn lookup(ws: &Workspace, name: &str) -> Result<Listed, NotUsable> {
 
 /// The built-in flow with the workspace's `[flow] max_rounds`.
 pub fn builtin(ws: &Workspace) -> Flow {
+    let pr = ws
+        .config
+        .forge
+        .as_ref()
+        .is_some_and(|f| f.mode == yoi_core::forge::EndMode::Pr);
+    if pr {
+        // `[forge] mode = "pr"`: the built-in flow ends in a pull request (docs/forge.md).
+        return flow::builtin_pr(ws.config.flow.max_rounds);
+    }
     flow::builtin(ws.config.flow.max_rounds)
 }
 

@@ -145,3 +145,27 @@ fn durations_read_as_people_write_them() {
     assert!(parse_duration("m").is_err());
     assert!(parse_duration("99999999999999999999h").is_err());
 }
+
+#[test]
+fn a_flow_may_end_in_a_pull_request_and_the_builtin_one_checks_out() {
+    let text = GOOD.replace(
+        "  - id: merge\n    role: service\n    output: merge\n",
+        "  - id: pr\n    role: service\n    output: pr\n",
+    );
+    let f = parse(&text, "quick", ROLES).unwrap();
+    assert_eq!(f.steps.last().unwrap().output, Output::PullRequest);
+    assert_eq!(f.output_of("pr"), Some(Output::PullRequest));
+    let text = "schema_version: 1\nname: coder-review\ntitle: Implement, verify, review, pull request\nmax_rounds: 3\nsteps:\n  - id: implement\n    role: coder\n    output: commit\n  - id: verify\n    role: verifier\n    output: checks\n  - id: review\n    role: reviewer\n    output: verdict\n  - id: pr\n    role: service\n    output: pr\n";
+    assert_eq!(parse(text, "coder-review", ROLES).unwrap(), builtin_pr(3));
+    // A merge and a pull request both: only one may end the flow.
+    let both = GOOD.replace(
+        "  - id: merge\n",
+        "  - id: pr\n    role: service\n    output: pr\n  - id: merge\n",
+    );
+    let msgs: Vec<String> = problems(&both).iter().map(|p| p.message.clone()).collect();
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("only it, must be the merge")),
+        "{msgs:?}"
+    );
+}

@@ -116,7 +116,7 @@ pub(crate) fn advance(
     let branch_head = || yoi_git::resolve_commit(ws.root(), &place.branch);
     // `Some(step, commit)`: hand that out; `None`: a fix round.
     let next: Option<(&Step, String)> = match flow.output_of(&last.step) {
-        Some(Output::Merge) => {
+        Some(Output::Merge | Output::PullRequest) => {
             let ev = last
                 .result
                 .as_deref()
@@ -208,17 +208,28 @@ pub(crate) fn is_service(a: &Assignment) -> bool {
     a.role == yoi_core::flow::SERVICE || a.role == "merge"
 }
 
+/// Whether a service row is its flow's pull-request step, which the forge driver runs
+/// ([`super::pr`]) and the local merge never does.
+pub(crate) fn is_pull_request(ws: &Workspace, a: &Assignment) -> bool {
+    is_service(a)
+        && TicketId::parse(&a.ticket)
+            .ok()
+            .and_then(|t| crate::flows::of_ticket(ws, &t).ok())
+            .and_then(|f| f.output_of(&a.step))
+            == Some(Output::PullRequest)
+}
+
 /// The merge step of a flow (its last).
 fn merge_step(flow: &Flow) -> &Step {
     flow.steps
         .iter()
-        .find(|s| s.output == Output::Merge)
+        .find(|s| s.output.ends())
         .unwrap_or_else(|| flow.steps.last().expect("a flow has steps"))
 }
 
 /// The role written on a step's row: the merge is the service's.
 pub(crate) fn row_role(step: &Step) -> Role {
-    if step.output == Output::Merge {
+    if step.output.ends() {
         Role::Service
     } else {
         step.role

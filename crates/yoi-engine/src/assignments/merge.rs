@@ -17,7 +17,7 @@ use yoi_store::ops::{self, MergeEvidence, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 
 use super::finish::record;
-use super::flow::{advance, is_service, new_step, Advanced, MergeRecord};
+use super::flow::{advance, is_pull_request, is_service, new_step, Advanced, MergeRecord};
 use super::{results_lock, work_place, AssignmentError};
 
 /// The `attention` reason of a merge that waits for a dirty checked-out target.
@@ -83,6 +83,8 @@ pub fn flow_tick(
         .open_assignments()?
         .into_iter()
         .filter(|a| is_service(a) && a.status == AssignmentStatus::Pending)
+        // A pull-request step is the forge driver's (super::pr), never a local merge.
+        .filter(|a| !is_pull_request(ws, a))
         .collect();
     for a in due {
         let _guard = results_lock();
@@ -148,7 +150,7 @@ fn merge_one(
         let flow = crate::flows::of_ticket(ws, ticket)?;
         let again = flow
             .after(&flow.first().id)
-            .filter(|s| s.output != yoi_core::flow::Output::Merge)
+            .filter(|s| !s.output.ends())
             .unwrap_or_else(|| flow.first());
         return send_back(
             &again.id,

@@ -28,6 +28,7 @@ pub mod flow;
 mod kept;
 mod lease;
 mod merge;
+pub mod pr;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -48,6 +49,7 @@ pub use finish::{complete, fail, resume_after_retry, Completed};
 pub use kept::KeptWork;
 pub use lease::{expire_due, ExpireOutcome};
 pub use merge::{flow_tick, FlowTick, MERGE_DEFERRED};
+pub use pr::{forge_tick, ForgeEnv, ForgeTick};
 
 /// The `attention` reason of an assignment circuit.
 pub const STEP_CIRCUIT_OPEN: &str = "step_circuit_open";

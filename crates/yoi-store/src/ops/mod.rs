@@ -11,6 +11,7 @@
 
 mod create;
 mod edit;
+mod forge;
 mod plan;
 mod relation;
 mod signal;
@@ -32,6 +33,7 @@ use crate::workspace::Workspace;
 
 pub use create::{create, CreateRequest};
 pub use edit::{comment, edit, submit_packet, CommentRequest, EditRequest, COMMENT_KINDS};
+pub use forge::record_forge;
 pub use plan::{add_plan_record, PlanRequest};
 pub use relation::{add_relation, remove_relation, RelationRequest};
 pub use signal::{
@@ -77,7 +79,7 @@ impl Ctx {
 /// ([`Operation::as_str`](yoi_core::state::Operation::as_str)) and the operations that change no
 /// state. The API's document gives `OperationResult.operation` this enumeration; a debug build
 /// refuses to finish an operation whose name is not here.
-pub const OPERATIONS: [&str; 19] = [
+pub const OPERATIONS: [&str; 20] = [
     "create",
     "edit",
     "submit_packet",
@@ -85,6 +87,7 @@ pub const OPERATIONS: [&str; 19] = [
     "retry",
     "attention",
     "record_attempt",
+    "record_forge",
     "relation_add",
     "relation_rm",
     "plan_add",

@@ -1,0 +1,592 @@
+//! The `pr` step (docs/forge.md): a flow that ends in a pull request instead of a local merge.
+//! Run by the service, like the merge, but only by the forge driver ([`forge_tick`]) — the
+//! local merge never touches a `pr` row, so a server without a forge credential leaves it
+//! waiting rather than merging past the pull request.
+//!
+//! Each call of [`forge_tick`] walks every pending `pr` row one step further, idempotently, so
+//! a crash, a lost answer or a restart between any two calls ends in the same place:
+//! 1. push the approved commit to the ticket branch with `--force-with-lease` on the head yoi
+//!    last saw there; a person's push in between is never overwritten — it is fetched,
+//!    recorded, and the ticket goes back to its coder (`integrate`) to build on it;
+//! 2. open the pull request, or find the one that exists for the branch;
+//! 3. post yoi's verdicts on the head as commit statuses (`yoi/verify`, `yoi/review`);
+//! 4. evaluate the gate for the exact head (`yoi_core::forge::gate`): every required check
+//!    succeeded at it, yoi's verifier and reviewer verdicts are for it, the review rule holds;
+//! 5. merge with that SHA (`[forge] merge = "yoi"`; a 409 means the head moved: evaluate again
+//!    next time, never merge), or wait for a person to (`"person"`). The row completes with the
+//!    merge record and the flow marks the ticket done; a failing required check or a change
+//!    request sends it back for a round with that feedback; a pull request closed without a
+//!    merge goes to a person with an attention event.
+//!
+//! Every fact lands in the thread as a `forge_pr` event whose operation id is derived from the
+//! fact itself, so seeing it twice writes it once.
+
+use std::path::PathBuf;
+
+use yoi_core::forge::gate::{self, Blocker, Gate, GateInput};
+use yoi_core::forge::{action, ForgeSection, Merger, STATUS_REVIEW, STATUS_VERIFY};
+use yoi_core::report::Verdict;
+use yoi_core::{Principal, Role, ServiceStep, TicketId, Timestamp};
+use yoi_db::{Assignment, AssignmentStatus, DbIndex, Finish};
+use yoi_forge::push::{self, Push, Pushed};
+use yoi_forge::{ChangeState, Forge, ForgeError, MergeOutcome, NewChange, Secret, StatusState};
+use yoi_store::ops;
+use yoi_store::{Ctx, StoreError, Workspace};
+
+use super::finish::record;
+use super::flow::{is_pull_request, new_step, report_of, verified, MergeRecord};
+use super::{results_lock, work_place, AssignmentError};
+
+/// The `attention` reason when a pull request was closed without a merge.
+pub const PR_CLOSED: &str = "pr_closed";
+/// The `attention` reason when the forge refused the merge for a reason of its own.
+pub const PR_NOT_MERGEABLE: &str = "pr_not_mergeable";
+
+/// What the driver needs: the forge, its section, and the credential git pushes with.
+pub struct ForgeEnv<'a> {
+    pub forge: &'a dyn Forge,
+    pub section: &'a ForgeSection,
+    pub token: &'a Secret,
+    /// A private folder for git's credential helper (`.yoi/local/forge`).
+    pub scratch: PathBuf,
+}
+
+/// What one [`forge_tick`] did, by ticket.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ForgeTick {
+    pub pushed: Vec<String>,
+    pub opened: Vec<String>,
+    /// Gates evaluated and closed: the ticket and why.
+    pub waiting: Vec<(String, Gate)>,
+    pub merged: Vec<String>,
+    /// Sent back for a round (a person's push, a failing check, changes requested).
+    pub sent_back: Vec<String>,
+    /// Calls that failed and are tried again next time (the forge down, slow, limited).
+    pub retried: Vec<(String, String)>,
+}
+
+/// One pass over the pending `pr` rows of a workspace at `now`.
+pub fn forge_tick(
+    ws: &Workspace,
+    index: &DbIndex,
+    env: &ForgeEnv<'_>,
+    now: Timestamp,
+) -> Result<ForgeTick, AssignmentError> {
+    let mut tick = ForgeTick::default();
+    let due: Vec<Assignment> = index
+        .open_assignments()?
+        .into_iter()
+        .filter(|a| a.status == AssignmentStatus::Pending && is_pull_request(ws, a))
+        .collect();
+    for a in due {
+        let _guard = results_lock();
+        let ticket = super::finish::ticket_of(&a)?;
+        match pr_one(ws, index, env, &ticket, &a, now, &mut tick) {
+            Ok(()) => {}
+            Err(StepError::Forge(e)) => {
+                tracing::info!(ticket = %a.ticket, error = %e, "a forge call failed; it is tried again");
+                tick.retried.push((a.ticket.clone(), e.to_string()));
+            }
+            Err(StepError::Engine(e)) => {
+                tracing::warn!(ticket = %a.ticket, error = %e, "the pr step failed; it is tried again");
+                tick.retried.push((a.ticket.clone(), e.to_string()));
+            }
+        }
+    }
+    Ok(tick)
+}
+
+/// Finish the `pr` row as failed and hand out `step` for `role` at a commit, for a reason.
+type SendBack<'a> = dyn Fn(&str, Role, &str, String) -> Result<bool, StepError> + 'a;
+
+enum StepError {
+    Forge(ForgeError),
+    Engine(AssignmentError),
+}
+
+impl From<ForgeError> for StepError {
+    fn from(e: ForgeError) -> Self {
+        StepError::Forge(e)
+    }
+}
+impl<E: Into<AssignmentError>> From<E> for StepError {
+    fn from(e: E) -> Self {
+        StepError::Engine(e.into())
+    }
+}
+
+/// What the thread says of the ticket's pull request so far.
+#[derive(Debug, Default, Clone)]
+pub struct PrRecord {
+    /// The head yoi last saw on the remote branch (its push, or a person's).
+    pub remote_head: Option<String>,
+    pub number: Option<u64>,
+    pub url: Option<String>,
+    /// The forge issue the ticket came from.
+    pub issue: Option<u64>,
+}
+
+/// Read the `forge_pr` events of a ticket.
+pub fn pr_record(ws: &Workspace, ticket: &TicketId) -> Result<PrRecord, StoreError> {
+    let thread = ws.read_thread(ticket)?;
+    let mut r = PrRecord::default();
+    for e in thread
+        .events
+        .iter()
+        .filter(|e| e.kind.as_str() == yoi_core::forge::EVENT)
+    {
+        match e.get("action") {
+            Some(action::PUSHED) => r.remote_head = e.get("head").map(str::to_string),
+            Some(action::PERSON_PUSHED) => r.remote_head = e.get("remote").map(str::to_string),
+            Some(action::ISSUE) => r.issue = e.get("number").and_then(|n| n.parse().ok()),
+            Some(action::OPENED) => {
+                r.number = e.get("number").and_then(|n| n.parse().ok());
+                r.url = e.get("url").map(str::to_string);
+            }
+            _ => {}
+        }
+    }
+    Ok(r)
+}
+
+fn note(
+    ws: &Workspace,
+    ticket: &TicketId,
+    op: String,
+    attrs: &[(&str, String)],
+    body: &str,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    // An operation id is at most 200 characters without spaces.
+    let op: String = op
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .take(200)
+        .collect();
+    let ctx = Ctx::new(Principal::orchestrator(), now).with_op(Some(op));
+    match ops::record_forge(ws, &ctx, ticket.as_str(), attrs, body) {
+        Ok(_) | Err(StoreError::StaleState { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The SHA of the newest passed verification and of the newest approval of the ticket.
+fn verdict_shas(rows: &[Assignment]) -> (Option<String>, Option<String>) {
+    let newest = |f: &dyn Fn(&Assignment) -> bool| {
+        rows.iter()
+            .filter(|a| a.status == AssignmentStatus::Completed && f(a))
+            .max_by_key(|a| (a.finished_ms, a.created_ms))
+            .and_then(|a| a.head_commit.clone())
+    };
+    let verify = newest(&|a| {
+        Role::Verifier.is(&a.role) && a.step != ServiceStep::MergeVerify.as_str() && verified(a)
+    });
+    let review = newest(&|a| {
+        Role::Reviewer.is(&a.role) && report_of(a).and_then(|r| r.verdict) == Some(Verdict::Approve)
+    });
+    (verify, review)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pr_one(
+    ws: &Workspace,
+    index: &DbIndex,
+    env: &ForgeEnv<'_>,
+    ticket: &TicketId,
+    a: &Assignment,
+    now: Timestamp,
+    tick: &mut ForgeTick,
+) -> Result<(), StepError> {
+    let repo = ws.root();
+    let item = ws.read_item(ticket)?;
+    let target = item
+        .effective_target_ref()
+        .unwrap_or_else(|| ws.config.workspace.default_target.clone());
+    let place = work_place(ws, ticket)?;
+    let head = a.head_commit.clone().unwrap_or_default();
+    let rows = index.assignments_of(ticket.as_str())?;
+    let now_ms = now.unix_millis();
+    let t = ticket.as_str();
+    let send_back = |step: &str, role: Role, at: &str, reason: String| -> Result<bool, StepError> {
+        let next = new_step(&rows, ticket, step, role, at, None, now);
+        let how = Finish::failed(&reason);
+        match index.finish_pending(&a.id, a.fence, &how, Some(&next), now_ms)? {
+            Some(row) => {
+                record(ws, &row, "failed", None, None, Some(&reason), now)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    };
+    let local = yoi_git::resolve_commit(repo, &place.branch)?;
+    if local != head {
+        // The branch moved after the approval: what is pushed must be verified and reviewed.
+        let flow = crate::flows::of_ticket(ws, ticket)?;
+        let again = flow
+            .after(&flow.first().id)
+            .filter(|s| !s.output.ends())
+            .unwrap_or_else(|| flow.first());
+        let reason = format!(
+            "the branch {} moved from the approved commit {head} to {local}; {local} is verified and reviewed again before it is pushed",
+            place.branch
+        );
+        if send_back(&again.id, again.role, &local, reason)? {
+            tick.sent_back.push(t.into());
+        }
+        return Ok(());
+    }
+    let rec = pr_record(ws, ticket)?;
+    let lease = rec.remote_head.clone();
+    let pusher = Push {
+        repo,
+        remote: &env.section.remote,
+        branch: &place.branch,
+        sha: &head,
+        lease: lease.as_deref(),
+        user: "x-access-token",
+        token: env.token,
+        scratch: &env.scratch,
+    };
+    // 1. The push, unless the remote branch is already at the head.
+    if rec.remote_head.as_deref() != Some(head.as_str()) {
+        match push::push(&pusher)? {
+            Pushed::Done => {
+                note(
+                    ws,
+                    ticket,
+                    format!("forge-pushed-{t}-{head}"),
+                    &[
+                        ("action", action::PUSHED.into()),
+                        ("head", head.clone()),
+                        ("branch", place.branch.clone()),
+                    ],
+                    &format!(
+                        "Pushed {head} to `{}` on {}.",
+                        place.branch, env.section.remote
+                    ),
+                    now,
+                )?;
+                tick.pushed.push(t.into());
+            }
+            Pushed::LeaseRefused { .. } => {
+                return person_pushed(ws, env, &pusher, ticket, &head, now, tick, &send_back);
+            }
+        }
+    }
+    // 2. The pull request, opened once.
+    let pr = match rec.number {
+        Some(n) => env.forge.change(n)?,
+        None => {
+            let closes = rec.issue;
+            let pr = env.forge.open_change(&NewChange {
+                title: item.title.clone(),
+                head: place.branch.clone(),
+                base: target.clone(),
+                body: yoi_core::forge::pr_body(&item.body, t, closes),
+                draft: false,
+            })?;
+            note(
+                ws,
+                ticket,
+                format!("forge-opened-{t}-{}", pr.number),
+                &[
+                    ("action", action::OPENED.into()),
+                    ("number", pr.number.to_string()),
+                    ("url", pr.url.clone()),
+                    ("head", pr.head_sha.clone()),
+                ],
+                &format!(
+                    "Pull request #{} for {}: {}",
+                    pr.number, pr.head_sha, pr.url
+                ),
+                now,
+            )?;
+            tick.opened.push(t.into());
+            pr
+        }
+    };
+    match pr.state {
+        ChangeState::Merged => {
+            let sha = pr.merge_sha.clone().unwrap_or_default();
+            return merged(
+                ws, index, ticket, a, &pr, &target, &head, &sha, None, now, tick,
+            );
+        }
+        ChangeState::Closed => {
+            let reason = format!("pull request #{} was closed without a merge", pr.number);
+            note(
+                ws,
+                ticket,
+                format!("forge-closed-{t}-{}", pr.number),
+                &[
+                    ("action", action::CLOSED.into()),
+                    ("number", pr.number.to_string()),
+                ],
+                &format!(
+                    "Pull request #{} ({}) was closed without a merge.",
+                    pr.number, pr.url
+                ),
+                now,
+            )?;
+            let how = Finish::failed(&reason);
+            if let Some(row) = index.finish_pending(&a.id, a.fence, &how, None, now_ms)? {
+                record(ws, &row, "failed", None, None, Some(&reason), now)?;
+                let ctx = Ctx::new(Principal::orchestrator(), now);
+                let body = format!(
+                    "Pull request #{} ({}) was closed on the forge without a merge. Nothing more happens on its own: reopen it and `yoi ticket retry {t}`, or cancel the ticket.",
+                    pr.number, pr.url
+                );
+                match ops::attention(ws, &ctx, t, PR_CLOSED, &body) {
+                    Ok(_) | Err(StoreError::StaleState { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            return Ok(());
+        }
+        ChangeState::Open => {}
+    }
+    if pr.head_sha != head {
+        // Someone pushed to the pull request's branch after yoi did.
+        return person_pushed(ws, env, &pusher, ticket, &head, now, tick, &send_back);
+    }
+    // 3. yoi's verdicts for this head, as commit statuses people see on the forge.
+    let (verified_sha, reviewed_sha) = verdict_shas(&rows);
+    let checks = env.forge.checks(&head)?;
+    for (context, sha, what) in [
+        (STATUS_VERIFY, &verified_sha, "verified by yoi"),
+        (STATUS_REVIEW, &reviewed_sha, "approved by yoi's reviewer"),
+    ] {
+        let posted = checks
+            .iter()
+            .any(|c| c.name == context && c.conclusion == gate::Conclusion::Success);
+        if sha.as_deref() == Some(head.as_str()) && !posted {
+            env.forge
+                .set_status(&head, context, StatusState::Success, what)?;
+        }
+    }
+    // 4. The gate, for exactly this head.
+    let reviews = env.forge.reviews(pr.number)?;
+    let required = env
+        .forge
+        .required_checks(&target, &env.section.required_checks)?;
+    let g = gate::evaluate(&GateInput {
+        head: &head,
+        checks: &checks,
+        required: &required,
+        reviews: &reviews,
+        verified: verified_sha.as_deref(),
+        reviewed: reviewed_sha.as_deref(),
+        required_approvals: env.section.required_approvals,
+        own_contexts: &[STATUS_VERIFY, STATUS_REVIEW],
+    });
+    for r in &reviews {
+        note(
+            ws,
+            ticket,
+            format!("forge-review-{t}-{}", r.id),
+            &[
+                ("action", action::REVIEW.into()),
+                ("user", r.user.clone()),
+                ("state", format!("{:?}", r.state)),
+                ("commit", r.commit_id.clone()),
+            ],
+            &format!(
+                "{} reviewed {}: {:?}.\n\n{}",
+                r.user, r.commit_id, r.state, r.body
+            ),
+            now,
+        )?;
+    }
+    if !g.open {
+        if let Some(reason) = feedback_of(&g, &checks) {
+            // A failing required check or a change request: a round with that feedback.
+            let flow = crate::flows::of_ticket(ws, ticket)?;
+            let first = flow.first();
+            if send_back(&first.id, first.role, &head, reason)? {
+                tick.sent_back.push(t.into());
+            }
+            return Ok(());
+        }
+        tick.waiting.push((t.into(), g));
+        return Ok(());
+    }
+    // 5. The merge with exactly this head, or a person's.
+    if env.section.merge == Merger::Person {
+        tick.waiting.push((t.into(), g));
+        return Ok(());
+    }
+    let title = format!("{} (#{})", item.title, pr.number);
+    match env
+        .forge
+        .merge(pr.number, &head, env.section.merge_method, &title)?
+    {
+        MergeOutcome::Merged { sha } => {
+            let method = env.section.merge_method.as_str();
+            merged(
+                ws,
+                index,
+                ticket,
+                a,
+                &pr,
+                &target,
+                &head,
+                &sha,
+                Some(method),
+                now,
+                tick,
+            )
+        }
+        // The head moved after the gate read it: evaluated again next time, never merged.
+        MergeOutcome::HeadMoved { .. } => Ok(()),
+        MergeOutcome::NotMergeable { message } => {
+            if index.note_pending(&a.id, a.fence, &message)? {
+                let ctx = Ctx::new(Principal::orchestrator(), now);
+                let body = format!(
+                    "The forge refused to merge pull request #{} ({}): {message}. yoi tries again; resolve it on the forge.",
+                    pr.number, pr.url
+                );
+                match ops::attention(ws, &ctx, t, PR_NOT_MERGEABLE, &body) {
+                    Ok(_) | Err(StoreError::StaleState { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The feedback for a round, when the gate is closed for a reason a coder can fix: a required
+/// check that failed (with its output) or a change request.
+fn feedback_of(g: &Gate, checks: &[gate::CheckResult]) -> Option<String> {
+    let mut out = String::new();
+    for b in &g.blockers {
+        match b {
+            Blocker::CheckFailed { name, conclusion } => {
+                out.push_str(&format!(
+                    "The required check `{name}` concluded {} at {}.\n",
+                    conclusion.as_str(),
+                    g.head
+                ));
+                if let Some(c) = checks.iter().find(|c| &c.name == name && c.sha == g.head) {
+                    for s in [&c.title, &c.summary].into_iter().flatten() {
+                        out.push_str(&format!("  {}\n", s.trim()));
+                    }
+                    if let Some(u) = &c.url {
+                        out.push_str(&format!("  {u}\n"));
+                    }
+                }
+            }
+            Blocker::ChangesRequested { user, commit_id } => {
+                out.push_str(&format!("{user} requested changes on {commit_id}.\n"));
+            }
+            _ => {}
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A person pushed to the branch: fetch their commits, record them, and send the ticket to its
+/// coder to build on them (`integrate` at the local head, with the remote head to merge).
+#[allow(clippy::too_many_arguments)]
+fn person_pushed(
+    ws: &Workspace,
+    env: &ForgeEnv<'_>,
+    pusher: &Push<'_>,
+    ticket: &TicketId,
+    head: &str,
+    now: Timestamp,
+    tick: &mut ForgeTick,
+    send_back: &SendBack<'_>,
+) -> Result<(), StepError> {
+    let t = ticket.as_str();
+    let Some(remote) = push::fetch(pusher)? else {
+        return Err(StepError::Forge(ForgeError::Push {
+            remote: env.section.remote.clone(),
+            reason: format!(
+                "the push of `{}` was refused but the branch is gone",
+                pusher.branch
+            ),
+        }));
+    };
+    let body = format!(
+        "Someone pushed {remote} to `{}` after yoi's last push; nothing of it is overwritten. \
+         It is fetched as `refs/yoi/forge/{}`, and the next round merges it into the ticket branch.",
+        pusher.branch, pusher.branch
+    );
+    note(
+        ws,
+        ticket,
+        format!("forge-person-{t}-{remote}"),
+        &[
+            ("action", action::PERSON_PUSHED.into()),
+            ("remote", remote.clone()),
+            ("local", head.into()),
+        ],
+        &body,
+        now,
+    )?;
+    let reason = format!(
+        "a person pushed {remote} to `{b}`: merge `refs/yoi/forge/{b}` ({remote}) into the ticket branch, keeping their commits, then finish",
+        b = pusher.branch
+    );
+    if send_back(ServiceStep::Integrate.as_str(), Role::Coder, head, reason)? {
+        tick.sent_back.push(t.into());
+    }
+    Ok(())
+}
+
+/// The pull request merged (by yoi or a person): the row completes with the merge record and
+/// the flow marks the ticket done.
+#[allow(clippy::too_many_arguments)]
+fn merged(
+    ws: &Workspace,
+    index: &DbIndex,
+    ticket: &TicketId,
+    a: &Assignment,
+    pr: &yoi_forge::ChangeRequest,
+    target: &str,
+    head: &str,
+    sha: &str,
+    method: Option<&str>,
+    now: Timestamp,
+    tick: &mut ForgeTick,
+) -> Result<(), StepError> {
+    let t = ticket.as_str();
+    let method = method.unwrap_or("by a person on the forge");
+    note(
+        ws,
+        ticket,
+        format!("forge-merged-{t}-{}", pr.number),
+        &[
+            ("action", action::MERGED.into()),
+            ("number", pr.number.to_string()),
+            ("url", pr.url.clone()),
+            ("sha", sha.into()),
+            ("head", head.into()),
+            ("method", method.into()),
+        ],
+        &format!(
+            "Pull request #{} merged into `{target}` as {sha} ({method}), for the head {head}.",
+            pr.number
+        ),
+        now,
+    )?;
+    let rec = MergeRecord {
+        target_ref: target.into(),
+        before: String::new(),
+        after: sha.into(),
+        commit: head.into(),
+    };
+    let how = Finish {
+        status: AssignmentStatus::Completed,
+        result: serde_json::to_string(&rec).ok(),
+        usage: None,
+        error: None,
+        log_path: None,
+    };
+    if let Some(row) = index.finish_pending(&a.id, a.fence, &how, None, now.unix_millis())? {
+        record(ws, &row, "completed", Some(sha), None, None, now)?;
+        tick.merged.push(t.into());
+    }
+    Ok(())
+}

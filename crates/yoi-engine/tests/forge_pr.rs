@@ -1,0 +1,354 @@
+//! A flow that ends in a pull request (docs/forge.md), against the fake GitHub on loopback
+//! (every request and answer checked against GitHub's OpenAPI description, pushes to a real
+//! `git http-backend`): the approved commit is pushed and merged with exactly its SHA, and only
+//! when the gate is open for it; a lost answer gives one pull request; a failing required check
+//! is a round; a person's push is never overwritten.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::{now, Fixture, BRIEF};
+use yoi_core::forge::{EndMode, ForgeSection};
+use yoi_core::report::{CheckResult, Report, ReportOutcome, Verdict};
+use yoi_core::{State, Timestamp};
+use yoi_db::AssignmentStatus;
+use yoi_engine::assignments::{self as asg, ForgeEnv, LeaseConfig, PodCaller, Work};
+use yoi_forge::github::GitHub;
+use yoi_forge::{Credential, Secret};
+use yoi_testkit::forge::{FakeGitHub, Fault};
+use yoi_testkit::git;
+
+const TOKEN: &str = "ghp_engine_test_token";
+const LEASE: LeaseConfig = LeaseConfig {
+    lease_ms: 60_000,
+    heartbeat_ms: 3_000,
+};
+
+fn at(ms: i64) -> Timestamp {
+    Timestamp::from_unix_millis(now().unix_millis() + ms)
+}
+
+fn caller(role: &str) -> PodCaller {
+    PodCaller {
+        token_id: format!("tok-{role}"),
+        role: yoi_core::Role::parse(role).unwrap(),
+    }
+}
+
+fn claim(f: &Fixture, role: &str, ms: i64) -> Option<(String, Work)> {
+    let id = asg::register_pod(
+        &f.db,
+        &caller(role),
+        asg::PodIntro {
+            name: role,
+            host: "host",
+            ..Default::default()
+        },
+        at(ms),
+    )
+    .unwrap()
+    .id;
+    asg::claim(&f.ws, &f.db, &caller(role), &id, LEASE, at(ms))
+        .unwrap()
+        .map(|w| (id, w))
+}
+
+fn finish(f: &Fixture, role: &str, pod: &str, work: &Work, report: &Report, ms: i64) {
+    let a = &work.assignment;
+    asg::complete(
+        &f.ws,
+        &f.db,
+        &caller(role),
+        pod,
+        &a.id,
+        a.fence,
+        report,
+        at(ms),
+    )
+    .unwrap();
+}
+
+struct Setup {
+    f: Fixture,
+    fake: FakeGitHub,
+    gh: GitHub,
+    section: ForgeSection,
+    _clock: Arc<AtomicU64>,
+}
+
+fn setup(configure: impl FnOnce(&mut ForgeSection)) -> Setup {
+    let mut f = Fixture::new();
+    let fake = FakeGitHub::start("acme", "widgets", TOKEN, Some(&f.repo));
+    git(&f.repo, &["remote", "add", "origin", &fake.git_url()]);
+    let mut section = ForgeSection::new("acme/widgets");
+    section.api_url = fake.api_url();
+    section.mode = EndMode::Pr;
+    configure(&mut section);
+    f.ws.config.forge = Some(section.clone());
+    let clock = Arc::new(AtomicU64::new(1_000_000));
+    let c = clock.clone();
+    let gh = GitHub::new(
+        &fake.api_url(),
+        "acme/widgets",
+        Credential::Token(Secret::new(TOKEN)),
+        Arc::new(move || c.load(Ordering::SeqCst)),
+    );
+    Setup {
+        f,
+        fake,
+        gh,
+        section,
+        _clock: clock,
+    }
+}
+
+impl Setup {
+    fn tick(&self, ms: i64) -> asg::ForgeTick {
+        let token = Secret::new(TOKEN);
+        let env = ForgeEnv {
+            forge: &self.gh,
+            section: &self.section,
+            token: &token,
+            scratch: self.f.ws.local_dir().join("forge"),
+        };
+        asg::forge_tick(&self.f.ws, &self.f.db, &env, at(ms)).unwrap()
+    }
+
+    /// Implement (a commit), verify (passes), review (approves): the `pr` step is pending at
+    /// the approved commit, which is returned.
+    fn approved(&self, title: &str, start_ms: i64) -> (yoi_core::TicketId, String) {
+        let f = &self.f;
+        let id = f.queued(title, BRIEF, &[]);
+        git(&f.repo, &["add", "-A"]);
+        git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+        f.accept(&id);
+        let head = self.implement(start_ms, "hello.txt");
+        self.verify_and_review(start_ms + 10);
+        (id, head)
+    }
+
+    fn implement(&self, ms: i64, file: &str) -> String {
+        let (pod, work) = claim(&self.f, "coder", ms).expect("coder work");
+        let dir = &work.workdir;
+        std::fs::write(dir.join(file), format!("{file}\n")).unwrap();
+        git(dir, &["add", file]);
+        git(dir, &["commit", "-q", "-m", file]);
+        let head = git(dir, &["rev-parse", "HEAD"]).trim().to_string();
+        let done = Report {
+            outcome: ReportOutcome::Done,
+            commit: Some(head.clone()),
+            summary: Some("done".into()),
+            ..Report::default()
+        };
+        finish(&self.f, "coder", &pod, &work, &done, ms + 1);
+        head
+    }
+
+    fn verify_and_review(&self, ms: i64) {
+        let (pod, work) = claim(&self.f, "verifier", ms).expect("verifier work");
+        let passed = Report {
+            outcome: ReportOutcome::Done,
+            checks: vec![CheckResult {
+                command: "cargo test".into(),
+                exit_code: Some(0),
+                duration_ms: 1,
+                timed_out: false,
+                log: None,
+            }],
+            ..Report::default()
+        };
+        finish(&self.f, "verifier", &pod, &work, &passed, ms + 1);
+        let (pod, work) = claim(&self.f, "reviewer", ms + 2).expect("reviewer work");
+        let approve = Report {
+            outcome: ReportOutcome::Done,
+            verdict: Some(Verdict::Approve),
+            summary: Some("good".into()),
+            ..Report::default()
+        };
+        finish(&self.f, "reviewer", &pod, &work, &approve, ms + 3);
+    }
+
+    fn pr_row(&self, id: &yoi_core::TicketId) -> Option<yoi_db::Assignment> {
+        self.f
+            .assignments(id)
+            .into_iter()
+            .find(|a| a.step == "pr" && a.status.is_live())
+    }
+
+    fn forge_events(&self, id: &yoi_core::TicketId) -> Vec<(String, String)> {
+        self.f
+            .ws
+            .read_thread(id)
+            .unwrap()
+            .events
+            .into_iter()
+            .filter(|e| e.kind.as_str() == "forge_pr")
+            .map(|e| (e.get("action").unwrap_or("").to_string(), e.body.clone()))
+            .collect()
+    }
+}
+
+#[test]
+fn an_approved_ticket_is_pushed_opened_and_merged_with_its_exact_head() {
+    let s = setup(|_| {});
+    s.fake.set_ruleset_checks("main", &["ci"]);
+    let (id, head) = s.approved("Say hello", 0);
+    // The local merge never takes the `pr` step.
+    let local = asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    assert!(local.done.is_empty(), "{local:?}");
+    let pr = s.pr_row(&id).expect("the pr step is pending");
+    assert_eq!(pr.head_commit.as_deref(), Some(head.as_str()));
+
+    // First pass: pushed, opened, verdicts posted; `ci` has not reported: waiting.
+    let t = s.tick(200);
+    assert_eq!(t.pushed, vec![id.to_string()]);
+    assert_eq!(t.opened, vec![id.to_string()]);
+    assert_eq!(t.waiting.len(), 1, "{t:?}");
+    let pulls = s.fake.pulls();
+    assert_eq!(pulls.len(), 1);
+    let branch = pulls[0].head.clone();
+    assert_eq!(s.fake.branch(&branch).as_deref(), Some(head.as_str()));
+    assert_eq!(pulls[0].head_sha, head);
+    assert!(pulls[0].body.contains("Make it work."), "{}", pulls[0].body);
+    let statuses = s.fake.statuses();
+    for ctx in ["yoi/verify", "yoi/review"] {
+        assert!(statuses
+            .iter()
+            .any(|st| st.context == ctx && st.sha == head && st.state == "success"));
+    }
+    // Green on another commit does not count; pending at the head does not either.
+    s.fake.add_check_run(&s.f.base, "ci", Some("success"));
+    s.fake.add_check_run(&head, "ci", None);
+    let t = s.tick(300);
+    assert_eq!(t.merged, Vec::<String>::new());
+    assert!(!s.fake.pulls()[0].merged);
+    // Green at the head: merged with exactly that SHA.
+    s.fake.add_check_run(&head, "ci", Some("success"));
+    let t = s.tick(400);
+    assert_eq!(t.merged, vec![id.to_string()]);
+    let merged = &s.fake.pulls()[0];
+    assert!(merged.merged);
+    let merge_call = s
+        .fake
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("/merge"))
+        .unwrap();
+    assert_eq!(merge_call.body["sha"], head.as_str());
+    // The flow marks the ticket done; the thread names the pull request and the merge.
+    asg::flow_tick(&s.f.ws, &s.f.db, at(500)).unwrap();
+    assert_eq!(s.f.state(&id), State::Done);
+    let events = s.forge_events(&id);
+    let actions: Vec<&str> = events.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(actions, ["pushed", "opened", "merged"]);
+    assert!(events[2].1.contains(merged.merge_sha.as_deref().unwrap()));
+    // The token is nowhere in the thread or the repository's configuration.
+    let thread = std::fs::read_to_string(
+        s.f.repo
+            .join(".yoi/tickets")
+            .join(id.as_str())
+            .join("thread.md"),
+    )
+    .unwrap();
+    assert!(!thread.contains(TOKEN));
+    let config = std::fs::read_to_string(s.f.repo.join(".git/config")).unwrap();
+    assert!(!config.contains(TOKEN));
+    // Another pass does nothing more: one pull request, merged once.
+    let t = s.tick(600);
+    assert!(t.merged.is_empty() && t.opened.is_empty());
+    assert_eq!(s.fake.pulls().len(), 1);
+}
+
+#[test]
+fn a_lost_answer_and_a_forge_outage_still_give_one_pull_request() {
+    let s = setup(|_| {});
+    let (id, _head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    s.fake.fault("POST", "/pulls", Fault::DropAnswer);
+    let t = s.tick(200);
+    assert_eq!(t.retried.len(), 1, "{t:?}");
+    s.fake.fault("GET", "/pulls", Fault::Status(502));
+    let t = s.tick(300);
+    assert_eq!(t.retried.len(), 1, "{t:?}");
+    let t = s.tick(400);
+    assert_eq!(t.opened, vec![id.to_string()]);
+    // No checks are configured or reported, so yoi's own verdicts decide: merged.
+    assert_eq!(t.merged, vec![id.to_string()]);
+    assert_eq!(s.fake.pulls().len(), 1);
+}
+
+#[test]
+fn a_failing_required_check_is_a_round_with_its_output() {
+    let s = setup(|f| f.required_checks = vec!["ci".into()]);
+    s.fake.forbid_required_checks();
+    let (id, head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    s.tick(200);
+    s.fake.add_check_run(&head, "ci", Some("failure"));
+    let t = s.tick(300);
+    assert_eq!(t.sent_back, vec![id.to_string()], "{t:?}");
+    assert!(!s.fake.pulls()[0].merged);
+    let rows = s.f.assignments(&id);
+    let pr = rows.iter().find(|a| a.step == "pr").unwrap();
+    assert_eq!(pr.status, AssignmentStatus::Failed);
+    let why = pr.error.clone().unwrap_or_default();
+    assert!(
+        why.contains("`ci` concluded failure") && why.contains("ci: failure"),
+        "{why}"
+    );
+    assert!(rows
+        .iter()
+        .any(|a| a.step == "implement" && a.status.is_live()));
+}
+
+#[test]
+fn a_persons_push_to_the_pull_request_is_kept_and_built_on() {
+    let s = setup(|_| {});
+    s.fake.set_ruleset_checks("main", &["ci"]);
+    let (id, head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    s.tick(200);
+    let branch = s.fake.pulls()[0].head.clone();
+    let theirs = s.fake.push_as_person(&branch, "person.txt", "mine\n");
+    let t = s.tick(300);
+    assert_eq!(t.sent_back, vec![id.to_string()], "{t:?}");
+    let actions: Vec<String> = s.forge_events(&id).into_iter().map(|(a, _)| a).collect();
+    assert_eq!(actions, ["pushed", "opened", "person_pushed"]);
+    assert_eq!(s.fake.branch(&branch).as_deref(), Some(theirs.as_str()));
+    assert_eq!(
+        git(
+            &s.f.repo,
+            &["rev-parse", &format!("refs/yoi/forge/{branch}")]
+        )
+        .trim(),
+        theirs
+    );
+    // The coder's integrate round merges their commit; verified and reviewed again, the next
+    // push is a fast-forward of theirs under the new lease.
+    let (pod, work) = claim(&s.f, "coder", 400).expect("integrate work");
+    assert_eq!(work.assignment.step, "integrate");
+    git(&work.workdir, &["merge", "-q", "--no-edit", &theirs]);
+    std::fs::write(work.workdir.join("more.txt"), "more\n").unwrap();
+    git(&work.workdir, &["add", "more.txt"]);
+    git(&work.workdir, &["commit", "-q", "-m", "more"]);
+    let merged = git(&work.workdir, &["rev-parse", "HEAD"])
+        .trim()
+        .to_string();
+    let done = Report {
+        outcome: ReportOutcome::Done,
+        commit: Some(merged.clone()),
+        summary: Some("merged the person's commit".into()),
+        ..Report::default()
+    };
+    finish(&s.f, "coder", &pod, &work, &done, 401);
+    s.verify_and_review(410);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(500)).unwrap();
+    let t = s.tick(600);
+    assert_eq!(t.pushed, vec![id.to_string()], "{t:?}");
+    assert_eq!(s.fake.branch(&branch).as_deref(), Some(merged.as_str()));
+    let log = git(&s.fake.bare(), &["log", "--format=%H", &branch]);
+    assert!(log.contains(&theirs) && log.contains(&head));
+    assert_eq!(s.fake.pulls().len(), 1);
+}

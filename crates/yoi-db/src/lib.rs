@@ -33,6 +33,7 @@ mod read_ahead;
 pub mod read_your_writes;
 mod reindex;
 mod snapshot;
+pub mod spend;
 mod sync_calls;
 pub mod ticket_detail;
 mod tokens;
@@ -119,6 +120,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         10,
         "inbox",
         include_str!("../../../migrations/0010_inbox.sql"),
+    ),
+    (
+        13,
+        "spend",
+        include_str!("../../../migrations/0013_spend.sql"),
     ),
 ];
 

@@ -71,6 +71,25 @@ pub enum Command {
     /// Everything that waits on a person: open circuits, used-up fix rounds, deferred merges,
     /// blocked agents, tickets returned to planning, skill proposals.
     Inbox(JsonFlag),
+    /// Notifications of inbox entries: the delivery log, and a test message on a channel.
+    #[command(subcommand)]
+    Notify(NotifyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotifyCommand {
+    /// Every delivery (newest first) and each attempt with the receiver's answer.
+    Log {
+        /// Only this `[[notify]]` channel.
+        #[arg(long)]
+        channel: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a sample message on one `[[notify]]` channel and print the receiver's answer.
+    Test { name: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -27,6 +27,7 @@ pub mod inbox;
 mod inspect;
 mod lease;
 mod lists;
+pub mod notify;
 mod outbox;
 mod pods;
 mod read_ahead;

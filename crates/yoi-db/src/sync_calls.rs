@@ -24,6 +24,72 @@ impl DbIndex {
     }
 }
 
+/// Notifications: the promise of one delivery per (channel, entry) and its attempts.
+impl DbIndex {
+    pub fn notify_promise(&self, d: &crate::notify::NotifyDelivery) -> Result<bool, StoreError> {
+        self.run(self.db.notify_promise(d))
+    }
+
+    pub fn notify_due(
+        &self,
+        channel: &str,
+        now_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::notify::NotifyDelivery>, StoreError> {
+        self.run(self.db.notify_due(channel, now_ms, limit))
+    }
+
+    pub fn notify_claim(
+        &self,
+        channel: &str,
+        entry_key: &str,
+        attempts: i64,
+        resend_ms: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.run(
+            self.db
+                .notify_claim(channel, entry_key, attempts, resend_ms, now_ms),
+        )
+    }
+
+    pub fn notify_record(
+        &self,
+        channel: &str,
+        entry_key: &str,
+        attempt: i64,
+        end: &crate::notify::AttemptEnd,
+    ) -> Result<(), StoreError> {
+        self.run(self.db.notify_record(channel, entry_key, attempt, end))
+    }
+
+    pub fn notify_skip(
+        &self,
+        channel: &str,
+        entry_key: &str,
+        why: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.run(self.db.notify_skip(channel, entry_key, why, now_ms))
+    }
+
+    pub fn notify_deliveries(
+        &self,
+        channel: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<crate::notify::NotifyDelivery>, StoreError> {
+        self.run(self.db.notify_deliveries(channel, limit))
+    }
+
+    pub fn notify_attempts(
+        &self,
+        channel: &str,
+        entry_key: &str,
+    ) -> Result<Vec<crate::notify::NotifyAttempt>, StoreError> {
+        self.run(self.db.notify_attempts(channel, entry_key))
+    }
+}
+
 /// Assignments: the steps of a ticket's flow and their attempts.
 impl DbIndex {
     pub fn assignment(&self, id: &str) -> Result<Option<Assignment>, StoreError> {

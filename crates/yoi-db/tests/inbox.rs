@@ -101,4 +101,102 @@ fn inbox_tickets_reads_only_tickets_that_may_wait_on_a_person(b: Backend) {
     assert!(attention.at.is_some());
 }
 
-on_both_backends!(inbox_tickets_reads_only_tickets_that_may_wait_on_a_person);
+fn a_delivery_is_promised_once_and_each_attempt_is_claimed_once(b: Backend) {
+    use yoi_db::notify::{AttemptEnd, DeliveryStatus, NotifyDelivery};
+    let f = Fx::new(b);
+    let row = NotifyDelivery {
+        channel: "hook".into(),
+        entry_key: "T:circuit_open:E".into(),
+        reason: "circuit_open".into(),
+        ticket: Some("T".into()),
+        payload: "{}".into(),
+        idempotency_key: "dlv_1".into(),
+        status: DeliveryStatus::Pending,
+        attempts: 0,
+        next_ms: 1_000,
+        created_ms: 1_000,
+        updated_ms: 1_000,
+        last_answer: None,
+    };
+    assert!(f.index.notify_promise(&row).unwrap());
+    let again = NotifyDelivery {
+        idempotency_key: "dlv_2".into(),
+        ..row.clone()
+    };
+    assert!(
+        !f.index.notify_promise(&again).unwrap(),
+        "one row per (channel, entry)"
+    );
+    assert!(f.index.notify_due("hook", 999, 10).unwrap().is_empty());
+    assert_eq!(f.index.notify_due("hook", 1_000, 10).unwrap().len(), 1);
+
+    assert!(f
+        .index
+        .notify_claim("hook", &row.entry_key, 0, 60_000, 1_000)
+        .unwrap());
+    assert!(
+        !f.index
+            .notify_claim("hook", &row.entry_key, 0, 60_000, 1_000)
+            .unwrap(),
+        "an attempt is claimed once"
+    );
+    // Left `sending` by a crash: due again once the resend time comes.
+    assert!(f.index.notify_due("hook", 59_999, 10).unwrap().is_empty());
+    let stuck = f.index.notify_due("hook", 60_000, 10).unwrap();
+    assert_eq!(
+        (stuck[0].status, stuck[0].attempts),
+        (DeliveryStatus::Sending, 1)
+    );
+
+    let failed = AttemptEnd {
+        started_ms: 1_000,
+        duration_ms: 12,
+        ok: false,
+        answer: "HTTP 503: down".into(),
+        status: DeliveryStatus::Pending,
+        next_ms: 3_000,
+    };
+    f.index
+        .notify_record("hook", &row.entry_key, 1, &failed)
+        .unwrap();
+    assert!(f
+        .index
+        .notify_claim("hook", &row.entry_key, 1, 60_000, 3_000)
+        .unwrap());
+    let ok = AttemptEnd {
+        started_ms: 3_000,
+        duration_ms: 5,
+        ok: true,
+        answer: "HTTP 200: thanks".into(),
+        status: DeliveryStatus::Delivered,
+        next_ms: 3_000,
+    };
+    f.index
+        .notify_record("hook", &row.entry_key, 2, &ok)
+        .unwrap();
+    assert!(f.index.notify_due("hook", i64::MAX, 10).unwrap().is_empty());
+    let got = f.index.notify_deliveries(Some("hook"), 10).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        (
+            got[0].status,
+            got[0].attempts,
+            got[0].idempotency_key.as_str()
+        ),
+        (DeliveryStatus::Delivered, 2, "dlv_1")
+    );
+    let attempts = f.index.notify_attempts("hook", &row.entry_key).unwrap();
+    let seen: Vec<(i64, bool, &str)> = attempts
+        .iter()
+        .map(|a| (a.attempt, a.ok, a.answer.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [(1, false, "HTTP 503: down"), (2, true, "HTTP 200: thanks")]
+    );
+}
+
+on_both_backends!(
+    inbox_tickets_reads_only_tickets_that_may_wait_on_a_person,
+    a_delivery_is_promised_once_and_each_attempt_is_claimed_once
+);

@@ -21,7 +21,7 @@
 //! The episode key (`<ticket>:<reason>:<opening event id>`, `skill_proposal:<id>`) names one
 //! situation; notifications are keyed by it, so one situation is told once.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use yoi_core::inbox::InboxReason;
 use yoi_core::{Principal, TicketId};
@@ -31,7 +31,7 @@ use yoi_skills::proposal::ProposalStatus;
 use yoi_store::{StoreError, Workspace};
 
 /// What a person does about an entry in the dashboard: a page and the control on it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct InboxAction {
     /// The control to use, e.g. `Retry`.
     pub label: String,
@@ -40,7 +40,7 @@ pub struct InboxAction {
 }
 
 /// One situation waiting on a person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct InboxEntry {
     /// The episode key: one situation is one key, however often it is raised.
     pub key: String,

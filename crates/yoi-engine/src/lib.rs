@@ -22,6 +22,7 @@ pub mod doctor;
 pub mod edge;
 pub mod flows;
 pub mod inbox;
+pub mod notify;
 pub mod person_ops;
 pub mod routing;
 pub mod skills;

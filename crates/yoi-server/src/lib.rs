@@ -14,6 +14,7 @@ pub mod fresh;
 pub mod leases;
 pub mod listen;
 pub mod memory;
+pub mod notify;
 pub mod openapi;
 pub mod orchestrator;
 pub mod routes;
@@ -254,6 +255,7 @@ pub async fn serve(
     let full_checks = fresh::spawn_full_checks(state.clone());
     let trims = memory::spawn_trims(state.closing.subscribe());
     let checkpoints = spawn_checkpoints(state.clone());
+    let notifications = notify::spawn(state.clone());
     let pods = opts
         .pods
         .map(|l| supervisor::spawn(state.clone(), l, format!("http://{addr}")));
@@ -287,6 +289,11 @@ pub async fn serve(
     }
     if let Err(e) = checkpoints.await {
         tracing::error!(error = %e, "the checkpoint task ended abnormally");
+    }
+    for task in notifications {
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "a notification task ended abnormally");
+        }
     }
     if let Err(e) = sweep.await {
         tracing::error!(error = %e, "the lease sweep task ended abnormally");

@@ -147,3 +147,43 @@ fn the_dashboard_lists_the_entry_counts_it_on_every_page_and_flags_the_ticket() 
     assert!(ticket.contains("id=\"needs-you\""), "{ticket}");
     assert!(ticket.contains("Needs you: Merge deferred"), "{ticket}");
 }
+
+#[test]
+fn the_inbox_page_shows_the_notification_log_of_the_running_server() {
+    let r = yoi_testkit::receiver::Receiver::start("unused");
+    let url = format!("http://{}/slack", r.addr);
+    let s = Server::start_configured(Backend::Sqlite, |ws| {
+        let team = serde_json::json!({"name": "team", "channel": "slack", "url": url});
+        ws.config.notify = vec![serde_json::from_value(team).unwrap()];
+    });
+    let cookie = log_in(&s);
+    let none = page(&s, &cookie, "/inbox");
+    assert!(none.contains("Nothing sent yet."), "{none}");
+    let id = s.ready_ticket("Tell the team");
+    s.post(&format!("/api/v1/tickets/{id}/queue"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    ops::attention(
+        &s.workspace(),
+        &ctx(Principal::orchestrator()),
+        &id,
+        "rounds_exhausted",
+        "Review asked for changes four times.",
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let html = loop {
+        let html = page(&s, &cookie, "/inbox");
+        if html.contains("data-status=\"delivered\"") {
+            break html;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not delivered: {html}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(html.contains("HTTP 200: thanks"), "{html}");
+    assert_eq!(r.got("/slack").len(), 1);
+}

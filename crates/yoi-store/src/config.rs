@@ -37,6 +37,8 @@ pub struct Config {
     pub budget: BudgetSection,
     /// Attempts allowed to run at once per agent profile and per provider (docs/budgets.md).
     pub governor: GovernorSection,
+    /// Where people are told that something waits on them (`[[notify]]`, docs/inbox.md).
+    pub notify: Vec<crate::notify_config::NotifyChannel>,
 }
 
 /// `[budget]`: what may be spent. A limit left out is no limit. Costs are reported or
@@ -354,6 +356,8 @@ impl Config {
                 return Err(StoreError::invalid(path, line, format!("`{key}` {reason}")));
             }
         }
+        crate::notify_config::validate(&config.notify, text)
+            .map_err(|(line, reason)| StoreError::invalid(path, line, reason))?;
         Ok(config)
     }
 

@@ -22,6 +22,7 @@ pub mod index_hook;
 mod keys;
 pub mod lock;
 pub mod logs;
+pub mod notify_config;
 pub mod ops;
 pub mod packet;
 pub mod query;

@@ -6,6 +6,7 @@
 
 pub mod forge;
 pub mod pg;
+pub mod receiver;
 pub mod repo;
 pub mod store;
 

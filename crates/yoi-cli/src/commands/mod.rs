@@ -8,6 +8,7 @@ mod db;
 mod flow;
 mod inbox;
 mod init;
+mod notify;
 pub(crate) mod pod;
 mod reindex;
 mod serve;
@@ -41,5 +42,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Assignment(cmd) => assignment::run(&env, cmd),
         Command::Agent(cmd) => agent::run(&env, cmd),
         Command::Inbox(args) => inbox::run(&env, &args),
+        Command::Notify(cmd) => notify::run(&env, cmd),
     }
 }

@@ -1,5 +1,7 @@
 //! `GET /inbox`: the dashboard's list of everything that waits on a person — what happened,
-//! since when, and where to act — as `GET /api/v1/inbox` answers it (`yoi_engine::inbox`).
+//! since when, and where to act — as `GET /api/v1/inbox` answers it (`yoi_engine::inbox`),
+//! and below it the notification log: the latest deliveries and how their attempts went, as
+//! `yoi notify log` prints them.
 
 use askama::Template;
 use axum::extract::State;
@@ -19,11 +21,20 @@ pub struct Row {
     pub short_ticket: String,
 }
 
+/// One delivery as a row of the notification log.
+pub struct DeliveryRow {
+    pub d: yoi_engine::db::notify::NotifyDelivery,
+    pub age: String,
+}
+
 #[derive(Template)]
 #[template(path = "inbox.html")]
 pub struct InboxPage {
     pub chrome: Chrome,
     pub rows: Vec<Row>,
+    /// Whether any `[[notify]]` channel is configured.
+    pub channels: usize,
+    pub deliveries: Vec<DeliveryRow>,
 }
 
 pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
@@ -39,8 +50,32 @@ pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiEr
             e,
         })
         .collect();
+    let deliveries = s
+        .db()
+        .notify_deliveries(None, 20)
+        .await
+        .map_err(UiError::from_store)?
+        .into_iter()
+        .map(|d| DeliveryRow {
+            age: age_ms(d.updated_ms, now_ms),
+            d,
+        })
+        .collect();
     let chrome = Chrome::new(&s, &v, "Inbox", "inbox").await?;
-    Ok(html(&InboxPage { chrome, rows }))
+    Ok(html(&InboxPage {
+        chrome,
+        rows,
+        channels: s.ws.config.notify.len(),
+        deliveries,
+    }))
+}
+
+/// How long ago `ms` was, as [`age`] says it.
+fn age_ms(ms: i64, now_ms: i64) -> String {
+    age(
+        &yoi_core::Timestamp::from_unix_millis(ms).to_string(),
+        now_ms,
+    )
 }
 
 /// How many entries are open, for the header of every page (0 when it cannot be read: the

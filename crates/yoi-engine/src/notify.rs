@@ -1,0 +1,273 @@
+//! Notifications: each open inbox entry told once to every `[[notify]]` channel that wants its
+//! reason (docs/inbox.md), as step functions the server's loop calls with the time.
+//!
+//! - [`Notifier::promise`] writes one delivery row per (channel, entry) for the open entries —
+//!   the primary key makes a second one impossible, across restarts and crashes — with the
+//!   message frozen in it and an idempotency key derived from the pair.
+//! - [`deliver_channel`] sends one channel's due rows through a [`Sender`]: each attempt is
+//!   claimed by compare-and-swap (one sender per attempt), sent, and recorded with the
+//!   receiver's answer. A failure is retried with exponential backoff and jitter for
+//!   [`WINDOW_MS`] (24 hours), then given up; an entry that closed before it was delivered is
+//!   skipped. A sender that dies between sending and recording leaves the row `sending`; it is
+//!   sent again after [`RESEND_AFTER_MS`] with the same idempotency key, so the receiver can drop
+//!   that one duplicate (the only one there can be).
+//!
+//! The engine decides what is sent and when; how a message travels (HTTP, SMTP, the secret of a
+//! signature) is the server's [`Sender`].
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use yoi_core::Timestamp;
+use yoi_db::notify::{AttemptEnd, DeliveryStatus, NotifyDelivery};
+use yoi_db::DbIndex;
+use yoi_store::notify_config::NotifyChannel;
+use yoi_store::{StoreError, Workspace};
+
+use crate::inbox::{self, InboxEntry};
+
+/// The version of the webhook body's schema ([`Notification`]).
+pub const SCHEMA: &str = "yoi.notification.v1";
+/// How long a delivery is retried before it is given up.
+pub const WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
+/// A row left `sending` (its sender died before recording the attempt) is due again after this.
+pub const RESEND_AFTER_MS: i64 = 2 * 60 * 1000;
+/// The longest wait between two attempts.
+pub const MAX_BACKOFF_MS: i64 = 30 * 60 * 1000;
+
+/// What a channel is told: the body of a webhook, and what the other channels render.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Notification {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// `inbox.entry_opened`.
+    pub event: String,
+    /// The idempotency key: the same for every attempt of this delivery; drop a repeat.
+    pub delivery: String,
+    /// The `[[notify]]` entry it was sent to.
+    pub channel: String,
+    pub entry: InboxEntry,
+    /// The dashboard page to act on, absolute.
+    pub link: String,
+}
+
+impl Notification {
+    /// A one-line subject: `Circuit open: Fix login`.
+    pub fn subject(&self) -> String {
+        format!("{}: {}", self.entry.reason.label(), self.entry.title)
+    }
+}
+
+/// The idempotency key of the delivery of `entry_key` to `channel`: derived, so a delivery
+/// promised again (a deleted database) carries the same key.
+pub fn delivery_key(channel: &str, entry_key: &str) -> String {
+    let h = yoi_core::sha256_hex(format!("{channel}\n{entry_key}").as_bytes());
+    format!("dlv_{}", &h[..32])
+}
+
+/// How one attempt went, as the sender saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    pub ok: bool,
+    /// The receiver's answer (status and the start of the body, the SMTP reply) or the error.
+    pub answer: String,
+    pub duration_ms: i64,
+}
+
+/// Sends a message on a channel (the server's HTTP and SMTP adapters; tests' own).
+pub trait Sender {
+    fn send(&self, channel: &NotifyChannel, n: &Notification) -> Sent;
+}
+
+/// The promise step's memory: pairs already promised, so a sweep writes only new ones.
+#[derive(Debug, Default)]
+pub struct Notifier {
+    promised: HashSet<(String, String)>,
+}
+
+impl Notifier {
+    /// Promise a delivery to every channel that wants it for every open entry not yet
+    /// promised; returns how many rows this call wrote. `link_base` is where people reach the
+    /// dashboard, for channels that name none.
+    pub fn promise(
+        &mut self,
+        ws: &Workspace,
+        index: &DbIndex,
+        channels: &[NotifyChannel],
+        link_base: &str,
+        now: Timestamp,
+    ) -> Result<usize, StoreError> {
+        if channels.is_empty() {
+            return Ok(0);
+        }
+        let open = inbox::inbox(ws, index)?;
+        let mut made = 0;
+        for c in channels {
+            for e in open.entries.iter().filter(|e| c.wants(e.reason)) {
+                let pair = (c.name.clone(), e.key.clone());
+                if self.promised.contains(&pair) {
+                    continue;
+                }
+                let n = notification(c, e, link_base);
+                let row = NotifyDelivery {
+                    channel: c.name.clone(),
+                    entry_key: e.key.clone(),
+                    reason: e.reason.as_str().to_string(),
+                    ticket: e.ticket.clone(),
+                    payload: serde_json::to_string(&n).map_err(|e| StoreError::Database {
+                        reason: format!("encoding a notification: {e}"),
+                    })?,
+                    idempotency_key: n.delivery.clone(),
+                    status: DeliveryStatus::Pending,
+                    attempts: 0,
+                    next_ms: now.unix_millis(),
+                    created_ms: now.unix_millis(),
+                    updated_ms: now.unix_millis(),
+                    last_answer: None,
+                };
+                if index.notify_promise(&row)? {
+                    made += 1;
+                }
+                self.promised.insert(pair);
+            }
+        }
+        Ok(made)
+    }
+}
+
+/// The message for `entry` on channel `c`.
+pub fn notification(c: &NotifyChannel, entry: &InboxEntry, link_base: &str) -> Notification {
+    let base = c.link_base.as_deref().unwrap_or(link_base);
+    Notification {
+        schema: SCHEMA.into(),
+        event: "inbox.entry_opened".into(),
+        delivery: delivery_key(&c.name, &entry.key),
+        channel: c.name.clone(),
+        entry: entry.clone(),
+        link: format!("{}{}", base.trim_end_matches('/'), entry.action.href),
+    }
+}
+
+/// What one delivery sweep of a channel did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delivered {
+    pub delivered: usize,
+    pub failed: usize,
+    pub gave_up: usize,
+    pub skipped: usize,
+}
+
+/// Send `channel`'s due deliveries (at most `limit`), one attempt each.
+pub fn deliver_channel(
+    ws: &Workspace,
+    index: &DbIndex,
+    channel: &NotifyChannel,
+    sender: &dyn Sender,
+    limit: i64,
+    now: Timestamp,
+) -> Result<Delivered, StoreError> {
+    let now_ms = now.unix_millis();
+    let due = index.notify_due(&channel.name, now_ms, limit)?;
+    let mut out = Delivered::default();
+    if due.is_empty() {
+        return Ok(out);
+    }
+    let open: HashSet<String> = inbox::inbox(ws, index)?
+        .entries
+        .into_iter()
+        .map(|e| e.key)
+        .collect();
+    for d in due {
+        if !open.contains(&d.entry_key) {
+            index.notify_skip(
+                &channel.name,
+                &d.entry_key,
+                "the entry closed before it was delivered",
+                now_ms,
+            )?;
+            out.skipped += 1;
+            continue;
+        }
+        if !index.notify_claim(
+            &channel.name,
+            &d.entry_key,
+            d.attempts,
+            now_ms + RESEND_AFTER_MS,
+            now_ms,
+        )? {
+            continue;
+        }
+        let attempt = d.attempts + 1;
+        let sent = match serde_json::from_str::<Notification>(&d.payload) {
+            Ok(n) => sender.send(channel, &n),
+            Err(e) => Sent {
+                ok: false,
+                answer: format!("the stored message cannot be read: {e}"),
+                duration_ms: 0,
+            },
+        };
+        let (status, next_ms) = if sent.ok {
+            out.delivered += 1;
+            (DeliveryStatus::Delivered, now_ms)
+        } else if now_ms + backoff_ms(&d.idempotency_key, attempt) - d.created_ms > WINDOW_MS {
+            out.gave_up += 1;
+            (DeliveryStatus::GaveUp, now_ms)
+        } else {
+            out.failed += 1;
+            (
+                DeliveryStatus::Pending,
+                now_ms + backoff_ms(&d.idempotency_key, attempt),
+            )
+        };
+        let end = AttemptEnd {
+            started_ms: now_ms,
+            duration_ms: sent.duration_ms,
+            ok: sent.ok,
+            answer: sent.answer,
+            status,
+            next_ms,
+        };
+        index.notify_record(&channel.name, &d.entry_key, attempt, &end)?;
+    }
+    Ok(out)
+}
+
+/// The wait after failed attempt `attempt` (1-based): one second doubled each time, at most
+/// [`MAX_BACKOFF_MS`], minus a jitter of up to half, drawn from the delivery key and the attempt
+/// (deterministic, so a run can be replayed, and different per delivery, so a receiver that
+/// comes back is not hit by every delivery at once).
+pub fn backoff_ms(key: &str, attempt: i64) -> i64 {
+    let full = 1000i64
+        .saturating_mul(1i64 << (attempt - 1).clamp(0, 30))
+        .min(MAX_BACKOFF_MS);
+    let h = yoi_core::sha256_hex(format!("{key}#{attempt}").as_bytes());
+    let fraction = i64::from_str_radix(&h[..4], 16).unwrap_or(0); // 0..65535
+    full - (full / 2) * fraction / 65_536
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_a_bounded_jitter_and_stops_growing() {
+        for attempt in 1..=20 {
+            let full = (1000i64 << (attempt - 1)).min(MAX_BACKOFF_MS);
+            let b = backoff_ms("dlv_x", attempt);
+            assert!(
+                b > full / 2 && b <= full,
+                "attempt {attempt}: {b} of {full}"
+            );
+        }
+        assert_ne!(backoff_ms("dlv_a", 3), backoff_ms("dlv_b", 3));
+        assert_eq!(backoff_ms("dlv_a", 3), backoff_ms("dlv_a", 3));
+    }
+
+    #[test]
+    fn the_delivery_key_is_the_same_for_the_same_pair_only() {
+        assert_eq!(delivery_key("hook", "T:r:e"), delivery_key("hook", "T:r:e"));
+        assert_ne!(delivery_key("hook", "T:r:e"), delivery_key("mail", "T:r:e"));
+        assert!(delivery_key("hook", "x").starts_with("dlv_"));
+    }
+}

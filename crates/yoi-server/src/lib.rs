@@ -10,6 +10,7 @@ pub mod auth;
 pub mod claims;
 pub mod error;
 pub mod extract;
+pub mod forge;
 pub mod fresh;
 pub mod leases;
 pub mod listen;
@@ -219,6 +220,9 @@ pub async fn serve(
     })
     .await
     .map_err(|e| ServerError::Other(e.to_string()))??;
+    // `[forge]` with a credential that cannot be read refuses to start, naming what to set.
+    let forge =
+        forge::from_workspace(&ws).map_err(|e| ServerError::Other(format!("[forge]: {e}")))?;
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .map_err(|source| ServerError::Listen {
@@ -252,6 +256,7 @@ pub async fn serve(
     on_ready(addr, login);
     let orchestrator = opts.orchestrate.then(|| orchestrator::spawn(state.clone()));
     let sweep = leases::spawn(state.clone());
+    let forge_driver = forge.clone().map(|rt| forge::spawn(state.clone(), rt));
     let full_checks = fresh::spawn_full_checks(state.clone());
     let trims = memory::spawn_trims(state.closing.subscribe());
     let checkpoints = spawn_checkpoints(state.clone());
@@ -269,7 +274,11 @@ pub async fn serve(
         // Live-event streams never end on their own; they end at this signal.
         closing.send_replace(true);
     };
-    listen::run(listener, router(state), limits, shutdown).await;
+    let app = match forge {
+        Some(rt) => router(state).merge(forge::routes(rt)),
+        None => router(state),
+    };
+    listen::run(listener, app, limits, shutdown).await;
     if let Some(task) = orchestrator {
         // It ends at the closing signal, after the pass in progress.
         if let Err(e) = task.await {
@@ -293,6 +302,11 @@ pub async fn serve(
     for task in notifications {
         if let Err(e) = task.await {
             tracing::error!(error = %e, "a notification task ended abnormally");
+        }
+    }
+    if let Some(task) = forge_driver {
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "the forge driver ended abnormally");
         }
     }
     if let Err(e) = sweep.await {

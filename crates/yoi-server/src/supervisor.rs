@@ -192,6 +192,8 @@ impl Slot {
                 "--token-fd",
                 "3",
             ])
+            // The forge credential stays with the server (docs/forge.md).
+            .env_remove(yoi_core::forge::TOKEN_ENV)
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -651,9 +651,13 @@ pub(crate) async fn cancel_open(
 }
 
 async fn insert(conn: &mut sqlx::AnyConnection, a: &Assignment) -> Result<(), StoreError> {
+    // A row made with its usage (an import, a copy) gets its spend figures as a finished one
+    // does (crate::spend).
+    let figures = crate::spend::Figures::of_usage(a.usage.as_deref());
     sqlx::query(&format!(
-        "INSERT INTO assignments ({COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+        "INSERT INTO assignments ({COLUMNS}, cost_micros, tokens, model, agent) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+          $20, $21, $22, (SELECT p.profile FROM pods p WHERE p.id = $11))"
     ))
     .bind(a.id.clone())
     .bind(a.ticket.clone())
@@ -674,6 +678,9 @@ async fn insert(conn: &mut sqlx::AnyConnection, a: &Assignment) -> Result<(), St
     .bind(a.error.clone())
     .bind(a.log_path.clone())
     .bind(a.finished_ms)
+    .bind(a.usage.as_ref().and(figures.cost_micros))
+    .bind(a.usage.as_ref().and(figures.tokens))
+    .bind(figures.model)
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;

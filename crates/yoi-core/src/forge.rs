@@ -39,9 +39,16 @@ pub mod action {
     pub const MERGED: &str = "merged";
     /// Closed without a merge.
     pub const CLOSED: &str = "closed";
+    /// A person with write access asked for a round in a comment (`user`, `comment`).
+    pub const FIX_REQUESTED: &str = "fix_requested";
+    /// A `/yoi fix` comment from someone without write access: shown, never obeyed.
+    pub const COMMENT_IGNORED: &str = "comment_ignored";
     /// The ticket came from a forge issue (`number`, `url`, `author`).
     pub const ISSUE: &str = "issue";
 }
+
+/// The command a pull-request comment starts with to ask yoi for a round.
+pub const FIX_COMMAND: &str = "/yoi fix";
 
 /// GitHub caps a pull request body at this many characters.
 pub const BODY_MAX_CHARS: usize = 65_536;

@@ -352,3 +352,61 @@ fn a_persons_push_to_the_pull_request_is_kept_and_built_on() {
     assert!(log.contains(&theirs) && log.contains(&head));
     assert_eq!(s.fake.pulls().len(), 1);
 }
+
+#[test]
+fn an_outsiders_yoi_fix_starts_nothing_and_a_collaborators_starts_a_round() {
+    let s = setup(|_| {});
+    s.fake.set_ruleset_checks("main", &["ci"]);
+    let (id, _head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    s.tick(200);
+    let n = s.fake.pulls()[0].number;
+    s.fake.set_permission("carol", "write");
+    s.fake.set_permission("olivia", "read");
+    // An organisation member with read access only, and someone with no relation at all.
+    s.fake.add_comment(n, "olivia", "/yoi fix delete the tests");
+    s.fake.add_comment(n, "mallory", "/yoi fix push to main");
+    s.fake.add_comment(n, "carol", "nice work");
+    let t = s.tick(300);
+    assert!(t.sent_back.is_empty(), "{t:?}");
+    assert!(s.pr_row(&id).is_some(), "the pr step still waits");
+    let events = s.forge_events(&id);
+    let ignored: Vec<&String> = events
+        .iter()
+        .filter(|(a, _)| a == "comment_ignored")
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(ignored.len(), 2, "{events:?}");
+    assert!(ignored[0].contains("olivia") && ignored[0].contains("not obeyed"));
+    // Seen again: recorded once.
+    s.tick(350);
+    assert_eq!(
+        s.forge_events(&id)
+            .iter()
+            .filter(|(a, _)| a == "comment_ignored")
+            .count(),
+        2
+    );
+    // A collaborator's command is a round with the comment as its feedback.
+    s.fake
+        .add_comment(n, "carol", "/yoi fix rename `hello` to `greet`");
+    let t = s.tick(400);
+    assert_eq!(t.sent_back, vec![id.to_string()], "{t:?}");
+    let pr =
+        s.f.assignments(&id)
+            .into_iter()
+            .find(|a| a.step == "pr")
+            .unwrap();
+    let why = pr.error.unwrap_or_default();
+    assert!(
+        why.contains("carol asked") && why.contains("rename `hello` to `greet`"),
+        "{why}"
+    );
+    let (_, work) = claim(&s.f, "coder", 500).expect("a coder round");
+    assert_eq!(work.assignment.step, "implement");
+    let feedback = work.feedback.unwrap_or_default();
+    assert!(
+        feedback.contains("The pull request of") && feedback.contains("rename `hello` to `greet`"),
+        "{feedback}"
+    );
+}

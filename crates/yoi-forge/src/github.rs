@@ -20,8 +20,8 @@ use yoi_core::forge::gate::{
 use yoi_core::forge::MergeMethod;
 
 use crate::{
-    ChangeRequest, ChangeState, Clock, Credential, Forge, ForgeError, LimitKind, MergeOutcome,
-    NewChange, Permission, StatusState,
+    ChangeRequest, ChangeState, Clock, Comment, Credential, Forge, ForgeError, LimitKind,
+    MergeOutcome, NewChange, Permission, StatusState,
 };
 
 /// How long a person's permission is trusted before it is asked again.
@@ -530,6 +530,21 @@ impl Forge for GitHub {
         let path = format!("{}/issues/{number}/comments", self.repo_path());
         self.ok("POST", &path, &[], Some(json!({ "body": body })))?;
         Ok(())
+    }
+
+    fn comments(&self, number: u64) -> Result<Vec<Comment>, ForgeError> {
+        let path = format!("{}/issues/{number}/comments", self.repo_path());
+        let list = self.ok("GET", &path, &[("per_page", "100")], None)?;
+        Ok(list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| Comment {
+                id: c["id"].as_u64().unwrap_or_default(),
+                user: s(&c["user"]["login"]),
+                body: s(&c["body"]),
+            })
+            .collect())
     }
 
     fn permission(&self, user: &str) -> Result<Permission, ForgeError> {

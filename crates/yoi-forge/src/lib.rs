@@ -157,6 +157,14 @@ pub enum MergeOutcome {
     },
 }
 
+/// A conversation comment on a change request (an issue comment, on GitHub).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: u64,
+    pub user: String,
+    pub body: String,
+}
+
 /// A person's permission on the repository, as GitHub answers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -217,5 +225,7 @@ pub trait Forge: Send + Sync {
         title: &str,
     ) -> Result<MergeOutcome, ForgeError>;
     fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError>;
+    /// The conversation comments on change request `number`, oldest first.
+    fn comments(&self, number: u64) -> Result<Vec<Comment>, ForgeError>;
     fn permission(&self, user: &str) -> Result<Permission, ForgeError>;
 }

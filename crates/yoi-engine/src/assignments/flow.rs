@@ -352,6 +352,16 @@ pub fn feedback(rows: &[Assignment]) -> Option<String> {
         .filter(|a| a.finished_ms.is_some() && !Role::Coder.is(&a.role))
         .max_by_key(|a| (a.finished_ms, a.created_ms))?;
     if is_service(last) && last.status == AssignmentStatus::Failed {
+        if let Some(why) = last
+            .error
+            .as_deref()
+            .and_then(|e| e.strip_prefix(super::pr::FEEDBACK_PREFIX))
+        {
+            return Some(format!(
+                "The pull request of {} needs another round: {why}\n",
+                last.head_commit.as_deref().unwrap_or("?"),
+            ));
+        }
         return Some(format!(
             "The approved commit {} could not be merged: {} Bring the target's new commits into \
              this branch (merge it into your worktree and resolve any conflicts), then finish.\n",

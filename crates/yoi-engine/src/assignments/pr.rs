@@ -37,6 +37,10 @@ use super::finish::record;
 use super::flow::{is_pull_request, new_step, report_of, verified, MergeRecord};
 use super::{results_lock, work_place, AssignmentError};
 
+/// What the reason of a `pr` row sent back for a round starts with, so the next coder round
+/// reads it as the pull request's feedback (`super::flow::feedback`).
+pub const FEEDBACK_PREFIX: &str = "forge: ";
+
 /// The `attention` reason when a pull request was closed without a merge.
 pub const PR_CLOSED: &str = "pr_closed";
 /// The `attention` reason when the forge refused the merge for a reason of its own.
@@ -149,6 +153,7 @@ pub fn pr_record(ws: &Workspace, ticket: &TicketId) -> Result<PrRecord, StoreErr
     Ok(r)
 }
 
+/// Record a fact once; whether this call wrote it (false: it was already there).
 fn note(
     ws: &Workspace,
     ticket: &TicketId,
@@ -156,7 +161,7 @@ fn note(
     attrs: &[(&str, String)],
     body: &str,
     now: Timestamp,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
     // An operation id is at most 200 characters without spaces.
     let op: String = op
         .chars()
@@ -165,7 +170,8 @@ fn note(
         .collect();
     let ctx = Ctx::new(Principal::orchestrator(), now).with_op(Some(op));
     match ops::record_forge(ws, &ctx, ticket.as_str(), attrs, body) {
-        Ok(_) | Err(StoreError::StaleState { .. }) => Ok(()),
+        Ok(o) => Ok(!o.replayed),
+        Err(StoreError::StaleState { .. }) => Ok(false),
         Err(e) => Err(e),
     }
 }
@@ -208,6 +214,7 @@ fn pr_one(
     let now_ms = now.unix_millis();
     let t = ticket.as_str();
     let send_back = |step: &str, role: Role, at: &str, reason: String| -> Result<bool, StepError> {
+        let reason = format!("{FEEDBACK_PREFIX}{reason}");
         let next = new_step(&rows, ticket, step, role, at, None, now);
         let how = Finish::failed(&reason);
         match index.finish_pending(&a.id, a.fence, &how, Some(&next), now_ms)? {
@@ -349,6 +356,15 @@ fn pr_one(
         // Someone pushed to the pull request's branch after yoi did.
         return person_pushed(ws, env, &pusher, ticket, &head, now, tick, &send_back);
     }
+    // A `/yoi fix` from a person with write access is a round; anyone else's is shown only.
+    if let Some(reason) = fix_requested(ws, env, ticket, pr.number, now)? {
+        let flow = crate::flows::of_ticket(ws, ticket)?;
+        let first = flow.first();
+        if send_back(&first.id, first.role, &head, reason)? {
+            tick.sent_back.push(t.into());
+        }
+        return Ok(());
+    }
     // 3. yoi's verdicts for this head, as commit statuses people see on the forge.
     let (verified_sha, reviewed_sha) = verdict_shas(&rows);
     let checks = env.forge.checks(&head)?;
@@ -453,6 +469,60 @@ fn pr_one(
             Ok(())
         }
     }
+}
+
+/// The first `/yoi fix` comment not handled before whose author may push (asked of the forge,
+/// not read from `author_association`, which says nothing of write access): its text, as the
+/// reason of a round. Every `/yoi fix` is recorded once; one from anyone else is shown in the
+/// thread and never obeyed (an outside comment is untrusted input, like agent output).
+fn fix_requested(
+    ws: &Workspace,
+    env: &ForgeEnv<'_>,
+    ticket: &TicketId,
+    number: u64,
+    now: Timestamp,
+) -> Result<Option<String>, StepError> {
+    let t = ticket.as_str();
+    for c in env.forge.comments(number)? {
+        let Some(rest) = c
+            .body
+            .trim_start()
+            .strip_prefix(yoi_core::forge::FIX_COMMAND)
+        else {
+            continue;
+        };
+        let ask: String = rest.trim().chars().take(4000).collect();
+        let op = format!("forge-comment-{t}-{}", c.id);
+        if env.forge.permission(&c.user)?.can_push() {
+            let body = format!(
+                "{} asked for a round on pull request #{number}:\n\n{ask}",
+                c.user
+            );
+            let attrs = [
+                ("action", action::FIX_REQUESTED.to_string()),
+                ("user", c.user.clone()),
+                ("comment", c.id.to_string()),
+            ];
+            if note(ws, ticket, op, &attrs, &body, now)? {
+                return Ok(Some(format!(
+                    "{} asked on pull request #{number} (`/yoi fix`): {ask}",
+                    c.user
+                )));
+            }
+        } else {
+            let body = format!(
+                "{} wrote `/yoi fix` on pull request #{number} but has no write access to the repository: shown here, not obeyed.\n\n{ask}",
+                c.user
+            );
+            let attrs = [
+                ("action", action::COMMENT_IGNORED.to_string()),
+                ("user", c.user.clone()),
+                ("comment", c.id.to_string()),
+            ];
+            note(ws, ticket, op, &attrs, &body, now)?;
+        }
+    }
+    Ok(None)
 }
 
 /// The feedback for a round, when the gate is closed for a reason a coder can fix: a required

@@ -83,7 +83,7 @@ struct State {
     check_runs: Vec<Value>,
     statuses: Vec<StatusRec>,
     reviews: Vec<(u64, Value)>,
-    comments: Vec<(u64, String)>,
+    comments: Vec<(u64, Value)>,
     permissions: HashMap<String, String>,
     rules: HashMap<String, Vec<String>>,
     protection: HashMap<String, Vec<String>>,
@@ -174,8 +174,30 @@ impl FakeGitHub {
         self.state.lock().unwrap().statuses.clone()
     }
 
-    pub fn comments(&self) -> Vec<(u64, String)> {
-        self.state.lock().unwrap().comments.clone()
+    /// Every conversation comment: (number, author, body).
+    pub fn comments(&self) -> Vec<(u64, String, String)> {
+        self.state
+            .lock()
+            .unwrap()
+            .comments
+            .iter()
+            .map(|(n, c)| {
+                (
+                    *n,
+                    c["user"]["login"].as_str().unwrap_or_default().to_string(),
+                    c["body"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// A person's comment on pull request (or issue) `number`.
+    pub fn add_comment(&self, number: u64, user: &str, body: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.tick += 1;
+        let id = s.next_id();
+        let c = s.comment_json(id, user, body);
+        s.comments.push((number, c));
     }
 
     pub fn requests(&self) -> Vec<Logged> {
@@ -346,6 +368,13 @@ impl State {
             "html_url": format!("{}/{}/{}", self.base_url, self.owner, self.repo),
             "private": false, "default_branch": "main",
         })
+    }
+
+    fn comment_json(&self, id: u64, user: &str, body: &str) -> Value {
+        json!({"id": id, "body": body, "user": self.user_json(user),
+               "created_at": stamp(self.tick), "updated_at": stamp(self.tick),
+               "author_association": "NONE",
+               "html_url": format!("{}/{}/{}/issues#issuecomment-{id}", self.base_url, self.owner, self.repo)})
     }
 
     fn user_json(&self, login: &str) -> Value {
@@ -807,12 +836,21 @@ fn route(
         ("POST", "/issues/{issue_number}/comments") => {
             let n = num("issue_number");
             let body = sent["body"].as_str().unwrap_or_default().to_string();
-            s.comments.push((n, body.clone()));
+            s.tick += 1;
             let id = s.next_id();
-            (
-                201,
-                json!({"id": id, "body": body, "user": s.user_json("yoi-bot"), "created_at": stamp(s.tick), "updated_at": stamp(s.tick), "author_association": "OWNER"}),
-            )
+            let c = s.comment_json(id, "yoi-bot", &body);
+            s.comments.push((n, c.clone()));
+            (201, c)
+        }
+        ("GET", "/issues/{issue_number}/comments") => {
+            let n = num("issue_number");
+            let list: Vec<Value> = s
+                .comments
+                .iter()
+                .filter(|(k, _)| *k == n)
+                .map(|(_, c)| c.clone())
+                .collect();
+            (200, Value::Array(list))
         }
         ("GET", "/collaborators/{username}/permission") => {
             let user = seg("username");

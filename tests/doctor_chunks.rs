@@ -53,7 +53,7 @@ fn drift_in_every_chunk_is_found(url: Option<String>, rt: tokio::runtime::Runtim
         between.as_str(),
         "7ZZZZZZZZZZZZZZZZZZZZZZZZZ",
     ];
-    let url = ws.database_url();
+    let url = yoi_db::schema_url(&ws.database_url(), ws.config.workspace.id.as_deref());
     rt.block_on(async {
         let pool = &sqlx::AnyPool::connect(&url).await?;
         sqlx::query("DELETE FROM tickets WHERE id = $1")

@@ -53,10 +53,10 @@ pub use activations::ActivationRow;
 pub use assignments::{Assignment, AssignmentStatus, Finish};
 pub use blocking::{Bridge, DbIndex};
 pub use board::{CardFacts, Waiting, Working};
+pub use copy::TableCopy;
 pub use inspect::{
     DeadDelivery, KeysOf, OutboxKey, Span, SpanKeys, SpanRows, TicketRow, Undelivered,
 };
-pub use copy::TableCopy;
 pub use lease::{LeaseHolder, LEASE_MS, RENEW_EVERY};
 pub use lists::{IndexedTicket, Page};
 pub use outbox::{
@@ -70,6 +70,7 @@ pub use tokens::{
     admin_token_name, hash_secret, is_admin_token_name, new_secret, write_secret_file, Scope,
     TokenInfo, ADMIN_TOKEN_FILE, SESSION_PREFIX,
 };
+pub use workspace::schema_url;
 pub use yoi_store::workspace::sqlite_url;
 
 use yoi_store::StoreError;

@@ -14,6 +14,19 @@ pub fn schema_of(id: &str) -> String {
     format!("yoi_{id}")
 }
 
+/// `url` as workspace `id` sees it: a PostgreSQL URL that connects into the workspace's schema
+/// (`options[search_path]`), for a tool or a test that opens its own connections; any other URL
+/// (SQLite, or no id) unchanged.
+pub fn schema_url(url: &str, id: Option<&str>) -> String {
+    match id {
+        Some(id) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{sep}options%5Bsearch_path%5D={}", schema_of(id))
+        }
+        _ => url.to_string(),
+    }
+}
+
 /// Make sure workspace `id`'s schema exists in the PostgreSQL database at `url`; returns its
 /// name. A schema made beforehand by someone else (a role that may not create schemas) is used
 /// as it is: the existence check comes first, because PostgreSQL checks the right to create

@@ -48,7 +48,8 @@ impl Fx {
         if let Backend::Postgres = backend {
             ws.config.database.url = Some(pg::database());
         }
-        let url = ws.database_url();
+        // The workspace's own schema on PostgreSQL, for the raw connections below too.
+        let url = yoi_db::schema_url(&ws.database_url(), ws.config.workspace.id.as_deref());
         let rt = rt();
         let (index, _) = DbIndex::attach(
             &mut ws,
@@ -1684,16 +1685,18 @@ fn a_rebuild_without_the_truncate_privilege_deletes_instead() {
     let a = fx.create("First", &[]);
     fx.create("Second", &[&a]);
     let before = fx.index_rows();
+    let database = fx.url.rsplit('/').next().unwrap_or_default();
     let role = format!(
         "rows_only_{}",
-        fx.url.rsplit('/').next().unwrap_or_default()
+        database.split('?').next().unwrap_or_default()
     );
+    let schema = format!("yoi_{}", fx.ws.config.workspace.id.as_deref().unwrap());
     fx.sql(&[
         format!("CREATE ROLE {role} LOGIN"),
         // Enough for yoi to open the database (sqlx's migration check creates its table if
         // it is missing), not to own the tables.
-        format!("GRANT USAGE, CREATE ON SCHEMA public TO {role}"),
-        format!("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"),
+        format!("GRANT USAGE, CREATE ON SCHEMA {schema} TO {role}"),
+        format!("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"),
     ]);
     let url = fx
         .url

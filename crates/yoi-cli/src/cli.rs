@@ -56,6 +56,9 @@ pub enum Command {
     /// Flows: the step chains tickets run (list, show, lint).
     #[command(subcommand)]
     Flow(FlowCommand),
+    /// Workflows: procedures people write in .yoi/workflow/ and invoke on a ticket.
+    #[command(subcommand)]
+    Workflow(WorkflowCommand),
     /// The ticket worktrees yoi made: list them, remove one, prune records of gone ones.
     #[command(subcommand)]
     Worktree(WorktreeCommand),
@@ -108,6 +111,37 @@ pub enum FlowCommand {
     /// Check the flow files (or FILE); exits 1 when any has a problem.
     Lint {
         file: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkflowCommand {
+    /// The workflows people and agents may invoke, and the files that are skipped.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One workflow: its flags, role, requires and body.
+    Show {
+        slug: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the workflow files (or FILE); exits 1 when any has an error.
+    Lint {
+        file: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Invoke a workflow on a ticket: the same as commenting `/SLUG ARGS` on it.
+    Run {
+        slug: String,
+        #[arg(long)]
+        ticket: String,
+        /// Words for the workflow, after `/SLUG` on the comment's first line.
+        args: Vec<String>,
         #[arg(long)]
         json: bool,
     },

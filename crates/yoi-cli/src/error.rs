@@ -22,6 +22,8 @@ pub enum CliError {
     Worktree(#[from] WorktreeError),
     #[error(transparent)]
     Skill(#[from] SkillError),
+    #[error(transparent)]
+    Workflow(#[from] yoi_engine::workflows::WorkflowError),
     /// Arguments that clap accepted but that do not make sense together.
     #[error("{0}")]
     Usage(String),
@@ -60,6 +62,7 @@ impl CliError {
             CliError::Git(e) => e.class(),
             CliError::Worktree(e) => e.class(),
             CliError::Skill(e) => e.class(),
+            CliError::Workflow(e) => e.class(),
             CliError::Usage(_) => ErrorClass::Invalid,
             CliError::Refused(_) | CliError::DoctorFailed => ErrorClass::Refused,
             CliError::Io { .. } | CliError::Server { .. } => ErrorClass::Internal,

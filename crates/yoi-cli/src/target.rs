@@ -70,7 +70,10 @@ impl Target {
 
     pub fn comment(&self, id: &str, req: &CommentRequest) -> Result<Outcome, CliError> {
         match &self.via {
-            Via::Files(ctx) => Ok(ops::comment(&self.ws, ctx, id, req)?),
+            // A person's `/<slug>` comment invokes a workflow (docs/workflows.md).
+            Via::Files(ctx) => Ok(yoi_engine::workflows::invoke::comment(
+                &self.ws, ctx, id, req,
+            )?),
             Via::Server(r) => r.comment(id, req),
         }
     }

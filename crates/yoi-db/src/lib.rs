@@ -39,6 +39,7 @@ mod sync_calls;
 pub mod ticket_detail;
 mod tokens;
 pub mod watch;
+pub mod workflows;
 mod workspace;
 
 use std::borrow::Cow;
@@ -122,6 +123,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         10,
         "inbox",
         include_str!("../../../migrations/0010_inbox.sql"),
+    ),
+    (
+        11,
+        "workflows",
+        include_str!("../../../migrations/0011_workflows.sql"),
     ),
     (
         13,

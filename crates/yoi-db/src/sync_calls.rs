@@ -373,3 +373,26 @@ impl DbIndex {
         self.run(self.db.close())
     }
 }
+
+/// Workflow invocations: which attempt carries which (docs/workflows.md).
+impl DbIndex {
+    pub fn carry_workflows(
+        &self,
+        ticket: &str,
+        assignment: &str,
+        invocations: &[(String, String)],
+        at_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.run(
+            self.db
+                .carry_workflows(ticket, assignment, invocations, at_ms),
+        )
+    }
+
+    pub fn workflow_carriers(
+        &self,
+        ticket: &str,
+    ) -> Result<Vec<crate::workflows::CarrierRow>, StoreError> {
+        self.run(self.db.workflow_carriers(ticket))
+    }
+}

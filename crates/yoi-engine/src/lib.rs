@@ -9,6 +9,7 @@
 //!   step function.
 //! - [`doctor`]: the one doctor both `yoi ticket doctor` and `GET /api/v1/doctor` report.
 //! - [`skills`]: the skill catalog of a workspace, activations, proposals with their checks.
+//! - [`workflows`]: the workflows people write and invoke, checked against the skill catalog.
 //! - [`edge`]: the one table from an error's class to the CLI exit code and the HTTP status.
 //! - [`person_ops`]: the one table of the operations a person asks for, from which the
 //!   frontends build their scopes, dashboard actions and state-operation dispatch.
@@ -27,6 +28,7 @@ pub mod person_ops;
 pub mod routing;
 pub mod skills;
 pub mod spend;
+pub mod workflows;
 
 pub use edge::Edge;
 

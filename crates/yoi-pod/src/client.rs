@@ -60,6 +60,19 @@ pub struct Work {
     /// commit; `head_commit` stays the head the result must descend from).
     #[serde(default)]
     pub kept: Option<KeptWork>,
+    /// The workflows a person invoked that this attempt carries, rendered by the server.
+    #[serde(default)]
+    pub workflow: Option<String>,
+    /// The workflows this attempt's agent may invoke itself.
+    #[serde(default)]
+    pub invocable: Vec<Invocable>,
+}
+
+/// A workflow the agent may invoke (`auto_invoke: true`), as the server lists it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Invocable {
+    pub slug: String,
+    pub description: String,
 }
 
 impl Work {

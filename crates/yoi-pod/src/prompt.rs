@@ -1,5 +1,6 @@
-//! The prompt file an agent reads: who it is and where it may work, the step's instructions
-//! from the frozen flow, the last round's feedback, the frozen brief, the skills it may
+//! The prompt file an agent reads: who it is and where it may work, the workflows a person
+//! invoked on the ticket (what each requires, then its body), the step's instructions from the
+//! frozen flow, the last round's feedback, the frozen brief, the skills it may
 //! activate, and the trailer lines it must end with.
 //!
 //! The prompt is rendered from what the server handed out and nothing else; it tells the agent
@@ -37,6 +38,11 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
         work.workdir,
         work.start()
     );
+    // An invoked workflow comes before the step's usual brief: its knowledge, then its body.
+    if let Some(w) = &work.workflow {
+        out.push_str(w.trim_end());
+        out.push_str("\n\n");
+    }
     if let Some(k) = &work.kept {
         out.push_str(&format!(
             "## Already here: the work of attempt {}\n\nAttempt {} of this step ended before it \
@@ -124,6 +130,19 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
                       the activation is recorded against it).\n\n");
         for (name, desc) in skills {
             out.push_str(&format!("- `{name}`: {desc}\n"));
+        }
+        out.push('\n');
+    }
+    if !work.invocable.is_empty() {
+        out.push_str(
+            "## Workflows you may invoke\n\nEach is a procedure people wrote for this repository; \
+             invoke one with `POST $YOI_SERVER/api/v1/workflows/SLUG/invoke` with the header \
+             `Authorization: Bearer $YOI_TOKEN` when its description fits the task. The answer's \
+             `text` holds its instructions (and what they need): follow them in this attempt. \
+             The invocation is recorded on the ticket.\n\n",
+        );
+        for w in &work.invocable {
+            out.push_str(&format!("- `{}`: {}\n", w.slug, w.description));
         }
         out.push('\n');
     }

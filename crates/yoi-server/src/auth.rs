@@ -79,6 +79,7 @@ actions! {
     SubmitPacket = "submit an IntentPacket": [Human, Intake, Orchestrator];
     RunPod = "register a pod or claim and report its role's work": [Pod];
     OpenDashboard = "open a dashboard session": [Human];
+    InvokeWorkflow = "invoke an auto_invoke workflow for its own attempt": [Agent];
 }
 
 /// The authenticated caller.

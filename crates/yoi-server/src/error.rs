@@ -45,6 +45,7 @@ pub const CODES: &[&str] = &[
     "self_relation",
     "invalid_skill",
     "invalid_flow",
+    "invalid_workflow",
     "touches_tickets",
     "refused",
     "too_many_streams",

@@ -112,6 +112,10 @@ pub fn router(state: AppState) -> Router {
         .route("/flows", get(routes::flows::list))
         .route("/flows/lint", get(routes::flows::lint))
         .route("/flows/{name}", get(routes::flows::show))
+        .route("/workflows", get(routes::workflows::list))
+        .route("/workflows/lint", get(routes::workflows::lint))
+        .route("/workflows/{slug}", get(routes::workflows::show))
+        .route("/workflows/{slug}/invoke", post(routes::workflows::invoke))
         .route("/skills", get(routes::skills::list))
         .route(
             "/skills/proposals",
@@ -215,6 +219,8 @@ pub async fn serve(
         );
         // A bad flow file is skipped with its problems and never stops the start.
         yoi_engine::flows::warn_invalid(&ws);
+        // Likewise a bad workflow file.
+        yoi_engine::workflows::warn_invalid(&ws);
         memory::give_back();
         Ok::<_, StoreError>((ws, index, fresh))
     })

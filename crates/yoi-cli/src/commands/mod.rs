@@ -16,6 +16,7 @@ mod skill;
 pub(crate) mod spend;
 mod ticket;
 mod token;
+mod workflow;
 mod worktree;
 
 use crate::cli::{Cli, Command};
@@ -37,6 +38,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Token(cmd) => token::run(&env, cmd),
         Command::Skill(cmd) => skill::run(&env, cmd),
         Command::Flow(cmd) => flow::run(&env, cmd),
+        Command::Workflow(cmd) => workflow::run(&env, cmd),
         Command::Worktree(cmd) => worktree::run(&env, cmd),
         Command::Pod(cmd) => pod::run(&env, cmd),
         Command::Assignment(cmd) => assignment::run(&env, cmd),

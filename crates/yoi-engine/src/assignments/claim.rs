@@ -155,6 +155,14 @@ pub struct Work {
     /// moves from (docs/pods.md, "Retries keep the work").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept: Option<super::KeptWork>,
+    /// The workflows people invoked on the ticket that this attempt carries, rendered for the
+    /// top of its prompt: what each requires, then its body (docs/workflows.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// The workflows its agent may invoke itself (`auto_invoke: true` for its role), listed in
+    /// its prompt next to the skills.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub invocable: Vec<crate::workflows::carry::Invocable>,
 }
 
 /// Claim the oldest pending assignment of the pod's role and hand it out with its working
@@ -259,7 +267,10 @@ pub fn claim_many(
             _ => None,
         };
         out[*i] = Some(Ok(Some(match ready {
-            Some(work) => Claimed::Ready(Box::new(work)),
+            Some(mut work) => {
+                crate::workflows::carry::fill(ws, index, &mut work, now)?;
+                Claimed::Ready(Box::new(work))
+            }
             None => Claimed::Prepare(Box::new(a)),
         })));
     }
@@ -284,7 +295,10 @@ pub fn hand_out(
         _ => prepare(ws, index, pod, &a, cfg, now),
     };
     match prepared {
-        Ok(work) => Ok(work),
+        Ok(mut work) => {
+            crate::workflows::carry::fill(ws, index, &mut work, now)?;
+            Ok(work)
+        }
         Err(reason) => {
             let _guard = results_lock();
             let attempts = index.attempts_of(&a.ticket, &a.step)?;
@@ -543,6 +557,8 @@ fn ready(
         feedback: None,
         agent_token: None,
         kept: None,
+        workflow: None,
+        invocable: Vec::new(),
     })
 }
 

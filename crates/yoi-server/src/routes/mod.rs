@@ -10,3 +10,4 @@ pub mod routing;
 pub mod skills;
 pub mod spend;
 pub mod tickets;
+pub mod workflows;

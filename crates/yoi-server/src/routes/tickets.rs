@@ -8,6 +8,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use yoi_core::state::State as TicketState;
+use yoi_engine::workflows::invoke;
 use yoi_store::ops::{
     self, CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest,
     TransitionRequest,
@@ -292,7 +293,12 @@ pub async fn comment(
         kind: b.kind,
         body: b.body,
     };
-    s.grouped(move |ws| ops::comment(ws, &ctx, &id, &req))
+    // A person's `/<slug>` comment invokes a workflow (docs/workflows.md).
+    let who = ctx.principal.kind;
+    let planned = s
+        .blocking("workflows", move |ws| invoke::plan_comment(ws, who, &req))
+        .await??;
+    s.grouped(move |ws| invoke::write(ws, &ctx, &id, &planned))
         .await
         .map(Json)
 }

@@ -229,10 +229,28 @@ pub async fn comment(
         body: form.raw("body").unwrap_or("").to_string(),
     };
     let tid = id.clone();
-    let result = s
-        .grouped(move |ws| ops::comment(ws, &ctx, &tid, &req))
-        .await;
-    let flash = outcome(&id, result, "comment added");
+    // A person's `/<slug>` comment invokes a workflow (docs/workflows.md).
+    let who = ctx.principal.kind;
+    let planned = s
+        .blocking("workflows", move |ws| {
+            yoi_engine::workflows::invoke::plan_comment(ws, who, &req)
+        })
+        .await
+        .and_then(|p| p.map_err(crate::error::ApiError::from));
+    let done_text = match &planned {
+        Ok(yoi_engine::workflows::invoke::Planned::Invoke(r)) => {
+            format!("workflow /{} invoked", r.slug)
+        }
+        _ => "comment added".to_string(),
+    };
+    let result = match planned {
+        Ok(planned) => {
+            s.grouped(move |ws| yoi_engine::workflows::invoke::write(ws, &ctx, &tid, &planned))
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    let flash = outcome(&id, result, &done_text);
     Ok(done(&s, &v, flash, format!("/tickets/{id}#thread")))
 }
 

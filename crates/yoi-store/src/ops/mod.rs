@@ -16,6 +16,7 @@ mod plan;
 mod relation;
 mod signal;
 mod transition;
+mod workflow;
 mod worktree_disposal;
 
 use std::sync::Mutex;
@@ -43,6 +44,10 @@ pub use signal::{
 pub use transition::{
     accept, cancel, close, complete, mark_ready, queue, reopen, return_to_planning, AcceptEvidence,
     MergeEvidence, TransitionRequest, MAX_REASON_CHARS,
+};
+pub use workflow::{
+    invoke_workflow, record_agent_invocation, InvokeRequest, AGENT_WORKFLOW, ASSIGNMENT,
+    INVOKE_STATES, WORKFLOW, WORKFLOW_ROLE,
 };
 /// The longest title, in characters.
 pub const MAX_TITLE_CHARS: usize = 1024;

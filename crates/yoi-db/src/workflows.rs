@@ -1,0 +1,60 @@
+//! Which attempt carries which workflow invocation (`workflow_carriers`, docs/workflows.md).
+//! The invocations themselves are comments in the ticket's thread; the engine decides which
+//! are still due and records here the attempt it hands them to.
+
+use sqlx::Row;
+
+use super::{db_err, Db};
+use yoi_store::StoreError;
+
+/// One invocation handed to one attempt, with that attempt's status now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarrierRow {
+    pub invocation_id: String,
+    pub assignment_id: String,
+    /// The assignment's status (`completed`, `failed`, …), `None` if the row is gone.
+    pub status: Option<String>,
+}
+
+impl Db {
+    /// Record that `assignment` carries each of `invocations` (`(id, slug)`); a pair already
+    /// recorded is left as it is.
+    pub async fn carry_workflows(
+        &self,
+        ticket: &str,
+        assignment: &str,
+        invocations: &[(String, String)],
+        at_ms: i64,
+    ) -> Result<(), StoreError> {
+        for (id, slug) in invocations {
+            sqlx::query("INSERT INTO workflow_carriers (invocation_id, assignment_id, ticket_id, slug, at_ms) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (invocation_id, assignment_id) DO NOTHING")
+                .bind(id.clone())
+                .bind(assignment.to_string())
+                .bind(ticket.to_string())
+                .bind(slug.clone())
+                .bind(at_ms)
+                .execute(self.pool())
+                .await
+                .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    /// Every attempt of `ticket` that was handed an invocation, with its status.
+    pub async fn workflow_carriers(&self, ticket: &str) -> Result<Vec<CarrierRow>, StoreError> {
+        let rows = sqlx::query("SELECT c.invocation_id, c.assignment_id, a.status FROM workflow_carriers c LEFT JOIN assignments a ON a.id = c.assignment_id WHERE c.ticket_id = $1 ORDER BY c.at_ms, c.invocation_id")
+            .bind(ticket)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(CarrierRow {
+                    invocation_id: r.try_get(0).map_err(db_err)?,
+                    assignment_id: r.try_get(1).map_err(db_err)?,
+                    status: r.try_get(2).map_err(db_err)?,
+                })
+            })
+            .collect()
+    }
+}

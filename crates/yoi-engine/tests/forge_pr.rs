@@ -218,6 +218,17 @@ fn an_approved_ticket_is_pushed_opened_and_merged_with_its_exact_head() {
             .iter()
             .any(|st| st.context == ctx && st.sha == head && st.state == "success"));
     }
+    // Why it waits is recorded, and read back as the ticket's forge status.
+    let st = asg::pr::status(&s.f.ws, id.as_str()).unwrap();
+    assert_eq!(st.state, "open");
+    assert_eq!(st.number, Some(pulls[0].number));
+    assert_eq!(st.remote_head.as_deref(), Some(head.as_str()));
+    let gate = st.gate.expect("the gate is recorded");
+    assert!(!gate.open);
+    assert_eq!(
+        gate.blockers,
+        vec![yoi_core::forge::gate::Blocker::CheckMissing { name: "ci".into() }]
+    );
     // Green on another commit does not count; pending at the head does not either.
     s.fake.add_check_run(&s.f.base, "ci", Some("success"));
     s.fake.add_check_run(&head, "ci", None);
@@ -242,8 +253,15 @@ fn an_approved_ticket_is_pushed_opened_and_merged_with_its_exact_head() {
     assert_eq!(s.f.state(&id), State::Done);
     let events = s.forge_events(&id);
     let actions: Vec<&str> = events.iter().map(|(a, _)| a.as_str()).collect();
-    assert_eq!(actions, ["pushed", "opened", "merged"]);
-    assert!(events[2].1.contains(merged.merge_sha.as_deref().unwrap()));
+    assert_eq!(
+        actions,
+        ["pushed", "opened", "waiting", "waiting", "merged"]
+    );
+    let st = asg::pr::status(&s.f.ws, id.as_str()).unwrap();
+    assert_eq!(st.state, "merged");
+    assert_eq!(st.merged_sha, merged.merge_sha);
+    assert_eq!(st.merge_method.as_deref(), Some("merge"));
+    assert!(events[4].1.contains(merged.merge_sha.as_deref().unwrap()));
     // The token is nowhere in the thread or the repository's configuration.
     let thread = std::fs::read_to_string(
         s.f.repo
@@ -315,7 +333,7 @@ fn a_persons_push_to_the_pull_request_is_kept_and_built_on() {
     let t = s.tick(300);
     assert_eq!(t.sent_back, vec![id.to_string()], "{t:?}");
     let actions: Vec<String> = s.forge_events(&id).into_iter().map(|(a, _)| a).collect();
-    assert_eq!(actions, ["pushed", "opened", "person_pushed"]);
+    assert_eq!(actions, ["pushed", "opened", "waiting", "person_pushed"]);
     assert_eq!(s.fake.branch(&branch).as_deref(), Some(theirs.as_str()));
     assert_eq!(
         git(

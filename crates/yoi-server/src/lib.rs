@@ -88,6 +88,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/tickets/{id}/retry", post(routes::routing::retry))
         .route("/tickets/{id}/cost", get(routes::pods::ticket_cost))
+        .route("/tickets/{id}/forge", get(routes::forge_status::show))
         .route("/tickets/{id}/budget", post(routes::spend::add))
         .route("/costs", get(routes::spend::costs))
         .route("/limits", get(routes::spend::limits))

@@ -288,6 +288,14 @@ fn real_answers_validate_against_the_document() {
         ),
         (
             "get",
+            "/api/v1/tickets/{id}/forge",
+            t("/forge", &first),
+            &r,
+            None,
+            200,
+        ),
+        (
+            "get",
             "/api/v1/router",
             "/api/v1/router".into(),
             &r,

@@ -187,3 +187,26 @@ fn a_forge_whose_token_file_others_can_read_refuses_to_start() {
     );
     assert!(!text.contains("ghp_x"));
 }
+
+#[test]
+fn a_tickets_forge_status_is_served_to_readers() {
+    let s = server();
+    let id = s.create("Say hello", common::COMPLETE_BRIEF);
+    let st = s
+        .get(&format!("/api/v1/tickets/{id}/forge"))
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    assert_eq!(st["ticket"], id.as_str());
+    assert_eq!(st["configured"], true);
+    assert_eq!(st["state"], "none");
+    assert_eq!(st["events"], serde_json::json!([]));
+    s.get(&format!("/api/v1/tickets/{id}/forge"))
+        .send()
+        .expect_error(401, "unauthorized");
+    s.get("/api/v1/tickets/NOPE/forge")
+        .token(&s.tokens.read)
+        .send()
+        .expect_error(404, "not_found");
+    s.stop();
+}

@@ -35,6 +35,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/v1/tickets/{id}/retry"),
     ("get", "/api/v1/router"),
     ("get", "/api/v1/tickets/{id}/cost"),
+    ("get", "/api/v1/tickets/{id}/forge"),
     ("post", "/api/v1/tickets/{id}/budget"),
     ("get", "/api/v1/costs"),
     ("get", "/api/v1/limits"),

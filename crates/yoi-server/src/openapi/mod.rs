@@ -31,6 +31,7 @@ pub mod events;
         crate::routes::pods::register, crate::routes::pods::list, crate::routes::pods::claim,
         crate::routes::pods::heartbeat, crate::routes::pods::complete, crate::routes::pods::fail,
         crate::routes::pods::log, crate::routes::pods::list_assignments, crate::routes::pods::ticket_cost,
+        crate::routes::forge_status::show,
         crate::routes::inbox::list,
         crate::routes::spend::add, crate::routes::spend::costs, crate::routes::spend::limits,
         crate::routes::health::healthz, crate::routes::health::readyz, crate::ui::session::mint_route, serve

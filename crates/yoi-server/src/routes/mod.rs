@@ -2,6 +2,7 @@
 
 pub mod events;
 pub mod flows;
+pub mod forge_status;
 pub mod health;
 pub mod inbox;
 pub mod packet;

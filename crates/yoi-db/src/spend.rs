@@ -342,36 +342,6 @@ pub fn day_name(day: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn days_are_named_in_utc() {
-        assert_eq!(day_name(0), "1970-01-01");
-        assert_eq!(day_name(20_791), "2026-12-04");
-        assert_eq!(day_name(-1), "1969-12-31");
-        assert_eq!(day_name(11_016), "2000-02-29");
-    }
-
-    #[test]
-    fn figures_come_from_the_usage() {
-        let f = Figures::of_usage(Some(
-            r#"{"tokens_in":10,"tokens_out":5,"tokens_cached":2,"cost_usd":0.0123456,"model":"m"}"#,
-        ));
-        assert_eq!(
-            f,
-            Figures {
-                cost_micros: Some(12_346),
-                tokens: Some(17),
-                model: Some("m".into())
-            }
-        );
-        assert_eq!(Figures::of_usage(None), Figures::default());
-        assert_eq!(Figures::of_usage(Some("{}")).cost_micros, None);
-    }
-}
-
 impl crate::DbIndex {
     pub fn spent_on_ticket(&self, ticket: &str) -> Result<Spent, StoreError> {
         self.run(self.db.spent_on_ticket(ticket))
@@ -419,5 +389,35 @@ impl crate::DbIndex {
         &self,
     ) -> Result<Vec<(Option<String>, Option<String>, i64)>, StoreError> {
         self.run(self.db.running_by_agent())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_named_in_utc() {
+        assert_eq!(day_name(0), "1970-01-01");
+        assert_eq!(day_name(20_791), "2026-12-04");
+        assert_eq!(day_name(-1), "1969-12-31");
+        assert_eq!(day_name(11_016), "2000-02-29");
+    }
+
+    #[test]
+    fn figures_come_from_the_usage() {
+        let f = Figures::of_usage(Some(
+            r#"{"tokens_in":10,"tokens_out":5,"tokens_cached":2,"cost_usd":0.0123456,"model":"m"}"#,
+        ));
+        assert_eq!(
+            f,
+            Figures {
+                cost_micros: Some(12_346),
+                tokens: Some(17),
+                model: Some("m".into())
+            }
+        );
+        assert_eq!(Figures::of_usage(None), Figures::default());
+        assert_eq!(Figures::of_usage(Some("{}")).cost_micros, None);
     }
 }

@@ -124,7 +124,7 @@ fn rate_limits_pause_the_provider_back_off_and_never_open_the_circuit() {
                 .into_iter()
                 .find(|p| p.subject == "provider:anthropic")
                 .unwrap();
-        assert_eq!(pause.strikes, i64::from(round) + 1);
+        assert_eq!(pause.strikes, round + 1);
         pauses.push(pause.until_ms - at(t + 1).unix_millis());
         // While paused the pod claims nothing; once the pause ends it does.
         assert!(asg::claim(&f.ws, &f.db, &coder, &p, LEASE, at(t + 2))

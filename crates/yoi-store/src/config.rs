@@ -390,8 +390,8 @@ impl Config {
         .into_iter()
         .chain(
             b.agents
-                .iter()
-                .map(|(_, a)| ("budget.agents.*.day_usd", a.day_usd)),
+                .values()
+                .map(|a| ("budget.agents.*.day_usd", a.day_usd)),
         );
         for (key, v) in amounts {
             if v.is_some_and(|v| !v.is_finite() || v < 0.0) {

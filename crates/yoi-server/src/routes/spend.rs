@@ -44,8 +44,7 @@ pub async fn add(
         .op(move |ws| ops::add_budget(ws, &ctx, &id, b.add_usd, b.add_tokens, b.note.as_deref()))
         .await?;
     // The hold lifts now, not at the next flow sweep.
-    s.read_indexed(|ws, index| yoi_engine::spend::release_held(ws, index))
-        .await?;
+    s.read_indexed(yoi_engine::spend::release_held).await?;
     s.flow_wake.notify_one();
     Ok(Json(outcome))
 }

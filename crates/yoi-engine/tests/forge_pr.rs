@@ -428,3 +428,41 @@ fn an_outsiders_yoi_fix_starts_nothing_and_a_collaborators_starts_a_round() {
         "{feedback}"
     );
 }
+
+#[test]
+fn a_push_whose_record_a_crash_lost_is_not_taken_for_a_persons() {
+    let s = setup(|_| {});
+    let (id, head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    // The server pushed, then died before it wrote the `pushed` event (or opened the PR).
+    let branch = git(
+        &s.f.repo,
+        &["for-each-ref", "--format=%(refname:short)", "refs/heads/"],
+    )
+    .lines()
+    .find(|b| *b != "main")
+    .expect("the ticket branch")
+    .to_string();
+    let token = Secret::new(TOKEN);
+    let scratch = s.f.ws.local_dir().join("forge");
+    let pushed = yoi_forge::push::push(&yoi_forge::push::Push {
+        repo: &s.f.repo,
+        remote: "origin",
+        branch: &branch,
+        sha: &head,
+        lease: None,
+        user: "x-access-token",
+        token: &token,
+        scratch: &scratch,
+    })
+    .unwrap();
+    assert_eq!(pushed, yoi_forge::push::Pushed::Done);
+    // The restarted driver finds its own push, records it, and goes on: one PR, no round.
+    let t = s.tick(200);
+    assert!(t.sent_back.is_empty(), "{t:?}");
+    assert_eq!(t.pushed, vec![id.to_string()]);
+    assert_eq!(t.merged, vec![id.to_string()]);
+    let actions: Vec<String> = s.forge_events(&id).into_iter().map(|(a, _)| a).collect();
+    assert_eq!(actions, ["pushed", "opened", "merged"]);
+    assert_eq!(s.fake.pulls().len(), 1);
+}

@@ -256,29 +256,31 @@ fn pr_one(
     };
     // 1. The push, unless the remote branch is already at the head.
     if rec.remote_head.as_deref() != Some(head.as_str()) {
-        match push::push(&pusher)? {
-            Pushed::Done => {
-                note(
-                    ws,
-                    ticket,
-                    format!("forge-pushed-{t}-{head}"),
-                    &[
-                        ("action", action::PUSHED.into()),
-                        ("head", head.clone()),
-                        ("branch", place.branch.clone()),
-                    ],
-                    &format!(
-                        "Pushed {head} to `{}` on {}.",
-                        place.branch, env.section.remote
-                    ),
-                    now,
-                )?;
-                tick.pushed.push(t.into());
-            }
-            Pushed::LeaseRefused { .. } => {
-                return person_pushed(ws, env, &pusher, ticket, &head, now, tick, &send_back);
-            }
+        let landed = match push::push(&pusher)? {
+            Pushed::Done => true,
+            // Refused: someone pushed — or a push of ours landed and a crash lost its record,
+            // in which case the remote is exactly at the head.
+            Pushed::LeaseRefused { .. } => push::fetch(&pusher)?.as_deref() == Some(head.as_str()),
+        };
+        if !landed {
+            return person_pushed(ws, env, &pusher, ticket, &head, now, tick, &send_back);
         }
+        note(
+            ws,
+            ticket,
+            format!("forge-pushed-{t}-{head}"),
+            &[
+                ("action", action::PUSHED.into()),
+                ("head", head.clone()),
+                ("branch", place.branch.clone()),
+            ],
+            &format!(
+                "Pushed {head} to `{}` on {}.",
+                place.branch, env.section.remote
+            ),
+            now,
+        )?;
+        tick.pushed.push(t.into());
     }
     // 2. The pull request, opened once.
     let pr = match rec.number {

@@ -103,27 +103,34 @@ fn unique() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Push as [`Push`] says.
-pub fn push(p: &Push<'_>) -> Result<Pushed, ForgeError> {
+/// Run `git -C REPO ARGS` against the remote with the credential helper (and its file, for
+/// this call only), asking nothing of a terminal.
+fn git_with_credential(p: &Push<'_>, args: &[&str]) -> Result<std::process::Output, ForgeError> {
     let file = write_credential(p)?;
-    let lease = format!(
-        "--force-with-lease=refs/heads/{}:{}",
-        p.branch,
-        p.lease.unwrap_or("")
-    );
-    let refspec = format!("{}:refs/heads/{}", p.sha, p.branch);
     let out = Command::new("git")
         .arg("-C")
         .arg(p.repo)
-        .args(["push", "--porcelain", &lease, p.remote, &refspec])
+        .args(args)
         .envs(git_env(&file.0))
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| ForgeError::Push {
             remote: p.remote.into(),
             reason: format!("cannot run git: {e}"),
-        })?;
+        });
     drop(file);
+    out
+}
+
+/// Push as [`Push`] says.
+pub fn push(p: &Push<'_>) -> Result<Pushed, ForgeError> {
+    let lease = format!(
+        "--force-with-lease=refs/heads/{}:{}",
+        p.branch,
+        p.lease.unwrap_or("")
+    );
+    let refspec = format!("{}:refs/heads/{}", p.sha, p.branch);
+    let out = git_with_credential(p, &["push", "--porcelain", &lease, p.remote, &refspec])?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if out.status.success() {
@@ -149,26 +156,9 @@ pub fn push(p: &Push<'_>) -> Result<Pushed, ForgeError> {
 /// Fetch `branch` of `remote` into `refs/yoi/forge/<branch>` and answer its commit (None when
 /// the remote has no such branch), with the same credential handling as [`push`].
 pub fn fetch(p: &Push<'_>) -> Result<Option<String>, ForgeError> {
-    let file = write_credential(p)?;
     let local = format!("refs/yoi/forge/{}", p.branch);
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(p.repo)
-        .args([
-            "fetch",
-            "--no-tags",
-            "--force",
-            p.remote,
-            &format!("refs/heads/{}:{local}", p.branch),
-        ])
-        .envs(git_env(&file.0))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| ForgeError::Push {
-            remote: p.remote.into(),
-            reason: format!("cannot run git: {e}"),
-        })?;
-    drop(file);
+    let refspec = format!("refs/heads/{}:{local}", p.branch);
+    let out = git_with_credential(p, &["fetch", "--no-tags", "--force", p.remote, &refspec])?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         if stderr.contains("couldn't find remote ref") {

@@ -219,6 +219,14 @@ pub(crate) fn is_pull_request(ws: &Workspace, a: &Assignment) -> bool {
             == Some(Output::PullRequest)
 }
 
+/// The step that verifies a head again when the branch moved after its approval: the one after
+/// the first (unless that ends the flow), else the first.
+pub(crate) fn reverify_step(flow: &Flow) -> &Step {
+    flow.after(&flow.first().id)
+        .filter(|s| !s.output.ends())
+        .unwrap_or_else(|| flow.first())
+}
+
 /// The merge step of a flow (its last).
 fn merge_step(flow: &Flow) -> &Step {
     flow.steps

@@ -148,10 +148,7 @@ fn merge_one(
     };
     if head != approved {
         let flow = crate::flows::of_ticket(ws, ticket)?;
-        let again = flow
-            .after(&flow.first().id)
-            .filter(|s| !s.output.ends())
-            .unwrap_or_else(|| flow.first());
+        let again = super::flow::reverify_step(&flow);
         return send_back(
             &again.id,
             again.role,

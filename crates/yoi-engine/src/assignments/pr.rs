@@ -229,10 +229,7 @@ fn pr_one(
     if local != head {
         // The branch moved after the approval: what is pushed must be verified and reviewed.
         let flow = crate::flows::of_ticket(ws, ticket)?;
-        let again = flow
-            .after(&flow.first().id)
-            .filter(|s| !s.output.ends())
-            .unwrap_or_else(|| flow.first());
+        let again = super::flow::reverify_step(&flow);
         let reason = format!(
             "the branch {} moved from the approved commit {head} to {local}; {local} is verified and reviewed again before it is pushed",
             place.branch

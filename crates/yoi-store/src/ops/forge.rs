@@ -7,12 +7,11 @@
 //!
 //! Nothing here carries the forge credential: the attributes are numbers, SHAs, URLs and names.
 
-use serde_json::json;
 use yoi_core::principal::PrincipalKind;
 use yoi_core::thread::{Event, EventKind};
 use yoi_core::State;
 
-use super::edit::append_one;
+use super::signal::append_in;
 use super::{Ctx, Outcome};
 use crate::error::{Permission, StoreError};
 use crate::workspace::Workspace;
@@ -36,15 +35,12 @@ pub fn record_forge(
     for (k, v) in attrs {
         event = event.with_attr(k, v.clone());
     }
-    let payload = json!({ "body": event.body, "attrs": event.attrs });
-    append_one(ws, ctx, query, "record_forge", &payload, |id, item| {
-        if !matches!(item.state, State::Inprogress | State::Done) {
-            return Err(StoreError::StaleState {
-                ticket: id.clone(),
-                expected: State::Inprogress,
-                found: item.state,
-            });
-        }
-        Ok(event)
-    })
+    append_in(
+        ws,
+        ctx,
+        query,
+        "record_forge",
+        event,
+        &[State::Inprogress, State::Done],
+    )
 }

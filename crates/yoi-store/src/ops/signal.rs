@@ -178,7 +178,7 @@ pub fn record_attempt(
 }
 
 /// Append `event` to a ticket in one of `states`, with replay by operation id.
-fn append_in(
+pub(super) fn append_in(
     ws: &Workspace,
     ctx: &Ctx,
     query: &str,

@@ -243,3 +243,48 @@ fn a_slash_comment_puts_the_required_skill_then_the_workflow_in_the_coders_promp
     let reviewer = prompt("review", "reviewer-0");
     assert!(!reviewer.contains("WORKFLOW-BODY"), "{reviewer}");
 }
+
+/// `GET /api/v1/skills` leaves a `disable-model-invocation: true` skill out for a pod's token
+/// (what a pod lists in its agent's prompt) and shows it to a person's.
+#[test]
+fn a_pod_token_never_lists_a_people_only_skill() {
+    let repo = workspace();
+    write(
+        &repo,
+        ".yoi/skills/people-only/SKILL.md",
+        "---\nname: people-only\ndescription: Named by people.\ndisable-model-invocation: true\n---\n\nBODY\n",
+    );
+    let server = Server::start(&repo);
+    let token = repo
+        .yoi(&["token", "create", "--name", "c1", "--scope", "pod:coder"])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (status, v) = server.get(&repo, "/skills");
+    assert_eq!(status, 200);
+    assert!(names(&v).contains(&"people-only".to_string()), "{v}");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let v: serde_json::Value = agent
+        .get(&format!("http://{}/api/v1/skills", server.addr))
+        .header("Authorization", &format!("Bearer {token}"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_json()
+        .unwrap();
+    let listed = names(&v);
+    assert!(listed.contains(&"owasp-checklist".to_string()), "{v}");
+    assert!(!listed.contains(&"people-only".to_string()), "{v}");
+}

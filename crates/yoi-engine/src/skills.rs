@@ -37,6 +37,8 @@ pub enum SkillError {
     Store(#[from] StoreError),
     #[error("no skill named `{name}` in the catalog")]
     Unknown { name: String },
+    #[error("skill `{name}` has `disable-model-invocation: true`: agents cannot activate it; a person names it (`requires` in a workflow, `#{name}` in the ticket)")]
+    NotForAgents { name: String },
 }
 
 impl SkillError {
@@ -48,6 +50,7 @@ impl SkillError {
             SkillError::Proposal(e) => e.class(),
             SkillError::Store(e) => e.class(),
             SkillError::Unknown { .. } => ErrorClass::NotFound,
+            SkillError::NotForAgents { .. } => ErrorClass::NotPermitted,
         }
     }
 
@@ -66,7 +69,8 @@ impl SkillError {
             SkillError::Activate(_)
             | SkillError::Resource(_)
             | SkillError::Proposal(_)
-            | SkillError::Unknown { .. } => self.class().code(),
+            | SkillError::Unknown { .. }
+            | SkillError::NotForAgents { .. } => self.class().code(),
         }
     }
 }
@@ -85,6 +89,12 @@ pub fn activate_for_agent(
     assignment: Option<&str>,
     now: Timestamp,
 ) -> Result<Activation, SkillError> {
+    if load_catalog(ws)
+        .get(name)
+        .is_some_and(|s| s.meta().disable_model_invocation)
+    {
+        return Err(SkillError::NotForAgents { name: name.into() });
+    }
     if assignment.is_some_and(|a| a != own) {
         return Err(SkillError::Store(StoreError::NotPermitted {
             reason: yoi_store::error::Permission::ActivateForOwnAssignment {

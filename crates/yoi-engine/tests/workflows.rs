@@ -469,3 +469,36 @@ fn a_skill_named_with_a_hash_in_the_brief_or_a_persons_comment_is_given_to_every
         vec!["a-b", "d", "f"]
     );
 }
+
+#[test]
+fn an_agent_cannot_activate_a_people_only_skill_but_a_workflow_requiring_it_brings_its_body() {
+    let (f, id) = setup();
+    write(
+        &f,
+        ".yoi/skills/people-only/SKILL.md",
+        "---\nname: people-only\ndescription: Named by people.\ndisable-model-invocation: true\n---\n\nPEOPLE-ONLY-BODY\n",
+    );
+    write(
+        &f,
+        ".yoi/workflow/with-people-only.md",
+        "---\ndescription: d\nrequires: [people-only]\n---\nWITH-BODY\n",
+    );
+    comment(&f, &f.human(), &id, "/with-people-only").unwrap();
+    let pod = accept_and_register(&f, &id);
+    let work = claim(&f, &pod, 1);
+    let own = work.assignment.id.clone();
+    assert!(work.workflow.unwrap().contains("PEOPLE-ONLY-BODY"));
+    let e = yoi_engine::skills::activate_for_agent(
+        &f.ws,
+        &f.db,
+        "people-only",
+        "pod:agent/x".into(),
+        &own,
+        None,
+        None,
+        at(2),
+    )
+    .unwrap_err();
+    assert_eq!(e.class(), ErrorClass::NotPermitted, "{e}");
+    assert!(e.to_string().contains("disable-model-invocation"), "{e}");
+}

@@ -139,6 +139,12 @@ impl SkillEntry {
         }
     }
 
+    /// Whether agents may see and activate it: valid and without
+    /// `disable-model-invocation: true`.
+    pub fn for_agents(&self) -> bool {
+        self.valid && !self.meta.disable_model_invocation
+    }
+
     /// The list-view projection (progressive disclosure level 1).
     pub fn summary(&self) -> SkillSummary {
         SkillSummary {

@@ -45,6 +45,10 @@ pub struct SkillMeta {
     pub metadata: BTreeMap<String, String>,
     /// The raw `allowed-tools` string; see [`SkillMeta::allowed_tools_list`].
     pub allowed_tools: Option<String>,
+    /// `disable-model-invocation: true` (Claude Code's key, not the specification's): the skill
+    /// stays out of agents' catalogs and agents cannot activate it; people still name it
+    /// (`requires`, `#name`).
+    pub disable_model_invocation: bool,
 }
 
 impl SkillMeta {

@@ -12,7 +12,7 @@ use crate::catalog::Catalog;
 /// The `<available_skills>` block, or `""` when no skill is valid.
 pub fn render_available_skills(catalog: &Catalog) -> String {
     let mut out = String::new();
-    for skill in catalog.valid_skills() {
+    for skill in catalog.valid_skills().filter(|s| s.for_agents()) {
         if out.is_empty() {
             out.push_str("<available_skills>\n");
         }

@@ -253,3 +253,32 @@ fn a_linked_workflow_file_is_refused_not_followed() {
     assert_eq!(rules_of(&set, "linked"), vec![rules::FILE_READ]);
     assert!(set.get("linked").is_none());
 }
+
+#[test]
+fn a_skill_with_disable_model_invocation_is_kept_out_of_agents_catalogs_but_stays_valid() {
+    let tmp = repo();
+    write_skill(
+        &tmp.path().join(".yoi/skills"),
+        "people-only",
+        "---\nname: people-only\ndescription: Only when a person names it.\ndisable-model-invocation: true\n---\n\nBODY\n",
+    );
+    let catalog = Catalog::load(&CatalogConfig::new(tmp.path()));
+    let entry = catalog.get("people-only").unwrap();
+    assert!(entry.valid, "{:?}", entry.diagnostics);
+    assert!(entry.meta().disable_model_invocation);
+    assert!(!entry.for_agents());
+    assert_eq!(entry.diagnostics[0].rule, rules::FM_UNKNOWN);
+    assert!(entry.diagnostics[0].message.contains("yoi honours it"));
+    let listed = yoi_skills::render_available_skills(&catalog);
+    assert!(
+        listed.contains("owasp-checklist") && !listed.contains("people-only"),
+        "{listed}"
+    );
+    // A workflow may still require it: people name it.
+    workflow(
+        tmp.path(),
+        "uses-it.md",
+        "---\ndescription: d\nrequires: [people-only]\n---\nx\n",
+    );
+    assert!(load(tmp.path()).get("uses-it").is_some());
+}

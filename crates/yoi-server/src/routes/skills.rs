@@ -58,10 +58,21 @@ pub struct ProposalList {
 #[utoipa::path(operation_id = "list_skills", get, path = "/api/v1/skills", responses((status = 200, body = SkillList)), security(("bearer" = [])), tag = "skills")]
 pub async fn list(
     State(s): State<AppState>,
-    _a: Authed<ReadTickets>,
+    Authed(c, ..): Authed<ReadTickets>,
 ) -> Result<Json<SkillList>, ApiError> {
+    // Pods and agents never see a skill that keeps itself out of agents' catalogs
+    // (`disable-model-invocation: true`, docs/skills.md); people and read tokens see all.
+    let person = matches!(c.token.scope, yoi_db::Scope::Human | yoi_db::Scope::Read);
     let skills = s
-        .blocking("catalog", |ws| glue::load_catalog(ws).list())
+        .blocking("catalog", move |ws| {
+            let catalog = glue::load_catalog(ws);
+            catalog
+                .skills()
+                .iter()
+                .filter(|e| person || !e.meta().disable_model_invocation)
+                .map(|e| e.summary())
+                .collect::<Vec<_>>()
+        })
         .await?;
     Ok(Json(SkillList {
         count: skills.len(),

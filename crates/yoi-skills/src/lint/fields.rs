@@ -16,6 +16,9 @@ use super::{
 use crate::diagnostic::{rules, Diagnostic};
 use crate::parse::SkillFile;
 
+/// The client key (Claude Code's) that keeps a skill out of agents' catalogs; yoi honours it.
+pub const DISABLE_MODEL_INVOCATION: &str = "disable-model-invocation";
+
 /// The six top-level fields the Agent Skills specification defines.
 pub const KNOWN_FIELDS: [&str; 6] = [
     "name",
@@ -207,9 +210,23 @@ pub(super) fn check_fields(
         },
     }
 
+    if let Some(Value::Bool(b)) = field(DISABLE_MODEL_INVOCATION) {
+        meta.disable_model_invocation = *b;
+    }
+
     for key in file.frontmatter.keys() {
         match key {
             Value::String(k) if KNOWN_FIELDS.contains(&k.as_str()) => {}
+            // Not the specification's (skills-ref rejects it), but yoi honours it.
+            Value::String(k) if k == DISABLE_MODEL_INVOCATION => out.push(Diagnostic::warning(
+                rules::FM_UNKNOWN,
+                format!(
+                    "`{k}` is not in the specification (the reference validator rejects it); yoi \
+                     honours it: with `true` the skill stays out of agents' catalogs and only \
+                     people name it"
+                ),
+                at(k),
+            )),
             Value::String(k) => out.push(Diagnostic::warning(
                 rules::FM_UNKNOWN,
                 format!(

@@ -113,14 +113,13 @@ pub struct Limit {
 impl Limit {
     /// How far `spent` is into the limit: the larger share of money and tokens.
     fn share(&self, spent: &Spent) -> f64 {
+        // In whole millionths of a USD, as spend is counted: $0.04 of $0.05 is 80%, not
+        // 79.99…% as in binary fractions.
         let money = self
             .usd
-            .map(|l| {
-                if l <= 0.0 {
-                    f64::INFINITY
-                } else {
-                    spent.usd() / l
-                }
+            .map(|l| match (l * 1e6).round() as i64 {
+                micros if micros <= 0 => f64::INFINITY,
+                micros => spent.cost_micros as f64 / micros as f64,
             })
             .unwrap_or(0.0);
         let tokens = self
@@ -531,6 +530,16 @@ mod tests {
             tokens: Some(1000),
         };
         assert!((l.share(&spent) - 0.9).abs() < 1e-9);
+        let four_cents = Spent {
+            cost_micros: 40_000,
+            tokens: 0,
+            attempts: 2,
+        };
+        let five = Limit {
+            usd: Some(0.05),
+            tokens: None,
+        };
+        assert!(five.share(&four_cents) >= 0.8, "80% exactly");
         assert_eq!(Limit::default().share(&spent), 0.0);
         assert_eq!(day_start(86_400_000 * 3 + 5), 86_400_000 * 3);
         assert_eq!(day_start(-1), -86_400_000);

@@ -1,0 +1,176 @@
+//! Spending within limits through the real `yoi serve`, its supervised pods and a scripted agent
+//! (docs/budgets.md): rate limits pause the agent and never open the circuit, and a ticket that
+//! reaches its budget in its second round waits, is let go on by a person, and merges.
+
+mod common;
+
+use common::pods::{assignments, state_of, until, until_swept, workspace_with_reviewer};
+use common::server::Server;
+use common::Repo;
+
+const BRIEF: &str = "## Intent\nLeave a note.\n\n## Acceptance criteria\n- notes.txt exists\n\n## Validation\n`test -f notes.txt`\n";
+
+fn with_config(repo: &Repo, extra: &str) {
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\n{extra}\n")).unwrap();
+    yoi_testkit::commit_all(repo.path(), "config");
+}
+
+fn queued(repo: &Repo) -> String {
+    let id = repo.create("Leave a note", BRIEF);
+    repo.yoi(&["ticket", "mark-ready", &id]).ok();
+    repo.yoi(&["ticket", "queue", &id]).ok();
+    id
+}
+
+fn thread(repo: &Repo, id: &str) -> String {
+    std::fs::read_to_string(repo.ticket_dir(id).join("thread.md")).unwrap()
+}
+
+fn json(out: &common::Output) -> serde_json::Value {
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+#[test]
+fn rate_limits_pause_the_agent_and_never_open_the_circuit_and_the_ticket_merges() {
+    // Three refusals in a row — as many failures would open the circuit — then the work.
+    let repo = workspace_with_reviewer(
+        "attempt 1 say Error: 429 Too Many Requests (rate_limit_error). Retry-After: 3\n\
+         attempt 1 exit 1\n\
+         attempt 2 say Error: 429 Too Many Requests (rate_limit_error). Retry-After: 2\n\
+         attempt 2 exit 1\n\
+         attempt 3 say Error: 429 Too Many Requests (rate_limit_error). Retry-After: 2\n\
+         attempt 3 exit 1\n\
+         write notes.txt noted\\n\n\
+         done wrote the note\n",
+        "say YOI-VERDICT: approve\ndone reviewed\n",
+    );
+    let id = queued(&repo);
+    let server = Server::spawn(&repo);
+    let implement = |status: &str| {
+        assignments(&server, &repo, &id)
+            .iter()
+            .filter(|a| a["step"] == "implement" && a["status"] == status)
+            .count()
+    };
+    until("the first rate-limited attempt", || {
+        implement("rate_limited") >= 1
+    });
+    // The agent is paused, and says why and until when.
+    let (status, limits) = server.get(&repo, "/limits");
+    assert_eq!(status, 200, "{limits}");
+    let pause = limits["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["subject"] == "agent:fake")
+        .cloned()
+        .unwrap_or_else(|| panic!("agent:fake is paused: {limits}"));
+    assert_eq!(pause["reason"], "rate_limited");
+    assert!(
+        pause["message"].as_str().unwrap().contains("429"),
+        "{pause}"
+    );
+    let listed = repo.yoi(&["agent", "list"]).ok();
+    assert!(listed.stdout.contains("agent:fake"), "{}", listed.stdout);
+    until("the ticket to be merged", || state_of(&repo, &id) == "done");
+    assert_eq!((implement("rate_limited"), implement("completed")), (3, 1));
+    assert_eq!(implement("failed"), 0);
+    let t = thread(&repo, &id);
+    assert_eq!(t.matches("outcome: rate_limited").count(), 3, "{t}");
+    assert!(!t.contains("event: attention"), "no circuit opened: {t}");
+    // Got through: the strikes are gone.
+    let (_, limits) = server.get(&repo, "/limits");
+    assert_eq!(limits["pauses"], serde_json::json!([]), "{limits}");
+}
+
+#[test]
+fn a_ticket_that_reaches_its_budget_in_round_two_waits_for_a_person_then_merges() {
+    let coder = "say Tokens: 1k sent, 100 received. Cost: $0.03 message, $0.03 session.\n\
+                 attempt 1 write notes.txt one\\n\n\
+                 attempt 2 write notes.txt two\\n\n\
+                 done wrote the note\n";
+    let reviewer = "say Tokens: 500 sent, 50 received. Cost: $0.01 message, $0.01 session.\n\
+                    attempt 1 say YOI-VERDICT: request_changes\n\
+                    attempt 1 say YOI-FINDING: say two\n\
+                    attempt 1 done asked for a change\n\
+                    attempt 2 say YOI-VERDICT: approve\n\
+                    attempt 2 done reviewed\n";
+    let repo = workspace_with_reviewer(coder, reviewer);
+    with_config(&repo, "[budget]\nticket_usd = 0.05\n");
+    let id = queued(&repo);
+    let server = Server::spawn(&repo);
+    // Round one: $0.03 + $0.01 is 80% of $0.05 — said once; round two's coder passes it.
+    until("the ticket to reach its budget", || {
+        thread(&repo, &id).contains("reason: budget_reached")
+    });
+    let t = thread(&repo, &id);
+    assert_eq!(t.matches("reason: budget_near").count(), 1, "{t}");
+    assert!(t.contains("$0.07 of $0.05"), "{t}");
+    // It waits: in progress, its next step pending and unclaimed, whole sweeps later.
+    until_swept(&server, &repo);
+    until_swept(&server, &repo);
+    assert_eq!(state_of(&repo, &id), "inprogress");
+    let rows = assignments(&server, &repo, &id);
+    let pending: Vec<_> = rows.iter().filter(|a| a["status"] == "pending").collect();
+    assert_eq!(pending.len(), 1, "{rows:?}");
+    assert_eq!(pending[0]["step"], "verify");
+    let budget = json(&repo.yoi(&["ticket", "budget", &id, "--json"]).ok());
+    assert_eq!(budget["held"]["ticket"], id.as_str(), "{budget}");
+    assert_eq!(budget["spent"]["cost_micros"], 70_000, "{budget}");
+    // A person adds to it (through the server), and it goes on to the merge.
+    repo.yoi(&[
+        "ticket", "budget", &id, "--add", "0.50", "--note", "worth it",
+    ])
+    .ok();
+    until("the ticket to be merged", || state_of(&repo, &id) == "done");
+    let t = thread(&repo, &id);
+    assert!(
+        t.contains("event: budget") && t.contains("add_usd: 0.5"),
+        "{t}"
+    );
+    let budget = json(&repo.yoi(&["ticket", "budget", &id, "--json"]).ok());
+    assert_eq!(budget["held"], serde_json::Value::Null, "{budget}");
+    assert_eq!(budget["limit_usd"], 0.55, "{budget}");
+    // Where the money went.
+    let costs = json(&repo.yoi(&["cost", "--by", "ticket", "--json"]).ok());
+    assert_eq!(costs["costs"]["rows"][0]["key"], id.as_str(), "{costs}");
+    assert_eq!(costs["costs"]["rows"][0]["cost_micros"], 80_000, "{costs}");
+    let page = dashboard_page(&repo, "/costs");
+    assert!(page.contains("<svg") && page.contains(&id), "{page}");
+    assert!(page.contains("<rect") && page.contains("fake"), "{page}");
+}
+
+/// Dashboard page `path`, through a session started with `yoi dashboard`'s one-time link.
+fn dashboard_page(repo: &Repo, path: &str) -> String {
+    let out = repo.yoi(&["dashboard", "--no-open"]).ok();
+    let link = out
+        .stdout
+        .split_whitespace()
+        .find(|w| w.contains("/login?code="))
+        .unwrap_or_else(|| panic!("a login link: {}", out.stdout))
+        .to_string();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let res = agent.get(&link).call().unwrap();
+    assert_eq!(res.status(), 303, "the login link starts a session");
+    let cookie = res.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let base = link.split("/login").next().unwrap();
+    let mut res = agent
+        .get(&format!("{base}{path}"))
+        .header("Cookie", &cookie)
+        .call()
+        .unwrap();
+    assert_eq!(res.status(), 200, "{path}");
+    res.body_mut().read_to_string().unwrap()
+}

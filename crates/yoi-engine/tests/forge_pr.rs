@@ -466,3 +466,36 @@ fn a_push_whose_record_a_crash_lost_is_not_taken_for_a_persons() {
     assert_eq!(actions, ["pushed", "opened", "merged"]);
     assert_eq!(s.fake.pulls().len(), 1);
 }
+
+/// Reconciling open pull requests when nothing changed: every read is conditional and the
+/// forge answers 304 (which costs nothing against the primary limit), and nothing is written.
+#[test]
+fn a_pass_over_unchanged_pull_requests_is_answered_304() {
+    // The fixture accepts at most ten tickets in progress.
+    const N: usize = 8;
+    let s = setup(|_| {});
+    s.fake.set_ruleset_checks("main", &["ci"]);
+    for i in 0..N {
+        s.approved(&format!("Ticket {i}"), (i as i64) * 100);
+    }
+    asg::flow_tick(&s.f.ws, &s.f.db, at(10_000)).unwrap();
+    let t = s.tick(10_100);
+    assert_eq!(t.opened.len(), N, "{t:?}");
+    // The second pass reads what the first one left: the verdicts are posted, so it writes.
+    s.tick(10_200);
+    let before = s.fake.requests().len();
+    let t = s.tick(10_300);
+    assert_eq!(t.waiting.len(), N, "{t:?}");
+    let pass: Vec<_> = s.fake.requests().split_off(before);
+    let gets = pass.iter().filter(|r| r.method == "GET").count();
+    let not_modified = pass.iter().filter(|r| r.status == 304).count();
+    assert_eq!(
+        gets,
+        pass.len(),
+        "a pass over unchanged pull requests writes nothing"
+    );
+    assert!(
+        not_modified * 10 >= gets * 9,
+        "{not_modified} of {gets} answered 304"
+    );
+}

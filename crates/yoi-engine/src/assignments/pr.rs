@@ -82,10 +82,12 @@ pub fn forge_tick(
         .into_iter()
         .filter(|a| a.status == AssignmentStatus::Pending && is_pull_request(ws, a))
         .collect();
+    // The required checks of a target branch, read once a pass whatever the pull requests.
+    let mut required = std::collections::HashMap::new();
     for a in due {
         let _guard = results_lock();
         let ticket = super::finish::ticket_of(&a)?;
-        match pr_one(ws, index, env, &ticket, &a, now, &mut tick) {
+        match pr_one(ws, index, env, &ticket, &a, now, &mut required, &mut tick) {
             Ok(()) => {}
             Err(StepError::Forge(e)) => {
                 tracing::info!(ticket = %a.ticket, error = %e, "a forge call failed; it is tried again");
@@ -201,6 +203,7 @@ fn pr_one(
     ticket: &TicketId,
     a: &Assignment,
     now: Timestamp,
+    required_of: &mut std::collections::HashMap<String, gate::Required>,
     tick: &mut ForgeTick,
 ) -> Result<(), StepError> {
     let repo = ws.root();
@@ -381,9 +384,16 @@ fn pr_one(
     }
     // 4. The gate, for exactly this head.
     let reviews = env.forge.reviews(pr.number)?;
-    let required = env
-        .forge
-        .required_checks(&target, &env.section.required_checks)?;
+    let required = match required_of.get(&target) {
+        Some(r) => r.clone(),
+        None => {
+            let r = env
+                .forge
+                .required_checks(&target, &env.section.required_checks)?;
+            required_of.insert(target.clone(), r.clone());
+            r
+        }
+    };
     let g = gate::evaluate(&GateInput {
         head: &head,
         checks: &checks,

@@ -9,6 +9,7 @@ pub mod http;
 pub mod smtp;
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use yoi_engine::notify::{deliver_channel, Notification, Notifier, Sender, Sent};
@@ -17,7 +18,9 @@ use yoi_store::notify_config::{ChannelKind, NotifyChannel};
 use crate::auth::now;
 use crate::state::AppState;
 
-/// How often the loops look for new entries and due deliveries.
+/// How often the promise loop looks for new entries when nothing in this server woke it.
+const LOOK_EVERY: Duration = Duration::from_millis(250);
+/// How often a channel looks for retries that came due when no new promise woke it.
 const EVERY: Duration = Duration::from_secs(1);
 /// Deliveries one channel sends per sweep.
 const PER_SWEEP: i64 = 20;
@@ -117,25 +120,33 @@ pub fn spawn(state: AppState) -> Vec<tokio::task::JoinHandle<()>> {
     if channels.is_empty() {
         return Vec::new();
     }
-    let adapters = std::sync::Arc::new(Adapters::new(Secrets::from_env(&channels)));
-    let mut tasks = vec![tokio::spawn(promise_loop(state.clone()))];
+    let adapters = Arc::new(Adapters::new(Secrets::from_env(&channels)));
+    // A new promise wakes every channel at once, so an entry is sent within one sweep.
+    let promised = Arc::new(tokio::sync::Notify::new());
+    let mut tasks = vec![tokio::spawn(promise_loop(state.clone(), promised.clone()))];
     for c in channels {
-        tasks.push(tokio::spawn(channel_loop(
-            state.clone(),
-            c,
-            adapters.clone(),
-        )));
+        let loop_of = channel_loop(state.clone(), c, adapters.clone(), promised.clone());
+        tasks.push(tokio::spawn(loop_of));
     }
     tasks
 }
 
-async fn promise_loop(state: AppState) {
+/// Promise deliveries for new entries: when this server changed something, and every
+/// [`LOOK_EVERY`] for writes by other processes (they reach the index through the file watch).
+async fn promise_loop(state: AppState, promised: Arc<tokio::sync::Notify>) {
     let mut closing = state.closing.subscribe();
-    let mut notifier = std::sync::Arc::new(std::sync::Mutex::new(Notifier::default()));
+    let mut changed = state.changed.subscribe();
+    let mut notifier = Arc::new(Mutex::new(Notifier::default()));
     let base = link_base(&state);
     loop {
         if *closing.borrow() {
             break;
+        }
+        changed.borrow_and_update();
+        // Writes by other processes (a CLI, a hand edit) reach the index here first, as they
+        // do before every request.
+        if let Err(e) = state.settle().await {
+            tracing::warn!(error = %e.message, "reading changed ticket files before promising notifications");
         }
         let st = state.clone();
         let n = notifier.clone();
@@ -146,7 +157,8 @@ async fn promise_loop(state: AppState) {
         })
         .await;
         match done {
-            Ok(Ok(_)) => {}
+            Ok(Ok(0)) => {}
+            Ok(Ok(_)) => promised.notify_waiters(),
             Ok(Err(e)) => {
                 tracing::error!(error = %e, "promising notifications failed; it runs again")
             }
@@ -156,18 +168,30 @@ async fn promise_loop(state: AppState) {
             }
         }
         tokio::select! {
-            _ = tokio::time::sleep(EVERY) => {}
+            _ = tokio::time::sleep(LOOK_EVERY) => {}
+            _ = changed.changed() => {}
             _ = closing.changed() => {}
         }
     }
 }
 
-async fn channel_loop(state: AppState, channel: NotifyChannel, adapters: std::sync::Arc<Adapters>) {
+/// Send one channel's due deliveries: at once after a new promise, and every [`EVERY`] for
+/// the retries that come due.
+async fn channel_loop(
+    state: AppState,
+    channel: NotifyChannel,
+    adapters: Arc<Adapters>,
+    promised: Arc<tokio::sync::Notify>,
+) {
     let mut closing = state.closing.subscribe();
     loop {
         if *closing.borrow() {
             break;
         }
+        // Registered before the sweep, so a promise made during it wakes the next one.
+        let woken = promised.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
         let st = state.clone();
         let c = channel.clone();
         let a = adapters.clone();
@@ -176,6 +200,10 @@ async fn channel_loop(state: AppState, channel: NotifyChannel, adapters: std::sy
         })
         .await;
         match done {
+            // A full batch: more may be due, so the next sweep runs at once.
+            Ok(Ok(d)) if d.delivered + d.failed + d.gave_up + d.skipped >= PER_SWEEP as usize => {
+                continue
+            }
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
                 tracing::error!(channel = %channel.name, error = %e, "a notification sweep failed; it runs again")
@@ -186,6 +214,7 @@ async fn channel_loop(state: AppState, channel: NotifyChannel, adapters: std::sy
         }
         tokio::select! {
             _ = tokio::time::sleep(EVERY) => {}
+            _ = woken => {}
             _ = closing.changed() => {}
         }
     }

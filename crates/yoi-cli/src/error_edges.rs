@@ -769,7 +769,7 @@ fn accept_error() {
     );
 }
 
-const N_SKILL: usize = 5;
+const N_SKILL: usize = 6;
 fn tag_skill(e: &SkillError) -> usize {
     match e {
         SkillError::Activate(_) => 0,
@@ -777,6 +777,7 @@ fn tag_skill(e: &SkillError) -> usize {
         SkillError::Proposal(_) => 2,
         SkillError::Store(_) => 3,
         SkillError::Unknown { .. } => 4,
+        SkillError::NotForAgents { .. } => 5,
     }
 }
 
@@ -800,6 +801,7 @@ fn skill_error() {
                 waited: Duration::from_secs(1),
             }) => Busy 1 503,
             SkillError::Unknown { name: s("nope") } => NotFound 1 404,
+            SkillError::NotForAgents { name: s("people-only") } => NotPermitted 1 403,
         ],
         skill,
     );

@@ -31,6 +31,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::role::{Role, ServiceStep};
 
+mod trigger;
+
+pub use trigger::{words, TicketFacts, Trigger};
+
 /// The flow file name suffix.
 pub const FLOW_SUFFIX: &str = ".flow.yaml";
 /// The flow every ticket follows unless told otherwise.
@@ -135,6 +139,9 @@ pub struct Flow {
     pub title: String,
     pub max_rounds: u32,
     pub steps: Vec<Step>,
+    /// Which tickets without a `flow:` key it serves (docs/flows.md, "Triggers").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
 }
 
 /// A problem in a flow file, at a line (1-based; 0 when it is about the whole file).
@@ -211,6 +218,7 @@ pub fn builtin(max_rounds: u32) -> Flow {
             step("review", Output::Verdict),
             step("merge", Output::Merge),
         ],
+        trigger: None,
     }
 }
 
@@ -223,6 +231,19 @@ struct RawFlow {
     #[serde(default)]
     max_rounds: Option<u32>,
     steps: Vec<RawStep>,
+    #[serde(default)]
+    trigger: Option<RawTrigger>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTrigger {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    labels: Vec<String>,
+    #[serde(default)]
+    title_words: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -418,6 +439,16 @@ pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem
                 .into(),
         );
     }
+    let trigger = match raw.trigger {
+        None => None,
+        Some(t) => match Trigger::new(t.kind, t.labels, t.title_words) {
+            Ok(t) => Some(t),
+            Err(m) => {
+                problem(key_line("trigger"), m);
+                None
+            }
+        },
+    };
     if problems.is_empty() {
         Ok(Flow {
             schema_version: raw.schema_version,
@@ -425,10 +456,28 @@ pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem
             title: raw.title,
             max_rounds,
             steps,
+            trigger,
         })
     } else {
         Err(problems)
     }
+}
+
+/// What is allowed but probably a mistake in a checked flow (warnings, never errors): a flow
+/// of more than four steps, or fewer than two that run an agent or the verifier.
+pub fn advice(flow: &Flow) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if !(2..=4).contains(&flow.steps.len()) {
+        out.push(Problem {
+            line: 0,
+            message: format!(
+                "{} steps: flows of two to four steps are easiest to follow and to debug; \
+                 consider splitting this one",
+                flow.steps.len()
+            ),
+        });
+    }
+    out
 }
 
 /// `90s`, `30m`, `2h` or a number of seconds.

@@ -3,6 +3,10 @@
 //! reason) and never stops anything else; a ticket that names a missing or invalid flow is
 //! returned to planning by the router with the reason ([`resolve`]). At acceptance the ticket's
 //! flow is frozen with its IntentPacket, and the flow engine reads it from there ([`of_ticket`]).
+//!
+//! A ticket without `flow:` runs the narrowest flow whose trigger it matches, else the default
+//! ([`resolve`]). Two flow files whose triggers one ticket could match with neither narrower
+//! are both skipped, each naming the other, so no ticket ever has two flows ([`scan`]).
 
 use std::path::{Path, PathBuf};
 use yoi_core::Role;
@@ -28,6 +32,10 @@ pub struct FlowFile {
     pub flow: Option<Flow>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
+    /// What is allowed but probably a mistake (more than four steps, more than three flows
+    /// for one kind of ticket); never stops the file from being used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Problem>,
 }
 
 impl FlowFile {
@@ -84,6 +92,7 @@ pub fn lint_file(ws: &Workspace, path: &Path) -> FlowFile {
         Ok(f) => FlowFile {
             file,
             name: stem.into(),
+            warnings: flow::advice(&f),
             flow: Some(f),
             problems: vec![],
         },
@@ -92,6 +101,7 @@ pub fn lint_file(ws: &Workspace, path: &Path) -> FlowFile {
             name: stem.into(),
             flow: None,
             problems,
+            warnings: vec![],
         },
     }
 }
@@ -102,6 +112,7 @@ fn invalid(file: String, name: String, line: usize, message: String) -> FlowFile
         name,
         flow: None,
         problems: vec![Problem { line, message }],
+        warnings: vec![],
     }
 }
 
@@ -120,7 +131,60 @@ pub fn scan(ws: &Workspace) -> Vec<FlowFile> {
         .map(|p| lint_file(ws, &p))
         .collect();
     files.sort_by(|a, b| a.name.cmp(&b.name));
+    check_triggers(&mut files);
     files
+}
+
+/// The checks only the set of flow files can make: two triggers one ticket could match with
+/// neither narrower make both files invalid, each naming the other; more than three triggered
+/// flows for one kind of ticket is a warning on each.
+pub fn check_triggers(files: &mut [FlowFile]) {
+    let triggered: Vec<(usize, flow::Trigger)> = files
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| Some((i, f.flow.as_ref()?.trigger.clone()?)))
+        .collect();
+    let mut refused: Vec<(usize, String)> = Vec::new();
+    for (a, (i, ta)) in triggered.iter().enumerate() {
+        for (j, tb) in triggered.iter().skip(a + 1) {
+            if ta.ambiguous_with(tb) {
+                let both = ta.union(tb).describe();
+                let say = |other: &FlowFile| {
+                    format!(
+                        "trigger overlaps the trigger of {}: a ticket with {both} matches both \
+                         and neither is narrower; make one of them ask for more, or give them \
+                         different kinds",
+                        other.file
+                    )
+                };
+                refused.push((*i, say(&files[*j])));
+                refused.push((*j, say(&files[*i])));
+            }
+        }
+    }
+    let mut by_kind: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+    for (i, t) in &triggered {
+        by_kind
+            .entry(t.kind.clone().unwrap_or_else(|| "any kind".into()))
+            .or_default()
+            .push(*i);
+    }
+    for (kind, at) in by_kind.into_iter().filter(|(_, v)| v.len() > 3) {
+        for i in &at {
+            files[*i].warnings.push(Problem {
+                line: 0,
+                message: format!(
+                    "{} flows are triggered for tickets of {kind}; more than three for one kind \
+                     is hard to keep apart",
+                    at.len()
+                ),
+            });
+        }
+    }
+    for (i, message) in refused {
+        files[i].problems.push(Problem { line: 0, message });
+        files[i].flow = None;
+    }
 }
 
 /// A flow a ticket may use, and where it comes from.
@@ -215,7 +279,11 @@ pub fn named(ws: &Workspace, name: &str) -> Result<Flow, Vec<String>> {
             ws.rel(&path)
         )]);
     }
-    let f = lint_file(ws, &path);
+    // Checked with the other files, so a trigger that overlaps another's is refused here too.
+    let f = scan(ws)
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| lint_file(ws, &path));
     match f.flow {
         Some(fl) => Ok(fl),
         None => Err(f
@@ -226,15 +294,42 @@ pub fn named(ws: &Workspace, name: &str) -> Result<Flow, Vec<String>> {
     }
 }
 
-/// The flow `item` runs: its `flow:` key, else `[flow] default`.
+/// The flow `item` runs: its `flow:` key, else the narrowest flow whose trigger it matches,
+/// else `[flow] default`.
 pub fn resolve(ws: &Workspace, item: &Item) -> Result<Flow, Vec<String>> {
-    let name = item
+    if let Some(name) = item
         .flow
         .as_deref()
         .map(str::trim)
         .filter(|n| !n.is_empty())
-        .unwrap_or(&ws.config.flow.default);
-    named(ws, name)
+    {
+        return named(ws, name);
+    }
+    if let Some(f) = triggered(ws, item) {
+        return Ok(f);
+    }
+    named(ws, &ws.config.flow.default)
+}
+
+/// The narrowest valid flow whose trigger `item` matches, if any.
+pub fn triggered(ws: &Workspace, item: &Item) -> Option<Flow> {
+    let facts = flow::TicketFacts::of(item);
+    let matching: Vec<Flow> = scan(ws)
+        .into_iter()
+        .filter_map(|f| f.flow)
+        .filter(|f| f.trigger.as_ref().is_some_and(|t| t.matches(&facts)))
+        .collect();
+    // The triggers that check out are ordered wherever they meet, so the matching ones form a
+    // chain and the narrowest is the one no other is narrower than.
+    matching
+        .iter()
+        .find(|f| {
+            let t = f.trigger.as_ref().expect("matched");
+            !matching
+                .iter()
+                .any(|o| o.trigger.as_ref().expect("matched").narrower_than(t))
+        })
+        .cloned()
 }
 
 /// The flow an accepted ticket runs: the one frozen with its packet, else (packets frozen

@@ -106,7 +106,12 @@ pub fn run(env: &Env, cmd: FlowCommand) -> Result<(), CliError> {
                     if !path.is_file() {
                         return Err(CliError::Usage(format!("{} is not a file", path.display())));
                     }
-                    vec![flows::lint_file(&ws, &path)]
+                    // A file of the flows folder is checked with the others (triggers).
+                    let one = flows::lint_file(&ws, &path);
+                    flows::scan(&ws)
+                        .into_iter()
+                        .find(|f| f.file == one.file)
+                        .map_or(vec![one], |f| vec![f])
                 }
                 None => flows::scan(&ws),
             };
@@ -115,11 +120,14 @@ pub fn run(env: &Env, cmd: FlowCommand) -> Result<(), CliError> {
                 output::json(&serde_json::json!({ "files": files, "errors": errors }));
             } else {
                 for f in &files {
-                    if f.problems.is_empty() {
+                    if f.problems.is_empty() && f.warnings.is_empty() {
                         println!("ok      {}", f.file);
                     }
                     for p in &f.problems {
                         println!("error   {}:{}: {}", f.file, p.line, p.message);
+                    }
+                    for p in &f.warnings {
+                        println!("warning {}:{}: {}", f.file, p.line, p.message);
                     }
                 }
                 println!("{} flow file(s), {errors} error(s)", files.len());

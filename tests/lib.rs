@@ -114,6 +114,13 @@ impl Drop for Served {
 /// stderr); returns the server and the address from its `listening on http://ADDR` line. The
 /// child's stdout is read up to that line and then left alone.
 pub fn yoi_serve(yoi: &Path, root: &Path) -> (Served, String) {
+    let (server, addr, _) = yoi_serve_with_login(yoi, root);
+    (server, addr)
+}
+
+/// [`yoi_serve`], with the dashboard's one-time login link it prints next (the stdout is read
+/// up to that line).
+pub fn yoi_serve_with_login(yoi: &Path, root: &Path) -> (Served, String, String) {
     use std::io::BufRead;
     use std::process::{Command, Stdio};
     let mut server = Command::new(yoi)
@@ -125,16 +132,24 @@ pub fn yoi_serve(yoi: &Path, root: &Path) -> (Served, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("yoi serve starts");
-    let mut line = String::new();
-    std::io::BufReader::new(server.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("read the listening line");
+    // Both lines come in one write, so reading them leaves nothing behind in the buffer.
+    let mut lines = std::io::BufReader::new(server.stdout.take().expect("piped stdout")).lines();
+    let line = lines.next().and_then(Result::ok).unwrap_or_default();
     let addr = line
         .trim()
         .strip_prefix("listening on http://")
         .unwrap_or_else(|| panic!("yoi serve printed {line:?}"))
         .to_string();
-    (Served(server), addr)
+    let login = lines
+        .next()
+        .and_then(Result::ok)
+        .and_then(|l| {
+            l.strip_prefix("dashboard: ")
+                .and_then(|r| r.split_whitespace().next())
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    (Served(server), addr, login)
 }
 
 /// Turn the router of the workspace at `root` off (`[router] enabled = false`), so a server

@@ -8,9 +8,7 @@
 //!   `--by ticket`, 10 runs;
 //! - the dashboard's `/costs` page of a running `yoi serve`, 100 requests with a session.
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -21,15 +19,6 @@ use yoi_tests::yoi_init;
 const DAY_MS: i64 = 86_400_000;
 const AGENTS: [&str; 5] = ["claude", "codex", "gemini", "aider", "opencode"];
 const MODELS: [&str; 4] = ["claude-sonnet-4", "gpt-5", "gemini-2.5-pro", "gpt-5-mini"];
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGTERM) };
-        let _ = self.0.wait();
-    }
-}
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
@@ -149,31 +138,8 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut child = Command::new(&yoi)
-        .arg("-C")
-        .arg(root)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("YOI_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let _listening = lines.next().unwrap().unwrap();
-    let login_line = lines.next().unwrap().unwrap();
-    let _server = Server(child);
-    let login = login_line
-        .strip_prefix("dashboard: ")
-        .and_then(|r| r.split_whitespace().next())
-        .expect("a login link")
-        .to_string();
+    let (_server, addr, login) = yoi_tests::yoi_serve_with_login(&yoi, root);
+    let base = format!("http://{addr}");
     let cookie = yoi_testkit::dashboard_session(&login);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)

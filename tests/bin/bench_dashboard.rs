@@ -16,23 +16,13 @@
 #[path = "../browser/mod.rs"]
 mod browser;
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use yoi_tests::generate::{generate, SEED};
 use yoi_tests::yoi_init;
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGTERM) };
-        let _ = self.0.wait();
-    }
-}
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
@@ -90,32 +80,9 @@ fn main() {
     std::fs::write(&cfg, text).unwrap();
     let token = yoi_init(&yoi, root);
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
     let started = Instant::now();
-    let mut child = Command::new(&yoi)
-        .arg("-C")
-        .arg(root)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("YOI_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let _listening = lines.next().unwrap().unwrap();
-    let login_line = lines.next().unwrap().unwrap();
-    let _server = Server(child);
-    let login = login_line
-        .strip_prefix("dashboard: ")
-        .and_then(|r| r.split_whitespace().next())
-        .expect("a login link")
-        .to_string();
+    let (_server, addr, login) = yoi_tests::yoi_serve_with_login(&yoi, root);
+    let base = format!("http://{addr}");
     println!("server up in {:.2}s", started.elapsed().as_secs_f64());
 
     let agent: ureq::Agent = ureq::Agent::config_builder()

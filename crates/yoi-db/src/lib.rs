@@ -134,6 +134,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "spend",
         include_str!("../../../migrations/0013_spend.sql"),
     ),
+    (
+        14,
+        "spend_index",
+        include_str!("../../../migrations/0014_spend_index.sql"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

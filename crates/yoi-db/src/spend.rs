@@ -47,6 +47,15 @@ impl Spent {
     pub fn usd(&self) -> f64 {
         self.cost_micros as f64 / 1e6
     }
+
+    /// The three sums `SUM(cost_micros), SUM(tokens), COUNT(*)` from column `first` of `r`.
+    fn read(r: &sqlx::any::AnyRow, first: usize) -> Result<Spent, sqlx::Error> {
+        Ok(Spent {
+            cost_micros: r.try_get(first)?,
+            tokens: r.try_get(first + 1)?,
+            attempts: r.try_get(first + 2)?,
+        })
+    }
 }
 
 /// One row of a breakdown ([`Db::spent_by`]).
@@ -102,18 +111,14 @@ impl Db {
     ) -> Result<Spent, StoreError> {
         let sql = format!(
             "SELECT COALESCE(SUM(cost_micros), 0), COALESCE(SUM(tokens), 0), COUNT(*) \
-               FROM assignments WHERE finished_ms >= $1 AND usage IS NOT NULL{cond}"
+               FROM assignments WHERE finished_ms >= $1 AND tokens IS NOT NULL{cond}"
         );
         let mut q = sqlx::query(&sql).bind(from_ms);
         for b in binds {
             q = q.bind(b.to_string());
         }
         let row = q.fetch_one(self.pool()).await.map_err(db_err)?;
-        Ok(Spent {
-            cost_micros: row.try_get(0).map_err(db_err)?,
-            tokens: row.try_get(1).map_err(db_err)?,
-            attempts: row.try_get(2).map_err(db_err)?,
-        })
+        Spent::read(&row, 0).map_err(db_err)
     }
 
     /// What the attempts of `ticket` cost, all of them.
@@ -148,7 +153,7 @@ impl Db {
         };
         let sql = format!(
             "SELECT {key}, COALESCE(SUM(cost_micros), 0), COALESCE(SUM(tokens), 0), COUNT(*) \
-               FROM assignments WHERE finished_ms >= $1 AND usage IS NOT NULL \
+               FROM assignments WHERE finished_ms >= $1 AND tokens IS NOT NULL \
               GROUP BY {key} ORDER BY {order}"
         );
         let rows = sqlx::query(&sql)
@@ -164,11 +169,7 @@ impl Db {
                 };
                 Ok(SpentRow {
                     key,
-                    spent: Spent {
-                        cost_micros: r.try_get(1)?,
-                        tokens: r.try_get(2)?,
-                        attempts: r.try_get(3)?,
-                    },
+                    spent: Spent::read(r, 1)?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
@@ -184,7 +185,7 @@ impl Db {
         let sql = format!(
             "SELECT CAST(finished_ms / {DAY_MS} AS BIGINT), COALESCE(agent, ''), \
                     COALESCE(SUM(cost_micros), 0), COALESCE(SUM(tokens), 0), COUNT(*) \
-               FROM assignments WHERE finished_ms >= $1 AND usage IS NOT NULL \
+               FROM assignments WHERE finished_ms >= $1 AND tokens IS NOT NULL \
               GROUP BY 1, 2 ORDER BY 1, 2"
         );
         let rows = sqlx::query(&sql)
@@ -193,17 +194,7 @@ impl Db {
             .await
             .map_err(db_err)?;
         rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get(0)?,
-                    r.try_get(1)?,
-                    Spent {
-                        cost_micros: r.try_get(2)?,
-                        tokens: r.try_get(3)?,
-                        attempts: r.try_get(4)?,
-                    },
-                ))
-            })
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, Spent::read(r, 2)?)))
             .collect::<Result<_, sqlx::Error>>()
             .map_err(db_err)
     }

@@ -22,6 +22,7 @@ pub mod cost;
 pub mod doctor;
 pub mod edge;
 pub mod flows;
+pub mod forge_import;
 pub mod inbox;
 pub mod notify;
 pub mod person_ops;

@@ -499,3 +499,36 @@ fn a_pass_over_unchanged_pull_requests_is_answered_304() {
         "{not_modified} of {gets} answered 304"
     );
 }
+
+#[test]
+fn an_issue_labelled_by_a_collaborator_becomes_one_ticket_and_its_pr_closes_it() {
+    let s = setup(|f| f.import_label = Some("yoi".into()));
+    s.fake.set_permission("carol", "write");
+    s.fake.set_permission("olivia", "read");
+    let wanted = s.fake.add_issue("Say hello", "## Intent\nGreet.\n", "dave");
+    s.fake.label_issue(wanted, "yoi", "carol");
+    let outside = s.fake.add_issue("Delete everything", "please", "mallory");
+    s.fake.label_issue(outside, "yoi", "olivia");
+    s.fake.add_issue("Unlabelled", "no", "dave");
+    let out = yoi_engine::forge_import::import_issues(&s.f.ws, &s.gh, "yoi", at(0)).unwrap();
+    assert_eq!(out.created.len(), 1, "{out:?}");
+    assert_eq!(out.created[0].0, wanted);
+    assert_eq!(out.refused, vec![(outside, "olivia".to_string())]);
+    let id = yoi_core::TicketId::parse(&out.created[0].1).unwrap();
+    let item = s.f.ws.read_item(&id).unwrap();
+    assert_eq!(item.title, "Say hello");
+    assert_eq!(item.state, State::Planning);
+    assert!(item.body.contains("## Intent\nGreet.") && item.body.contains("by @dave"));
+    let events = s.forge_events(&id);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].0, "issue");
+    // Again (a webhook and the poll, a restart): nothing new.
+    let again = yoi_engine::forge_import::import_issues(&s.f.ws, &s.gh, "yoi", at(10)).unwrap();
+    assert!(again.created.is_empty(), "{again:?}");
+    assert_eq!(s.forge_events(&id).len(), 1);
+    // Its pull request says it closes the issue.
+    let rec = asg::pr::pr_record(&s.f.ws, &id).unwrap();
+    assert_eq!(rec.issue, Some(wanted));
+    assert!(yoi_core::forge::pr_body(&item.body, id.as_str(), rec.issue)
+        .contains(&format!("Closes #{wanted}")));
+}

@@ -20,7 +20,7 @@ use yoi_core::forge::gate::{
 use yoi_core::forge::MergeMethod;
 
 use crate::{
-    ChangeRequest, ChangeState, Clock, Comment, Credential, Forge, ForgeError, LimitKind,
+    ChangeRequest, ChangeState, Clock, Comment, Credential, Forge, ForgeError, Issue, LimitKind,
     MergeOutcome, NewChange, Permission, StatusState,
 };
 
@@ -545,6 +545,41 @@ impl Forge for GitHub {
                 body: s(&c["body"]),
             })
             .collect())
+    }
+
+    fn labeled_issues(&self, label: &str) -> Result<Vec<Issue>, ForgeError> {
+        let path = format!("{}/issues", self.repo_path());
+        let list = self.ok(
+            "GET",
+            &path,
+            &[("labels", label), ("state", "open"), ("per_page", "100")],
+            None,
+        )?;
+        Ok(list
+            .as_array()
+            .into_iter()
+            .flatten()
+            // The issues list holds pull requests too; they carry `pull_request`.
+            .filter(|i| i.get("pull_request").is_none())
+            .map(|i| Issue {
+                number: i["number"].as_u64().unwrap_or_default(),
+                title: s(&i["title"]),
+                body: s(&i["body"]),
+                url: s(&i["html_url"]),
+                author: s(&i["user"]["login"]),
+            })
+            .collect())
+    }
+
+    fn labeled_by(&self, number: u64, label: &str) -> Result<Option<String>, ForgeError> {
+        let path = format!("{}/issues/{number}/events", self.repo_path());
+        let list = self.ok("GET", &path, &[("per_page", "100")], None)?;
+        Ok(list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .rfind(|e| e["event"] == "labeled" && e["label"]["name"] == label)
+            .map(|e| s(&e["actor"]["login"])))
     }
 
     fn permission(&self, user: &str) -> Result<Permission, ForgeError> {

@@ -165,6 +165,16 @@ pub struct Comment {
     pub body: String,
 }
 
+/// An open issue (not a pull request).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub url: String,
+    pub author: String,
+}
+
 /// A person's permission on the repository, as GitHub answers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -228,4 +238,8 @@ pub trait Forge: Send + Sync {
     /// The conversation comments on change request `number`, oldest first.
     fn comments(&self, number: u64) -> Result<Vec<Comment>, ForgeError>;
     fn permission(&self, user: &str) -> Result<Permission, ForgeError>;
+    /// Open issues carrying `label` (pull requests left out).
+    fn labeled_issues(&self, label: &str) -> Result<Vec<Issue>, ForgeError>;
+    /// Who applied `label` to issue `number` last, from its `labeled` events.
+    fn labeled_by(&self, number: u64, label: &str) -> Result<Option<String>, ForgeError>;
 }

@@ -1,7 +1,7 @@
 //! The forge inside `yoi serve` (docs/forge.md): the credential read once at start (the token
 //! file of `[forge]`, or `YOI_GITHUB_TOKEN` — this frontend reads the environment, the engine
-//! never does), the driver that calls the engine's `forge_tick` step function, and the webhook
-//! receiver `POST /forge/github/events`.
+//! never does), the driver that imports labelled issues and calls the engine's `forge_tick`
+//! step function, and the webhook receiver `POST /forge/github/events`.
 //!
 //! The receiver checks `X-Hub-Signature-256` (HMAC-SHA-256 of the raw body with the webhook
 //! secret) in constant time before it parses anything: a bad or missing signature is 401 and
@@ -186,6 +186,14 @@ pub fn spawn(state: AppState, rt: Arc<ForgeRuntime>) -> tokio::task::JoinHandle<
             let (st, r) = (state.clone(), rt.clone());
             let pass = tokio::task::spawn_blocking(move || {
                 let _turn = st.write_turn_blocking();
+                // Issues in as tickets first, so a new one is on the board this pass.
+                if let Some(label) = &r.section.import_label {
+                    match yoi_engine::forge_import::import_issues(&st.ws, &r.gh, label, now()) {
+                        Ok(i) if !i.created.is_empty() => st.changed.send_modify(|n| *n += 1),
+                        Ok(_) => {}
+                        Err(e) => tracing::info!(error = %e, "importing issues failed; tried again next pass"),
+                    }
+                }
                 let env = ForgeEnv {
                     forge: &r.gh,
                     section: &r.section,

@@ -1,8 +1,8 @@
 //! `forge_pr` events: what happened to a ticket's pull request — the branch pushed, the pull
 //! request opened (number, URL, head), a person's commits found on its branch, its checks and
 //! reviews as they came back, the merge (number, merged SHA, method) or a close without one.
-//! Recorded by the orchestrator only (the forge driver of the `pr` step), for a ticket in
-//! progress or done. The caller names an operation id derived from what happened, so the same
+//! Recorded by the orchestrator only (the forge driver), for a ticket not closed: an imported
+//! issue's link is written while the ticket is still in planning. The caller names an operation id derived from what happened, so the same
 //! fact seen twice (a webhook and the poll, a restart) is written once.
 //!
 //! Nothing here carries the forge credential: the attributes are numbers, SHAs, URLs and names.
@@ -41,6 +41,12 @@ pub fn record_forge(
         query,
         "record_forge",
         event,
-        &[State::Inprogress, State::Done],
+        &[
+            State::Planning,
+            State::Ready,
+            State::Queued,
+            State::Inprogress,
+            State::Done,
+        ],
     )
 }

@@ -69,6 +69,17 @@ pub struct StatusRec {
     pub at: String,
 }
 
+/// An issue of the fake: (number, title, body, author, labels, `labeled` events as (label,
+/// actor)).
+type IssueRec = (
+    u64,
+    String,
+    String,
+    String,
+    Vec<String>,
+    Vec<(String, String)>,
+);
+
 #[derive(Default)]
 struct State {
     owner: String,
@@ -84,6 +95,8 @@ struct State {
     statuses: Vec<StatusRec>,
     reviews: Vec<(u64, Value)>,
     comments: Vec<(u64, Value)>,
+    /// Issues, as [`IssueRec`].
+    issues: Vec<IssueRec>,
     permissions: HashMap<String, String>,
     rules: HashMap<String, Vec<String>>,
     protection: HashMap<String, Vec<String>>,
@@ -189,6 +202,27 @@ impl FakeGitHub {
                 )
             })
             .collect()
+    }
+
+    /// An open issue by `author`; its number.
+    pub fn add_issue(&self, title: &str, body: &str, author: &str) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        let n = s.next_number;
+        s.next_number += 1;
+        s.tick += 1;
+        s.issues
+            .push((n, title.into(), body.into(), author.into(), vec![], vec![]));
+        n
+    }
+
+    /// `actor` applies `label` to issue `number`.
+    pub fn label_issue(&self, number: u64, label: &str, actor: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.tick += 1;
+        if let Some(i) = s.issues.iter_mut().find(|i| i.0 == number) {
+            i.4.push(label.into());
+            i.5.push((label.into(), actor.into()));
+        }
     }
 
     /// A person's comment on pull request (or issue) `number`.
@@ -841,6 +875,48 @@ fn route(
             let c = s.comment_json(id, "yoi-bot", &body);
             s.comments.push((n, c.clone()));
             (201, c)
+        }
+        ("GET", "/issues") => {
+            let labels: Vec<&str> = req
+                .query("labels")
+                .map(|l| l.split(',').collect())
+                .unwrap_or_default();
+            let list: Vec<Value> = s
+                .issues
+                .iter()
+                .filter(|i| labels.iter().all(|l| i.4.iter().any(|x| x == l)))
+                .map(|i| {
+                    json!({
+                        "id": i.0 + 5000, "number": i.0, "title": i.1, "body": i.2, "state": "open",
+                        "user": s.user_json(&i.3),
+                        "labels": i.4.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
+                        "html_url": format!("{}/{}/{}/issues/{}", s.base_url, s.owner, s.repo, i.0),
+                        "created_at": stamp(1), "updated_at": stamp(s.tick),
+                        "author_association": "NONE",
+                    })
+                })
+                .collect();
+            (200, Value::Array(list))
+        }
+        ("GET", "/issues/{issue_number}/events") => {
+            let n = num("issue_number");
+            let Some(issue) = s.issues.iter().find(|i| i.0 == n) else {
+                return not_found();
+            };
+            let list: Vec<Value> = issue
+                .5
+                .iter()
+                .enumerate()
+                .map(|(k, (label, actor))| {
+                    json!({
+                        "id": 9000 + k, "event": "labeled", "actor": s.user_json(actor),
+                        "label": {"name": label, "color": "ededed"},
+                        "commit_id": null, "commit_url": null, "created_at": stamp(s.tick),
+                        "performed_via_github_app": null,
+                    })
+                })
+                .collect();
+            (200, Value::Array(list))
         }
         ("GET", "/issues/{issue_number}/comments") => {
             let n = num("issue_number");

@@ -1,0 +1,96 @@
+//! Issues in as tickets (docs/forge.md): an open issue carrying `[forge] import_label` becomes
+//! a ticket in planning — its title, the issue's body as the brief's source, a `forge_pr`
+//! event (`action: issue`) linking it and naming its author as the requester — but only when
+//! the label was applied by a person with write access (the issue's `labeled` events say who;
+//! the permission is asked of the forge). A label anyone else applied imports nothing.
+//!
+//! Idempotent: each issue's ticket is created under the operation id `forge-issue-N`, so a
+//! second pass, a restart or a webhook and the poll together find the ticket already there. A
+//! later edit of the issue is never written over the brief (it is not imported again).
+
+use yoi_core::forge::action;
+use yoi_core::{Principal, Timestamp};
+use yoi_forge::{Forge, ForgeError};
+use yoi_store::ops::{self, CreateRequest};
+use yoi_store::{Ctx, StoreError, Workspace};
+
+/// What one import pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Imported {
+    /// (issue number, new ticket id).
+    pub created: Vec<(u64, String)>,
+    /// Issues whose label was applied by someone without write access: (number, who).
+    pub refused: Vec<(u64, String)>,
+}
+
+/// Why an import pass stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Forge(#[from] ForgeError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Import every open issue labelled `label` whose label a person with write access applied.
+pub fn import_issues(
+    ws: &Workspace,
+    forge: &dyn Forge,
+    label: &str,
+    now: Timestamp,
+) -> Result<Imported, ImportError> {
+    let mut out = Imported::default();
+    for issue in forge.labeled_issues(label)? {
+        let Some(who) = forge.labeled_by(issue.number, label)? else {
+            continue;
+        };
+        if !forge.permission(&who)?.can_push() {
+            out.refused.push((issue.number, who));
+            continue;
+        }
+        let body = format!(
+            "{}\n\n---\nImported from {} (issue #{} by @{}; labelled `{label}` by @{who}).\n",
+            issue.body.trim_end(),
+            issue.url,
+            issue.number,
+            issue.author
+        );
+        let title: String = issue.title.chars().take(ops::MAX_TITLE_CHARS).collect();
+        let ctx = Ctx::new(Principal::intake(format!("github:{}", issue.author)), now)
+            .with_op(Some(format!("forge-issue-{}", issue.number)));
+        let created = match ops::create(
+            ws,
+            &ctx,
+            &CreateRequest {
+                title,
+                body,
+                depends_on: Vec::new(),
+            },
+        ) {
+            Ok(o) if !o.replayed => o,
+            // Imported before (the issue may have been edited since: never written over).
+            Ok(_) | Err(StoreError::ConflictingReplay { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let ticket = created.ticket.to_string();
+        let link = Ctx::new(Principal::orchestrator(), now)
+            .with_op(Some(format!("forge-issue-link-{}", issue.number)));
+        ops::record_forge(
+            ws,
+            &link,
+            &ticket,
+            &[
+                ("action", action::ISSUE.to_string()),
+                ("number", issue.number.to_string()),
+                ("url", issue.url.clone()),
+                ("author", issue.author.clone()),
+            ],
+            &format!(
+                "From issue #{} ({}) by @{}: the pull request will close it.",
+                issue.number, issue.url, issue.author
+            ),
+        )?;
+        out.created.push((issue.number, ticket));
+    }
+    Ok(out)
+}

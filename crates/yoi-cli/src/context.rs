@@ -123,7 +123,7 @@ impl Env {
     /// The person running the command. A name yoi itself writes under (`yoi-orchestrator`,
     /// `yoi`) is refused: routing trusts decision events by their author.
     pub fn human_ctx(&self, ws: &Workspace) -> Result<Ctx, CliError> {
-        let name = human_name(ws);
+        let name = human_name(ws)?;
         if yoi_core::principal::is_reserved_author(&name) {
             return Err(CliError::Usage(format!(
                 "`{name}` is a name yoi itself writes under; set another with YOI_USER or [principal] name"
@@ -153,15 +153,21 @@ fn env_overrides() -> Result<Overrides, CliError> {
     })
 }
 
-/// The human's name: `YOI_USER`, else `[principal] name` in the config, else `$USER`.
-fn human_name(ws: &Workspace) -> String {
+/// The human's name: `YOI_USER`, else `[principal] name` in the config, else `$USER`, else
+/// git's `user.name`. Never a made-up name: with none of them, the command is refused.
+fn human_name(ws: &Workspace) -> Result<String, CliError> {
     ws.config
         .principal
         .name
         .clone()
-        .or_else(|| std::env::var("USER").ok())
         .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| "unknown".into())
+        .or_else(|| std::env::var("USER").ok().filter(|n| !n.trim().is_empty()))
+        .or_else(|| yoi_engine::git::user_name(ws.root()))
+        .ok_or_else(|| {
+            CliError::Usage(
+                "who is acting? set YOI_USER, [principal] name in .yoi/workspace.toml, $USER or git's user.name".into(),
+            )
+        })
 }
 
 pub fn now() -> Timestamp {

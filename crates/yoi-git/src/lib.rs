@@ -39,7 +39,7 @@ pub use history::{changed_under, is_ancestor, move_branch, move_branch_back};
 pub use merge::{
     changed_paths, land, merge_three_way, parents_of, plan_merge, Landed, MergePlan, ThreeWay,
 };
-pub use repo::{discover, resolve_commit, RepoInfo};
+pub use repo::{discover, resolve_commit, user_name, RepoInfo};
 pub use worktree::{
     add_worktree, add_worktree_detached, add_worktree_sparse, detached_at, discard_worktree,
     is_dirty, list_worktrees, list_worktrees_with, prune_worktrees, remove_worktree,

@@ -41,6 +41,15 @@ pub fn discover(start: &Path) -> Result<RepoInfo, GitError> {
     Ok(RepoInfo { workdir, branch })
 }
 
+/// git's `user.name` as the repository at `root` sees it (its own configuration, then the
+/// user's and the system's), when set and not blank.
+pub fn user_name(root: &Path) -> Option<String> {
+    let repo = open(root).ok()?;
+    let name = repo.config_snapshot().string("user.name")?.to_string();
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
 /// Open the repository whose working tree (main or linked) is exactly `root`.
 pub(crate) fn open(root: &Path) -> Result<gix::Repository, GitError> {
     if !root.is_dir() {

@@ -187,3 +187,19 @@ fn the_inbox_page_shows_the_notification_log_of_the_running_server() {
     assert!(html.contains("HTTP 200: thanks"), "{html}");
     assert_eq!(r.got("/slack").len(), 1);
 }
+
+#[test]
+fn the_login_page_uses_the_dashboard_stylesheet() {
+    let s = Server::start(Backend::Sqlite);
+    let mut res = browser().get(&format!("{}/login", s.base)).call().unwrap();
+    assert_eq!(res.status(), 200);
+    let html = res.body_mut().read_to_string().unwrap();
+    let href = html
+        .split("<link rel=\"stylesheet\" href=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_else(|| panic!("no stylesheet: {html}"));
+    assert!(href.starts_with("/static/app."), "{href}");
+    let css = browser().get(&format!("{}{href}", s.base)).call().unwrap();
+    assert_eq!(css.status(), 200, "the stylesheet it names is served");
+}

@@ -28,6 +28,13 @@ pub struct LoginPage {
     pub message: Option<String>,
 }
 
+impl LoginPage {
+    /// The dashboard's stylesheet, which the login page uses too.
+    pub fn css(&self) -> &'static str {
+        super::assets::CSS_URL.as_str()
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct LoginQuery {

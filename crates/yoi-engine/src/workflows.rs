@@ -78,6 +78,11 @@ impl WorkflowError {
 
 /// Every workflow file of the workspace, checked against its skill catalog.
 pub fn set(ws: &Workspace) -> WorkflowSet {
+    // Without the folder there is nothing to check, and the catalog is not read (every claim
+    // asks, see `carry::fill`).
+    if !ws.root().join(WORKFLOW_DIR).is_dir() {
+        return WorkflowSet::default();
+    }
     WorkflowSet::load(ws.root(), &load_catalog(ws))
 }
 

@@ -132,14 +132,17 @@ pub fn named_skills(ws: &Workspace, ticket: &TicketId) -> Result<Vec<String>, St
             .map(|e| e.body),
     );
     let mut found: Vec<String> = Vec::new();
-    let catalog = crate::skills::load_catalog(ws);
-    for text in &texts {
-        for name in hash_names(text) {
-            if !found.contains(&name) && catalog.get(&name).is_some_and(|s| s.valid) {
-                found.push(name);
-            }
+    for name in texts.iter().flat_map(|t| hash_names(t)) {
+        if !found.contains(&name) {
+            found.push(name);
         }
     }
+    if found.is_empty() {
+        // Most tickets name no skill: the catalog is read only when one might.
+        return Ok(found);
+    }
+    let catalog = crate::skills::load_catalog(ws);
+    found.retain(|name| catalog.get(name).is_some_and(|s| s.valid));
     Ok(found)
 }
 

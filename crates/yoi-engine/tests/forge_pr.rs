@@ -532,3 +532,32 @@ fn an_issue_labelled_by_a_collaborator_becomes_one_ticket_and_its_pr_closes_it()
     assert!(yoi_core::forge::pr_body(&item.body, id.as_str(), rec.issue)
         .contains(&format!("Closes #{wanted}")));
 }
+
+#[test]
+fn failing_checks_use_the_rounds_and_then_a_person_decides() {
+    let mut s = setup(|f| f.required_checks = vec!["ci".into()]);
+    s.f.ws.config.flow.max_rounds = 1;
+    s.fake.forbid_required_checks();
+    let (id, head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    s.tick(200);
+    s.fake.add_check_run(&head, "ci", Some("failure"));
+    // Round 1 of 1.
+    assert_eq!(s.tick(300).sent_back, vec![id.to_string()]);
+    let fixed = s.implement(400, "fix.txt");
+    s.verify_and_review(410);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(500)).unwrap();
+    s.tick(600);
+    s.fake.add_check_run(&fixed, "ci", Some("failure"));
+    // The rounds are used: nothing is handed out, a person is told.
+    let t = s.tick(700);
+    assert!(t.sent_back.is_empty(), "{t:?}");
+    let rows = s.f.assignments(&id);
+    assert!(!rows.iter().any(|a| a.status.is_live()), "{rows:?}");
+    let thread = s.f.ws.read_thread(&id).unwrap();
+    assert!(thread
+        .events
+        .iter()
+        .any(|e| e.get("reason") == Some("rounds_exhausted")));
+    assert!(!s.fake.pulls()[0].merged);
+}

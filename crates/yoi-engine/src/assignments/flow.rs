@@ -68,15 +68,27 @@ pub(crate) fn verified(a: &Assignment) -> bool {
 /// The rounds a ticket used: completed attempts that found the work wanting — failed
 /// verifications (of the branch or of a computed merge) and change requests.
 pub fn rounds_used(rows: &[Assignment]) -> usize {
-    rows.iter()
+    let own = rows
+        .iter()
         .filter(|a| a.status == AssignmentStatus::Completed)
         .filter(|a| report_of(a).is_some_and(|r| r.used_a_round()))
-        .count()
+        .count();
+    // A pull request's failing check, change request or `/yoi fix` is a round too.
+    let forge = rows
+        .iter()
+        .filter(|a| is_service(a) && a.status == AssignmentStatus::Failed)
+        .filter(|a| {
+            a.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(super::pr::ROUND_PREFIX))
+        })
+        .count();
+    own + forge
 }
 
 /// Rounds a person granted with `retry` after the rounds ran out: each one is an `implement`
 /// attempt created while the rounds were already used up, marked in its `error` field.
-fn rounds_granted(rows: &[Assignment]) -> usize {
+pub(crate) fn rounds_granted(rows: &[Assignment]) -> usize {
     rows.iter()
         .filter(|a| a.error.as_deref() == Some(GRANTED))
         .count()
@@ -323,7 +335,7 @@ pub(crate) fn new_step(
     }
 }
 
-fn exhausted(
+pub(crate) fn exhausted(
     ws: &Workspace,
     ticket: &TicketId,
     flow: &Flow,
@@ -365,6 +377,7 @@ pub fn feedback(rows: &[Assignment]) -> Option<String> {
             .as_deref()
             .and_then(|e| e.strip_prefix(super::pr::FEEDBACK_PREFIX))
         {
+            let why = why.strip_prefix("round: ").unwrap_or(why);
             return Some(format!(
                 "The pull request of {} needs another round: {why}\n",
                 last.head_commit.as_deref().unwrap_or("?"),

@@ -41,6 +41,11 @@ use super::{results_lock, work_place, AssignmentError};
 /// reads it as the pull request's feedback (`super::flow::feedback`).
 pub const FEEDBACK_PREFIX: &str = "forge: ";
 
+/// What the reason starts with when the send-back is a fix round (a failing required check, a
+/// change request, a collaborator's `/yoi fix`), which counts against `max_rounds` like a failed
+/// verification (`super::flow::rounds_used`). A person's push or a moved branch is not one.
+pub const ROUND_PREFIX: &str = "forge: round: ";
+
 /// The `attention` reason when a pull request was closed without a merge.
 pub const PR_CLOSED: &str = "pr_closed";
 /// The `attention` reason when the forge refused the merge for a reason of its own.
@@ -228,6 +233,35 @@ fn pr_one(
             None => Ok(false),
         }
     };
+    // A fix round, unless the rounds are used up: then a person decides (`yoi ticket retry`).
+    let round = |reason: String| -> Result<bool, StepError> {
+        let flow = crate::flows::of_ticket(ws, ticket)?;
+        let reason = format!("{ROUND_PREFIX}{reason}");
+        let used = super::flow::rounds_used(&rows) + 1;
+        if used > super::flow::max_rounds(&flow) + super::flow::rounds_granted(&rows) {
+            let how = Finish::failed(&reason);
+            if let Some(row) = index.finish_pending(&a.id, a.fence, &how, None, now_ms)? {
+                record(ws, &row, "failed", None, None, Some(&reason), now)?;
+                super::flow::exhausted(ws, ticket, &flow, used, now)?;
+            }
+            return Ok(false);
+        }
+        let first = flow.first();
+        let next = new_step(&rows, ticket, &first.id, first.role, &head, None, now);
+        match index.finish_pending(
+            &a.id,
+            a.fence,
+            &Finish::failed(&reason),
+            Some(&next),
+            now_ms,
+        )? {
+            Some(row) => {
+                record(ws, &row, "failed", None, None, Some(&reason), now)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    };
     let local = yoi_git::resolve_commit(repo, &place.branch)?;
     if local != head {
         // The branch moved after the approval: what is pushed must be verified and reviewed.
@@ -360,9 +394,7 @@ fn pr_one(
     }
     // A `/yoi fix` from a person with write access is a round; anyone else's is shown only.
     if let Some(reason) = fix_requested(ws, env, ticket, pr.number, now)? {
-        let flow = crate::flows::of_ticket(ws, ticket)?;
-        let first = flow.first();
-        if send_back(&first.id, first.role, &head, reason)? {
+        if round(reason)? {
             tick.sent_back.push(t.into());
         }
         return Ok(());
@@ -425,9 +457,7 @@ fn pr_one(
     if !g.open {
         if let Some(reason) = feedback_of(&g, &checks) {
             // A failing required check or a change request: a round with that feedback.
-            let flow = crate::flows::of_ticket(ws, ticket)?;
-            let first = flow.first();
-            if send_back(&first.id, first.role, &head, reason)? {
+            if round(reason)? {
                 tick.sent_back.push(t.into());
             }
             return Ok(());

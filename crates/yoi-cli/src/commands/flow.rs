@@ -98,14 +98,7 @@ pub fn run(env: &Env, cmd: FlowCommand) -> Result<(), CliError> {
             let ws = env.files_only("yoi flow lint")?;
             let files = match file {
                 Some(path) => {
-                    let path = if path.is_absolute() {
-                        path
-                    } else {
-                        env.start.join(path)
-                    };
-                    if !path.is_file() {
-                        return Err(CliError::Usage(format!("{} is not a file", path.display())));
-                    }
+                    let path = given_file(env, path)?;
                     // A file of the flows folder is checked with the others (triggers).
                     let one = flows::lint_file(&ws, &path);
                     flows::scan(&ws)
@@ -138,4 +131,21 @@ pub fn run(env: &Env, cmd: FlowCommand) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// A file named on the command line, relative to where `yoi` was started; a usage error
+/// unless it is a file.
+pub(crate) fn given_file(
+    env: &Env,
+    path: std::path::PathBuf,
+) -> Result<std::path::PathBuf, CliError> {
+    let path = if path.is_absolute() {
+        path
+    } else {
+        env.start.join(path)
+    };
+    if !path.is_file() {
+        return Err(CliError::Usage(format!("{} is not a file", path.display())));
+    }
+    Ok(path)
 }

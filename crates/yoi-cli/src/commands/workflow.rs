@@ -73,20 +73,9 @@ pub fn run(env: &Env, cmd: WorkflowCommand) -> Result<(), CliError> {
         }
         WorkflowCommand::Lint { file, json } => {
             let ws = env.files_only("yoi workflow lint")?;
-            let path = match file {
-                Some(path) => {
-                    let path = if path.is_absolute() {
-                        path
-                    } else {
-                        env.start.join(path)
-                    };
-                    if !path.is_file() {
-                        return Err(CliError::Usage(format!("{} is not a file", path.display())));
-                    }
-                    Some(path)
-                }
-                None => None,
-            };
+            let path = file
+                .map(|path| super::flow::given_file(env, path))
+                .transpose()?;
             let lint = workflows::lint(&ws, path.as_deref());
             if json {
                 output::json(&lint);

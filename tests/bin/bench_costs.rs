@@ -94,7 +94,7 @@ fn main() {
         format!("{text}\n[budget]\nday_usd = 5000.0\nticket_usd = 50.0\n"),
     )
     .unwrap();
-    yoi_init(&yoi, root);
+    let token = yoi_init(&yoi, root);
     let ws = yoi_tests::open(root);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -162,16 +162,22 @@ fn main() {
         );
         ms
     };
-    let page = || -> f64 {
+    let timed = |path: &str, auth: (&str, String)| -> (f64, String) {
         let t = Instant::now();
         let mut r = agent
-            .get(&format!("{base}/costs"))
-            .header("Cookie", &cookie)
+            .get(&format!("{base}{path}"))
+            .header(auth.0, &auth.1)
             .call()
             .unwrap();
         let body = r.body_mut().read_to_string().unwrap();
         let ms = t.elapsed().as_secs_f64() * 1000.0;
-        assert_eq!(r.status(), 200, "{body}");
+        assert_eq!(r.status(), 200, "{path}: {body}");
+        (ms, body)
+    };
+    let session = || ("Cookie", cookie.clone());
+    let bearer = || ("Authorization", format!("Bearer {token}"));
+    let page = || -> f64 {
+        let (ms, body) = timed("/costs", session());
         assert!(body.contains("<svg"));
         ms
     };
@@ -187,6 +193,23 @@ fn main() {
         summary(
             &format!("/costs ({label})"),
             (0..100).map(|_| page()).collect(),
+        );
+        // Where a page's time goes: a page without the sums (/pods), and the API's sums.
+        summary(
+            &format!("/pods ({label})"),
+            (0..50).map(|_| timed("/pods", session()).0).collect(),
+        );
+        summary(
+            &format!("GET /api/v1/costs?by=day ({label})"),
+            (0..50)
+                .map(|_| timed("/api/v1/costs?by=day", bearer()).0)
+                .collect(),
+        );
+        summary(
+            &format!("GET /api/v1/costs?by=ticket ({label})"),
+            (0..50)
+                .map(|_| timed("/api/v1/costs?by=ticket", bearer()).0)
+                .collect(),
         );
     };
     measure("idle");

@@ -142,7 +142,10 @@ impl Db {
     /// Spend since `from_ms` grouped by `by`, the most expensive first (days: newest first).
     pub async fn spent_by(&self, by: SpentBy, from_ms: i64) -> Result<Vec<SpentRow>, StoreError> {
         let key = match by {
-            SpentBy::Ticket => "ticket_id".to_string(),
+            // An expression, not the bare column: SQLite would group along the ticket index
+            // (no sort, but a lookup of every attempt's wide row: 190 ms at 100,000 attempts)
+            // rather than read the spend index and sort 2,000 groups (40 ms).
+            SpentBy::Ticket => "COALESCE(ticket_id, '')".to_string(),
             SpentBy::Day => format!("CAST(finished_ms / {DAY_MS} AS BIGINT)"),
             SpentBy::Agent => "COALESCE(agent, '')".to_string(),
             SpentBy::Model => "COALESCE(model, '')".to_string(),

@@ -196,8 +196,10 @@ pub struct GateInput<'a> {
     pub own_contexts: &'a [&'a str],
 }
 
-/// Why the gate is closed.
+/// Why the gate is closed. Named `GateBlocker` in the API's document: `Blocker` is a ticket's
+/// open blocker there, and two schemas of one name would replace each other.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = GateBlocker)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Blocker {
     /// A required check has no result at the head.

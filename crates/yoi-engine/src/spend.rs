@@ -159,7 +159,7 @@ pub fn ticket_limit(ws: &Workspace, thread: &ParsedThread) -> Limit {
             limit.usd = Some(limit.usd.unwrap_or(0.0) + add);
         }
         if let Some(add) = e.get(ADD_TOKENS).and_then(|v| v.parse::<u64>().ok()) {
-            limit.tokens = Some(limit.tokens.unwrap_or(0) + add);
+            limit.tokens = Some(limit.tokens.unwrap_or(0).saturating_add(add));
         }
     }
     // Added tokens alone do not make the money unlimited, nor the other way round: a limit

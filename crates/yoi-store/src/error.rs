@@ -312,6 +312,8 @@ pub enum Refusal {
         position: usize,
         code_point: u32,
     },
+    #[error("add a positive amount of USD (`--add`, `add_usd`) or of tokens (`--add-tokens`, `add_tokens`) to a budget; nothing was written")]
+    NoBudgetAmount,
 }
 
 impl Refusal {
@@ -343,6 +345,7 @@ impl Refusal {
             Refusal::AcceptedPlanIncomplete { .. } => "accepted_plan_incomplete",
             Refusal::NotReadyToAccept { .. } => "not_ready_to_accept",
             Refusal::BidiControl { .. } => "bidi_control",
+            Refusal::NoBudgetAmount => "no_budget_amount",
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::*;
 
-const N_REFUSAL: usize = 11;
+const N_REFUSAL: usize = 12;
 fn tag_refusal(e: &Refusal) -> usize {
     match e {
         Refusal::PacketFrozen { .. } => 0,
@@ -18,6 +18,7 @@ fn tag_refusal(e: &Refusal) -> usize {
         Refusal::AcceptedPlanIncomplete { .. } => 8,
         Refusal::NotReadyToAccept { .. } => 9,
         Refusal::BidiControl { .. } => 10,
+        Refusal::NoBudgetAmount => 11,
     }
 }
 
@@ -41,6 +42,7 @@ fn refusal() {
         Refusal::AcceptedPlanIncomplete { ticket: id() } => Refused 1 422,
         Refusal::NotReadyToAccept { message: s("blocked") } => Refused 1 422,
         Refusal::BidiControl { field: s("title"), position: 5, code_point: 0x202E } => Refused 1 422,
+        Refusal::NoBudgetAmount => Refused 1 422,
     ];
     check(
         "Refusal",

@@ -27,6 +27,7 @@ pub const RULES: &[&str] = &[
     "accepted_plan_incomplete",
     "not_ready_to_accept",
     "bidi_control",
+    "no_budget_amount",
     "submit_packet",
     "retry",
     "raise_attention",

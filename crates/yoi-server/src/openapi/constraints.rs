@@ -153,6 +153,14 @@ fn parameters(doc: &mut Value) {
         "id",
         json!({ "type": "string", "pattern": "^[a-z0-9-]{1,64}$" }),
     );
+    // A workflow's slug (`yoi_skills::workflow`): lowercase letters and digits, single hyphens
+    // inside, at most 64 characters.
+    param(
+        doc,
+        |p| p.starts_with("/api/v1/workflows/{slug}"),
+        "slug",
+        json!({ "type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "maxLength": 64 }),
+    );
     // A skill's resource: one path component that is not `.` or `..` (nested resources are
     // addressed with an encoded `/`, which the document does not generate).
     param(

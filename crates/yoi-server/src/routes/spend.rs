@@ -1,7 +1,7 @@
 //! Spending (docs/budgets.md): a person adds to a ticket's budget; everyone reads what was
 //! spent and which limits hold what back.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -12,7 +12,7 @@ use yoi_store::Outcome;
 
 use crate::auth::{AddBudget, Authed, ReadTickets};
 use crate::error::ApiResult;
-use crate::extract::{Body, IdempotencyKey};
+use crate::extract::{Body, IdempotencyKey, Params};
 use crate::state::AppState;
 
 /// What a person adds to a ticket's budget: USD, tokens or both.
@@ -65,7 +65,7 @@ pub struct CostQuery {
 pub async fn costs(
     State(s): State<AppState>,
     _a: Authed<ReadTickets>,
-    Query(q): Query<CostQuery>,
+    Params(q): Params<CostQuery>,
 ) -> ApiResult<CostBreakdown> {
     let now = crate::auth::now().unix_millis();
     let since = q.since_ms.unwrap_or(now - 30 * 86_400_000);

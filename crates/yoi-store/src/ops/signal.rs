@@ -11,7 +11,7 @@ use yoi_core::State;
 
 use super::edit::append_one;
 use super::{text_field, Ctx, Outcome};
-use crate::error::{Permission, StoreError};
+use crate::error::{Permission, Refusal, StoreError};
 use crate::workspace::Workspace;
 
 /// Attribute on an `attention` event saying why it was raised.
@@ -70,10 +70,15 @@ pub fn add_budget(
             },
         });
     }
-    if usd.is_some_and(|u| !u.is_finite() || u <= 0.0) || (usd.is_none() && tokens.is_none()) {
+    if usd.is_none() && tokens.is_none() {
+        return Err(StoreError::Refused {
+            reason: Refusal::NoBudgetAmount,
+        });
+    }
+    if usd.is_some_and(|u| !u.is_finite() || u <= 0.0) {
         return Err(StoreError::bad_input(
-            "add",
-            "give a positive amount of USD (--add) or of tokens (--add-tokens)",
+            "add_usd",
+            "give a positive amount of USD",
         ));
     }
     if tokens == Some(0) {

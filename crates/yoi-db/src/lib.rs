@@ -23,6 +23,7 @@ pub mod broken;
 mod bulk;
 mod commit_rounds;
 mod copy;
+pub mod forge;
 pub mod inbox;
 mod inspect;
 mod lease;
@@ -128,6 +129,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         11,
         "workflows",
         include_str!("../../../migrations/0011_workflows.sql"),
+    ),
+    (
+        12,
+        "forge",
+        include_str!("../../../migrations/0012_forge.sql"),
     ),
     (
         13,

@@ -13,6 +13,25 @@ use super::{
     OutboxKey, Page, PodRow, PodState, Scope, Span, SpanRows, TokenInfo, Undelivered, Waiting,
 };
 
+/// The forge's check results by SHA, kept across restarts (`forge.rs`).
+impl DbIndex {
+    pub fn forge_checks_record(
+        &self,
+        results: &[yoi_core::forge::gate::CheckResult],
+        source: &str,
+        now_ms: i64,
+    ) -> Result<u64, StoreError> {
+        self.run(self.db.forge_checks_record(results, source, now_ms))
+    }
+
+    pub fn forge_checks_of(
+        &self,
+        sha: &str,
+    ) -> Result<Vec<yoi_core::forge::gate::CheckResult>, StoreError> {
+        self.run(self.db.forge_checks_of(sha))
+    }
+}
+
 /// The inbox: tickets that may have open entries, with the events that open and close them.
 impl DbIndex {
     pub fn inbox_tickets(

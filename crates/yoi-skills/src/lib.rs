@@ -17,6 +17,7 @@ pub mod diagnostic;
 pub mod digest;
 pub mod lint;
 pub mod listing;
+pub mod offer;
 pub mod parse;
 pub mod prompt;
 pub mod proposal;

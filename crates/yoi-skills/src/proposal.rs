@@ -18,7 +18,7 @@
 
 mod decide;
 mod install;
-mod store;
+pub(crate) mod store;
 mod tree;
 
 use std::fs;
@@ -31,7 +31,8 @@ use crate::diagnostic::{error_count, Diagnostic};
 use crate::digest::sha256_hex;
 use crate::lint::{is_valid_name, lint_skill_md};
 use store::{append_audit, audit_event, proposal_dir, read_proposal, write_proposal};
-use tree::{io_error, read_tree, Tree};
+pub(crate) use tree::io_error;
+use tree::{read_tree, Tree};
 
 #[cfg(test)]
 use decide::approve_with_fault;

@@ -630,18 +630,14 @@ fn a_claim_survives_a_server_restart_and_its_pod_finishes_it_with_the_same_fence
 /// Aider implements a ticket through yoi's `base_url`/`api_key_env` translation; the ledger
 /// has its usage and the attempt names the CLI's version.
 fn aider_implements_a_ticket(who: RunAs) {
-    let reply = "greeting.txt\n```\nhello from aider\n```\n\nI created greeting.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: created greeting.txt\n";
-    let (base, seen) = model_endpoint(&[reply]);
+    let (base, seen) = model_endpoint(&[AIDER_REPLY]);
     // The endpoint comes from the profile's `base_url` and `api_key_env`, which yoi turns into
     // what Aider reads; nothing of OPENAI_* is in the pod's environment. The home folder has
     // a git identity: without one Aider writes it into the repository's shared config, which
     // the sandbox keeps closed to agents.
     let run = RealCoder::run(
         "aider",
-        &format!(
-            "program = \"{}\"\nmodel = \"openai/gpt-4o-mini\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_MODEL_KEY\"\nextra_args = [\"--edit-format\", \"whole\", \"--map-tokens\", \"0\"]\ntimeout_secs = 300\n\n[prices.\"openai/gpt-4o-mini\"]\ninput = 0.15\noutput = 0.6",
-            aider()
-        ),
+        &aider_profile(&base),
         who,
         &[("TEST_MODEL_KEY", "sk-yoi-test")],
     );
@@ -784,6 +780,22 @@ fn a_pod_run_once_without_work_says_so_with_its_own_exit_status() {
 }
 
 #[test]
+fn the_pod_logs_its_own_share_of_an_attempt_apart_from_the_agents() {
+    let (repo, _) = workspace("run echo hi > hello.txt\nsleep 1000\ndone slept\n", 30);
+    no_supervised_pods(&repo);
+    let _id = queued_ticket(&repo);
+    let _server = Server::spawn(&repo);
+    let mut pod = own_pod(&repo, "timed", &["--once"]);
+    assert_eq!(pod.wait().unwrap().code(), Some(0));
+    let log = std::fs::read_to_string(pod_log(&repo, "timed")).unwrap();
+    let timings = common::pods::attempt_timings(&log);
+    assert_eq!(timings.len(), 1, "one attempt, one timing line: {log}");
+    let (_before, agent, _after) = timings[0];
+    // The agent slept a second: that second is the agent's, not the pod's.
+    assert!(agent >= 1000, "the agent's run includes its sleep: {log}");
+}
+
+#[test]
 fn a_failed_attempt_says_why_with_the_end_of_the_agents_stderr_and_no_secret() {
     let (repo, _) = workspace(
         "run echo 'starting up' >&2\nrun echo 'fatal: the model endpoint refused key sk-ant-api03-abcdefghijklmnopqrstu' >&2\nexit 3\n",
@@ -859,66 +871,6 @@ fn an_agent_that_keeps_printing_is_not_stalled() {
     assert_eq!(implement["status"], "completed", "{rows:?}");
 }
 
-/// Claude Code: `YOI_CLAUDE`, else `claude` on PATH. `.ci/run` installs the pinned
-/// `@anthropic-ai/claude-code` from npm.
-fn claude() -> String {
-    real_cli(
-        "YOI_CLAUDE",
-        "claude",
-        "`npm install --prefix target/claude-code @anthropic-ai/claude-code@2.1.197` (target/claude-code/node_modules/.bin/claude)",
-    )
-}
-
-/// Codex: `YOI_CODEX`, else `codex` on PATH. `.ci/run` installs the pinned `@openai/codex`.
-fn codex() -> String {
-    real_cli(
-        "YOI_CODEX",
-        "codex",
-        "`npm install --prefix target/codex @openai/codex@0.171.0` (target/codex/node_modules/.bin/codex)",
-    )
-}
-
-/// Gemini CLI: `YOI_GEMINI`, else `gemini` on PATH. `.ci/run` installs the pinned
-/// `@google/gemini-cli`.
-fn gemini() -> String {
-    real_cli(
-        "YOI_GEMINI",
-        "gemini",
-        "`npm install --prefix target/gemini @google/gemini-cli@0.61.0` (target/gemini/node_modules/.bin/gemini)",
-    )
-}
-
-/// OpenCode: `YOI_OPENCODE`, else `opencode` on PATH. `.ci/run` installs the pinned
-/// `opencode-ai`.
-fn opencode() -> String {
-    real_cli(
-        "YOI_OPENCODE",
-        "opencode",
-        "`npm install --prefix target/opencode opencode-ai@1.18.33` (target/opencode/node_modules/.bin/opencode)",
-    )
-}
-
-/// One real CLI implementing a ticket: its profile, its scripted endpoint, and what shows that
-/// it used its own tool and sent the result back.
-struct RealCase {
-    agent: &'static str,
-    program: fn() -> String,
-    /// The scripted endpoint of the CLI's wire protocol: its base URL and the requests it
-    /// received. The model's tool call writes `greeting.txt` saying `hello from AGENT`.
-    endpoint: fn() -> (String, Seen),
-    /// A model the CLI knows (Codex offers no tools for its default one with a provider of
-    /// yoi's own; Gemini CLI's `auto` first asks a classifier model).
-    model: Option<&'static str>,
-    /// A request that carries the tool call's result and the key from `api_key_env`.
-    answered: fn(&str) -> bool,
-    /// What the attempt says did the work.
-    agent_label: &'static str,
-    /// The ledger's (tokens in, tokens out), when the endpoint's usage fixes them.
-    tokens: Option<(u64, u64)>,
-}
-
-const DONE: &str = "I wrote greeting.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: wrote the greeting";
-
 /// `case`'s CLI implements a ticket in yoi's sandbox, run as `who`, pointed at its endpoint by
 /// the profile's `base_url`, `model` and `api_key_env`: the file its tool wrote is on the
 /// branch, written by the pod's user; the CLI sent the tool's result back with the key; the
@@ -971,101 +923,6 @@ fn implements_a_ticket(case: RealCase, who: RunAs) {
             (Some(tokens_in), Some(tokens_out)),
             "{cost}"
         );
-    }
-}
-
-/// Claude Code, through a `Write` tool call. As root (as CI runs it) it bypasses its
-/// permission prompts only when told it is sandboxed: yoi's sandbox says so, nothing in this
-/// environment does.
-fn claude_case() -> RealCase {
-    RealCase {
-        agent: "claude",
-        program: claude,
-        endpoint: || anthropic_endpoint("greeting.txt", "hello from claude\n", DONE),
-        model: None,
-        answered: |r| {
-            r.contains("\"tool_result\"")
-                && r.to_ascii_lowercase().contains("x-api-key: sk-yoi-test")
-        },
-        agent_label: "claude 2.1.197",
-        tokens: None,
-    }
-}
-
-/// Codex, through its own shell tool (`exec_command`), with its own sandbox off inside yoi's
-/// (docs/pods.md says why).
-fn codex_case() -> RealCase {
-    RealCase {
-        agent: "codex",
-        program: codex,
-        endpoint: || responses_calling("printf 'hello from codex\\n' > greeting.txt", DONE),
-        model: Some("gpt-5-codex"),
-        answered: |r| {
-            r.contains("function_call_output")
-                && r.contains("Process exited with code 0")
-                && r.contains("Bearer sk-yoi-test")
-        },
-        agent_label: "codex-cli 0.171.0",
-        tokens: Some((1400, 40)),
-    }
-}
-
-/// Gemini CLI, through a `write_file` call (a home of its own in the run folder chooses the
-/// API-key login).
-fn gemini_case() -> RealCase {
-    RealCase {
-        agent: "gemini",
-        program: gemini,
-        endpoint: || {
-            gemini_endpoint(
-                |folder| {
-                    let path = format!("{folder}/greeting.txt");
-                    (
-                        "write_file",
-                        serde_json::json!({"file_path": path, "content": "hello from gemini\n"}),
-                    )
-                },
-                DONE,
-            )
-        },
-        model: Some("gemini-2.5-pro"),
-        answered: |r| {
-            r.starts_with("POST /v1beta/models/gemini-2.5-pro:streamGenerateContent")
-                && r.contains("functionResponse")
-                && r.to_ascii_lowercase()
-                    .contains("x-goog-api-key: sk-yoi-test")
-        },
-        agent_label: "gemini 0.61.0",
-        tokens: Some((1400, 40)),
-    }
-}
-
-/// OpenCode, through a `write` call to an OpenAI-compatible chat endpoint (a provider `yoi` in
-/// a config file of the run folder).
-fn opencode_case() -> RealCase {
-    RealCase {
-        agent: "opencode",
-        program: opencode,
-        endpoint: || {
-            chat_tool_endpoint(
-                |folder| {
-                    let path = format!("{folder}/greeting.txt");
-                    (
-                        "write",
-                        serde_json::json!({"filePath": path, "content": "hello from opencode\n"}),
-                    )
-                },
-                DONE,
-            )
-        },
-        model: Some("m-1"),
-        answered: |r| {
-            r.starts_with("POST /v1/chat/completions")
-                && r.contains("\"role\":\"tool\"")
-                && r.contains("Bearer sk-yoi-test")
-        },
-        agent_label: "opencode 1.18.33",
-        tokens: Some((1400, 40)),
     }
 }
 

@@ -44,6 +44,7 @@ pub(crate) fn run_one(
     pod: &str,
     work: &Work,
     stop: &AtomicBool,
+    claimed: Instant,
 ) -> Result<Reported, String> {
     let a = &work.assignment;
     let run_dir = prepare_run(settings, work)?;
@@ -130,6 +131,7 @@ pub(crate) fn run_one(
     };
     let mut lease = Lease::new(client, pod, work, stop);
     tracing::info!(assignment = %a.id, ticket = %work.ticket, attempt = a.attempt, "running the agent");
+    let agent_started = Instant::now();
     let first = run_turn(&spec, &mut lease, p, &vars)?;
     if first.ended == Ended::LeaseLost || lease.lost {
         return Ok(Reported::Lost);
@@ -193,6 +195,7 @@ pub(crate) fn run_one(
             contract = answer;
         }
     }
+    let agent_ended = Instant::now();
     usage.cost_source = if usage.cost_usd.is_some() {
         CostSource::Reported
     } else {
@@ -292,6 +295,14 @@ pub(crate) fn run_one(
             .fail(pod, &a.id, a.fence, &reason, true, Some(&report))
             .map(|_| Reported::Failed),
     };
+    // The pod's own share of the attempt, apart from the agent's: what `cargo bench -p yoi-cli --bench agent_overhead` reads.
+    tracing::info!(
+        assignment = %a.id,
+        claim_to_agent_ms = agent_started.duration_since(claimed).as_millis() as u64,
+        agent_ms = agent_ended.duration_since(agent_started).as_millis() as u64,
+        agent_to_ack_ms = agent_ended.elapsed().as_millis() as u64,
+        "attempt timing"
+    );
     match sent {
         Ok(r) => Ok(r),
         Err(ClientError::Lost { .. }) => Ok(Reported::Lost),

@@ -138,6 +138,7 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
             }
             Err(e) => return Err(e.into()),
         };
+        let claimed = std::time::Instant::now();
         let Some(work) = work else {
             if settings.once {
                 break;
@@ -151,7 +152,7 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
         let ran = if verifies {
             verify::run_verify(settings, &client, &pod, &work, stop)
         } else {
-            agent_run::run_one(settings, &client, &pod, &work, stop)
+            agent_run::run_one(settings, &client, &pod, &work, stop, claimed)
         };
         match ran {
             Ok(Reported::Completed) => summary.completed += 1,

@@ -23,6 +23,24 @@ use crate::cli::{Cli, Command};
 use crate::context::Env;
 use crate::error::CliError;
 
+/// What a long-running process (the server, a pod) reports as it works, on stderr: `info` and
+/// above unless `YOI_LOG` (an `EnvFilter`, such as `debug` or `yoi_pod=debug`) says otherwise;
+/// colours only on a terminal, never into a log file.
+fn log_to_stderr(json: bool) {
+    use std::io::IsTerminal;
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("YOI_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
 pub fn run(cli: Cli) -> Result<(), CliError> {
     let mut env = Env::new(cli.dir, cli.op_id)?;
     env.local = cli.local;

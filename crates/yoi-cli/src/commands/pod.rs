@@ -24,6 +24,7 @@ pub fn run(env: &Env, cmd: PodCommand) -> Result<(), CliError> {
 }
 
 fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
+    super::log_to_stderr(false);
     let ws = env.files_if_any("yoi pod run")?;
     let server = match (&a.server, &ws) {
         (Some(s), _) => s.clone(),

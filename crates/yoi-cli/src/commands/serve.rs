@@ -26,16 +26,7 @@ pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
     let listen: SocketAddr = listen
         .parse()
         .map_err(|_| CliError::Usage(format!("--listen must be ADDRESS:PORT, got `{listen}`")))?;
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_env("YOI_LOG").unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if a.log_json {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
+    super::log_to_stderr(a.log_json);
     // The server gets a runtime of its own with a worker per core; the CLI's shared one has a
     // single worker, enough for a command's database calls but not for serving many clients.
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -279,6 +279,26 @@ pub fn pod_log(repo: &Repo, name: &str) -> PathBuf {
     repo.path().join(format!(".yoi/local/test-pod-{name}.log"))
 }
 
+/// The pod's own share of each attempt, from its log's `attempt timing` lines: (claim → agent
+/// start, the agent's run, agent exit → result acknowledged), in milliseconds.
+pub fn attempt_timings(log: &str) -> Vec<(u64, u64, u64)> {
+    log.lines()
+        .filter(|l| l.contains("attempt timing"))
+        .filter_map(|l| {
+            let field = |name: &str| -> Option<u64> {
+                let at = l.find(&format!(" {name}="))? + name.len() + 2;
+                let digits: String = l[at..].chars().take_while(|c| c.is_ascii_digit()).collect();
+                digits.parse().ok()
+            };
+            Some((
+                field("claim_to_agent_ms")?,
+                field("agent_ms")?,
+                field("agent_to_ack_ms")?,
+            ))
+        })
+        .collect()
+}
+
 pub fn no_supervised_pods(repo: &Repo) {
     let config = repo.path().join(".yoi/workspace.toml");
     let text = std::fs::read_to_string(&config)
@@ -625,6 +645,19 @@ pub struct RealCoder {
 
 impl RealCoder {
     pub fn run(agent: &str, config: &str, who: RunAs, env: &[(&str, &str)]) -> RealCoder {
+        RealCoder::run_during(agent, config, who, env, |_, _| Box::new(()))
+    }
+
+    /// [`RealCoder::run`] with `during` started once the server is up (given the workspace and
+    /// the server) and what it returns dropped once the pod has ended: the load of a working
+    /// team beside the attempt, for the benchmarks.
+    pub fn run_during(
+        agent: &str,
+        config: &str,
+        who: RunAs,
+        env: &[(&str, &str)],
+        during: impl FnOnce(&Repo, &Server) -> Box<dyn std::any::Any>,
+    ) -> RealCoder {
         let (repo, _) = workspace("", 30);
         no_supervised_pods(&repo);
         let path = repo.path().join(".yoi/workspace.toml");
@@ -667,8 +700,10 @@ impl RealCoder {
         let server = Server::spawn_as(&repo, "127.0.0.1:0", &home_env, uid);
         let mut env = env.to_vec();
         env.extend(home_env);
+        let load = during(&repo, &server);
         let mut pod = own_pod_as(&repo, agent, agent, &["--once"], &env, uid);
         let status = pod.wait().unwrap();
+        drop(load);
         assert!(
             status.success(),
             "{status:?}: {}\n{}\nserver: {}",
@@ -743,4 +778,171 @@ impl RealCoder {
         );
         serde_json::from_str(&out).unwrap()
     }
+}
+
+/// Claude Code: `YOI_CLAUDE`, else `claude` on PATH. `.ci/run` installs the pinned
+/// `@anthropic-ai/claude-code` from npm.
+pub fn claude() -> String {
+    real_cli(
+        "YOI_CLAUDE",
+        "claude",
+        "`npm install --prefix target/claude-code @anthropic-ai/claude-code@2.1.197` (target/claude-code/node_modules/.bin/claude)",
+    )
+}
+
+/// Codex: `YOI_CODEX`, else `codex` on PATH. `.ci/run` installs the pinned `@openai/codex`.
+pub fn codex() -> String {
+    real_cli(
+        "YOI_CODEX",
+        "codex",
+        "`npm install --prefix target/codex @openai/codex@0.171.0` (target/codex/node_modules/.bin/codex)",
+    )
+}
+
+/// Gemini CLI: `YOI_GEMINI`, else `gemini` on PATH. `.ci/run` installs the pinned
+/// `@google/gemini-cli`.
+pub fn gemini() -> String {
+    real_cli(
+        "YOI_GEMINI",
+        "gemini",
+        "`npm install --prefix target/gemini @google/gemini-cli@0.61.0` (target/gemini/node_modules/.bin/gemini)",
+    )
+}
+
+/// OpenCode: `YOI_OPENCODE`, else `opencode` on PATH. `.ci/run` installs the pinned
+/// `opencode-ai`.
+pub fn opencode() -> String {
+    real_cli(
+        "YOI_OPENCODE",
+        "opencode",
+        "`npm install --prefix target/opencode opencode-ai@1.18.33` (target/opencode/node_modules/.bin/opencode)",
+    )
+}
+
+/// One real CLI implementing a ticket: its profile, its scripted endpoint, and what shows that
+/// it used its own tool and sent the result back.
+pub struct RealCase {
+    pub agent: &'static str,
+    pub program: fn() -> String,
+    /// The scripted endpoint of the CLI's wire protocol: its base URL and the requests it
+    /// received. The model's tool call writes `greeting.txt` saying `hello from AGENT`.
+    pub endpoint: fn() -> (String, Seen),
+    /// A model the CLI knows (Codex offers no tools for its default one with a provider of
+    /// yoi's own; Gemini CLI's `auto` first asks a classifier model).
+    pub model: Option<&'static str>,
+    /// A request that carries the tool call's result and the key from `api_key_env`.
+    pub answered: fn(&str) -> bool,
+    /// What the attempt says did the work.
+    pub agent_label: &'static str,
+    /// The ledger's (tokens in, tokens out), when the endpoint's usage fixes them.
+    pub tokens: Option<(u64, u64)>,
+}
+
+pub const DONE: &str = "I wrote greeting.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: wrote the greeting";
+
+/// Claude Code, through a `Write` tool call. As root (as CI runs it) it bypasses its
+/// permission prompts only when told it is sandboxed: yoi's sandbox says so, nothing in this
+/// environment does.
+pub fn claude_case() -> RealCase {
+    RealCase {
+        agent: "claude",
+        program: claude,
+        endpoint: || anthropic_endpoint("greeting.txt", "hello from claude\n", DONE),
+        model: None,
+        answered: |r| {
+            r.contains("\"tool_result\"")
+                && r.to_ascii_lowercase().contains("x-api-key: sk-yoi-test")
+        },
+        agent_label: "claude 2.1.197",
+        tokens: None,
+    }
+}
+
+/// Codex, through its own shell tool (`exec_command`), with its own sandbox off inside yoi's
+/// (docs/pods.md says why).
+pub fn codex_case() -> RealCase {
+    RealCase {
+        agent: "codex",
+        program: codex,
+        endpoint: || responses_calling("printf 'hello from codex\\n' > greeting.txt", DONE),
+        model: Some("gpt-5-codex"),
+        answered: |r| {
+            r.contains("function_call_output")
+                && r.contains("Process exited with code 0")
+                && r.contains("Bearer sk-yoi-test")
+        },
+        agent_label: "codex-cli 0.171.0",
+        tokens: Some((1400, 40)),
+    }
+}
+
+/// Gemini CLI, through a `write_file` call (a home of its own in the run folder chooses the
+/// API-key login).
+pub fn gemini_case() -> RealCase {
+    RealCase {
+        agent: "gemini",
+        program: gemini,
+        endpoint: || {
+            gemini_endpoint(
+                |folder| {
+                    let path = format!("{folder}/greeting.txt");
+                    (
+                        "write_file",
+                        serde_json::json!({"file_path": path, "content": "hello from gemini\n"}),
+                    )
+                },
+                DONE,
+            )
+        },
+        model: Some("gemini-2.5-pro"),
+        answered: |r| {
+            r.starts_with("POST /v1beta/models/gemini-2.5-pro:streamGenerateContent")
+                && r.contains("functionResponse")
+                && r.to_ascii_lowercase()
+                    .contains("x-goog-api-key: sk-yoi-test")
+        },
+        agent_label: "gemini 0.61.0",
+        tokens: Some((1400, 40)),
+    }
+}
+
+/// OpenCode, through a `write` call to an OpenAI-compatible chat endpoint (a provider `yoi` in
+/// a config file of the run folder).
+pub fn opencode_case() -> RealCase {
+    RealCase {
+        agent: "opencode",
+        program: opencode,
+        endpoint: || {
+            chat_tool_endpoint(
+                |folder| {
+                    let path = format!("{folder}/greeting.txt");
+                    (
+                        "write",
+                        serde_json::json!({"filePath": path, "content": "hello from opencode\n"}),
+                    )
+                },
+                DONE,
+            )
+        },
+        model: Some("m-1"),
+        answered: |r| {
+            r.starts_with("POST /v1/chat/completions")
+                && r.contains("\"role\":\"tool\"")
+                && r.contains("Bearer sk-yoi-test")
+        },
+        agent_label: "opencode 1.18.33",
+        tokens: Some((1400, 40)),
+    }
+}
+
+/// Aider's answer in its `whole` edit format: `greeting.txt` saying `hello from aider`, then
+/// the trailer lines.
+pub const AIDER_REPLY: &str = "greeting.txt\n```\nhello from aider\n```\n\nI created greeting.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: created greeting.txt\n";
+
+/// `[agents.aider]` for the real Aider against the scripted endpoint at `base`, priced.
+pub fn aider_profile(base: &str) -> String {
+    format!(
+        "program = \"{}\"\nmodel = \"openai/gpt-4o-mini\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_MODEL_KEY\"\nextra_args = [\"--edit-format\", \"whole\", \"--map-tokens\", \"0\"]\ntimeout_secs = 300\n\n[prices.\"openai/gpt-4o-mini\"]\ninput = 0.15\noutput = 0.6",
+        aider()
+    )
 }

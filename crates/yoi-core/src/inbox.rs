@@ -37,6 +37,9 @@ pub enum InboxReason {
     RoutingFailed,
     /// A skill proposal waits for approval.
     SkillProposal,
+    /// yoi offers a workflow change (a new workflow or flow, an improvement, `auto_invoke`)
+    /// that waits for a person to accept or reject it.
+    WorkflowOffer,
     /// An agent profile cannot run.
     AgentUnusable,
     /// Doctor found an error.
@@ -47,7 +50,7 @@ pub enum InboxReason {
 }
 
 impl InboxReason {
-    pub const ALL: [InboxReason; 10] = [
+    pub const ALL: [InboxReason; 11] = [
         InboxReason::CircuitOpen,
         InboxReason::RoundsExhausted,
         InboxReason::MergeDeferred,
@@ -55,6 +58,7 @@ impl InboxReason {
         InboxReason::AgentBlocked,
         InboxReason::RoutingFailed,
         InboxReason::SkillProposal,
+        InboxReason::WorkflowOffer,
         InboxReason::AgentUnusable,
         InboxReason::DoctorError,
         InboxReason::Other,
@@ -69,6 +73,7 @@ impl InboxReason {
             InboxReason::AgentBlocked => "agent_blocked",
             InboxReason::RoutingFailed => "routing_failed",
             InboxReason::SkillProposal => "skill_proposal",
+            InboxReason::WorkflowOffer => "workflow_offer",
             InboxReason::AgentUnusable => "agent_unusable",
             InboxReason::DoctorError => "doctor_error",
             InboxReason::Other => "other",
@@ -85,6 +90,7 @@ impl InboxReason {
             InboxReason::AgentBlocked => "Agent blocked",
             InboxReason::RoutingFailed => "Returned to planning",
             InboxReason::SkillProposal => "Skill proposal",
+            InboxReason::WorkflowOffer => "Workflow offer",
             InboxReason::AgentUnusable => "Agent unusable",
             InboxReason::DoctorError => "Doctor error",
             InboxReason::Other => "Attention",

@@ -43,6 +43,13 @@ impl DbIndex {
     }
 }
 
+/// The workflow-offer detector's reading of the history.
+impl DbIndex {
+    pub fn offer_history(&self) -> Result<Vec<crate::workflows::HistoryTicket>, StoreError> {
+        self.run(self.db.offer_history())
+    }
+}
+
 /// Notifications: the promise of one delivery per (channel, entry) and its attempts.
 impl DbIndex {
     pub fn notify_promise(&self, d: &crate::notify::NotifyDelivery) -> Result<bool, StoreError> {

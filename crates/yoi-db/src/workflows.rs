@@ -58,3 +58,68 @@ impl Db {
             .collect()
     }
 }
+
+/// One ticket as the workflow-offer detector reads it: its brief and, in thread order, its
+/// comments, ended attempts and attention events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryTicket {
+    pub id: String,
+    pub title: String,
+    pub body: String,
+    pub events: Vec<crate::inbox::InboxEvent>,
+}
+
+/// The event kinds the detector reads.
+pub const HISTORY_EVENT_KINDS: [&str; 3] = ["comment", "assignment", "attention"];
+
+impl Db {
+    /// Every ticket with its body and its events of [`HISTORY_EVENT_KINDS`], in id order. The
+    /// detector reads the whole history (it runs every few minutes, not per request).
+    pub async fn offer_history(&self) -> Result<Vec<HistoryTicket>, StoreError> {
+        let tickets = sqlx::query("SELECT id, title, body FROM tickets ORDER BY id")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+        let mut out: Vec<HistoryTicket> = Vec::with_capacity(tickets.len());
+        for r in tickets {
+            out.push(HistoryTicket {
+                id: r.try_get(0).map_err(db_err)?,
+                title: r.try_get(1).map_err(db_err)?,
+                body: r.try_get(2).map_err(db_err)?,
+                events: Vec::new(),
+            });
+        }
+        let rows = sqlx::query(
+            "SELECT ticket_id, id, kind, author, at, attrs, body FROM events \
+              WHERE kind IN ('comment', 'assignment', 'attention') \
+              ORDER BY ticket_id, position",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut at = 0usize;
+        for r in rows {
+            let ticket: String = r.try_get(0).map_err(db_err)?;
+            while at < out.len() && out[at].id < ticket {
+                at += 1;
+            }
+            if at >= out.len() || out[at].id != ticket {
+                continue;
+            }
+            let attrs: String = r.try_get(5).map_err(db_err)?;
+            let attrs = match serde_json::from_str(&attrs) {
+                Ok(serde_json::Value::Object(m)) => m,
+                _ => serde_json::Map::new(),
+            };
+            out[at].events.push(crate::inbox::InboxEvent {
+                id: r.try_get(1).map_err(db_err)?,
+                kind: r.try_get(2).map_err(db_err)?,
+                author: r.try_get(3).map_err(db_err)?,
+                at: r.try_get(4).map_err(db_err)?,
+                attrs,
+                body: r.try_get(6).map_err(db_err)?,
+            });
+        }
+        Ok(out)
+    }
+}

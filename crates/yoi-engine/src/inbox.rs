@@ -77,6 +77,7 @@ pub fn inbox(ws: &Workspace, index: &DbIndex) -> Result<Inbox, StoreError> {
         .flat_map(ticket_entries)
         .collect();
     entries.extend(proposal_entries(ws));
+    entries.extend(crate::workflows::offers::inbox_entries(ws));
     entries.sort_by(|a, b| (&a.since, &a.key).cmp(&(&b.since, &b.key)));
     Ok(Inbox {
         count: entries.len(),

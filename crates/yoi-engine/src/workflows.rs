@@ -8,7 +8,9 @@
 //! it ([`carry`]).
 
 pub mod carry;
+pub mod detect;
 pub mod invoke;
+pub mod offers;
 
 use std::path::Path;
 

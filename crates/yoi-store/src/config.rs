@@ -39,6 +39,37 @@ pub struct Config {
     pub governor: GovernorSection,
     /// Where people are told that something waits on them (`[[notify]]`, docs/inbox.md).
     pub notify: Vec<crate::notify_config::NotifyChannel>,
+    /// When yoi offers workflows from the tickets' history (docs/workflows.md, "Offers").
+    pub workflows: WorkflowsSection,
+}
+
+/// `[workflows]`: how often yoi looks for workflows to offer, and the thresholds it offers at.
+/// Offers are only ever offered: a person accepts each one (docs/workflows.md, "Offers").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkflowsSection {
+    /// Seconds between two looks by `yoi serve` (the first one this long after it starts);
+    /// 0: never by itself (`yoi workflow offers --detect` still looks).
+    pub detect_every_secs: u64,
+    /// Tickets the same instruction, follow-up or sequence of invocations must appear on
+    /// before a new workflow or flow is offered.
+    pub offer_min_tickets: usize,
+    /// People's invocations of an `auto_invoke: false` workflow before `auto_invoke` is
+    /// offered…
+    pub auto_invoke_min_invocations: usize,
+    /// …on at least this many tickets.
+    pub auto_invoke_min_tickets: usize,
+}
+
+impl Default for WorkflowsSection {
+    fn default() -> Self {
+        WorkflowsSection {
+            detect_every_secs: 600,
+            offer_min_tickets: 3,
+            auto_invoke_min_invocations: 5,
+            auto_invoke_min_tickets: 3,
+        }
+    }
 }
 
 /// `[budget]`: what may be spent. A limit left out is no limit. Costs are reported or
@@ -55,6 +86,9 @@ pub struct BudgetSection {
     pub day_tokens: Option<u64>,
     /// The share of a limit at which a person is told it is near (`budget_near`).
     pub soft: f64,
+    /// How far past a hard limit an agent that streams its usage may run before it is stopped
+    /// (0.1: at 110% of the limit); its work so far stays on its attempt.
+    pub stop_margin: f64,
     /// Per agent profile per day: `[budget.agents.claude] day_usd = 20`.
     pub agents: std::collections::BTreeMap<String, AgentBudget>,
 }
@@ -69,6 +103,7 @@ impl Default for BudgetSection {
             day_usd: None,
             day_tokens: None,
             soft: 0.8,
+            stop_margin: 0.1,
             agents: Default::default(),
         }
     }
@@ -411,6 +446,38 @@ impl Config {
                     b.soft
                 ),
             ));
+        }
+        if !(b.stop_margin.is_finite() && b.stop_margin >= 0.0) {
+            return Err(StoreError::invalid(
+                path,
+                None,
+                format!(
+                    "`budget.stop_margin` must be 0 or more (0.1 stops a running agent at 110% of a limit), got {}",
+                    b.stop_margin
+                ),
+            ));
+        }
+        let w = &self.workflows;
+        for (key, value, least) in [
+            ("workflows.offer_min_tickets", w.offer_min_tickets, 2),
+            (
+                "workflows.auto_invoke_min_invocations",
+                w.auto_invoke_min_invocations,
+                1,
+            ),
+            (
+                "workflows.auto_invoke_min_tickets",
+                w.auto_invoke_min_tickets,
+                1,
+            ),
+        ] {
+            if value < least {
+                return Err(StoreError::invalid(
+                    path,
+                    None,
+                    format!("`{key}` must be at least {least}, got {value}"),
+                ));
+            }
         }
         if let Some(id) = &self.workspace.id {
             if !is_workspace_id(id) {

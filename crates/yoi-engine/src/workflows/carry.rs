@@ -149,7 +149,12 @@ pub fn named_skills(ws: &Workspace, ticket: &TicketId) -> Result<Vec<String>, St
 /// Whether an event was written by a person: not a pod, an intake pod, the orchestrator or the
 /// service (their authors are `pod:…`, `intake:…`, `yoi-orchestrator` and `yoi`).
 fn by_a_person(e: &yoi_core::thread::Event) -> bool {
-    let author = e.author().unwrap_or("");
+    is_person_author(e.author().unwrap_or(""))
+}
+
+/// Whether `author` (a thread event's) is a person's name rather than a pod's, an intake
+/// pod's, the orchestrator's or the service's.
+pub fn is_person_author(author: &str) -> bool {
     let service = [
         yoi_core::Principal::orchestrator().name,
         yoi_core::Principal::service().name,

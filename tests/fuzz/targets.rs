@@ -570,7 +570,7 @@ fn api_json(bytes: &[u8]) -> bool {
     take(body::<tickets::PlanBody>(bytes).is_some());
     take(body::<pods::RegisterBody>(bytes).is_some());
     take(body::<pods::ClaimBody>(bytes).is_some());
-    take(body::<pods::FencedBody>(bytes).is_some());
+    take(body::<pods::HeartbeatBody>(bytes).is_some());
     if let Some(b) = body::<pods::CompleteBody>(bytes) {
         let _ = b.report.used_a_round();
         take(true);

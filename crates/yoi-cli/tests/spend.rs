@@ -174,3 +174,69 @@ fn dashboard_page(repo: &Repo, path: &str) -> String {
     assert_eq!(res.status(), 200, "{path}");
     res.body_mut().read_to_string().unwrap()
 }
+
+/// An agent that streams its usage (Claude Code's `stream-json`) and passes its ticket's token
+/// budget while it runs: the next heartbeat carries that usage, the server says to stop, and the
+/// pod ends the agent's whole group and fails the attempt saying why. Its work stays on the
+/// attempt (kept for the next one, never on the branch), and the ticket is held for a person.
+#[test]
+fn a_streaming_agent_past_its_ticket_budget_is_stopped_while_running_and_its_work_kept() {
+    let usage = r#"{"type":"assistant","message":{"id":"msg_1","model":"claude-sonnet-4-5","usage":{"input_tokens":5000,"output_tokens":100}}}"#;
+    let (repo, _) = common::pods::workspace(
+        &format!("write notes.txt half\\n\nsay {usage}\nrun sleep 40\ndone never reached\n"),
+        3,
+    );
+    common::pods::no_supervised_pods(&repo);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "output = \"text\"\ntimeout_secs = 60",
+        "output = \"claude_stream_json\"\ntimeout_secs = 60",
+    );
+    std::fs::write(&config, text).unwrap();
+    with_config(&repo, "[budget]\nticket_tokens = 1000\nstop_margin = 0.5\n");
+    let id = queued(&repo);
+    let server = Server::spawn(&repo);
+    let base = common::pods::git(repo.path(), &["rev-parse", "main"]);
+    let started = std::time::Instant::now();
+    let mut pod = common::pods::own_pod(&repo, "streaming", &["--once"]);
+    assert_eq!(pod.wait().unwrap().code(), Some(1), "its attempt failed");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the agent was stopped, not waited for"
+    );
+    let rows = assignments(&server, &repo, &id);
+    let failed = rows
+        .iter()
+        .find(|a| a["step"] == "implement" && a["status"] == "failed")
+        .unwrap_or_else(|| panic!("{rows:?}"));
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.contains("stopped while running: the ticket's budget was passed by more than 50%")
+            && error.contains("5100 of 1000 tokens"),
+        "{error}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(failed["result"].as_str().unwrap()).unwrap();
+    assert_eq!(report["keep_work"], true, "{report}");
+    assert!(report["commit"].as_str().is_some(), "{report}");
+    assert_eq!(
+        report["usage"]["model"], "claude-sonnet-4-5",
+        "the usage so far is the attempt's: {report}"
+    );
+    let branch = format!("yoi/{id}-leave-a-note");
+    assert_eq!(
+        common::pods::git(repo.path(), &["rev-parse", &branch]),
+        base,
+        "nothing of a stopped attempt reaches the branch"
+    );
+    assert_eq!(
+        common::pods::processes_mentioning("sleep 40"),
+        Vec::<u32>::new(),
+        "the agent's group is gone"
+    );
+    // Its ledger entry counts, so the ticket is held for a person.
+    until("the ticket to be held", || {
+        thread(&repo, &id).contains("reason: budget_reached")
+    });
+    assert_eq!(state_of(&repo, &id), "inprogress");
+}

@@ -13,6 +13,10 @@
 //!   a failure; the pod's provider (or profile) pauses until the reset its output named, else
 //!   1 minute doubling per limit in a row up to 1 hour; the step is handed out again at once and
 //!   claimed when the pause ends.
+//! - **A running attempt that streams its usage** ([`over_while_running`]): its heartbeats carry
+//!   the usage so far, and once that plus what was spent before passes a hard limit by
+//!   `[budget] stop_margin` the heartbeat tells the pod to stop it; the pod ends the agent and
+//!   fails the attempt with the reason, keeping its work on the attempt.
 //! - **The governor** ([`gate`]): a pod whose profile or provider runs `[governor]`'s limit of
 //!   attempts at once, or is paused, claims nothing.
 
@@ -292,6 +296,77 @@ pub fn after_attempt(
         )?;
     }
     Ok(())
+}
+
+/// Whether running attempt `a`, which has used `running` so far (its heartbeat says, from an
+/// agent that streams its usage), must stop: what it used plus what was spent before passes
+/// its ticket's limit, the day's or its agent's day's by more than `[budget] stop_margin`.
+/// The reason, for the attempt's failure, when it must.
+pub fn over_while_running(
+    ws: &Workspace,
+    index: &DbIndex,
+    a: &Assignment,
+    running: Usage,
+    now_ms: i64,
+) -> Result<Option<String>, StoreError> {
+    let b = &ws.config.budget;
+    let running = priced(ws, running);
+    let so_far = Spent {
+        cost_micros: running
+            .cost_usd
+            .filter(|c| c.is_finite() && *c >= 0.0)
+            .map_or(0, |c| (c * 1e6).round() as i64),
+        tokens: (running.tokens_in + running.tokens_out + running.tokens_cached) as i64,
+        attempts: 1,
+    };
+    let plus = |s: Spent| Spent {
+        cost_micros: s.cost_micros + so_far.cost_micros,
+        tokens: s.tokens + so_far.tokens,
+        attempts: s.attempts + 1,
+    };
+    let stop_at = 1.0 + b.stop_margin;
+    let margin = format!("{:.0}%", b.stop_margin * 100.0);
+    let ticket = TicketId::parse(&a.ticket)?;
+    let limit = ticket_limit(ws, &ws.read_thread(&ticket)?);
+    if limit.usd.is_some() || limit.tokens.is_some() {
+        let spent = plus(index.spent_on_ticket(&a.ticket)?);
+        if limit.share(&spent) >= stop_at {
+            return Ok(Some(format!(
+                "stopped while running: the ticket's budget was passed by more than {margin} ({} with this attempt's streamed usage); its work so far is kept on the attempt",
+                limit.says(&spent)
+            )));
+        }
+    }
+    let today = day_start(now_ms);
+    let day = Limit {
+        usd: b.day_usd,
+        tokens: b.day_tokens,
+    };
+    let agent = running.agent.as_deref();
+    let agent_day = agent.and_then(|n| b.agents.get(n)).map(|l| Limit {
+        usd: l.day_usd,
+        tokens: l.day_tokens,
+    });
+    for (whose, limit, of) in [
+        ("the workspace's daily budget".to_string(), Some(day), None),
+        (
+            format!("agent `{}`'s daily budget", agent.unwrap_or_default()),
+            agent_day,
+            agent,
+        ),
+    ] {
+        let Some(limit) = limit.filter(|l| l.usd.is_some() || l.tokens.is_some()) else {
+            continue;
+        };
+        let spent = plus(index.spent_since(today, of)?);
+        if limit.share(&spent) >= stop_at {
+            return Ok(Some(format!(
+                "stopped while running: {whose} was passed by more than {margin} ({} today with this attempt's streamed usage); its work so far is kept on the attempt",
+                limit.says(&spent)
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// Let held tickets go on whose limits now allow it (a person added to the budget, or the

@@ -129,7 +129,17 @@ pub(crate) fn run_one(
         sandbox: confined.wrap.clone(),
         stall: settings.stall,
     };
-    let mut lease = Lease::new(client, pod, work, stop);
+    // An agent that streams its usage has it sent with each heartbeat, so a budget passed
+    // while it runs stops it (docs/budgets.md).
+    let probe = matches!(p.output.as_str(), "claude_stream_json" | "codex_jsonl").then(|| {
+        crate::attempt::UsageProbe {
+            stdout: spec.stdout.clone(),
+            kind: p.output.clone(),
+            agent: settings.profile_name.clone(),
+            model: vars.model.clone(),
+        }
+    });
+    let mut lease = Lease::new(client, pod, work, stop).probing(probe);
     tracing::info!(assignment = %a.id, ticket = %work.ticket, attempt = a.attempt, "running the agent");
     let agent_started = Instant::now();
     let first = run_turn(&spec, &mut lease, p, &vars)?;
@@ -138,7 +148,7 @@ pub(crate) fn run_one(
     }
     let mut usage = Usage {
         agent: Some(settings.profile_name.clone()),
-        model: p.model.clone(),
+        model: p.model.clone().or_else(|| first.model.clone()),
         ..Usage::default()
     };
     first.add_usage(&mut usage);
@@ -152,6 +162,12 @@ pub(crate) fn run_one(
             spec.timeout.as_secs()
         )),
         Ended::Stopped => Some("the pod was stopped before the agent finished".to_string()),
+        Ended::Halted => Some(
+            lease
+                .halted
+                .clone()
+                .unwrap_or_else(|| "the server said to stop the agent".to_string()),
+        ),
         Ended::Stalled => Some(format!(
             "stalled: the agent made no progress (no output, no change in its working directory) for {}s and its process group was ended",
             spec.stall.map_or(0, |s| s.as_secs())
@@ -268,7 +284,7 @@ pub(crate) fn run_one(
         (Some(_), _) => {
             matches!(
                 first.ended,
-                Ended::TimedOut | Ended::Stopped | Ended::Stalled
+                Ended::TimedOut | Ended::Stopped | Ended::Stalled | Ended::Halted
             ) || first.said.agent_error.is_some()
         }
         (None, Err(_)) => exit_code == Some(0),
@@ -277,7 +293,12 @@ pub(crate) fn run_one(
     report.keep_work = reason.is_some() && changed && !reviewer && not_about_the_change;
     // A provider's rate limit or quota is no failure of the work (docs/budgets.md): reported as
     // such, the attempt is not counted and the agent pauses until the limit resets.
-    if reason.is_some() && !matches!(first.ended, Ended::Stopped | Ended::LeaseLost) {
+    if reason.is_some()
+        && !matches!(
+            first.ended,
+            Ended::Stopped | Ended::LeaseLost | Ended::Halted
+        )
+    {
         let now_ms = yoi_core::time::unix_ms(std::time::SystemTime::now());
         report.rate_limit =
             crate::rate_limit::detect(&stdout, &stderr, first.said.agent_error.as_deref(), now_ms);
@@ -317,6 +338,8 @@ struct Turn {
     stdout: String,
     stderr: String,
     said: contract::Said,
+    /// The model the agent's stream named.
+    model: Option<String>,
 }
 
 impl Turn {
@@ -350,13 +373,26 @@ fn run_turn(
         .as_deref()
         .and_then(|f| profiles::fill(f, vars).ok())
         .and_then(|f| std::fs::read_to_string(f).ok());
-    let said = contract::read_output(&p.output, &stdout, result_file.as_deref());
+    let mut said = contract::read_output(&p.output, &stdout, result_file.as_deref());
+    // A streamed run that ended before its totals (stopped, killed, crashed) still used what
+    // its messages said so far.
+    let mut model = None;
+    if let Some((so_far, named)) = contract::usage_so_far(&p.output, &stdout) {
+        let total = |s: &contract::Said| s.tokens_in + s.tokens_out + s.tokens_cached;
+        if total(&so_far) > total(&said) {
+            said.tokens_in = so_far.tokens_in;
+            said.tokens_out = so_far.tokens_out;
+            said.tokens_cached = so_far.tokens_cached;
+        }
+        model = named;
+    }
     Ok(Turn {
         ended,
         wall_ms,
         stdout,
         stderr,
         said,
+        model,
     })
 }
 

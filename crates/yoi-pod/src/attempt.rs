@@ -6,8 +6,11 @@
 //! has already given away never starts an agent or a command. While a child runs, [`Lease`]
 //! heartbeats at the interval the server asked for; a 409 marks the lease lost and makes the
 //! runner kill the group at once, and the attempt then reports nothing ([`Reported::Lost`]).
-//! Other heartbeat failures are retried, since the lease covers a server restart. This module
-//! decides no outcome of its own: `agent_run` and `verify` build the report.
+//! Other heartbeat failures are retried, since the lease covers a server restart. An agent that
+//! streams its usage ([`UsageProbe`]) has it read from its output at each heartbeat and sent
+//! along; when the server answers that a budget is passed, the runner ends the agent
+//! ([`Watch::end_now`]) and the reason is kept for the attempt's failure. This module decides
+//! no outcome of its own: `agent_run` and `verify` build the report.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +37,34 @@ pub(crate) struct Lease<'a> {
     last: Instant,
     pub(crate) lost: bool,
     stop: &'a AtomicBool,
+    probe: Option<UsageProbe>,
+    /// Why the server said to stop the agent while it ran (a budget passed).
+    pub(crate) halted: Option<String>,
+}
+
+/// Where a running agent's usage so far is read: its stdout, in an output kind that streams
+/// usage (`claude_stream_json`, `codex_jsonl`), and whose it is.
+pub(crate) struct UsageProbe {
+    pub stdout: PathBuf,
+    pub kind: String,
+    pub agent: String,
+    pub model: Option<String>,
+}
+
+impl UsageProbe {
+    fn read(&self) -> Option<yoi_core::report::Usage> {
+        let out = std::fs::read_to_string(&self.stdout).ok()?;
+        let (said, model) = crate::contract::usage_so_far(&self.kind, &out)?;
+        Some(yoi_core::report::Usage {
+            tokens_in: said.tokens_in,
+            tokens_out: said.tokens_out,
+            tokens_cached: said.tokens_cached,
+            cost_usd: said.cost_usd,
+            agent: Some(self.agent.clone()),
+            model: self.model.clone().or(model),
+            ..Default::default()
+        })
+    }
 }
 
 impl<'a> Lease<'a> {
@@ -53,7 +84,15 @@ impl<'a> Lease<'a> {
             last: Instant::now(),
             lost: false,
             stop,
+            probe: None,
+            halted: None,
         }
+    }
+
+    /// Send the agent's usage so far with each heartbeat (an agent that streams it).
+    pub(crate) fn probing(mut self, probe: Option<UsageProbe>) -> Self {
+        self.probe = probe;
+        self
     }
 }
 
@@ -63,8 +102,17 @@ impl Watch for Lease<'_> {
             return true;
         }
         self.last = Instant::now();
-        match self.client.heartbeat(self.pod, self.id, self.fence) {
-            Ok(()) => true,
+        let usage = self.probe.as_ref().and_then(UsageProbe::read);
+        match self
+            .client
+            .heartbeat_with(self.pod, self.id, self.fence, usage.as_ref())
+        {
+            Ok(None) => true,
+            Ok(Some(reason)) => {
+                tracing::warn!(assignment = %self.id, %reason, "the server said to stop the agent");
+                self.halted.get_or_insert(reason);
+                true
+            }
             Err(ClientError::Lost { message }) => {
                 tracing::warn!(assignment = %self.id, %message, "lease lost; killing the agent");
                 self.lost = true;
@@ -80,6 +128,10 @@ impl Watch for Lease<'_> {
 
     fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
+    }
+
+    fn end_now(&self) -> bool {
+        self.halted.is_some()
     }
 }
 

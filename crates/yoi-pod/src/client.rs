@@ -201,12 +201,25 @@ impl Client {
     }
 
     pub fn heartbeat(&self, pod: &str, id: &str, fence: i64) -> Result<(), ClientError> {
-        self.call::<Value>(
-            "POST",
-            &format!("/assignments/{id}/heartbeat"),
-            Some(json!({ "pod": pod, "fence": fence })),
-        )
-        .map(|_| ())
+        self.heartbeat_with(pod, id, fence, None).map(|_| ())
+    }
+
+    /// A heartbeat carrying the attempt's usage so far (from an agent that streams it); `Some`
+    /// reason when the server says to stop the agent now (a budget passed).
+    pub fn heartbeat_with(
+        &self,
+        pod: &str,
+        id: &str,
+        fence: i64,
+        usage: Option<&yoi_core::report::Usage>,
+    ) -> Result<Option<String>, ClientError> {
+        let mut body = json!({ "pod": pod, "fence": fence });
+        if let Some(u) = usage {
+            body["usage"] = serde_json::to_value(u).unwrap_or(Value::Null);
+        }
+        let reply: Option<Value> =
+            self.call("POST", &format!("/assignments/{id}/heartbeat"), Some(body))?;
+        Ok(reply.and_then(|v| v["stop"].as_str().map(str::to_string)))
     }
 
     pub fn log(

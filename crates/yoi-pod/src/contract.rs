@@ -64,6 +64,84 @@ pub fn read_output(kind: &str, stdout: &str, result_file: Option<&str>) -> Said 
     said
 }
 
+/// What an agent that streams its usage has used so far, read from its output while it runs,
+/// with the model it names: Claude Code's `stream-json` (each assistant message's `usage`,
+/// once per message id, or the result event once there is one) and Codex's JSONL (its
+/// `turn.completed` usage, or the running totals of `token_count` events when larger). `None`
+/// for output kinds that report usage only at the end.
+pub fn usage_so_far(kind: &str, stdout: &str) -> Option<(Said, Option<String>)> {
+    let events = || {
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    };
+    match kind {
+        "claude_stream_json" => {
+            if let Some(r) = events().filter(|v| v["type"] == "result").last() {
+                return Some((claude_result(&r), None));
+            }
+            // A message is printed once per content block, each with the message's usage so
+            // far: the last line of each id counts.
+            let mut by_id: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
+            let mut model = None;
+            for (i, v) in events().enumerate() {
+                if v["type"] != "assistant" {
+                    continue;
+                }
+                let m = &v["message"];
+                let u = &m["usage"];
+                let id = m["id"]
+                    .as_str()
+                    .map_or_else(|| i.to_string(), str::to_string);
+                by_id.insert(
+                    id,
+                    (
+                        n(&u["input_tokens"]) + n(&u["cache_creation_input_tokens"]),
+                        n(&u["output_tokens"]),
+                        n(&u["cache_read_input_tokens"]),
+                    ),
+                );
+                if let Some(name) = m["model"].as_str() {
+                    model = Some(name.to_string());
+                }
+            }
+            let mut said = Said::default();
+            for (i, o, c) in by_id.values() {
+                said.tokens_in += i;
+                said.tokens_out += o;
+                said.tokens_cached += c;
+            }
+            Some((said, model))
+        }
+        "codex_jsonl" => {
+            let mut said = codex(stdout);
+            let last_total = events()
+                .filter_map(|v| {
+                    let msg = [&v["msg"], &v["payload"], &v]
+                        .into_iter()
+                        .find(|m| m["type"] == "token_count")?;
+                    let t = &msg["info"]["total_token_usage"];
+                    t.is_object().then(|| {
+                        let cached = n(&t["cached_input_tokens"]);
+                        (
+                            n(&t["input_tokens"]).saturating_sub(cached),
+                            n(&t["output_tokens"]),
+                            cached,
+                        )
+                    })
+                })
+                .last();
+            if let Some((i, o, c)) = last_total {
+                if i + o + c > said.tokens_in + said.tokens_out + said.tokens_cached {
+                    (said.tokens_in, said.tokens_out, said.tokens_cached) = (i, o, c);
+                }
+            }
+            Some((said, None))
+        }
+        _ => None,
+    }
+}
+
 fn text(stdout: &str) -> Said {
     let mut said = Said {
         final_message: stdout.to_string(),
@@ -396,6 +474,65 @@ mod tests {
         let s = read_output("text", "Applied edit\nTokens: 1.2k sent, 345 received. Cost: $0.01 message, $0.03 session.\nYOI-RESULT: done\n", None);
         assert_eq!((s.tokens_in, s.tokens_out), (1200, 345));
         assert_eq!(s.cost_usd, Some(0.01));
+    }
+
+    #[test]
+    fn usage_so_far_counts_each_claude_message_once_before_the_result() {
+        // Claude Code prints a message once per content block, each with its usage so far.
+        let out = concat!(
+            r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5"}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"msg_1","model":"claude-sonnet-4-5","usage":{"input_tokens":100,"cache_creation_input_tokens":20,"cache_read_input_tokens":5,"output_tokens":3}}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"msg_1","model":"claude-sonnet-4-5","usage":{"input_tokens":100,"cache_creation_input_tokens":20,"cache_read_input_tokens":5,"output_tokens":40}}}"#,
+            "\n",
+            r#"{"type":"user","message":{"content":[{"type":"tool_result"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"msg_2","model":"claude-sonnet-4-5","usage":{"input_tokens":300,"output_tokens":7}}}"#,
+            "\n",
+        );
+        let (said, model) = usage_so_far("claude_stream_json", out).unwrap();
+        assert_eq!(
+            (said.tokens_in, said.tokens_out, said.tokens_cached),
+            (420, 47, 5)
+        );
+        assert_eq!(model.as_deref(), Some("claude-sonnet-4-5"));
+        // Once the result is there, its totals and reported cost are the usage.
+        let done = format!(
+            "{out}{}\n",
+            r#"{"type":"result","subtype":"success","result":"ok","total_cost_usd":0.25,"usage":{"input_tokens":500,"output_tokens":60}}"#
+        );
+        let (said, _) = usage_so_far("claude_stream_json", &done).unwrap();
+        assert_eq!((said.tokens_in, said.cost_usd), (500, Some(0.25)));
+        // Kinds that report only at the end have nothing to say while running.
+        assert!(usage_so_far("claude_json", out).is_none());
+        assert!(usage_so_far("text", "Tokens: 1k sent").is_none());
+    }
+
+    #[test]
+    fn usage_so_far_takes_codex_running_totals_when_they_are_ahead() {
+        let out = concat!(
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            "\n",
+            r#"{"id":"0","msg":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1000,"cached_input_tokens":200,"output_tokens":50,"total_tokens":1050}}}}"#,
+            "\n",
+            r#"{"id":"0","msg":{"type":"token_count","info":{"total_token_usage":{"input_tokens":3000,"cached_input_tokens":500,"output_tokens":90,"total_tokens":3090}}}}"#,
+            "\n",
+        );
+        let (said, _) = usage_so_far("codex_jsonl", out).unwrap();
+        assert_eq!(
+            (said.tokens_in, said.tokens_out, said.tokens_cached),
+            (2500, 90, 500)
+        );
+        let finished = format!(
+            "{out}{}\n",
+            r#"{"type":"turn.completed","usage":{"input_tokens":4000,"cached_input_tokens":500,"output_tokens":100}}"#
+        );
+        let (said, _) = usage_so_far("codex_jsonl", &finished).unwrap();
+        assert_eq!(
+            (said.tokens_in, said.tokens_out, said.tokens_cached),
+            (3500, 100, 500)
+        );
     }
 
     #[test]

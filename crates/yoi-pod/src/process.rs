@@ -49,6 +49,9 @@ pub enum Ended {
     /// No progress (output or a change in the working directory) for the stall limit; the
     /// group was killed.
     Stalled,
+    /// The owner asked to end it now (its watch's [`Watch::end_now`], such as a budget passed
+    /// while it ran); the group got the kill ladder.
+    Halted,
 }
 
 /// What the runner asks its owner while the agent runs, about every 100 ms.
@@ -57,6 +60,11 @@ pub trait Watch {
     fn keep(&mut self) -> bool;
     /// The pod is stopping: let the agent finish within its grace, then kill.
     fn stopping(&self) -> bool;
+    /// End the run now (SIGTERM, then SIGKILL after the grace): the owner's reason, such as a
+    /// budget passed while it ran.
+    fn end_now(&self) -> bool {
+        false
+    }
 }
 
 /// Start `spec`, watch it, and return how it ended once its whole process group is gone.
@@ -118,6 +126,10 @@ pub fn run(spec: &Spec, watch: &mut dyn Watch) -> std::io::Result<Ended> {
         if !watch.keep() {
             signal_group(pgid, libc::SIGKILL);
             break Ended::LeaseLost;
+        }
+        if watch.end_now() {
+            kill_ladder(pgid, &mut child, spec.grace);
+            break Ended::Halted;
         }
         if started.elapsed() >= spec.timeout {
             kill_ladder(pgid, &mut child, spec.grace);

@@ -624,10 +624,40 @@ pub fn heartbeat(
     match index.heartbeat_assignment(id, fence, pod, lease_until_ms, now_ms)? {
         Some(_) => {
             index.touch_pod(pod, PodState::Working, Some(id), now_ms)?;
-            Ok(HeartbeatReply { lease_until_ms })
+            Ok(HeartbeatReply {
+                lease_until_ms,
+                stop: None,
+            })
         }
         None => Err(refusal(index, pod, id, fence)?),
     }
+}
+
+/// [`heartbeat`] from a pod whose agent streams its usage: `running` is what the attempt used
+/// so far, and the answer says to stop it when that passes a hard budget limit by the margin
+/// ([`crate::spend::over_while_running`]).
+#[allow(clippy::too_many_arguments)]
+pub fn heartbeat_running(
+    ws: &Workspace,
+    index: &DbIndex,
+    caller: &PodCaller,
+    pod: &str,
+    id: &str,
+    fence: i64,
+    running: Option<yoi_core::report::Usage>,
+    cfg: LeaseConfig,
+    now: Timestamp,
+) -> Result<HeartbeatReply, AssignmentError> {
+    let mut reply = heartbeat(index, caller, pod, id, fence, cfg, now)?;
+    if let Some(usage) = running {
+        if let Some(a) = index.assignment(id)? {
+            reply.stop = crate::spend::over_while_running(ws, index, &a, usage, now.unix_millis())?;
+            if let Some(reason) = &reply.stop {
+                tracing::info!(assignment = %id, ticket = %a.ticket, %reason, "stopping a running attempt over its budget");
+            }
+        }
+    }
+    Ok(reply)
 }
 
 /// Why a fence-guarded call on `id` by `pod` at `fence` was refused.

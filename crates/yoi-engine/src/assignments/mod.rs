@@ -42,8 +42,8 @@ use yoi_store::error::Refusal;
 use yoi_store::{StoreError, Workspace};
 
 pub use claim::{
-    append_log, attempt_dir, claim, claim_many, hand_out, heartbeat, pod_of, register_pod, Claimed,
-    HeartbeatReply, PodCaller, PodIntro, Work,
+    append_log, attempt_dir, claim, claim_many, hand_out, heartbeat, heartbeat_running, pod_of,
+    register_pod, Claimed, HeartbeatReply, PodCaller, PodIntro, Work,
 };
 pub use finish::{complete, fail, resume_after_retry, Completed};
 pub use kept::KeptWork;

@@ -61,11 +61,15 @@ pub struct ClaimBody {
     pub wait_ms: u64,
 }
 
+/// A heartbeat: the claim it keeps, and what the attempt used so far when its agent streams
+/// its usage (the answer then says whether to stop it over a budget).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FencedBody {
+pub struct HeartbeatBody {
     pub pod: String,
     pub fence: i64,
+    #[serde(default)]
+    pub usage: Option<yoi_core::report::Usage>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -250,22 +254,25 @@ pub async fn claim(
     }
 }
 
-#[utoipa::path(operation_id = "heartbeat_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/heartbeat", params(("id" = String, Path)), request_body = FencedBody, responses((status = 200, body = asg::HeartbeatReply)), security(("bearer" = [])))]
-/// Extend the claim's lease; 409 when the claim is not live (the pod must stop its agent).
+#[utoipa::path(operation_id = "heartbeat_assignment", post, tag = "pods", path = "/api/v1/assignments/{id}/heartbeat", params(("id" = String, Path)), request_body = HeartbeatBody, responses((status = 200, body = asg::HeartbeatReply)), security(("bearer" = [])))]
+/// Extend the claim's lease; 409 when the claim is not live (the pod must stop its agent). With
+/// the attempt's usage so far, the answer's `stop` says when it passed a budget (docs/budgets.md).
 pub async fn heartbeat(
     State(s): State<AppState>,
     Authed(c, ..): Authed<RunPod>,
     Path(id): Path<String>,
-    Body(b): Body<FencedBody>,
+    Body(b): Body<HeartbeatBody>,
 ) -> ApiResult<asg::HeartbeatReply> {
     let caller = pod_caller(&c)?;
     let reply = pod_work(&s, "heartbeat", move |st| {
-        asg::heartbeat(
+        asg::heartbeat_running(
+            &st.ws,
             &st.index,
             &caller,
             &b.pod,
             &id,
             b.fence,
+            b.usage,
             LeaseConfig::of(&st.ws),
             now(),
         )

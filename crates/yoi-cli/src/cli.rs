@@ -145,6 +145,33 @@ pub enum WorkflowCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The offers yoi made from the tickets' history; `--detect` looks at the history now.
+    Offers {
+        #[arg(long)]
+        detect: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One offer: why, the tickets it came from, and the diff it would make.
+    Offer {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accept an offer: its workflow or flow file is written (a person only).
+    Accept {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Reject an offer with the reason; what it answered is never offered again.
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

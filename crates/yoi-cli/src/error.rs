@@ -24,6 +24,8 @@ pub enum CliError {
     Skill(#[from] SkillError),
     #[error(transparent)]
     Workflow(#[from] yoi_engine::workflows::WorkflowError),
+    #[error(transparent)]
+    Offer(#[from] yoi_engine::workflows::offers::OffersError),
     /// Arguments that clap accepted but that do not make sense together.
     #[error("{0}")]
     Usage(String),
@@ -63,6 +65,7 @@ impl CliError {
             CliError::Worktree(e) => e.class(),
             CliError::Skill(e) => e.class(),
             CliError::Workflow(e) => e.class(),
+            CliError::Offer(e) => e.class(),
             CliError::Usage(_) => ErrorClass::Invalid,
             CliError::Refused(_) | CliError::DoctorFailed => ErrorClass::Refused,
             CliError::Io { .. } | CliError::Server { .. } => ErrorClass::Internal,

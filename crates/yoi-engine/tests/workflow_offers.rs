@@ -312,7 +312,8 @@ fn often_invoked_workflows_are_offered_auto_invoke_and_the_same_order_a_flow() {
     let original = std::fs::read_to_string(f.repo.join(&auto.target)).unwrap();
     write(&f, &auto.target, &original.replace("PRECHECK", "EDITED"));
     let err = offers::accept(&f.ws, &auto.id, "alice", now()).unwrap_err();
-    assert_eq!(err.code(), "stale_offer", "{err}");
+    assert_eq!(err.code(), "conflict", "{err}");
+    assert_eq!(err.class(), yoi_core::ErrorClass::Conflict);
     assert!(std::fs::read_to_string(f.repo.join(&auto.target))
         .unwrap()
         .contains("EDITED"));

@@ -80,6 +80,7 @@ actions! {
     RunPod = "register a pod or claim and report its role's work": [Pod];
     OpenDashboard = "open a dashboard session": [Human];
     InvokeWorkflow = "invoke an auto_invoke workflow for its own attempt": [Agent];
+    DecideOffer = "look for, accept or reject workflow offers": [Human];
 }
 
 /// The authenticated caller.

@@ -16,6 +16,7 @@ pub mod leases;
 pub mod listen;
 pub mod memory;
 pub mod notify;
+mod offer_detector;
 pub mod openapi;
 pub mod orchestrator;
 pub mod routes;
@@ -117,6 +118,20 @@ pub fn router(state: AppState) -> Router {
         .route("/workflows/lint", get(routes::workflows::lint))
         .route("/workflows/{slug}", get(routes::workflows::show))
         .route("/workflows/{slug}/invoke", post(routes::workflows::invoke))
+        .route("/workflow-offers", get(routes::workflow_offers::list))
+        .route(
+            "/workflow-offers/detect",
+            post(routes::workflow_offers::detect),
+        )
+        .route("/workflow-offers/{id}", get(routes::workflow_offers::show))
+        .route(
+            "/workflow-offers/{id}/accept",
+            post(routes::workflow_offers::accept),
+        )
+        .route(
+            "/workflow-offers/{id}/reject",
+            post(routes::workflow_offers::reject),
+        )
         .route("/skills", get(routes::skills::list))
         .route(
             "/skills/proposals",
@@ -268,6 +283,7 @@ pub async fn serve(
     let trims = memory::spawn_trims(state.closing.subscribe());
     let checkpoints = spawn_checkpoints(state.clone());
     let notifications = notify::spawn(state.clone());
+    let offer_detector = offer_detector::spawn(state.clone());
     let pods = opts
         .pods
         .map(|l| supervisor::spawn(state.clone(), l, format!("http://{addr}")));
@@ -309,6 +325,11 @@ pub async fn serve(
     for task in notifications {
         if let Err(e) = task.await {
             tracing::error!(error = %e, "a notification task ended abnormally");
+        }
+    }
+    if let Some(task) = offer_detector {
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "the workflow-offer detector ended abnormally");
         }
     }
     if let Some(task) = forge_driver {

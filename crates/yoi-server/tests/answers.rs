@@ -351,6 +351,22 @@ fn real_answers_validate_against_the_document() {
             200,
         ),
         (
+            "post",
+            "/api/v1/workflow-offers/detect",
+            "/api/v1/workflow-offers/detect".into(),
+            &h,
+            None,
+            200,
+        ),
+        (
+            "get",
+            "/api/v1/workflow-offers",
+            "/api/v1/workflow-offers".into(),
+            &r,
+            None,
+            200,
+        ),
+        (
             "get",
             "/api/v1/flows",
             "/api/v1/flows".into(),

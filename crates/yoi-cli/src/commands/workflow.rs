@@ -1,15 +1,17 @@
 //! `yoi workflow …`: the workflows people write in `.yoi/workflow/<slug>.md`. `list` and `show`
 //! read the valid ones, `lint` checks the files (or one given file) against each other and the
 //! skill catalog and names each problem with its file, line and rule; `run` invokes one on a
-//! ticket, as the person's comment `/SLUG ARGS`. Nothing here writes a workflow file: they are
-//! people's.
+//! ticket, as the person's comment `/SLUG ARGS`. `offers`, `offer`, `accept` and `reject` are
+//! the offers yoi makes from the history: only `accept`, run by a person, writes a workflow or
+//! flow file (docs/workflows.md, "Offers").
 
 use crate::cli::WorkflowCommand;
-use crate::context::Env;
+use crate::context::{now, Env};
 use crate::error::CliError;
 use crate::output;
 use yoi_engine::store::ops::CommentRequest;
 use yoi_engine::workflows;
+use yoi_engine::workflows::offers;
 
 pub fn run(env: &Env, cmd: WorkflowCommand) -> Result<(), CliError> {
     match cmd {
@@ -122,6 +124,86 @@ pub fn run(env: &Env, cmd: WorkflowCommand) -> Result<(), CliError> {
             };
             let out = target.comment(&ticket, &req)?;
             output::outcome(&out, json);
+        }
+        WorkflowCommand::Offers { detect, json } => {
+            if detect {
+                let (ws, index) = env.workspace_with_index("yoi workflow offers --detect")?;
+                let found = offers::detect(&ws, &index, now())?;
+                if !json {
+                    println!(
+                        "{} new offer(s), {} pending",
+                        found.offered.len(),
+                        found.pending
+                    );
+                }
+            }
+            let ws = env.files_only("yoi workflow offers")?;
+            let list = offers::list(&ws)?;
+            if json {
+                output::json(&list);
+                return Ok(());
+            }
+            let rows: Vec<Vec<String>> = list
+                .offers
+                .iter()
+                .map(|o| {
+                    vec![
+                        o.id.clone(),
+                        o.kind.as_str().into(),
+                        format!("{:?}", o.status).to_lowercase(),
+                        o.target.clone(),
+                        o.title.clone(),
+                    ]
+                })
+                .collect();
+            output::table(&["ID", "KIND", "STATUS", "FILE", "OFFER"], &rows);
+        }
+        WorkflowCommand::Offer { id, json } => {
+            let ws = env.files_only("yoi workflow offer")?;
+            let o = offers::show(&ws, &id)?;
+            if json {
+                output::json(&o);
+                return Ok(());
+            }
+            println!("{} — {}", o.id, o.title);
+            println!(
+                "kind: {}   status: {}   file: {}",
+                o.kind.as_str(),
+                format!("{:?}", o.status).to_lowercase(),
+                o.target
+            );
+            if let Some(d) = &o.decision {
+                println!(
+                    "decided by {} at {}{}",
+                    d.by,
+                    d.at,
+                    d.reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                );
+            }
+            println!("\n{}\n\n{}", o.why, o.diff);
+        }
+        WorkflowCommand::Accept { id, json } => {
+            let ws = env.files_only("yoi workflow accept")?;
+            let approver = env.human_ctx(&ws)?.principal.author();
+            let o = offers::accept(&ws, &id, &approver, now())?;
+            if json {
+                output::json(&o);
+            } else {
+                println!("accepted {}: wrote {}", o.id, o.target);
+            }
+        }
+        WorkflowCommand::Reject { id, reason, json } => {
+            let ws = env.files_only("yoi workflow reject")?;
+            let approver = env.human_ctx(&ws)?.principal.author();
+            let o = offers::reject(&ws, &id, &approver, &reason, now())?;
+            if json {
+                output::json(&o);
+            } else {
+                println!("rejected {}: {} is not written", o.id, o.target);
+            }
         }
     }
     Ok(())

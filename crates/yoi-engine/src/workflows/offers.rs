@@ -52,20 +52,20 @@ impl OffersError {
         }
     }
 
-    /// The API's `error.code`.
+    /// The API's `error.code` (one of the codes docs/api.md lists).
     pub fn code(&self) -> &'static str {
         match self {
-            OffersError::Offer(OfferError::Stale { .. }) => "stale_offer",
             OffersError::Offer(OfferError::AlreadyDecided { .. }) => "already_decided",
             OffersError::Offer(e) => match e.class() {
                 ErrorClass::Invalid => "invalid",
                 ErrorClass::NotFound => "not_found",
                 ErrorClass::Conflict => "conflict",
                 ErrorClass::Refused => "refused",
-                ErrorClass::Busy => "busy",
-                ErrorClass::Corrupt => "corrupt",
+                ErrorClass::Busy => "locked",
+                ErrorClass::Corrupt => "corrupt_file",
                 _ => "internal",
             },
+            OffersError::Invalid { target, .. } if target.ends_with(".flow.yaml") => "invalid_flow",
             OffersError::Invalid { .. } => "invalid_workflow",
             OffersError::Store(e) => e.code(),
         }

@@ -11,4 +11,5 @@ pub mod routing;
 pub mod skills;
 pub mod spend;
 pub mod tickets;
+pub mod workflow_offers;
 pub mod workflows;

@@ -288,3 +288,60 @@ fn a_pod_token_never_lists_a_people_only_skill() {
     assert!(listed.contains(&"owasp-checklist".to_string()), "{v}");
     assert!(!listed.contains(&"people-only".to_string()), "{v}");
 }
+
+/// Offers through the binary (docs/workflows.md, "Offers"): the same follow-up written on three
+/// tickets is offered once by `yoi workflow offers --detect`, `yoi workflow offer` shows the
+/// diff, `yoi inbox` lists it, and only `yoi workflow accept` writes the file; deciding twice
+/// exits 1 and a malformed id exits 2.
+#[test]
+fn an_offer_is_listed_shown_and_written_only_by_accept() {
+    let repo = workspace();
+    let said = "Rebase on main and rerun `cargo deny check` before asking again.";
+    for n in 0..3 {
+        let id = repo.create(&format!("T{n}"), common::COMPLETE_BRIEF);
+        repo.yoi(&["ticket", "comment", &id, "-m", said]).ok();
+    }
+    let v = json(&repo.yoi(&["workflow", "offers", "--detect", "--json"]).ok());
+    assert_eq!(v["count"], 1, "{v:#}");
+    assert_eq!(v["pending"], 1);
+    let id = v["offers"][0]["id"].as_str().unwrap().to_string();
+    let target = v["offers"][0]["target"].as_str().unwrap().to_string();
+    assert_eq!(target, ".yoi/workflow/rebase-on-main-and.md");
+    let again = repo.yoi(&["workflow", "offers", "--detect"]).ok();
+    assert!(
+        again.stdout.starts_with("0 new offer(s), 1 pending\n"),
+        "{}",
+        again.stdout
+    );
+
+    let shown = repo.yoi(&["workflow", "offer", &id]).ok();
+    assert!(shown.stdout.contains("--- /dev/null"), "{}", shown.stdout);
+    assert!(shown.stdout.contains(&format!("+++ b/{target}")));
+    let inbox = repo.yoi(&["inbox"]).ok();
+    assert!(inbox.stdout.contains("workflow_offer"), "{}", inbox.stdout);
+    assert!(
+        !repo.path().join(&target).exists(),
+        "offering writes nothing"
+    );
+
+    let out = repo.yoi(&["workflow", "accept", &id]).ok();
+    assert_eq!(out.stdout, format!("accepted {id}: wrote {target}\n"));
+    let text = std::fs::read_to_string(repo.path().join(&target)).unwrap();
+    assert!(text.contains(said), "{text}");
+    let listed = repo.yoi(&["workflow", "list"]).ok();
+    assert!(
+        listed.stdout.contains("/rebase-on-main-and"),
+        "{}",
+        listed.stdout
+    );
+
+    let twice = repo.yoi(&["workflow", "reject", &id, "--reason", "late"]);
+    assert_eq!(twice.code, 1, "{}", twice.stderr);
+    assert!(
+        twice.stderr.contains("already Accepted"),
+        "{}",
+        twice.stderr
+    );
+    let bad = repo.yoi(&["workflow", "accept", "../x"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+}

@@ -438,6 +438,22 @@ pub enum TicketCommand {
     /// A ticket's budget: what it spent of its limit, and whether its steps wait over it; with
     /// `--add`, add to it (humans only), letting a held ticket go on.
     Budget(BudgetArgs),
+    /// Answer the question an agent asked (humans only): the step that asked is handed out
+    /// again, its prompt beginning with the question and this answer.
+    Answer(AnswerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    pub id: String,
+    /// The answer (or give it with `--message`).
+    #[arg(conflicts_with = "message", required_unless_present = "message")]
+    pub text: Option<String>,
+    /// The answer.
+    #[arg(long, short = 'm')]
+    pub message: Option<String>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -172,6 +172,11 @@ impl Remote {
         self.send("POST", ticket_path(id, "/budget"), Some(body))
     }
 
+    pub fn answer(&self, id: &str, message: &str) -> Result<Outcome, CliError> {
+        let body = json!({ "message": message });
+        self.send("POST", ticket_path(id, "/answer"), Some(body))
+    }
+
     pub fn retry(&self, id: &str, reason: Option<&str>) -> Result<Outcome, CliError> {
         let body = json!({ "reason": reason });
         self.send("POST", ticket_path(id, "/retry"), Some(body))

@@ -103,6 +103,13 @@ impl Target {
         }
     }
 
+    pub fn answer(&self, id: &str, message: &str) -> Result<Outcome, CliError> {
+        match &self.via {
+            Via::Files(ctx) => Ok(ops::answer(&self.ws, ctx, id, message)?),
+            Via::Server(r) => r.answer(id, message),
+        }
+    }
+
     pub fn add_budget(
         &self,
         id: &str,

@@ -30,6 +30,12 @@ pub struct Report {
     /// A reviewer's `YOI-VERDICT`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// What the agent asks a person (`YOI-QUESTION:` lines, in order). With the outcome
+    /// `blocked` the attempt ends `blocked` and its step waits for an answer
+    /// (docs/inbox.md, "Agents ask").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 20)]
+    pub questions: Vec<String>,
     /// A reviewer's findings (`YOI-FINDING:` lines), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,

@@ -39,6 +39,9 @@ pub enum AssignmentStatus {
     /// The agent's provider refused it for a rate limit or quota: handed out again once the
     /// pause ends, and never counted as a failure.
     RateLimited,
+    /// The agent asked a person (`YOI-QUESTION:` with `YOI-RESULT: blocked`): handed out again
+    /// once a person answers, and never counted as a failure.
+    Blocked,
 }
 
 impl AssignmentStatus {
@@ -52,6 +55,7 @@ impl AssignmentStatus {
             AssignmentStatus::Expired => "expired",
             AssignmentStatus::Cancelled => "cancelled",
             AssignmentStatus::RateLimited => "rate_limited",
+            AssignmentStatus::Blocked => "blocked",
         }
     }
 
@@ -73,6 +77,7 @@ impl AssignmentStatus {
             "expired" => AssignmentStatus::Expired,
             "cancelled" => AssignmentStatus::Cancelled,
             "rate_limited" => AssignmentStatus::RateLimited,
+            "blocked" => AssignmentStatus::Blocked,
             other => {
                 return Err(StoreError::Database {
                     reason: format!("assignments.status holds unknown value {other:?}"),

@@ -1,9 +1,9 @@
 //! What the inbox reads from the index: for each ticket that may have an open entry, its title,
 //! state and the thread events that open or close entries, in thread order. The rules that turn
 //! them into entries are `yoi_engine::inbox`'s; this module only selects rows, and selects them
-//! narrowly — tickets in a state where an entry can be open that hold an `attention` event (or,
-//! for planning, a move the service made) — so the inbox of a large tree reads a few rows, never
-//! every thread. Everything here is rebuilt from the files by a reindex.
+//! narrowly — tickets in a state where an entry can be open that hold an `attention` or
+//! `question` event (or, for planning, a move the service made) — so the inbox of a large tree
+//! reads a few rows, never every thread. Everything here is rebuilt from the files by a reindex.
 
 use serde::Serialize;
 use sqlx::Row;
@@ -12,7 +12,14 @@ use super::{db_err, Db};
 use yoi_store::StoreError;
 
 /// The event kinds that open or close an inbox entry.
-pub const INBOX_EVENT_KINDS: [&str; 4] = ["attention", "retry", "state_changed", "merge"];
+pub const INBOX_EVENT_KINDS: [&str; 6] = [
+    "attention",
+    "question",
+    "answer",
+    "retry",
+    "state_changed",
+    "merge",
+];
 
 /// One thread event as the inbox reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -43,8 +50,8 @@ pub struct InboxTicket {
 
 impl Db {
     /// The tickets that may have an open inbox entry (all of them, or only `ticket`), in id
-    /// order: queued or in-progress tickets with an `attention` event, and planning tickets
-    /// that `service_author` moved (returned to planning). Each comes with its events that open
+    /// order: queued or in-progress tickets with an `attention` or `question` event, and
+    /// planning tickets that `service_author` moved (returned to planning). Each comes with its events that open
     /// or close entries, in thread order.
     pub async fn inbox_tickets(
         &self,
@@ -55,9 +62,9 @@ impl Db {
             "SELECT t.id, t.title, t.state, e.id, e.kind, e.author, e.at, e.attrs, e.body \
                FROM tickets t JOIN events e ON e.ticket_id = t.id \
               WHERE ($2 = '' OR t.id = $2) \
-                AND e.kind IN ('attention', 'retry', 'state_changed', 'merge') \
+                AND e.kind IN ('attention', 'question', 'answer', 'retry', 'state_changed', 'merge') \
                 AND ((t.state IN ('queued', 'inprogress') AND EXISTS \
-                       (SELECT 1 FROM events a WHERE a.ticket_id = t.id AND a.kind = 'attention')) \
+                       (SELECT 1 FROM events a WHERE a.ticket_id = t.id AND a.kind IN ('attention', 'question'))) \
                   OR (t.state = 'planning' AND EXISTS \
                        (SELECT 1 FROM events s WHERE s.ticket_id = t.id AND s.kind = 'state_changed' AND s.author = $1))) \
               ORDER BY t.id, e.position",

@@ -269,6 +269,8 @@ pub enum OutboxKind {
     TicketClosed,
     TicketMerged,
     TicketRetried,
+    /// A person answered an agent's question: its step is handed out again.
+    TicketAnswered,
     TicketAttention,
     TicketCommented,
     /// A thread event of another kind (an assignment, a verification, a kind this version
@@ -278,7 +280,7 @@ pub enum OutboxKind {
 }
 
 impl OutboxKind {
-    pub const ALL: [OutboxKind; 14] = [
+    pub const ALL: [OutboxKind; 15] = [
         OutboxKind::TicketCreated,
         OutboxKind::TicketReady,
         OutboxKind::TicketQueued,
@@ -289,6 +291,7 @@ impl OutboxKind {
         OutboxKind::TicketClosed,
         OutboxKind::TicketMerged,
         OutboxKind::TicketRetried,
+        OutboxKind::TicketAnswered,
         OutboxKind::TicketAttention,
         OutboxKind::TicketCommented,
         OutboxKind::TicketEvent,
@@ -307,6 +310,7 @@ impl OutboxKind {
             OutboxKind::TicketClosed => "ticket_closed",
             OutboxKind::TicketMerged => "ticket_merged",
             OutboxKind::TicketRetried => "ticket_retried",
+            OutboxKind::TicketAnswered => "ticket_answered",
             OutboxKind::TicketAttention => "ticket_attention",
             OutboxKind::TicketCommented => "ticket_commented",
             OutboxKind::TicketEvent => "ticket_event",
@@ -342,7 +346,8 @@ pub fn outbox_kind(e: &Event) -> OutboxKind {
         EventKind::Close => OutboxKind::TicketClosed,
         EventKind::Merge => OutboxKind::TicketMerged,
         EventKind::Retry => OutboxKind::TicketRetried,
-        EventKind::Attention => OutboxKind::TicketAttention,
+        EventKind::Attention | EventKind::Question => OutboxKind::TicketAttention,
+        EventKind::Answer => OutboxKind::TicketAnswered,
         EventKind::Comment
         | EventKind::Plan
         | EventKind::Decision

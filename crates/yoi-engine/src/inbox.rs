@@ -8,8 +8,11 @@
 //! - an `attention` event opens an entry of its reason ([`InboxReason::of_attention`]); a
 //!   second one of the same reason while the first is open is the same episode (one entry,
 //!   its detail the latest body, its `since` the first);
+//! - a `question` (an agent asked a person) opens an `agent_question` entry, one per question
+//!   event; the `answer` to it closes it;
 //! - a `retry` closes what a retry answers: an open circuit, used-up fix rounds, a blocked
-//!   agent, an unknown reason;
+//!   agent, a question left unanswered (the step is handed out again without an answer), an
+//!   unknown reason;
 //! - a `merge` closes a deferred merge (the checkout was cleaned and the merge ran);
 //! - any state change closes every entry of the ticket — the ticket moved on — and one the
 //!   service made into `planning` opens a `routing_failed` entry that the next state change
@@ -108,12 +111,20 @@ pub fn ticket_entries(t: &InboxTicket) -> Vec<InboxEntry> {
                     None => open.push(entry(t, reason, e, e.body.trim())),
                 }
             }
+            // A question is one episode per `question` event: the next attempt may ask again,
+            // and that is a new situation to tell people about.
+            "question" => {
+                open.retain(|x| x.reason != InboxReason::AgentQuestion);
+                open.push(entry(t, InboxReason::AgentQuestion, e, e.body.trim()));
+            }
+            "answer" => open.retain(|x| x.reason != InboxReason::AgentQuestion),
             "retry" => open.retain(|x| {
                 !matches!(
                     x.reason,
                     InboxReason::CircuitOpen
                         | InboxReason::RoundsExhausted
                         | InboxReason::AgentBlocked
+                        | InboxReason::AgentQuestion
                         | InboxReason::Other
                 )
             }),
@@ -151,6 +162,10 @@ fn entry(t: &InboxTicket, reason: InboxReason, e: &InboxEvent, detail: &str) -> 
         InboxReason::RoutingFailed => (
             format!("yoi ticket show {id}   # complete the brief, then: yoi ticket mark-ready {id}"),
             "Edit the brief",
+        ),
+        InboxReason::AgentQuestion => (
+            format!("yoi ticket answer {id} --message \"…\""),
+            "Answer",
         ),
         _ => (format!("yoi ticket retry {id}"), "Retry"),
     };
@@ -292,5 +307,42 @@ mod tests {
         assert_eq!(got[0].key, format!("{}:circuit_open:a", t.id));
         assert_eq!(got[0].since, "2026-03-01T10:00:01Z");
         assert_eq!(got[0].detail, "body of bbbb");
+    }
+
+    #[test]
+    fn a_question_is_open_until_its_answer_or_a_retry_and_each_question_is_its_own_episode() {
+        let s = Principal::orchestrator().author();
+        let asked = |extra: Vec<InboxEvent>| {
+            let mut events = vec![event("q1", "question", &s, &[("step", "implement")])];
+            events.extend(extra);
+            ticket("inprogress", events)
+        };
+        let open = ticket_entries(&asked(vec![]));
+        assert_eq!(open.len(), 1);
+        assert_eq!(open[0].reason, InboxReason::AgentQuestion);
+        assert_eq!(open[0].detail, "body of q1");
+        assert!(
+            open[0].command.starts_with("yoi ticket answer "),
+            "{open:?}"
+        );
+        assert_eq!(open[0].action.label, "Answer");
+        let answer = event("a1", "answer", "human:alice", &[("question", "q1")]);
+        assert!(reasons(&asked(vec![answer.clone()])).is_empty());
+        let retry = event("r1", "retry", "human:alice", &[]);
+        assert!(reasons(&asked(vec![retry])).is_empty());
+        // Asked again after the answer: a new entry, with the new question's key.
+        let again = ticket_entries(&asked(vec![
+            answer,
+            event("q2", "question", &s, &[("step", "implement")]),
+        ]));
+        assert_eq!(again.len(), 1);
+        assert_eq!(
+            again[0].key,
+            format!("{}:agent_question:q2", again[0].ticket.as_deref().unwrap())
+        );
+        // A ticket that left progress asks nothing any more.
+        let mut closed = asked(vec![]);
+        closed.state = "done".into();
+        assert!(reasons(&closed).is_empty());
     }
 }

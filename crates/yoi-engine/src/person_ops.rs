@@ -95,6 +95,8 @@ pub enum PersonOp {
     AddPlanRecord,
     /// Add to a ticket's budget (docs/budgets.md).
     AddBudget,
+    /// Answer an agent's question (docs/inbox.md, "Agents ask").
+    Answer,
 }
 
 /// A state operation of the store, as the frontends call it.
@@ -104,7 +106,7 @@ pub type TransitionFn =
 use Who::{Human, Intake, Orchestrator};
 
 impl PersonOp {
-    pub const ALL: [PersonOp; 14] = [
+    pub const ALL: [PersonOp; 15] = [
         PersonOp::Create,
         PersonOp::Edit,
         PersonOp::Comment,
@@ -119,6 +121,7 @@ impl PersonOp {
         PersonOp::RemoveRelation,
         PersonOp::AddPlanRecord,
         PersonOp::AddBudget,
+        PersonOp::Answer,
     ];
 
     /// The table: one row per operation.
@@ -293,6 +296,13 @@ impl PersonOp {
                 "POST",
                 "/tickets/{id}/budget",
                 &["ticket", "budget"],
+                &[Human],
+            ),
+            PersonOp::Answer => row(
+                "answer",
+                "POST",
+                "/tickets/{id}/answer",
+                &["ticket", "answer"],
                 &[Human],
             ),
         }

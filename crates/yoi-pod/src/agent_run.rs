@@ -269,6 +269,7 @@ pub(crate) fn run_one(
             report.outcome = c.result;
             report.summary = c.summary.clone();
             report.findings = c.findings.clone();
+            report.questions = c.questions.clone();
             report.verdict = c.verdict.as_deref().and_then(Verdict::parse);
             if reviewer && c.result == ReportOutcome::Done {
                 review_problem(work, c.verdict.as_deref()).map(|r| format!("{r}{asked_too}"))

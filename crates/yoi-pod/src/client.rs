@@ -66,6 +66,21 @@ pub struct Work {
     /// The workflows this attempt's agent may invoke itself.
     #[serde(default)]
     pub invocable: Vec<Invocable>,
+    /// Questions agents asked on this ticket and the answers people gave, oldest first.
+    #[serde(default)]
+    pub answered: Vec<Answered>,
+}
+
+/// A question an agent asked and a person's answer, as the server hands them out.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Answered {
+    /// Who asked: the step and attempt.
+    pub step: String,
+    pub attempt: i64,
+    pub question: String,
+    pub answer: String,
+    /// The person who answered.
+    pub by: String,
 }
 
 /// A workflow the agent may invoke (`auto_invoke: true`), as the server lists it.

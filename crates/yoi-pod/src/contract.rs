@@ -33,6 +33,8 @@ pub struct Contract {
     pub verdict: Option<String>,
     /// `YOI-FINDING:` lines, in order.
     pub findings: Vec<String>,
+    /// `YOI-QUESTION:` lines, in order: what the agent asks a person.
+    pub questions: Vec<String>,
 }
 
 /// Read `stdout` (and the result file's text, when the profile names one) as `kind`.
@@ -323,6 +325,11 @@ pub enum ContractError {
     Malformed(String),
 }
 
+/// At most this many `YOI-QUESTION:` lines are kept (the API's limit); the rest are dropped.
+pub const MAX_QUESTIONS: usize = 20;
+/// A question is cut to this many characters.
+pub const MAX_QUESTION_CHARS: usize = 2000;
+
 /// The contract in a final message: the last `YOI-RESULT:` line with a known value, the last
 /// `YOI-SUMMARY:` and `YOI-VERDICT:`. A missing or malformed result line is an error that says
 /// what was missing. A line whose value still lists the choices (`done | blocked | failed`, or
@@ -334,6 +341,7 @@ pub fn read_contract(final_message: &str) -> Result<Contract, ContractError> {
     let mut summary = None;
     let mut verdict = None;
     let mut findings = Vec::new();
+    let mut questions = Vec::new();
     for line in final_message.lines() {
         let line = line
             .trim()
@@ -359,14 +367,23 @@ pub fn read_contract(final_message: &str) -> Result<Contract, ContractError> {
             }
         } else if let Some(v) = line.strip_prefix("YOI-FINDING:") {
             findings.extend(Some(v.trim().to_string()).filter(|s| !s.is_empty()));
+        } else if let Some(v) = line.strip_prefix("YOI-QUESTION:") {
+            let v = v.trim();
+            // `<your question>` is the prompt's template echoed back, not a question.
+            let template = v.starts_with('<') && v.ends_with('>');
+            if !v.is_empty() && !template {
+                questions.push(v.chars().take(MAX_QUESTION_CHARS).collect());
+            }
         }
     }
+    questions.truncate(MAX_QUESTIONS);
     match (result, bad) {
         (Some(result), _) => Ok(Contract {
             result,
             summary,
             verdict,
             findings,
+            questions,
         }),
         (None, Some(v)) => Err(ContractError::Malformed(v)),
         (None, None) => Err(ContractError::Missing),
@@ -448,6 +465,29 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("malformed"));
+    }
+
+    #[test]
+    fn questions_are_every_question_line_in_order_without_the_echoed_template() {
+        let c = read_contract(
+            "I stopped.\nYOI-QUESTION: <your question>\n- YOI-QUESTION: Which greeting: hello or hi?\n\
+             YOI-QUESTION:   \n**YOI-QUESTION: May I add a test file?**\nYOI-RESULT: blocked\nYOI-SUMMARY: two choices\n",
+        )
+        .unwrap();
+        assert_eq!(c.result, yoi_core::report::ReportOutcome::Blocked);
+        assert_eq!(
+            c.questions,
+            ["Which greeting: hello or hi?", "May I add a test file?"]
+        );
+        let many: String = (0..30)
+            .map(|i| format!("YOI-QUESTION: q{i}\n"))
+            .chain(["YOI-RESULT: blocked\n".to_string()])
+            .collect();
+        assert_eq!(read_contract(&many).unwrap().questions.len(), MAX_QUESTIONS);
+        assert!(read_contract("YOI-RESULT: done")
+            .unwrap()
+            .questions
+            .is_empty());
     }
 
     #[test]

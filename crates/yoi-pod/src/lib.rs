@@ -27,7 +27,7 @@ pub mod contract;
 mod explain;
 pub mod process;
 pub mod profiles;
-mod prompt;
+pub mod prompt;
 pub mod rate_limit;
 pub mod sandbox;
 mod verify;

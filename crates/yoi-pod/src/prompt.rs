@@ -1,5 +1,5 @@
-//! The prompt file an agent reads: who it is and where it may work, the workflows a person
-//! invoked on the ticket (what each requires, then its body), the step's instructions from the
+//! The prompt file an agent reads: who it is and where it may work, the questions agents asked
+//! on the ticket with the answers people gave, the workflows a person invoked on the ticket (what each requires, then its body), the step's instructions from the
 //! frozen flow, the last round's feedback, the frozen brief, the skills it may
 //! activate, and the trailer lines it must end with.
 //!
@@ -38,6 +38,20 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
         work.workdir,
         work.start()
     );
+    // A person's answer comes first: the attempt before this one stopped to ask for it.
+    if !work.answered.is_empty() {
+        out.push_str("## Answers to questions asked on this ticket (they override the brief where they differ)\n\n");
+        for q in &work.answered {
+            out.push_str(&format!(
+                "Asked by the agent of step `{}` (attempt {}):\n\n{}\n\nAnswered by {}:\n\n{}\n\n",
+                q.step,
+                q.attempt,
+                q.question.trim_end(),
+                q.by,
+                q.answer.trim_end()
+            ));
+        }
+    }
     // An invoked workflow comes before the step's usual brief: its knowledge, then its body.
     if let Some(w) = &work.workflow {
         out.push_str(w.trim_end());
@@ -156,5 +170,16 @@ pub fn render_prompt(work: &Work, skills: &[(String, String)]) -> String {
         );
     }
     out.push_str("```\n");
+    out.push_str(ASKING);
     out
 }
+
+/// How an agent asks a person: the same words for every agent profile, since every profile's
+/// prompt is this file.
+pub const ASKING: &str = "\n## When you need a person's decision\n\nIf you cannot go on without \
+     a decision the brief does not make (its \"Escalate if\" says when), do not guess: stop, and \
+     end with `YOI-RESULT: blocked`, a `YOI-SUMMARY:` line, and one line per question:\n\n\
+     ```\nYOI-QUESTION: <your question, answerable on its own>\n```\n\n\
+     Your step waits for a person's answer; the next attempt of it gets your questions and the \
+     answers at the top of its prompt. A question costs a person's time: ask only what you cannot \
+     decide from the brief and the code.\n";

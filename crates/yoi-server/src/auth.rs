@@ -66,6 +66,7 @@ person_actions! {
     AddPlanRecord = AddPlanRecord;
     Retry = Retry;
     AddBudget = AddBudget;
+    AnswerQuestion = Answer;
 }
 
 // The scope table of everything else. Reading is open to every live token; each mutation names

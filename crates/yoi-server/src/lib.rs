@@ -91,6 +91,7 @@ pub fn router(state: AppState) -> Router {
         .route("/tickets/{id}/cost", get(routes::pods::ticket_cost))
         .route("/tickets/{id}/forge", get(routes::forge_status::show))
         .route("/tickets/{id}/budget", post(routes::spend::add))
+        .route("/tickets/{id}/answer", post(routes::routing::answer))
         .route("/costs", get(routes::spend::costs))
         .route("/limits", get(routes::spend::limits))
         .route(

@@ -314,6 +314,8 @@ pub enum Refusal {
     },
     #[error("add a positive amount of USD (`--add`, `add_usd`) or of tokens (`--add-tokens`, `add_tokens`) to a budget; nothing was written")]
     NoBudgetAmount,
+    #[error("ticket {ticket} has no open question to answer: no agent asked since the last answer, retry or state change (`yoi ticket show {ticket}` shows its thread)")]
+    NoOpenQuestion { ticket: TicketId },
 }
 
 impl Refusal {
@@ -346,6 +348,7 @@ impl Refusal {
             Refusal::NotReadyToAccept { .. } => "not_ready_to_accept",
             Refusal::BidiControl { .. } => "bidi_control",
             Refusal::NoBudgetAmount => "no_budget_amount",
+            Refusal::NoOpenQuestion { .. } => "no_open_question",
         }
     }
 }
@@ -368,6 +371,8 @@ pub enum Permission {
     ActivateForOwnAssignment { own: String },
     #[error("only a person may add to a ticket's budget; {kind} asked")]
     AddBudget { kind: PrincipalKind },
+    #[error("only a person may answer an agent's question; {kind} asked")]
+    Answer { kind: PrincipalKind },
 }
 
 impl Permission {
@@ -380,6 +385,7 @@ impl Permission {
             Permission::RecordAttempt { .. } => "record_attempt",
             Permission::ActivateForOwnAssignment { .. } => "activate_for_own_assignment",
             Permission::AddBudget { .. } => "add_budget",
+            Permission::Answer { .. } => "answer",
         }
     }
 }

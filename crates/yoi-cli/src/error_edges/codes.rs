@@ -4,7 +4,7 @@
 
 use super::*;
 
-const N_REFUSAL: usize = 12;
+const N_REFUSAL: usize = 13;
 fn tag_refusal(e: &Refusal) -> usize {
     match e {
         Refusal::PacketFrozen { .. } => 0,
@@ -19,6 +19,7 @@ fn tag_refusal(e: &Refusal) -> usize {
         Refusal::NotReadyToAccept { .. } => 9,
         Refusal::BidiControl { .. } => 10,
         Refusal::NoBudgetAmount => 11,
+        Refusal::NoOpenQuestion { .. } => 12,
     }
 }
 
@@ -43,6 +44,7 @@ fn refusal() {
         Refusal::NotReadyToAccept { message: s("blocked") } => Refused 1 422,
         Refusal::BidiControl { field: s("title"), position: 5, code_point: 0x202E } => Refused 1 422,
         Refusal::NoBudgetAmount => Refused 1 422,
+        Refusal::NoOpenQuestion { ticket: id() } => Refused 1 422,
     ];
     check(
         "Refusal",
@@ -58,7 +60,7 @@ fn refusal() {
     distinct("Refusal", cases.iter().map(|(make, _)| make().code()));
 }
 
-const N_PERMISSION: usize = 6;
+const N_PERMISSION: usize = 7;
 fn tag_permission(e: &Permission) -> usize {
     match e {
         Permission::SubmitPacket { .. } => 0,
@@ -67,6 +69,7 @@ fn tag_permission(e: &Permission) -> usize {
         Permission::RecordAttempt { .. } => 3,
         Permission::ActivateForOwnAssignment { .. } => 4,
         Permission::AddBudget { .. } => 5,
+        Permission::Answer { .. } => 6,
     }
 }
 
@@ -81,6 +84,7 @@ fn permission() {
         Permission::RecordAttempt { kind: PrincipalKind::Human } => NotPermitted 1 403,
         Permission::ActivateForOwnAssignment { own: s("asg-1") } => NotPermitted 1 403,
         Permission::AddBudget { kind: PrincipalKind::Pod } => NotPermitted 1 403,
+        Permission::Answer { kind: PrincipalKind::Pod } => NotPermitted 1 403,
     ];
     check(
         "Permission",

@@ -32,6 +32,11 @@ pub enum EventKind {
     Close,
     /// A person added to a ticket's budget (`add_usd`, `add_tokens`).
     Budget,
+    /// An agent asked a person something (`YOI-QUESTION:` lines) and its step waits for the
+    /// answer (docs/inbox.md).
+    Question,
+    /// A person answered a `question` event (its id in `question`); the step goes on.
+    Answer,
     /// A kind this version does not know; preserved as written.
     Other(String),
 }
@@ -56,6 +61,8 @@ impl EventKind {
             EventKind::RelationChanged => "relation_changed",
             EventKind::Close => "close",
             EventKind::Budget => "budget",
+            EventKind::Question => "question",
+            EventKind::Answer => "answer",
             EventKind::Other(s) => s,
         }
     }
@@ -79,6 +86,8 @@ impl EventKind {
             EventKind::RelationChanged => "Relation changed".into(),
             EventKind::Close => "Closed".into(),
             EventKind::Budget => "Budget".into(),
+            EventKind::Question => "Question".into(),
+            EventKind::Answer => "Answer".into(),
             EventKind::Other(s) => s.replace('_', " "),
         }
     }
@@ -94,7 +103,7 @@ impl EventKind {
     }
 
     /// The name of every kind this version knows, in variant order.
-    pub const KNOWN: [&'static str; 17] = [
+    pub const KNOWN: [&'static str; 19] = [
         "create",
         "comment",
         "intake_summary",
@@ -112,6 +121,8 @@ impl EventKind {
         "relation_changed",
         "close",
         "budget",
+        "question",
+        "answer",
     ];
 
     fn known(s: &str) -> Option<Self> {
@@ -133,6 +144,8 @@ impl EventKind {
             "relation_changed" => EventKind::RelationChanged,
             "close" => EventKind::Close,
             "budget" => EventKind::Budget,
+            "question" => EventKind::Question,
+            "answer" => EventKind::Answer,
             _ => return None,
         })
     }

@@ -163,6 +163,10 @@ pub struct Work {
     /// its prompt next to the skills.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub invocable: Vec<crate::workflows::carry::Invocable>,
+    /// The questions agents asked on this ticket and people's answers, oldest first: the top
+    /// of the prompt (docs/inbox.md, "Agents ask").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answered: Vec<super::questions::Answered>,
 }
 
 /// Claim the oldest pending assignment of the pod's role and hand it out with its working
@@ -559,6 +563,7 @@ fn ready(
         kept: None,
         workflow: None,
         invocable: Vec::new(),
+        answered: super::questions::answered(ws, &ticket).map_err(|e| e.to_string())?,
     })
 }
 

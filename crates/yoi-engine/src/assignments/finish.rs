@@ -45,6 +45,12 @@ pub fn complete(
     report: &Report,
     now: Timestamp,
 ) -> Result<Completed, AssignmentError> {
+    // An agent that stopped to ask a person: not a failure, its step waits for the answer.
+    if report.outcome == ReportOutcome::Blocked
+        && report.questions.iter().any(|q| !q.trim().is_empty())
+    {
+        return asked(ws, index, caller, (pod, id, fence), report, now);
+    }
     if report.outcome != ReportOutcome::Done {
         let reason = format!(
             "the agent reported {}: {}",
@@ -327,6 +333,65 @@ pub fn fail(
     Ok(next)
 }
 
+/// An attempt whose agent asked a person (`YOI-RESULT: blocked` with `YOI-QUESTION:` lines):
+/// it ends `blocked` — no failure, so no step circuit counts it — with nothing handed out
+/// again, and its questions go into the thread as a `question` event, which the inbox shows as
+/// `agent_question`. A person's answer (`yoi ticket answer`) hands the step out again, and the
+/// next attempt's prompt begins with the questions and the answer. The branch does not move.
+fn asked(
+    ws: &Workspace,
+    index: &DbIndex,
+    caller: &PodCaller,
+    (pod, id, fence): (&str, &str, i64),
+    report: &Report,
+    now: Timestamp,
+) -> Result<Completed, AssignmentError> {
+    let pod_row = pod_of(index, caller, pod)?;
+    let guard = results_lock();
+    let now_ms = now.unix_millis();
+    let a = live_claim(index, pod, id, fence, now_ms)?;
+    check_role(caller, &a, "complete")?;
+    let reason = format!(
+        "the agent asked a person {} question(s) and waits for the answer: {}",
+        report.questions.len(),
+        report.summary.as_deref().unwrap_or("no summary")
+    );
+    let how = Finish {
+        status: AssignmentStatus::Blocked,
+        result: serde_json::to_string(report).ok(),
+        usage: priced_usage(ws, Some(report)),
+        error: Some(reason.clone()),
+        log_path: report.log.clone(),
+    };
+    let Some(row) = index.finish_assignment(id, fence, Some(pod), &how, None, now_ms)? else {
+        return Err(refusal(index, pod, id, fence)?);
+    };
+    index.touch_pod(pod, PodState::Idle, None, now_ms)?;
+    spent(ws, index, &row, Some(&pod_row), now);
+    record(ws, &row, "blocked", None, Some(report), Some(&reason), now)?;
+    drop_attempt_worktree(ws, &row);
+    let attrs: Vec<(&str, String)> = vec![
+        ("assignment", row.id.clone()),
+        ("step", row.step.clone()),
+        ("role", row.role.clone()),
+        ("attempt", row.attempt.to_string()),
+    ];
+    let ctx = Ctx::new(Principal::orchestrator(), now);
+    match ops::ask(ws, &ctx, &row.ticket, &attrs, &report.questions) {
+        Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    drop(guard);
+    let place = work_place(ws, &ticket_of(&row)?)?;
+    let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;
+    Ok(Completed {
+        assignment: id.to_string(),
+        branch: place.branch,
+        branch_head: head,
+        moved: false,
+    })
+}
+
 /// The report's usage as recorded: with an estimated cost when its agent reported none.
 fn priced_usage(ws: &Workspace, report: Option<&Report>) -> Option<String> {
     report
@@ -387,8 +452,9 @@ fn rate_limited(
     Ok(Some(next))
 }
 
-/// After a person's `retry` of an in-progress ticket whose flow stopped: the step that stopped
-/// it — the latest attempt handed out, when it failed or expired — is handed out again
+/// After a person's `retry` of an in-progress ticket whose flow stopped, or their answer to an
+/// agent's question: the step that stopped it — the latest attempt handed out, when it failed,
+/// expired or ended `blocked` on a question — is handed out again
 /// (attempt + 1); a ticket whose fix rounds ran out gets one more round. A ticket with a live
 /// attempt has not stopped and gets nothing: its flow is still moving, and a second live step
 /// would break the one-live-row rule (a merge sent back as `failed` to `merge-verify` is not a
@@ -411,7 +477,7 @@ pub fn resume_after_retry(
     if let Some(last) = latest.filter(|a| {
         matches!(
             a.status,
-            AssignmentStatus::Failed | AssignmentStatus::Expired
+            AssignmentStatus::Failed | AssignmentStatus::Expired | AssignmentStatus::Blocked
         )
     }) {
         let next = next_attempt(last, now);

@@ -29,6 +29,7 @@ mod kept;
 mod lease;
 mod merge;
 pub mod pr;
+pub mod questions;
 
 use std::path::PathBuf;
 use std::sync::Mutex;

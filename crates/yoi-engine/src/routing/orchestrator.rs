@@ -164,11 +164,14 @@ impl Orchestrator {
             }
         }
         // A person's retry of a ticket in progress hands its stalled step out again (the
-        // assignment circuit); a queued ticket's retry is routed below.
-        for e in events
-            .iter()
-            .filter(|e| e.known_kind() == Some(OutboxKind::TicketRetried))
-        {
+        // assignment circuit), and so does their answer to an agent's question; a queued
+        // ticket's retry is routed below.
+        for e in events.iter().filter(|e| {
+            matches!(
+                e.known_kind(),
+                Some(OutboxKind::TicketRetried | OutboxKind::TicketAnswered)
+            )
+        }) {
             let Ok(id) = TicketId::parse(&e.ticket) else {
                 continue;
             };
@@ -179,7 +182,7 @@ impl Orchestrator {
             {
                 match crate::assignments::resume_after_retry(env.ws, db, &id, now) {
                     Ok(made) => out.wrote |= !made.is_empty(),
-                    Err(e) => self.error(format!("{id}: resuming after a retry: {e}")),
+                    Err(e) => self.error(format!("{id}: resuming after a retry or an answer: {e}")),
                 }
             }
         }
@@ -331,6 +334,7 @@ fn wakes(e: &OutboxEvent) -> Option<Targets> {
         OutboxKind::TicketCreated
         | OutboxKind::TicketCommented
         | OutboxKind::TicketAttention
+        | OutboxKind::TicketAnswered
         | OutboxKind::TicketEvent => None,
         OutboxKind::TicketRetried => {
             let mut t = Targets::none();

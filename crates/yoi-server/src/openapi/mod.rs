@@ -36,10 +36,10 @@ pub mod events;
         crate::routes::pods::log, crate::routes::pods::list_assignments, crate::routes::pods::ticket_cost,
         crate::routes::forge_status::show,
         crate::routes::inbox::list,
-        crate::routes::spend::add, crate::routes::spend::costs, crate::routes::spend::limits,
+        crate::routes::spend::add, crate::routes::routing::answer, crate::routes::spend::costs, crate::routes::spend::limits,
         crate::routes::health::healthz, crate::routes::health::readyz, crate::ui::session::mint_route, serve
     ),
-    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, yoi_db::EventPayload, yoi_db::PlanPayload, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody, crate::routes::routing::RetryBody, crate::routes::spend::BudgetBody, crate::routes::pods::RegisterBody, crate::routes::pods::ClaimBody, crate::routes::pods::FencedBody, crate::routes::pods::CompleteBody, crate::routes::pods::FailBody, crate::routes::pods::LogBody, crate::ui::session::LoginLink)),
+    components(schemas(t::CreateBody, t::EditBody, t::CommentBody, t::TransitionBody, t::RelationBody, t::PlanBody, t::ListResponse, ErrorBody, ErrorDetail, yoi_db::EventPayload, yoi_db::PlanPayload, crate::routes::skills::ActivateBody, crate::routes::skills::ProposeBody, crate::routes::skills::RejectBody, crate::routes::routing::RetryBody, crate::routes::routing::AnswerBody, crate::routes::spend::BudgetBody, crate::routes::pods::RegisterBody, crate::routes::pods::ClaimBody, crate::routes::pods::HeartbeatBody, crate::routes::pods::CompleteBody, crate::routes::pods::FailBody, crate::routes::pods::LogBody, crate::ui::session::LoginLink)),
     tags(
         (name = "tickets", description = "Tickets: create, edit, comment, state operations, relations and plan records."),
         (name = "routing", description = "Routing: decisions, retry after an open circuit, the orchestrator's status."),

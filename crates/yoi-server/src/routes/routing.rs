@@ -1,4 +1,5 @@
-//! Routing: the routing view of a ticket, a person's `retry`, and the orchestrator's status.
+//! Routing: the routing view of a ticket, a person's `retry` and their answer to an agent's
+//! question, and the orchestrator's status.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -44,6 +45,31 @@ pub async fn retry(
 ) -> ApiResult<Outcome> {
     let ctx = c.ctx(key);
     s.op(move |ws| ops::retry(ws, &ctx, &id, b.reason.as_deref()))
+        .await
+        .map(Json)
+}
+
+/// A person's answer to the question an agent asked on a ticket.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerBody {
+    /// The answer, written into the `answer` event and handed to the step's next attempt.
+    #[schema(min_length = 1, max_length = 20000)]
+    pub message: String,
+}
+
+#[utoipa::path(operation_id = "answer_question", post, tag = "tickets", path = "/api/v1/tickets/{id}/answer", params(("id" = String, Path)), request_body = AnswerBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]
+/// Answer the question an agent asked (people only; the ticket must be in progress with a
+/// question open): the step that asked is handed out again with the answer in its prompt.
+pub async fn answer(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<AnswerQuestion>,
+    IdempotencyKey(key): IdempotencyKey,
+    Path(id): Path<String>,
+    Body(b): Body<AnswerBody>,
+) -> ApiResult<Outcome> {
+    let ctx = c.ctx(key);
+    s.op(move |ws| ops::answer(ws, &ctx, &id, &b.message))
         .await
         .map(Json)
 }

@@ -254,6 +254,22 @@ pub async fn comment(
     Ok(done(&s, &v, flash, format!("/tickets/{id}#thread")))
 }
 
+/// `POST /tickets/{id}/answer`: a person's answer to the question an agent asked (the store's
+/// guard refuses it when no question is open).
+pub async fn answer(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    let TicketForm { form, id, ctx } = ticket_form(&s, &v, id, &body).await?;
+    let message = form.raw("message").unwrap_or("").to_string();
+    let tid = id.clone();
+    let result = s.op(move |ws| ops::answer(ws, &ctx, &tid, &message)).await;
+    let flash = outcome(&id, result, "answered; the step is handed out again");
+    Ok(done(&s, &v, flash, format!("/tickets/{id}")))
+}
+
 /// `POST /tickets/{id}/edit`: title and body (planning only; the store's guard says so).
 pub async fn edit(
     State(s): State<AppState>,

@@ -45,6 +45,7 @@ pub fn routes() -> Router<AppState> {
         .route("/tickets/{id}", get(ticket::page))
         .route("/tickets/{id}/act", post(actions::act))
         .route("/tickets/{id}/comment", post(actions::comment))
+        .route("/tickets/{id}/answer", post(actions::answer))
         .route("/tickets/{id}/edit", post(actions::edit))
         .route("/tickets/{id}/relations", post(actions::relation))
         .route("/inbox", get(inbox::page))

@@ -13,6 +13,7 @@ mod create;
 mod edit;
 mod forge;
 mod plan;
+mod question;
 mod relation;
 mod signal;
 mod transition;
@@ -36,6 +37,7 @@ pub use create::{create, CreateRequest};
 pub use edit::{comment, edit, submit_packet, CommentRequest, EditRequest, COMMENT_KINDS};
 pub use forge::record_forge;
 pub use plan::{add_plan_record, PlanRequest};
+pub use question::{answer, ask, open_question, MAX_ANSWER_CHARS, QUESTION};
 pub use relation::{add_relation, remove_relation, RelationRequest};
 pub use signal::{
     add_budget, attention, record_attempt, retry, ADD_TOKENS, ADD_USD, ATTENTION_REASON,
@@ -84,7 +86,7 @@ impl Ctx {
 /// ([`Operation::as_str`](yoi_core::state::Operation::as_str)) and the operations that change no
 /// state. The API's document gives `OperationResult.operation` this enumeration; a debug build
 /// refuses to finish an operation whose name is not here.
-pub const OPERATIONS: [&str; 20] = [
+pub const OPERATIONS: [&str; 22] = [
     "create",
     "edit",
     "submit_packet",
@@ -105,6 +107,8 @@ pub const OPERATIONS: [&str; 20] = [
     "cancel",
     "reopen",
     "add_budget",
+    "ask",
+    "answer",
 ];
 
 /// What a mutation did. A replay returns the same value with `replayed: true`.

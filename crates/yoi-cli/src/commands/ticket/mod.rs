@@ -36,6 +36,7 @@ pub fn run(env: &Env, cmd: TicketCommand) -> Result<(), CliError> {
         TicketCommand::Doctor(a) => doctor::run(env, &a),
         TicketCommand::Route(a) => route::route(env, &a),
         TicketCommand::Retry(a) => route::retry(env, &a),
+        TicketCommand::Answer(a) => route::answer(env, &a),
         TicketCommand::Cost(a) => read::cost(env, &a.id, a.json),
         TicketCommand::Budget(a) => crate::commands::spend::budget(env, &a),
     }

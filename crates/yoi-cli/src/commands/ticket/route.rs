@@ -2,7 +2,7 @@
 
 use yoi_engine::routing::view::routing_view;
 
-use crate::cli::{RetryArgs, RouteArgs};
+use crate::cli::{AnswerArgs, RetryArgs, RouteArgs};
 use crate::context::Env;
 use crate::error::CliError;
 use crate::output;
@@ -83,6 +83,13 @@ pub fn route(env: &Env, a: &RouteArgs) -> Result<(), CliError> {
             c.consecutive_failures, c.open_after
         );
     }
+    Ok(())
+}
+
+pub fn answer(env: &Env, a: &AnswerArgs) -> Result<(), CliError> {
+    let message = a.message.as_deref().or(a.text.as_deref()).unwrap_or("");
+    let out = env.target("yoi ticket answer")?.answer(&a.id, message)?;
+    output::outcome(&out, a.json);
     Ok(())
 }
 

@@ -1,8 +1,9 @@
 //! The web dashboard in a real headless Chromium, against a real `yoi serve` on loopback: the
 //! one-time login, queueing from the board and watching routing move the card without a
 //! reload, a write by another process (`yoi --local`) arriving live, a server restart that
-//! loses no update, a disabled button that says why, approving a skill proposal, a keyboard-only
-//! run, the core flows with JavaScript off, and forged requests refused with nothing written.
+//! loses no update, a disabled button that says why, approving a skill proposal, accepting a
+//! workflow offer and invoking the workflow, a keyboard-only run, the core flows with
+//! JavaScript off, and forged requests refused with nothing written.
 
 #[path = "../../../tests/browser/mod.rs"]
 mod browser;
@@ -404,6 +405,54 @@ async fn a_person_approves_a_skill_proposal() {
         "the approved skill is in the workspace catalog"
     );
     wait_for(&c, "a[href=\"/skills/release-notes\"]", BROWSER_TIMEOUT).await;
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_accepts_a_workflow_offer_and_invokes_the_workflow() {
+    let mut site = Site::new();
+    let said = "Update the changelog under Unreleased before asking for review.";
+    let mut tickets = Vec::new();
+    for n in 0..3 {
+        let id = site.ready_ticket(&format!("Ticket {n}"), None);
+        site.yoi(&["ticket", "comment", &id, "-m", said]);
+        tickets.push(id);
+    }
+    let out = site.yoi(&["workflow", "offers", "--detect", "--json"]);
+    let offers: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let id = offers["offers"][0]["id"].as_str().unwrap().to_string();
+    let slug = offers["offers"][0]["name"].as_str().unwrap().to_string();
+    site.start();
+    let driver = Driver::start();
+    let c = driver.session(true).await;
+    log_in(&c, &site).await;
+    // The inbox links the offer to the workflows page.
+    c.goto(&format!("{}/inbox", site.base())).await.unwrap();
+    wait_for(&c, "li[data-reason=\"workflow_offer\"]", BROWSER_TIMEOUT).await;
+    click(&c, "li[data-reason=\"workflow_offer\"] a.button").await;
+    wait_for(&c, &format!("#o-{id} pre.diff"), BROWSER_TIMEOUT).await;
+    click(&c, &format!("#accept-{id}")).await;
+    wait_until_text(&c, ".flash.ok", "accepted", BROWSER_TIMEOUT).await;
+    assert!(
+        site.root.join(format!(".yoi/workflow/{slug}.md")).is_file(),
+        "the accepted workflow is written"
+    );
+    // Its page invokes it on a ticket: the person's `/slug` comment.
+    click(&c, &format!("a[href=\"/workflows/{slug}\"]")).await;
+    wait_for(&c, "#invoke-form", BROWSER_TIMEOUT).await;
+    c.find(Locator::Css("#invoke-ticket"))
+        .await
+        .unwrap()
+        .send_keys(&tickets[0])
+        .await
+        .unwrap();
+    click(&c, "#invoke").await;
+    wait_until_text(&c, ".flash.ok", "invoked", BROWSER_TIMEOUT).await;
+    assert!(
+        site.thread(&tickets[0])
+            .contains(&format!("workflow: {slug}")),
+        "the invocation is the person's comment event"
+    );
     c.close().await.unwrap();
 }
 

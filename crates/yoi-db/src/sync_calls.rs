@@ -48,6 +48,12 @@ impl DbIndex {
     pub fn offer_history(&self) -> Result<Vec<crate::workflows::HistoryTicket>, StoreError> {
         self.run(self.db.offer_history())
     }
+
+    pub fn workflow_invocations(
+        &self,
+    ) -> Result<Vec<crate::workflows::InvocationRow>, StoreError> {
+        self.run(self.db.workflow_invocations())
+    }
 }
 
 /// Notifications: the promise of one delivery per (channel, entry) and its attempts.

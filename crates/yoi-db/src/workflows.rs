@@ -123,3 +123,46 @@ impl Db {
         Ok(out)
     }
 }
+
+/// One person's (or anyone's: the engine filters) invocation of a workflow, as the index holds
+/// it: a `comment` event with a `workflow` attribute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvocationRow {
+    pub ticket: String,
+    pub author: Option<String>,
+    pub slug: String,
+}
+
+impl Db {
+    /// Every comment event that carries a `workflow` attribute, in ticket and thread order.
+    pub async fn workflow_invocations(&self) -> Result<Vec<InvocationRow>, StoreError> {
+        // `"workflow":` never matches `"agent_workflow":` (the quote comes first).
+        let rows = sqlx::query(
+            "SELECT ticket_id, author, attrs FROM events \
+              WHERE kind = 'comment' AND attrs LIKE '%\"workflow\":%' \
+              ORDER BY ticket_id, position",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let attrs: String = r.try_get(2).map_err(db_err)?;
+            let slug = serde_json::from_str::<serde_json::Value>(&attrs)
+                .ok()
+                .and_then(|v| {
+                    v.get("workflow")
+                        .and_then(|s| s.as_str())
+                        .map(str::to_string)
+                });
+            if let Some(slug) = slug {
+                out.push(InvocationRow {
+                    ticket: r.try_get(0).map_err(db_err)?,
+                    author: r.try_get(1).map_err(db_err)?,
+                    slug,
+                });
+            }
+        }
+        Ok(out)
+    }
+}

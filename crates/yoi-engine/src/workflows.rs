@@ -182,6 +182,48 @@ pub fn lookup_in(set: &WorkflowSet, slug: &str) -> Result<Workflow, WorkflowErro
     }
 }
 
+/// How often people invoked one workflow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Usage {
+    /// People's invocations (`/<slug>` comments).
+    pub invocations: usize,
+    /// The tickets they were made on.
+    pub tickets: usize,
+}
+
+/// People's invocations of each workflow, from the index (agents' own invocations are not
+/// counted: they carry `agent_workflow`, not `workflow`).
+pub fn usage(
+    index: &yoi_db::DbIndex,
+) -> Result<std::collections::BTreeMap<String, Usage>, StoreError> {
+    let mut seen: std::collections::BTreeMap<String, (usize, std::collections::BTreeSet<String>)> =
+        std::collections::BTreeMap::new();
+    for row in index.workflow_invocations()? {
+        if !row
+            .author
+            .as_deref()
+            .is_some_and(|a| !a.is_empty() && carry::is_person_author(a))
+        {
+            continue;
+        }
+        let e = seen.entry(row.slug).or_default();
+        e.0 += 1;
+        e.1.insert(row.ticket);
+    }
+    Ok(seen
+        .into_iter()
+        .map(|(slug, (n, t))| {
+            (
+                slug,
+                Usage {
+                    invocations: n,
+                    tickets: t.len(),
+                },
+            )
+        })
+        .collect())
+}
+
 /// Log every workflow file that is skipped (at start-up): a bad file never stops the server.
 pub fn warn_invalid(ws: &Workspace) {
     for f in set(ws).files().iter().filter(|f| !f.is_valid()) {

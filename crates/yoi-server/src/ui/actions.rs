@@ -99,7 +99,7 @@ fn outcome<T>(id: &str, result: Result<T, crate::error::ApiError>, ok: &str) -> 
 }
 
 /// Answer a form: remember the outcome for the next page and go back.
-fn done(s: &AppState, v: &Viewer, flash: Flash, to: String) -> Response {
+pub(super) fn done(s: &AppState, v: &Viewer, flash: Flash, to: String) -> Response {
     s.ui.flashes.push(&v.session, flash);
     Redirect::to(&to).into_response()
 }
@@ -224,9 +224,24 @@ pub async fn comment(
     body: Bytes,
 ) -> Result<Response, UiError> {
     let TicketForm { form, id, ctx } = ticket_form(&s, &v, id, &body).await?;
+    let text = form.raw("body").unwrap_or("").to_string();
+    comment_text(&s, &v, ctx, id, text).await
+}
+
+/// Write the person's comment `text` on ticket `id` (resolved here when it is a suffix), as
+/// the comment form does: a first line `/<slug>` invokes that workflow, or is refused with the
+/// reason and nothing written. The workflows page's invoke form comes here too.
+pub(super) async fn comment_text(
+    s: &AppState,
+    v: &Viewer,
+    ctx: Ctx,
+    id: String,
+    text: String,
+) -> Result<Response, UiError> {
+    let id = super::ticket::resolve(s, id).await?.to_string();
     let req = CommentRequest {
         kind: "comment".into(),
-        body: form.raw("body").unwrap_or("").to_string(),
+        body: text,
     };
     let tid = id.clone();
     // A person's `/<slug>` comment invokes a workflow (docs/workflows.md).
@@ -251,7 +266,7 @@ pub async fn comment(
         Err(e) => Err(e),
     };
     let flash = outcome(&id, result, &done_text);
-    Ok(done(&s, &v, flash, format!("/tickets/{id}#thread")))
+    Ok(done(s, v, flash, format!("/tickets/{id}#thread")))
 }
 
 /// `POST /tickets/{id}/answer`: a person's answer to the question an agent asked (the store's

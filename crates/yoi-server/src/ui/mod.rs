@@ -18,6 +18,7 @@ pub mod page;
 pub mod pages;
 pub mod session;
 pub mod ticket;
+pub mod workflows;
 
 use axum::middleware;
 use axum::routing::{get, post};
@@ -56,6 +57,13 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/skills/proposals/{id}/{decision}",
             post(actions::decide_proposal),
+        )
+        .route("/workflows", get(workflows::page))
+        .route("/workflows/{slug}", get(workflows::show))
+        .route("/workflows/{slug}/invoke", post(workflows::invoke))
+        .route(
+            "/workflows/offers/{id}/{decision}",
+            post(workflows::decide),
         )
         .route("/doctor", get(pages::doctor))
         .route("/login", get(pages::login).post(pages::login_with_token))

@@ -104,6 +104,12 @@ fn each_entry_is_delivered_once_across_a_sigkill_and_the_log_shows_it() {
     }
     let table = repo.yoi(&["notify", "log"]).ok().stdout;
     assert!(table.contains("hook delivered circuit_open"), "{table}");
+    // The API's delivery log says what the command says.
+    let (status, api) = server.get(&repo, "/notify/log?channel=hook");
+    assert_eq!(status, 200, "{api}");
+    assert_eq!(api, l);
+    let (status, _) = server.get(&repo, "/notify/log?limit=0");
+    assert_eq!(status, 400);
 
     // A sample through the same adapter, signed with the key from the environment.
     let out = common::run_yoi_env(repo.path(), &["notify", "test", "hook"], &env).ok();

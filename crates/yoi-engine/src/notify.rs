@@ -149,6 +149,40 @@ pub fn notification(c: &NotifyChannel, entry: &InboxEntry, link_base: &str) -> N
     }
 }
 
+/// One delivery with every attempt it took, as `yoi notify log --json` and `GET
+/// /api/v1/notify/log` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct LoggedDelivery {
+    #[serde(flatten)]
+    pub delivery: NotifyDelivery,
+    /// Each attempt and what the receiver answered, oldest first.
+    pub attempt_log: Vec<yoi_db::notify::NotifyAttempt>,
+}
+
+/// The delivery log: the newest deliveries first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct DeliveryLog {
+    pub count: usize,
+    pub deliveries: Vec<LoggedDelivery>,
+}
+
+/// The most recent `limit` deliveries (of `channel`, or of every channel), each with its
+/// attempts.
+pub fn log(index: &DbIndex, channel: Option<&str>, limit: i64) -> Result<DeliveryLog, StoreError> {
+    let mut deliveries = Vec::new();
+    for d in index.notify_deliveries(channel, limit.clamp(1, 10_000))? {
+        let attempt_log = index.notify_attempts(&d.channel, &d.entry_key)?;
+        deliveries.push(LoggedDelivery {
+            delivery: d,
+            attempt_log,
+        });
+    }
+    Ok(DeliveryLog {
+        count: deliveries.len(),
+        deliveries,
+    })
+}
+
 /// What one delivery sweep of a channel did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Delivered {

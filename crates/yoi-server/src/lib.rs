@@ -111,6 +111,7 @@ pub fn router(state: AppState) -> Router {
         .route("/assignments/{id}/log", post(routes::pods::log))
         .route("/doctor", get(t::doctor))
         .route("/inbox", get(routes::inbox::list))
+        .route("/notify/log", get(routes::inbox::notify_log))
         .route("/events", get(routes::events::stream))
         .route("/flows", get(routes::flows::list))
         .route("/flows/lint", get(routes::flows::lint))

@@ -38,6 +38,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/tickets/{id}/forge"),
     ("post", "/api/v1/tickets/{id}/budget"),
     ("post", "/api/v1/tickets/{id}/answer"),
+    ("get", "/api/v1/notify/log"),
     ("get", "/api/v1/costs"),
     ("get", "/api/v1/limits"),
     ("get", "/api/v1/pods"),

@@ -25,24 +25,16 @@ pub fn run(env: &Env, cmd: NotifyCommand) -> Result<(), CliError> {
 
 fn log(env: &Env, channel: Option<&str>, limit: i64, json: bool) -> Result<(), CliError> {
     let (_ws, index) = env.workspace_with_index("yoi notify log")?;
-    let rows = index.notify_deliveries(channel, limit.clamp(1, 10_000))?;
-    let mut out = Vec::new();
-    for d in rows {
-        let attempts = index.notify_attempts(&d.channel, &d.entry_key)?;
-        out.push((d, attempts));
-    }
+    let log = yoi_engine::notify::log(&index, channel, limit)?;
     if json {
-        let deliveries: Vec<serde_json::Value> = out
-            .iter()
-            .map(|(d, a)| {
-                let mut v = serde_json::to_value(d).unwrap_or_default();
-                v["attempt_log"] = serde_json::to_value(a).unwrap_or_default();
-                v
-            })
-            .collect();
-        output::json(&serde_json::json!({ "count": deliveries.len(), "deliveries": deliveries }));
+        output::json(&log);
         return Ok(());
     }
+    let out: Vec<_> = log
+        .deliveries
+        .iter()
+        .map(|d| (&d.delivery, &d.attempt_log))
+        .collect();
     if out.is_empty() {
         println!("no notifications");
         return Ok(());
@@ -57,7 +49,7 @@ fn log(env: &Env, channel: Option<&str>, limit: i64, json: bool) -> Result<(), C
             d.attempts,
             d.idempotency_key
         );
-        for a in attempts {
+        for a in attempts.iter() {
             println!(
                 "  #{} {} {} ms: {}",
                 a.attempt,

@@ -36,6 +36,7 @@ pub mod events;
         crate::routes::pods::log, crate::routes::pods::list_assignments, crate::routes::pods::ticket_cost,
         crate::routes::forge_status::show,
         crate::routes::inbox::list,
+        crate::routes::inbox::notify_log,
         crate::routes::spend::add, crate::routes::routing::answer, crate::routes::spend::costs, crate::routes::spend::limits,
         crate::routes::health::healthz, crate::routes::health::readyz, crate::ui::session::mint_route, serve
     ),

@@ -1,16 +1,46 @@
 //! `GET /api/v1/inbox`: everything that waits on a person, as `yoi inbox` and the dashboard's
-//! `/inbox` show it. The entries are derived by `yoi_engine::inbox`; this route only answers.
+//! `/inbox` show it, and `GET /api/v1/notify/log`: what the `[[notify]]` channels were sent,
+//! as `yoi notify log` shows it. The entries are derived by `yoi_engine::inbox` and the log read
+//! by `yoi_engine::notify`; these routes only answer.
 
 use axum::extract::State;
 use axum::Json;
+use serde::Deserialize;
+use utoipa::IntoParams;
 use yoi_engine::inbox::{self, Inbox};
+use yoi_engine::notify::DeliveryLog;
 
 use crate::auth::{Authed, ReadTickets};
 use crate::error::ApiResult;
+use crate::extract::Params;
 use crate::state::AppState;
 
 #[utoipa::path(operation_id = "list_inbox", get, path = "/api/v1/inbox", responses((status = 200, body = Inbox)), security(("bearer" = [])), tag = "inbox")]
 /// Every open inbox entry, the longest-waiting first.
 pub async fn list(State(s): State<AppState>, _a: Authed<ReadTickets>) -> ApiResult<Inbox> {
     s.read_indexed(inbox::inbox).await.map(Json)
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct LogQuery {
+    /// Only this `[[notify]]` channel's deliveries.
+    pub channel: Option<String>,
+    /// At most this many deliveries, newest first (1 to 1000, default 100).
+    pub limit: Option<i64>,
+}
+
+#[utoipa::path(operation_id = "notify_log", get, path = "/api/v1/notify/log", params(LogQuery), responses((status = 200, body = DeliveryLog)), security(("bearer" = [])), tag = "inbox")]
+/// The delivery log: every promised notification, newest first, with each attempt and what the
+/// receiver answered.
+pub async fn notify_log(
+    State(s): State<AppState>,
+    _a: Authed<ReadTickets>,
+    Params(q): Params<LogQuery>,
+) -> ApiResult<DeliveryLog> {
+    let limit = crate::extract::page_size(q.limit)?;
+    s.read_indexed(move |_, index| yoi_engine::notify::log(index, q.channel.as_deref(), limit))
+        .await
+        .map(Json)
 }

@@ -49,9 +49,7 @@ impl DbIndex {
         self.run(self.db.offer_history())
     }
 
-    pub fn workflow_invocations(
-        &self,
-    ) -> Result<Vec<crate::workflows::InvocationRow>, StoreError> {
+    pub fn workflow_invocations(&self) -> Result<Vec<crate::workflows::InvocationRow>, StoreError> {
         self.run(self.db.workflow_invocations())
     }
 }

@@ -219,8 +219,9 @@ fn an_approved_ticket_is_pushed_opened_and_merged_with_its_exact_head() {
             .any(|st| st.context == ctx && st.sha == head && st.state == "success"));
     }
     // Why it waits is recorded, and read back as the ticket's forge status.
-    let st = asg::pr::status(&s.f.ws, id.as_str()).unwrap();
+    let st = asg::pr::status(&s.f.ws, &s.f.db, id.as_str()).unwrap();
     assert_eq!(st.state, "open");
+    assert_eq!(st.badge, asg::pr::Badge::Open);
     assert_eq!(st.number, Some(pulls[0].number));
     assert_eq!(st.remote_head.as_deref(), Some(head.as_str()));
     let gate = st.gate.expect("the gate is recorded");
@@ -235,6 +236,23 @@ fn an_approved_ticket_is_pushed_opened_and_merged_with_its_exact_head() {
     let t = s.tick(300);
     assert_eq!(t.merged, Vec::<String>::new());
     assert!(!s.fake.pulls()[0].merged);
+    // The checks table holds what was reported for the head, each with its SHA, and nothing
+    // reported for another commit.
+    let st = asg::pr::status(&s.f.ws, &s.f.db, id.as_str()).unwrap();
+    let table: Vec<(&str, &str)> = st
+        .checks
+        .iter()
+        .map(|c| (c.name.as_str(), c.conclusion.as_str()))
+        .collect();
+    assert_eq!(
+        table,
+        [
+            ("ci", "pending"),
+            ("yoi/review", "success"),
+            ("yoi/verify", "success")
+        ]
+    );
+    assert!(st.checks.iter().all(|c| c.sha == head));
     // Green at the head: merged with exactly that SHA.
     s.fake.add_check_run(&head, "ci", Some("success"));
     let t = s.tick(400);
@@ -257,8 +275,13 @@ fn an_approved_ticket_is_pushed_opened_and_merged_with_its_exact_head() {
         actions,
         ["pushed", "opened", "waiting", "waiting", "merged"]
     );
-    let st = asg::pr::status(&s.f.ws, id.as_str()).unwrap();
+    let st = asg::pr::status(&s.f.ws, &s.f.db, id.as_str()).unwrap();
     assert_eq!(st.state, "merged");
+    assert_eq!(st.badge, asg::pr::Badge::Merged);
+    assert!(st
+        .checks
+        .iter()
+        .any(|c| c.name == "ci" && c.conclusion.as_str() == "success"));
     assert_eq!(st.merged_sha, merged.merge_sha);
     assert_eq!(st.merge_method.as_deref(), Some("merge"));
     assert!(events[4].1.contains(merged.merge_sha.as_deref().unwrap()));
@@ -560,4 +583,72 @@ fn failing_checks_use_the_rounds_and_then_a_person_decides() {
         .iter()
         .any(|e| e.get("reason") == Some("rounds_exhausted")));
     assert!(!s.fake.pulls()[0].merged);
+}
+
+#[test]
+fn check_results_outlive_the_index_and_a_late_older_one_never_overwrites_a_newer() {
+    use yoi_core::forge::gate::{CheckKind, CheckResult, Conclusion};
+    let s = setup(|_| {});
+    let result = |conclusion, at: &str| CheckResult {
+        name: "ci".into(),
+        sha: "a".repeat(40),
+        kind: CheckKind::CheckRun,
+        conclusion,
+        at: at.into(),
+        url: None,
+        title: None,
+        summary: None,
+    };
+    let db = &s.f.db;
+    let sha = "a".repeat(40);
+    // Finished at :02, then the "in progress" of :01 arrives late (a reordered webhook).
+    db.forge_checks_record(
+        &[result(Conclusion::Success, "2026-12-01T00:00:02Z")],
+        "webhook",
+        1,
+    )
+    .unwrap();
+    let late = db
+        .forge_checks_record(
+            &[result(Conclusion::Pending, "2026-12-01T00:00:01Z")],
+            "webhook",
+            2,
+        )
+        .unwrap();
+    assert_eq!(late, 0, "the older result is not written");
+    // Same time: a conclusion beats "pending", never the other way round.
+    db.forge_checks_record(
+        &[result(Conclusion::Pending, "2026-12-01T00:00:02Z")],
+        "poll",
+        3,
+    )
+    .unwrap();
+    assert_eq!(
+        db.forge_checks_of(&sha).unwrap()[0].conclusion,
+        Conclusion::Success
+    );
+    // A re-run that failed later does replace it.
+    db.forge_checks_record(
+        &[result(Conclusion::Failure, "2026-12-01T00:00:09Z")],
+        "poll",
+        4,
+    )
+    .unwrap();
+    // A second index over the same database (a restarted server) reads what was kept.
+    let mut ws = yoi_store::Workspace::open(&s.f.repo).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (again, _) = yoi_db::DbIndex::attach(
+        &mut ws,
+        yoi_db::Bridge::new(rt.handle().clone(), yoi_testkit::wall_ms),
+    )
+    .unwrap();
+    let kept = again.forge_checks_of(&sha).unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].conclusion, Conclusion::Failure);
+    assert_eq!(kept[0].at, "2026-12-01T00:00:09Z");
+    assert!(again.forge_checks_of(&"b".repeat(40)).unwrap().is_empty());
 }

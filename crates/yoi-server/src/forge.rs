@@ -5,16 +5,19 @@
 //!
 //! The receiver checks `X-Hub-Signature-256` (HMAC-SHA-256 of the raw body with the webhook
 //! secret) in constant time before it parses anything: a bad or missing signature is 401 and
-//! nothing is recorded. A delivery id seen before is answered 200 and does nothing; an event
-//! yoi does not use is acknowledged (202) and ignored; a body over 25 MiB (GitHub never sends
-//! more) is 413. It answers at once and only wakes the driver, which does the work after: a
-//! webhook is a hint to look now, and the driver's polling every `[forge] poll_secs` is what
-//! makes sure nothing is missed (GitHub does not redeliver a failed delivery by itself).
+//! nothing is recorded. A delivery id seen before — before or after a restart: the ids are kept
+//! in the database (`forge_deliveries`) — is answered 200 and does nothing; an event yoi does
+//! not use is acknowledged (202) and ignored; a body over 25 MiB (GitHub never sends more) is
+//! 413. A `check_run` or `status` event's result is kept with the SHA it is for (`forge_checks`,
+//! where an older result never overwrites a newer one, so reordered deliveries end as ordered
+//! ones do), and only then is the delivery id recorded: a crash between the two loses nothing.
+//! Otherwise the receiver only wakes the driver, which does the work after: a webhook is a hint
+//! to look now, and the driver's polling every `[forge] poll_secs` is what makes sure nothing is
+//! missed (GitHub does not redeliver a failed delivery by itself).
 //!
 //! The credential never reaches a pod: the supervisor starts pods with `YOI_GITHUB_TOKEN`
 //! removed from their environment, and an agent's environment passes no `YOI_*` variable.
 
-use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,7 +30,9 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::json;
 use subtle::ConstantTimeEq;
+use yoi_core::forge::gate::{CheckKind, CheckResult, Conclusion};
 use yoi_core::forge::{ForgeSection, TOKEN_ENV};
+use yoi_db::Db;
 use yoi_engine::assignments::{forge_tick, ForgeEnv, ForgeTick};
 use yoi_forge::credential::{read_private_file, resolve};
 use yoi_forge::github::GitHub;
@@ -39,8 +44,8 @@ use crate::state::AppState;
 /// GitHub caps a webhook payload at 25 MB; a body over 25 MiB is refused.
 pub const MAX_WEBHOOK_BYTES: usize = 25 * 1024 * 1024;
 
-/// Delivery ids remembered for redelivery checks.
-const REMEMBERED: usize = 10_000;
+/// How long a delivery id is remembered: GitHub lets a person redeliver only recent ones.
+const REMEMBERED_MS: i64 = 30 * 24 * 3600 * 1000;
 
 /// The events that can change a pull request's gate or a ticket; any other is acknowledged
 /// and ignored.
@@ -62,7 +67,6 @@ pub struct ForgeRuntime {
     gh: GitHub,
     token: Secret,
     webhook_secret: Option<Secret>,
-    deliveries: Mutex<(VecDeque<String>, HashSet<String>)>,
     /// Woken by an accepted webhook: look now rather than at the next poll.
     pub wake: tokio::sync::Notify,
     /// Webhooks accepted (signature good, first delivery, an event yoi uses).
@@ -94,7 +98,6 @@ pub fn from_workspace(
         section,
         token,
         webhook_secret,
-        deliveries: Mutex::default(),
         wake: tokio::sync::Notify::new(),
         accepted: AtomicU64::new(0),
         passes: AtomicU64::new(0),
@@ -102,15 +105,61 @@ pub fn from_workspace(
     })))
 }
 
+/// What the receiver needs: the forge and the database its facts are kept in.
+#[derive(Clone)]
+struct Receiver {
+    rt: Arc<ForgeRuntime>,
+    db: Db,
+}
+
 /// `POST /forge/github/events`, outside the API's token auth (the signature is the auth) and
 /// with its own body limit.
-pub fn routes(rt: Arc<ForgeRuntime>) -> Router {
+pub fn routes(rt: Arc<ForgeRuntime>, db: Db) -> Router {
     Router::new()
         .route(
             "/forge/github/events",
             post(receive).layer(DefaultBodyLimit::max(MAX_WEBHOOK_BYTES)),
         )
-        .with_state(rt)
+        .with_state(Receiver { rt, db })
+}
+
+/// The check result a `check_run` or `status` payload carries, with the SHA it is for; the
+/// same reading as the poll's (`yoi_forge::github`), so the two land in one row.
+pub fn check_of(event: &str, payload: &serde_json::Value) -> Option<CheckResult> {
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    match event {
+        "check_run" => {
+            let r = &payload["check_run"];
+            let conclusion = if r["status"].as_str() == Some("completed") {
+                Conclusion::of_check_run(Some(r["conclusion"].as_str().unwrap_or("failure")))
+            } else {
+                Conclusion::Pending
+            };
+            Some(CheckResult {
+                name: text(&r["name"])?,
+                sha: text(&r["head_sha"])?,
+                kind: CheckKind::CheckRun,
+                conclusion,
+                at: text(&r["completed_at"])
+                    .or_else(|| text(&r["started_at"]))
+                    .unwrap_or_default(),
+                url: text(&r["html_url"]),
+                title: text(&r["output"]["title"]),
+                summary: text(&r["output"]["summary"]),
+            })
+        }
+        "status" => Some(CheckResult {
+            name: text(&payload["context"])?,
+            sha: text(&payload["sha"])?,
+            kind: CheckKind::Status,
+            conclusion: Conclusion::of_status(payload["state"].as_str().unwrap_or("error")),
+            at: text(&payload["updated_at"]).unwrap_or_default(),
+            url: text(&payload["target_url"]),
+            title: text(&payload["description"]),
+            summary: None,
+        }),
+        _ => None,
+    }
 }
 
 /// Whether `signature` (`sha256=<hex>`) is the HMAC of `body` under `secret`, compared in
@@ -128,7 +177,8 @@ fn answer(status: StatusCode, what: &str) -> Response {
     (status, Json(json!({ "status": what }))).into_response()
 }
 
-async fn receive(State(rt): State<Arc<ForgeRuntime>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> Response {
+    let rt = &r.rt;
     let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
     let Some(secret) = &rt.webhook_secret else {
         return answer(
@@ -150,20 +200,32 @@ async fn receive(State(rt): State<Arc<ForgeRuntime>>, headers: HeaderMap, body: 
             "missing or overlong X-GitHub-Delivery",
         );
     }
-    {
-        let mut seen = rt.deliveries.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.1.contains(&delivery) {
-            return answer(StatusCode::OK, "duplicate");
-        }
-        seen.0.push_back(delivery.clone());
-        seen.1.insert(delivery);
-        while seen.0.len() > REMEMBERED {
-            if let Some(old) = seen.0.pop_front() {
-                seen.1.remove(&old);
+    let event = header("x-github-event").unwrap_or_default();
+    let now_ms = now().unix_millis();
+    if matches!(event, "check_run" | "status") {
+        // Kept before the delivery is recorded: a crash in between loses nothing, since a
+        // redelivery is then taken again, and keeping a result twice changes nothing.
+        let check = serde_json::from_slice(&body)
+            .ok()
+            .and_then(|p| check_of(event, &p));
+        if let Some(c) = check {
+            let kept =
+                r.db.forge_checks_record(&[c], yoi_db::forge::FROM_WEBHOOK, now_ms)
+                    .await;
+            if let Err(e) = kept {
+                tracing::warn!(error = %e, "a webhook's check result could not be kept; GitHub may redeliver it");
+                return answer(StatusCode::SERVICE_UNAVAILABLE, "not_kept");
             }
         }
     }
-    let event = header("x-github-event").unwrap_or_default();
+    match r.db.forge_delivery_first(&delivery, event, now_ms).await {
+        Ok(true) => {}
+        Ok(false) => return answer(StatusCode::OK, "duplicate"),
+        Err(e) => {
+            tracing::warn!(error = %e, "a webhook delivery could not be recorded; GitHub may redeliver it");
+            return answer(StatusCode::SERVICE_UNAVAILABLE, "not_kept");
+        }
+    }
     if !EVENTS.contains(&event) {
         return answer(StatusCode::ACCEPTED, "ignored");
     }
@@ -219,6 +281,10 @@ pub fn spawn(state: AppState, rt: Arc<ForgeRuntime>) -> tokio::task::JoinHandle<
                 Err(e) => tracing::error!(error = %e, "the forge pass panicked; it runs again"),
             }
             rt.passes.fetch_add(1, Ordering::AcqRel);
+            let old = now().unix_millis() - REMEMBERED_MS;
+            if let Err(e) = state.index.db.forge_deliveries_prune(old).await {
+                tracing::info!(error = %e, "forgetting old webhook deliveries failed; tried again next pass");
+            }
             tokio::select! {
                 _ = tokio::time::sleep(every) => {}
                 _ = rt.wake.notified() => {}

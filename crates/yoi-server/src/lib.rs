@@ -300,7 +300,10 @@ pub async fn serve(
         closing.send_replace(true);
     };
     let app = match forge {
-        Some(rt) => router(state).merge(forge::routes(rt)),
+        Some(rt) => {
+            let db = state.index.db.clone();
+            router(state).merge(forge::routes(rt, db))
+        }
         None => router(state),
     };
     listen::run(listener, app, limits, shutdown).await;

@@ -29,6 +29,7 @@ mod kept;
 mod lease;
 mod merge;
 pub mod pr;
+mod pr_status;
 pub mod questions;
 
 use std::path::PathBuf;

@@ -37,6 +37,8 @@ use super::finish::record;
 use super::flow::{is_pull_request, new_step, report_of, verified, MergeRecord};
 use super::{results_lock, work_place, AssignmentError};
 
+pub use super::pr_status::{blocker_text, status, Badge, ForgeEventView, ForgeStatus};
+
 /// What the reason of a `pr` row sent back for a round starts with, so the next coder round
 /// reads it as the pull request's feedback (`super::flow::feedback`).
 pub const FEEDBACK_PREFIX: &str = "forge: ";
@@ -401,7 +403,12 @@ fn pr_one(
     }
     // 3. yoi's verdicts for this head, as commit statuses people see on the forge.
     let (verified_sha, reviewed_sha) = verdict_shas(&rows);
-    let checks = env.forge.checks(&head)?;
+    // What the forge says now, kept with what it (or a webhook) said before: the newer result
+    // of each check wins, so a late older one — a reordered webhook, a stale cache — never
+    // overwrites it, and the results outlive a restart.
+    let fresh = env.forge.checks(&head)?;
+    index.forge_checks_record(&fresh, yoi_db::forge::FROM_POLL, now_ms)?;
+    let checks = gate::latest(fresh.into_iter().chain(index.forge_checks_of(&head)?));
     for (context, sha, what) in [
         (STATUS_VERIFY, &verified_sha, "verified by yoi"),
         (STATUS_REVIEW, &reviewed_sha, "approved by yoi's reviewer"),
@@ -548,120 +555,6 @@ fn record_gate(
         now,
     )?;
     Ok(())
-}
-
-/// One line a person reads for a reason the gate is closed.
-pub fn blocker_text(b: &Blocker) -> String {
-    match b {
-        Blocker::CheckMissing { name } => {
-            format!("the required check `{name}` has not reported for this head")
-        }
-        Blocker::CheckPending { name } => format!("the required check `{name}` is still running"),
-        Blocker::CheckFailed { name, conclusion } => {
-            format!(
-                "the required check `{name}` concluded {}",
-                conclusion.as_str()
-            )
-        }
-        Blocker::NotVerified { verified } => match verified {
-            Some(v) => format!("yoi's verification passed {v}, not this head"),
-            None => "yoi's verification has not passed".into(),
-        },
-        Blocker::NotReviewed { reviewed } => match reviewed {
-            Some(v) => format!("yoi's reviewer approved {v}, not this head"),
-            None => "yoi's reviewer has not approved".into(),
-        },
-        Blocker::Approvals { need, have } => {
-            format!("{have} of the {need} approving reviews needed are for this head")
-        }
-        Blocker::ChangesRequested { user, commit_id } => {
-            format!("{user} requested changes (on {commit_id})")
-        }
-    }
-}
-
-/// What a ticket's pull request looks like, from its thread (`GET /api/v1/tickets/{id}/forge`).
-#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
-pub struct ForgeStatus {
-    pub ticket: String,
-    /// Whether the workspace has a `[forge]` section.
-    pub configured: bool,
-    /// `none` (no pull request yet), `open`, `merged` or `closed`.
-    pub state: String,
-    pub number: Option<u64>,
-    pub url: Option<String>,
-    /// The head yoi last saw on the remote branch (its own push, or a person's).
-    pub remote_head: Option<String>,
-    pub merged_sha: Option<String>,
-    pub merge_method: Option<String>,
-    /// The last answer of the gate recorded for the remote head, with every reason.
-    pub gate: Option<Gate>,
-    /// Every `forge_pr` event, oldest first.
-    pub events: Vec<ForgeEventView>,
-}
-
-/// One `forge_pr` event.
-#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
-pub struct ForgeEventView {
-    pub action: String,
-    pub at: Option<String>,
-    pub attrs: std::collections::BTreeMap<String, String>,
-    pub body: String,
-}
-
-/// The forge status of the ticket `query` names.
-pub fn status(ws: &Workspace, query: &str) -> Result<ForgeStatus, StoreError> {
-    let id = ws.resolve(query)?;
-    let thread = ws.read_thread(&id)?;
-    let rec = pr_record(ws, &id)?;
-    let mut out = ForgeStatus {
-        ticket: id.to_string(),
-        configured: ws.config.forge.is_some(),
-        state: if rec.number.is_some() { "open" } else { "none" }.into(),
-        number: rec.number,
-        url: rec.url.clone(),
-        remote_head: rec.remote_head.clone(),
-        merged_sha: None,
-        merge_method: None,
-        gate: None,
-        events: Vec::new(),
-    };
-    for e in thread
-        .events
-        .iter()
-        .filter(|e| e.kind.as_str() == yoi_core::forge::EVENT)
-    {
-        let action = e.get("action").unwrap_or_default().to_string();
-        match action.as_str() {
-            action::MERGED => {
-                out.state = "merged".into();
-                out.merged_sha = e.get("sha").map(str::to_string);
-                out.merge_method = e.get("method").map(str::to_string);
-            }
-            action::CLOSED => out.state = "closed".into(),
-            action::WAITING if e.get("head") == rec.remote_head.as_deref() => {
-                out.gate = e
-                    .body
-                    .split("```json\n")
-                    .nth(1)
-                    .and_then(|j| j.split("\n```").next())
-                    .and_then(|j| serde_json::from_str(j).ok());
-            }
-            _ => {}
-        }
-        out.events.push(ForgeEventView {
-            action,
-            at: e.at().map(|t| t.to_string()),
-            attrs: e
-                .attrs
-                .iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "id" | "at" | "author" | "op"))
-                .cloned()
-                .collect(),
-            body: e.body.clone(),
-        });
-    }
-    Ok(out)
 }
 
 /// The first `/yoi fix` comment not handled before whose author may push (asked of the forge,

@@ -19,7 +19,7 @@ pub async fn show(
     _a: Authed<ReadTickets>,
     Path(id): Path<String>,
 ) -> ApiResult<ForgeStatus> {
-    s.read_indexed(move |ws, _index| yoi_engine::assignments::pr::status(ws, &id))
+    s.read_indexed(move |ws, index| yoi_engine::assignments::pr::status(ws, index, &id))
         .await
         .map(Json)
 }

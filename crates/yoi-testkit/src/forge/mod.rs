@@ -7,7 +7,10 @@
 //! where its merges happen.
 //!
 //! The test drives the rest: check runs and statuses, reviews, permissions, required checks,
-//! a person's push, and faults (a status, either rate limit, a lost answer).
+//! a person's push, and faults (a status, either rate limit, a lost answer, a request held
+//! while the test kills its sender). Each check run and status also makes the webhook GitHub
+//! would send for it ([`FakeGitHub::take_webhooks`]), for the test to deliver — or drop,
+//! repeat or reorder — as it pleases.
 
 pub mod http;
 pub mod openapi;
@@ -15,7 +18,7 @@ pub mod openapi;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use serde_json::{json, Value};
 
@@ -32,6 +35,25 @@ pub enum Fault {
     SecondaryLimit { status: u16, retry_after: u64 },
     /// Carry the request out, then close without answering (a lost response).
     DropAnswer,
+    /// Hold the request, nothing done yet, until [`FakeGitHub::release`]; then carry it out
+    /// and answer — into a closed connection when its sender died meanwhile.
+    Hold,
+}
+
+/// A webhook delivery the fake would send: the event, its `X-GitHub-Delivery` id and the
+/// JSON body (unsigned: the test signs it with its secret).
+#[derive(Debug, Clone)]
+pub struct Webhook {
+    pub event: String,
+    pub delivery: String,
+    pub body: Vec<u8>,
+}
+
+/// Requests held by [`Fault::Hold`]: how many arrived, and whether they may go on.
+#[derive(Default)]
+struct Holds {
+    arrived: u64,
+    released: bool,
 }
 
 /// One request the fake received and what it answered.
@@ -106,11 +128,13 @@ struct State {
     log: Vec<Logged>,
     violations: Vec<String>,
     not_modified: u64,
+    webhooks: Vec<Webhook>,
 }
 
 pub struct FakeGitHub {
     server: Option<Server>,
     state: Arc<Mutex<State>>,
+    holds: Arc<(Mutex<Holds>, Condvar)>,
     dir: tempfile::TempDir,
     owner: String,
     repo: String,
@@ -143,11 +167,17 @@ impl FakeGitHub {
             ..Default::default()
         }));
         let s = state.clone();
-        let server = Server::start(Arc::new(move |req: &Request| handle(&s, req)));
+        let holds: Arc<(Mutex<Holds>, Condvar)> = Arc::default();
+        let h = holds.clone();
+        let server = Server::start(Arc::new(move |req: &Request| {
+            hold_if_asked(&s, &h, req);
+            handle(&s, req)
+        }));
         state.lock().unwrap().base_url = format!("http://{}", server.addr());
         FakeGitHub {
             server: Some(server),
             state,
+            holds,
             dir,
             owner: owner.into(),
             repo: repo.into(),
@@ -260,6 +290,33 @@ impl FakeGitHub {
         s.faults.push_back((method.into(), path.into(), fault));
     }
 
+    /// Block until a request held by [`Fault::Hold`] has arrived (two minutes at most).
+    pub fn wait_held(&self) {
+        let (lock, cv) = &*self.holds;
+        let guard = lock.lock().unwrap();
+        let (guard, timeout) = cv
+            .wait_timeout_while(guard, std::time::Duration::from_secs(120), |h| {
+                h.arrived == 0
+            })
+            .unwrap();
+        assert!(
+            !timeout.timed_out() && guard.arrived > 0,
+            "no request arrived at the hold"
+        );
+    }
+
+    /// Let every held request (and any later one) go on.
+    pub fn release(&self) {
+        let (lock, cv) = &*self.holds;
+        lock.lock().unwrap().released = true;
+        cv.notify_all();
+    }
+
+    /// The webhooks GitHub would have sent since the last call, oldest first.
+    pub fn take_webhooks(&self) -> Vec<Webhook> {
+        std::mem::take(&mut self.state.lock().unwrap().webhooks)
+    }
+
     /// A check run for `sha`: `conclusion` None while it runs.
     pub fn add_check_run(&self, sha: &str, name: &str, conclusion: Option<&str>) {
         let mut s = self.state.lock().unwrap();
@@ -267,7 +324,7 @@ impl FakeGitHub {
         let id = s.next_id();
         let at = stamp(s.tick);
         let url = format!("{}/{}/{}/runs/{id}", s.base_url, s.owner, s.repo);
-        s.check_runs.push(json!({
+        let run = json!({
             "id": id,
             "name": name,
             "head_sha": sha,
@@ -277,7 +334,12 @@ impl FakeGitHub {
             "completed_at": conclusion.map(|_| at.clone()),
             "html_url": url,
             "output": {"title": format!("{name}: {}", conclusion.unwrap_or("running")), "summary": format!("{name} summary"), "annotations_count": 0, "annotations_url": format!("{url}/annotations")},
-        }));
+        });
+        s.check_runs.push(run.clone());
+        let action = if conclusion.is_some() { "completed" } else { "created" };
+        let body = json!({"action": action, "check_run": run,
+                          "repository": s.repo_json(), "sender": s.user_json("ci-bot")});
+        s.webhook("check_run", body);
     }
 
     /// A legacy commit status for `sha`, as a CI system would post it.
@@ -290,8 +352,14 @@ impl FakeGitHub {
             context: context.into(),
             state: state.into(),
             description: String::new(),
-            at,
+            at: at.clone(),
         });
+        let id = s.next_id();
+        let body = json!({"id": id, "sha": sha, "name": format!("{}/{}", s.owner, s.repo),
+                          "context": context, "state": state, "description": null,
+                          "target_url": null, "created_at": at, "updated_at": at,
+                          "repository": s.repo_json(), "sender": s.user_json("ci-bot")});
+        s.webhook("status", body);
     }
 
     /// A review on pull request `number` by `user` for `commit`.
@@ -375,6 +443,8 @@ impl FakeGitHub {
 
 impl Drop for FakeGitHub {
     fn drop(&mut self) {
+        // A request still held would keep its connection thread, which the server joins.
+        self.release();
         // Stop serving (joining every connection and its git process) before the check.
         self.server.take();
         if !std::thread::panicking() {
@@ -387,6 +457,15 @@ impl State {
     fn next_id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
+    }
+
+    fn webhook(&mut self, event: &str, body: Value) {
+        let n = self.next_id();
+        self.webhooks.push(Webhook {
+            event: event.into(),
+            delivery: format!("00000000-0000-4000-8000-{n:012}"),
+            body: body.to_string().into_bytes(),
+        });
     }
 
     fn bare(&self) -> PathBuf {
@@ -489,6 +568,27 @@ fn json_response(status: u16, body: &Value, extra: Vec<(String, String)>) -> Res
         } else {
             body.to_string().into_bytes()
         },
+    }
+}
+
+/// Wait at a [`Fault::Hold`] meant for `req` until the test releases it; the fault is used up.
+fn hold_if_asked(state: &Arc<Mutex<State>>, holds: &(Mutex<Holds>, Condvar), req: &Request) {
+    {
+        let mut s = state.lock().unwrap();
+        let pos = s.faults.iter().position(|(m, p, f)| {
+            *f == Fault::Hold && *m == req.method && req.path.contains(p.as_str())
+        });
+        match pos {
+            Some(i) => s.faults.remove(i),
+            None => return,
+        };
+    }
+    let (lock, cv) = holds;
+    let mut h = lock.lock().unwrap();
+    h.arrived += 1;
+    cv.notify_all();
+    while !h.released {
+        h = cv.wait(h).unwrap();
     }
 }
 

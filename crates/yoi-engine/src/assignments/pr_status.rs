@@ -1,0 +1,248 @@
+//! What people see of a ticket's pull request (docs/forge.md, "People see it"): the status
+//! `GET /api/v1/tickets/{id}/forge`, `yoi forge status` and the ticket page answer — the
+//! number, link and head, the checks table, the reviews, the merge, why the gate is or is not
+//! open — and the one-word badge the board card shows. Read from the ticket's `forge_pr`
+//! events and the check results the database keeps for the head (migration 0012); it asks
+//! nothing of the forge, so it answers while the forge is down.
+
+use std::collections::BTreeMap;
+
+use yoi_core::forge::action;
+use yoi_core::forge::gate::{Blocker, CheckResult, Conclusion, Gate};
+use yoi_db::DbIndex;
+use yoi_store::{StoreError, Workspace};
+
+use super::pr::pr_record;
+
+/// One line a person reads for a reason the gate is closed.
+pub fn blocker_text(b: &Blocker) -> String {
+    match b {
+        Blocker::CheckMissing { name } => {
+            format!("the required check `{name}` has not reported for this head")
+        }
+        Blocker::CheckPending { name } => format!("the required check `{name}` is still running"),
+        Blocker::CheckFailed { name, conclusion } => {
+            format!(
+                "the required check `{name}` concluded {}",
+                conclusion.as_str()
+            )
+        }
+        Blocker::NotVerified { verified } => match verified {
+            Some(v) => format!("yoi's verification passed {v}, not this head"),
+            None => "yoi's verification has not passed".into(),
+        },
+        Blocker::NotReviewed { reviewed } => match reviewed {
+            Some(v) => format!("yoi's reviewer approved {v}, not this head"),
+            None => "yoi's reviewer has not approved".into(),
+        },
+        Blocker::Approvals { need, have } => {
+            format!("{have} of the {need} approving reviews needed are for this head")
+        }
+        Blocker::ChangesRequested { user, commit_id } => {
+            format!("{user} requested changes (on {commit_id})")
+        }
+    }
+}
+
+/// The board card's word for a ticket's pull request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Badge {
+    /// No pull request yet.
+    None,
+    /// Open, waiting on checks or reviews.
+    Open,
+    /// A check at the head concluded other than success.
+    ChecksFailing,
+    /// A person's latest review asks for changes.
+    ChangesRequested,
+    /// The gate is open for the head (a person may merge, or yoi is about to).
+    ReadyToMerge,
+    Merged,
+    /// Closed without a merge.
+    Closed,
+}
+
+impl Badge {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Badge::None => "none",
+            Badge::Open => "open",
+            Badge::ChecksFailing => "checks_failing",
+            Badge::ChangesRequested => "changes_requested",
+            Badge::ReadyToMerge => "ready_to_merge",
+            Badge::Merged => "merged",
+            Badge::Closed => "closed",
+        }
+    }
+
+    /// What a person reads on the card.
+    pub fn label(self) -> &'static str {
+        match self {
+            Badge::None => "",
+            Badge::Open => "PR open",
+            Badge::ChecksFailing => "checks failing",
+            Badge::ChangesRequested => "changes requested",
+            Badge::ReadyToMerge => "ready to merge",
+            Badge::Merged => "PR merged",
+            Badge::Closed => "PR closed",
+        }
+    }
+}
+
+/// A person's review as the thread recorded it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct ReviewView {
+    pub user: String,
+    /// `Approved`, `ChangesRequested`, `Commented`, `Dismissed`.
+    pub state: String,
+    /// The commit the review was for.
+    pub commit: String,
+}
+
+/// What a ticket's pull request looks like, from its thread (`GET /api/v1/tickets/{id}/forge`).
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct ForgeStatus {
+    pub ticket: String,
+    /// Whether the workspace has a `[forge]` section.
+    pub configured: bool,
+    /// `none` (no pull request yet), `open`, `merged` or `closed`.
+    pub state: String,
+    /// The board card's word for it.
+    pub badge: Badge,
+    pub number: Option<u64>,
+    pub url: Option<String>,
+    /// The head yoi last saw on the remote branch (its own push, or a person's).
+    pub remote_head: Option<String>,
+    pub merged_sha: Option<String>,
+    pub merge_method: Option<String>,
+    /// The checks table: the newest result of every check kept for the remote head (by polling
+    /// or webhook), each with the SHA it is for.
+    pub checks: Vec<CheckResult>,
+    /// Each person's latest review.
+    pub reviews: Vec<ReviewView>,
+    /// The last answer of the gate recorded for the remote head, with every reason.
+    pub gate: Option<Gate>,
+    /// Every `forge_pr` event, oldest first.
+    pub events: Vec<ForgeEventView>,
+}
+
+/// One `forge_pr` event.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct ForgeEventView {
+    pub action: String,
+    pub at: Option<String>,
+    pub attrs: BTreeMap<String, String>,
+    pub body: String,
+}
+
+/// Whether a check's conclusion fails it (neutral and skipped do not, as on GitHub).
+fn failing(c: &CheckResult) -> bool {
+    !matches!(
+        c.conclusion,
+        Conclusion::Success | Conclusion::Neutral | Conclusion::Skipped | Conclusion::Pending
+    )
+}
+
+/// The forge status of the ticket `query` names.
+pub fn status(ws: &Workspace, index: &DbIndex, query: &str) -> Result<ForgeStatus, StoreError> {
+    let id = ws.resolve(query)?;
+    let thread = ws.read_thread(&id)?;
+    let rec = pr_record(ws, &id)?;
+    let mut out = ForgeStatus {
+        ticket: id.to_string(),
+        configured: ws.config.forge.is_some(),
+        state: if rec.number.is_some() { "open" } else { "none" }.into(),
+        badge: Badge::None,
+        number: rec.number,
+        url: rec.url.clone(),
+        remote_head: rec.remote_head.clone(),
+        merged_sha: None,
+        merge_method: None,
+        checks: Vec::new(),
+        reviews: Vec::new(),
+        gate: None,
+        events: Vec::new(),
+    };
+    let mut reviews: BTreeMap<String, ReviewView> = BTreeMap::new();
+    for e in thread
+        .events
+        .iter()
+        .filter(|e| e.kind.as_str() == yoi_core::forge::EVENT)
+    {
+        let action = e.get("action").unwrap_or_default().to_string();
+        match action.as_str() {
+            action::MERGED => {
+                out.state = "merged".into();
+                out.merged_sha = e.get("sha").map(str::to_string);
+                out.merge_method = e.get("method").map(str::to_string);
+            }
+            action::CLOSED => out.state = "closed".into(),
+            action::WAITING if e.get("head") == rec.remote_head.as_deref() => {
+                out.gate = e
+                    .body
+                    .split("```json\n")
+                    .nth(1)
+                    .and_then(|j| j.split("\n```").next())
+                    .and_then(|j| serde_json::from_str(j).ok());
+            }
+            action::REVIEW => {
+                let user = e.get("user").unwrap_or_default().to_string();
+                reviews.insert(
+                    user.clone(),
+                    ReviewView {
+                        user,
+                        state: e.get("state").unwrap_or_default().to_string(),
+                        commit: e.get("commit").unwrap_or_default().to_string(),
+                    },
+                );
+            }
+            _ => {}
+        }
+        out.events.push(ForgeEventView {
+            action,
+            at: e.at().map(|t| t.to_string()),
+            attrs: e
+                .attrs
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "id" | "at" | "author" | "op"))
+                .cloned()
+                .collect(),
+            body: e.body.clone(),
+        });
+    }
+    out.reviews = reviews.into_values().collect();
+    if let Some(head) = &rec.remote_head {
+        out.checks = index.forge_checks_of(head)?;
+    }
+    out.badge = badge_of(&out);
+    Ok(out)
+}
+
+/// The card's word: the end state if there is one, else what stands in the way, else whether
+/// the gate is open.
+fn badge_of(s: &ForgeStatus) -> Badge {
+    match s.state.as_str() {
+        "merged" => return Badge::Merged,
+        "closed" => return Badge::Closed,
+        _ if s.number.is_none() => return Badge::None,
+        _ => {}
+    }
+    let own = [
+        yoi_core::forge::STATUS_VERIFY,
+        yoi_core::forge::STATUS_REVIEW,
+    ];
+    if s.checks
+        .iter()
+        .any(|c| failing(c) && !own.contains(&c.name.as_str()))
+    {
+        return Badge::ChecksFailing;
+    }
+    if s.reviews.iter().any(|r| r.state == "ChangesRequested") {
+        return Badge::ChangesRequested;
+    }
+    match &s.gate {
+        Some(g) if g.open => Badge::ReadyToMerge,
+        _ => Badge::Open,
+    }
+}

@@ -742,7 +742,7 @@ fn a_flow_file_picks_the_steps_and_an_invalid_one_sends_its_tickets_back_to_plan
     std::fs::create_dir_all(&flows).unwrap();
     std::fs::write(
         flows.join("quick.flow.yaml"),
-        "schema_version: 1\nname: quick\ntitle: Implement and review\nmax_rounds: 2\nsteps:\n  - id: implement\n    role: coder\n    output: commit\n    prompt: Keep the change to one file ({ticket}).\n  - id: review\n    role: reviewer\n    output: verdict\n  - id: merge\n    role: service\n    output: merge\n",
+        "schema_version: 1\nname: quick\ntitle: Implement and review\nmax_rounds: 2\nsteps:\n  - id: implement\n    role: coder\n    output: commit\n    prompt: Keep the change to one file ({ticket}).\n  - id: review\n    role: reviewer\n    output: verdict\n  - id: merge\n    role: service\n    output: merge\nassembly:\n  headers:\n    review: What the review found\n    implement: What changed\n",
     )
     .unwrap();
     std::fs::write(
@@ -813,6 +813,17 @@ fn a_flow_file_picks_the_steps_and_an_invalid_one_sends_its_tickets_back_to_plan
     );
     let show = repo.yoi(&["ticket", "show", &id]).ok().stdout;
     assert!(show.contains("quick"), "{show}");
+    // The flow's assembly: each step's summary under its header, in step order, once.
+    let thread =
+        std::fs::read_to_string(repo.path().join(format!(".yoi/tickets/{id}/thread.md"))).unwrap();
+    assert_eq!(thread.matches("assembly: quick").count(), 1, "{thread}");
+    let changed = thread
+        .find("### What changed\n\nadded hello.txt")
+        .expect(&thread);
+    let review = thread
+        .find("### What the review found\n\nreviewed")
+        .expect(&thread);
+    assert!(changed < review, "{thread}");
 }
 
 #[test]

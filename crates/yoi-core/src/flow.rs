@@ -31,7 +31,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::role::{Role, ServiceStep};
 
+mod assembly;
 mod trigger;
+
+pub use assembly::{Assembly, AssemblyHeader};
 
 pub use trigger::{words, TicketFacts, Trigger};
 
@@ -142,6 +145,10 @@ pub struct Flow {
     /// Which tickets without a `flow:` key it serves (docs/flows.md, "Triggers").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<Trigger>,
+    /// The headers each step's summary is stacked under when the flow finishes (docs/flows.md,
+    /// "Assembly").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assembly: Option<Assembly>,
 }
 
 /// A problem in a flow file, at a line (1-based; 0 when it is about the whole file).
@@ -219,6 +226,7 @@ pub fn builtin(max_rounds: u32) -> Flow {
             step("merge", Output::Merge),
         ],
         trigger: None,
+        assembly: None,
     }
 }
 
@@ -233,6 +241,8 @@ struct RawFlow {
     steps: Vec<RawStep>,
     #[serde(default)]
     trigger: Option<RawTrigger>,
+    #[serde(default)]
+    assembly: Option<assembly::RawAssembly>,
 }
 
 #[derive(Deserialize)]
@@ -449,6 +459,19 @@ pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem
             }
         },
     };
+    let ids: Vec<String> = steps.iter().map(|s: &Step| s.id.clone()).collect();
+    let assembly = match raw.assembly {
+        None => None,
+        Some(a) => match assembly::check(a, &ids) {
+            Ok(a) => Some(a),
+            Err(ms) => {
+                for m in ms {
+                    problem(key_line("assembly"), m);
+                }
+                None
+            }
+        },
+    };
     if problems.is_empty() {
         Ok(Flow {
             schema_version: raw.schema_version,
@@ -457,6 +480,7 @@ pub fn parse(text: &str, stem: &str, roles: &[&str]) -> Result<Flow, Vec<Problem
             max_rounds,
             steps,
             trigger,
+            assembly,
         })
     } else {
         Err(problems)

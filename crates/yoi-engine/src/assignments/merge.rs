@@ -386,6 +386,7 @@ fn finish_done(
     now: Timestamp,
 ) -> Result<bool, AssignmentError> {
     let ctx = Ctx::new(Principal::service(), now);
+    assemble(ws, index, ticket, ev, now)?;
     match ops::complete(ws, &ctx, ticket.as_str(), &TransitionRequest::default(), ev) {
         Ok(_) => {}
         Err(yoi_store::StoreError::StaleState { .. }) => return Ok(false),
@@ -411,6 +412,45 @@ fn finish_done(
         }
     }
     Ok(true)
+}
+
+/// The flow's `assembly` (docs/flows.md, "Assembly"), written just before the ticket is done:
+/// each named step's latest completed summary under its header, the merge step as the merge it
+/// made. The operation id is derived from the merge, so a completion tried again after a crash
+/// replays the event instead of writing it twice. A ticket whose flow has none writes nothing.
+fn assemble(
+    ws: &Workspace,
+    index: &DbIndex,
+    ticket: &TicketId,
+    ev: &MergeEvidence,
+    now: Timestamp,
+) -> Result<(), AssignmentError> {
+    let flow = crate::flows::of_ticket(ws, ticket)?;
+    let Some(assembly) = &flow.assembly else {
+        return Ok(());
+    };
+    let rows = index.assignments_of(ticket.as_str())?;
+    let text = assembly.render(|step| {
+        if flow.step(step).is_some_and(|s| s.output.ends()) {
+            return Some(format!(
+                "Merged {} into `{}` ({} → {}).",
+                ev.commit, ev.target_ref, ev.before, ev.after
+            ));
+        }
+        rows.iter()
+            .filter(|a| a.step == step && a.status == AssignmentStatus::Completed)
+            .max_by_key(|a| a.attempt)
+            .and_then(|a| super::flow::report_of(a).and_then(|r| r.summary))
+    });
+    let ctx = Ctx::new(Principal::service(), now).with_op(Some(format!(
+        "assembly-{}-{}",
+        ticket.as_str(),
+        ev.after
+    )));
+    match ops::record_assembly(ws, &ctx, ticket.as_str(), &flow.name, &text) {
+        Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// `[flow] auto_close`: close a done ticket with a resolution built from what its attempts

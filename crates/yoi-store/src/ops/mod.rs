@@ -48,8 +48,8 @@ pub use transition::{
     MergeEvidence, TransitionRequest, MAX_REASON_CHARS,
 };
 pub use workflow::{
-    invoke_workflow, record_agent_invocation, InvokeRequest, AGENT_WORKFLOW, ASSIGNMENT,
-    INVOKE_STATES, WORKFLOW, WORKFLOW_ROLE,
+    invoke_workflow, record_agent_invocation, record_assembly, InvokeRequest, AGENT_WORKFLOW,
+    ASSEMBLY, ASSIGNMENT, INVOKE_STATES, WORKFLOW, WORKFLOW_ROLE,
 };
 /// The longest title, in characters.
 pub const MAX_TITLE_CHARS: usize = 1024;

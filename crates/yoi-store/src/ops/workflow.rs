@@ -93,3 +93,32 @@ pub fn record_agent_invocation(
             .with_attr(ASSIGNMENT, assignment))
     })
 }
+
+/// The attribute of the event that assembles a finished flow's summaries: the flow's name.
+pub const ASSEMBLY: &str = "assembly";
+
+/// Record a flow's assembly (docs/flows.md, "Assembly") on a ticket in progress, just before
+/// it is completed: a `comment` event by the service with [`ASSEMBLY`] naming the flow, its
+/// body the steps' summaries under their headers. The caller passes a context whose operation
+/// id is derived from the merge, so a completion tried again after a crash replays this event
+/// instead of writing a second one.
+pub fn record_assembly(
+    ws: &Workspace,
+    ctx: &Ctx,
+    query: &str,
+    flow: &str,
+    body: &str,
+) -> Result<Outcome, StoreError> {
+    let body = text_field("message", body)?;
+    let payload = json!({ "assembly": flow, "body": body });
+    append_one(ws, ctx, query, "assembly", &payload, |id, item| {
+        if item.state != State::Inprogress {
+            return Err(StoreError::StaleState {
+                ticket: id.clone(),
+                expected: State::Inprogress,
+                found: item.state,
+            });
+        }
+        Ok(Event::new(EventKind::Comment, &body).with_attr(ASSEMBLY, flow))
+    })
+}

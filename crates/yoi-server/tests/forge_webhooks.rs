@@ -2,7 +2,9 @@
 //! the real example payloads of npm `@octokit/webhooks-examples` (found through
 //! `YOI_WEBHOOK_EXAMPLES`; the test fails without it): signed ones are accepted, a wrong or
 //! missing signature is 401 and recorded nowhere, a redelivery does nothing, an event yoi does
-//! not use is acknowledged and ignored, and a body over 25 MiB is 413.
+//! not use is acknowledged and ignored, and a body over 25 MiB is 413. Delivery ids and the
+//! check results webhooks carry are kept in the database: a redelivery after a restart does
+//! nothing, and of reordered results the newer stays.
 
 mod common;
 
@@ -33,18 +35,22 @@ fn private(path: &std::path::Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
+fn section() -> ForgeSection {
+    let mut f = ForgeSection::new("acme/widgets");
+    // Nothing is asked of the forge here: no ticket has a pull request.
+    f.api_url = "http://127.0.0.1:9".into();
+    f.token_file = Some(".yoi/local/github-token".into());
+    f.webhook_secret_file = Some(".yoi/local/webhook-secret".into());
+    f
+}
+
 fn server() -> Server {
     Server::start_configured(Backend::Sqlite, |ws| {
         let local = ws.root().join(".yoi/local");
         std::fs::create_dir_all(&local).unwrap();
         private(&local.join("github-token"), "ghp_webhook_test");
         private(&local.join("webhook-secret"), SECRET);
-        let mut f = ForgeSection::new("acme/widgets");
-        // Nothing is asked of the forge here: no ticket has a pull request.
-        f.api_url = "http://127.0.0.1:9".into();
-        f.token_file = Some(".yoi/local/github-token".into());
-        f.webhook_secret_file = Some(".yoi/local/webhook-secret".into());
-        ws.config.forge = Some(f);
+        ws.config.forge = Some(section());
     })
 }
 
@@ -208,5 +214,49 @@ fn a_tickets_forge_status_is_served_to_readers() {
         .token(&s.tokens.read)
         .send()
         .expect_error(404, "not_found");
+    s.stop();
+}
+
+#[test]
+fn reordered_check_results_keep_the_newer_and_a_redelivery_after_a_restart_does_nothing() {
+    let s = server();
+    let sha = "c".repeat(40);
+    let status = |state: &str, at: &str| {
+        serde_json::to_vec(&serde_json::json!({
+            "id": 1, "sha": sha, "name": "acme/widgets", "context": "ci", "state": state,
+            "description": null, "target_url": "https://ci.example/1",
+            "created_at": at, "updated_at": at,
+        }))
+        .unwrap()
+    };
+    let pending = status("pending", "2026-12-01T10:00:01Z");
+    let success = status("success", "2026-12-01T10:00:05Z");
+    // The newer result arrives first, the older one after it.
+    let r = deliver(&s, "status", "st-new", &success, Some(&sign(&success)));
+    assert_eq!(r.status, 202, "{}", r.text);
+    let r = deliver(&s, "status", "st-old", &pending, Some(&sign(&pending)));
+    assert_eq!(r.status, 202, "{}", r.text);
+    let kept = |admin: &common::Admin| admin.rt.block_on(admin.db.forge_checks_of(&sha)).unwrap();
+    let now = kept(s.admin());
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_eq!(now[0].conclusion.as_str(), "success");
+    assert_eq!(now[0].url.as_deref(), Some("https://ci.example/1"));
+    // A bad signature keeps nothing.
+    let failure = status("failure", "2026-12-01T10:00:09Z");
+    let r = deliver(&s, "status", "st-bad", &failure, Some(&sign(b"x")));
+    assert_eq!(r.status, 401);
+    assert_eq!(kept(s.admin())[0].conclusion.as_str(), "success");
+    // After a restart, both deliveries are known: redelivered, they do nothing.
+    let stopped = s.stop();
+    let s = stopped.restart(false, |ws| ws.config.forge = Some(section()));
+    for (id, body) in [("st-new", &success), ("st-old", &pending)] {
+        let r = deliver(&s, "status", id, body, Some(&sign(body)));
+        assert_eq!(r.status, 200, "{id}: {}", r.text);
+        assert_eq!(r.json["status"], "duplicate");
+    }
+    // The delivery the bad signature carried was never remembered: signed, it is taken.
+    let r = deliver(&s, "status", "st-bad", &failure, Some(&sign(&failure)));
+    assert_eq!(r.status, 202, "{}", r.text);
+    assert_eq!(kept(s.admin())[0].conclusion.as_str(), "failure");
     s.stop();
 }

@@ -10,6 +10,9 @@ mod common;
 use common::pods::*;
 use common::server::Server;
 use serde_json::Value;
+use yoi_testkit::receiver::Receiver;
+
+const HOOK_KEY: &str = "a-key-only-the-environment-holds";
 
 fn inbox(repo: &common::Repo) -> Value {
     let out = repo.yoi(&["inbox", "--json"]).ok();
@@ -83,8 +86,20 @@ fn asking_workspace() -> common::Repo {
 #[test]
 fn an_agent_asks_a_person_answers_and_the_next_attempt_is_told_and_merges() {
     let repo = asking_workspace();
+    // A webhook that wants questions and merged tickets, and nothing else.
+    let hook = Receiver::start(HOOK_KEY);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\n[[notify]]\nname = \"hook\"\nchannel = \"webhook\"\nurl = \"http://{}/hook\"\nsecret_env = \"YOI_TEST_HOOK_KEY\"\nreasons = [\"agent_question\", \"done\"]\n",
+            hook.addr
+        ),
+    )
+    .unwrap();
     let id = queued_ticket(&repo);
-    let server = Server::spawn(&repo);
+    let server = Server::spawn_with_env(&repo, "127.0.0.1:0", &[("YOI_TEST_HOOK_KEY", HOOK_KEY)]);
     until("the question to reach the inbox", || {
         inbox(&repo)["count"] == 1
     });
@@ -155,6 +170,20 @@ fn an_agent_asks_a_person_answers_and_the_next_attempt_is_told_and_merges() {
     assert!(q < a && a < brief, "{prompt}");
     let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
     assert!(thread.contains("event: answer "), "{thread}");
+
+    // The webhook heard of the question once and of the merge once, in that order.
+    until("the done notification", || hook.got("/hook").len() >= 2);
+    until_swept(&server, &repo);
+    let got = hook.got("/hook");
+    assert_eq!(got.len(), 2, "one each, nothing twice");
+    let (asked, done) = (got[0].json(), got[1].json());
+    assert_eq!(asked["event"], "inbox.entry_opened");
+    assert_eq!(asked["entry"]["reason"], "agent_question");
+    assert_eq!(done["event"], "ticket.done");
+    assert_eq!(done["entry"]["reason"], "done");
+    assert_eq!(done["entry"]["ticket"], id.as_str());
+    assert_eq!(done["entry"]["title"], "Say hello");
+    assert!(done["link"].as_str().unwrap().ends_with(&format!("/tickets/{id}")));
     drop(server);
 }
 

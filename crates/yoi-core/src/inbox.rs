@@ -47,10 +47,13 @@ pub enum InboxReason {
     /// An `attention` event with a reason this version does not know (written by a newer yoi,
     /// or by hand): shown rather than dropped.
     Other,
+    /// A ticket merged and is done. Never an inbox entry — nothing waits on anyone — only a
+    /// notification, for the `[[notify]]` channels that name it in `reasons`.
+    Done,
 }
 
 impl InboxReason {
-    pub const ALL: [InboxReason; 11] = [
+    pub const ALL: [InboxReason; 12] = [
         InboxReason::CircuitOpen,
         InboxReason::RoundsExhausted,
         InboxReason::MergeDeferred,
@@ -62,6 +65,7 @@ impl InboxReason {
         InboxReason::AgentUnusable,
         InboxReason::DoctorError,
         InboxReason::Other,
+        InboxReason::Done,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -77,6 +81,7 @@ impl InboxReason {
             InboxReason::AgentUnusable => "agent_unusable",
             InboxReason::DoctorError => "doctor_error",
             InboxReason::Other => "other",
+            InboxReason::Done => "done",
         }
     }
 
@@ -94,6 +99,7 @@ impl InboxReason {
             InboxReason::AgentUnusable => "Agent unusable",
             InboxReason::DoctorError => "Doctor error",
             InboxReason::Other => "Attention",
+            InboxReason::Done => "Done",
         }
     }
 
@@ -112,7 +118,7 @@ impl InboxReason {
             "agent_question" => InboxReason::AgentQuestion,
             "agent_blocked" => InboxReason::AgentBlocked,
             other => InboxReason::parse(other)
-                .filter(|r| *r != InboxReason::Other)
+                .filter(|r| !matches!(r, InboxReason::Other | InboxReason::Done))
                 .unwrap_or(InboxReason::Other),
         }
     }

@@ -26,6 +26,8 @@ use yoi_store::notify_config::NotifyChannel;
 use yoi_store::{StoreError, Workspace};
 
 use crate::inbox::{self, InboxEntry};
+use yoi_core::inbox::InboxReason;
+use yoi_db::OutboxKind;
 
 /// The version of the webhook body's schema ([`Notification`]).
 pub const SCHEMA: &str = "yoi.notification.v1";
@@ -41,7 +43,7 @@ pub const MAX_BACKOFF_MS: i64 = 30 * 60 * 1000;
 pub struct Notification {
     /// [`SCHEMA`].
     pub schema: String,
-    /// `inbox.entry_opened`.
+    /// `inbox.entry_opened`, or `ticket.done` for a merged ticket.
     pub event: String,
     /// The idempotency key: the same for every attempt of this delivery; drop a repeat.
     pub delivery: String,
@@ -80,10 +82,15 @@ pub trait Sender {
     fn send(&self, channel: &NotifyChannel, n: &Notification) -> Sent;
 }
 
+/// The outbox consumer through which merged tickets reach the channels that want `done`.
+pub const DONE_CONSUMER: &str = "notify-done";
+
 /// The promise step's memory: pairs already promised, so a sweep writes only new ones.
 #[derive(Debug, Default)]
 pub struct Notifier {
     promised: HashSet<(String, String)>,
+    /// [`DONE_CONSUMER`] is registered.
+    done_registered: bool,
 }
 
 impl Notifier {
@@ -102,38 +109,124 @@ impl Notifier {
             return Ok(0);
         }
         let open = inbox::inbox(ws, index)?;
-        let mut made = 0;
+        let mut made = self.promise_done(ws, index, channels, link_base, now)?;
         for c in channels {
             for e in open.entries.iter().filter(|e| c.wants(e.reason)) {
-                let pair = (c.name.clone(), e.key.clone());
-                if self.promised.contains(&pair) {
-                    continue;
-                }
-                let n = notification(c, e, link_base);
-                let row = NotifyDelivery {
-                    channel: c.name.clone(),
-                    entry_key: e.key.clone(),
-                    reason: e.reason.as_str().to_string(),
-                    ticket: e.ticket.clone(),
-                    payload: serde_json::to_string(&n).map_err(|e| StoreError::Database {
-                        reason: format!("encoding a notification: {e}"),
-                    })?,
-                    idempotency_key: n.delivery.clone(),
-                    status: DeliveryStatus::Pending,
-                    attempts: 0,
-                    next_ms: now.unix_millis(),
-                    created_ms: now.unix_millis(),
-                    updated_ms: now.unix_millis(),
-                    last_answer: None,
-                };
-                if index.notify_promise(&row)? {
-                    made += 1;
-                }
-                self.promised.insert(pair);
+                made += usize::from(self.promise_one(index, c, e, link_base, now)?);
             }
         }
         Ok(made)
     }
+}
+
+impl Notifier {
+    /// Promise a `done` delivery to every channel that names `done`, for each ticket merged
+    /// since the last call: read from the outbox as consumer [`DONE_CONSUMER`] (each event
+    /// acknowledged after its promises, so a crash in between promises again, which the
+    /// primary key makes harmless). A merge older than [`WINDOW_MS`] — history a new channel or
+    /// a rebuilt database finds — is passed over, not announced late.
+    fn promise_done(
+        &mut self,
+        ws: &Workspace,
+        index: &DbIndex,
+        channels: &[NotifyChannel],
+        link_base: &str,
+        now: Timestamp,
+    ) -> Result<usize, StoreError> {
+        let wanting: Vec<&NotifyChannel> = channels
+            .iter()
+            .filter(|c| c.wants(InboxReason::Done))
+            .collect();
+        if wanting.is_empty() {
+            return Ok(0);
+        }
+        let now_ms = now.unix_millis();
+        if !self.done_registered {
+            index.register_consumer(DONE_CONSUMER, now_ms)?;
+            self.done_registered = true;
+        }
+        const BATCH: i64 = 500;
+        let mut made = 0;
+        loop {
+            let events = index.next_events(DONE_CONSUMER, now_ms, BATCH)?;
+            for ev in &events {
+                // When it merged, as the thread says: an outbox rebuilt from the files gets new
+                // rows for old events.
+                let at = ev.payload["at"]
+                    .as_str()
+                    .and_then(|a| Timestamp::parse(a).ok())
+                    .map_or(ev.created_ms, |t| t.unix_millis());
+                let merged = ev.known_kind() == Some(OutboxKind::TicketMerged)
+                    && now_ms - at <= WINDOW_MS;
+                if let Some(entry) = merged.then(|| done_entry(ws, ev)).flatten() {
+                    for c in &wanting {
+                        made += usize::from(self.promise_one(index, c, &entry, link_base, now)?);
+                    }
+                }
+                index.ack(DONE_CONSUMER, ev.seq, now_ms)?;
+            }
+            if (events.len() as i64) < BATCH {
+                return Ok(made);
+            }
+        }
+    }
+
+    /// Write the delivery row of `entry` to `c` unless this notifier already did; whether a
+    /// row was written.
+    fn promise_one(
+        &mut self,
+        index: &DbIndex,
+        c: &NotifyChannel,
+        entry: &InboxEntry,
+        link_base: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let pair = (c.name.clone(), entry.key.clone());
+        if self.promised.contains(&pair) {
+            return Ok(false);
+        }
+        let n = notification(c, entry, link_base);
+        let row = NotifyDelivery {
+            channel: c.name.clone(),
+            entry_key: entry.key.clone(),
+            reason: entry.reason.as_str().to_string(),
+            ticket: entry.ticket.clone(),
+            payload: serde_json::to_string(&n).map_err(|e| StoreError::Database {
+                reason: format!("encoding a notification: {e}"),
+            })?,
+            idempotency_key: n.delivery.clone(),
+            status: DeliveryStatus::Pending,
+            attempts: 0,
+            next_ms: now.unix_millis(),
+            created_ms: now.unix_millis(),
+            updated_ms: now.unix_millis(),
+            last_answer: None,
+        };
+        let made = index.notify_promise(&row)?;
+        self.promised.insert(pair);
+        Ok(made)
+    }
+}
+
+/// The `done` message of a merged ticket: keyed by its `merge` event, so one merge is told once.
+fn done_entry(ws: &Workspace, ev: &yoi_db::OutboxEvent) -> Option<InboxEntry> {
+    let id = yoi_core::TicketId::parse(&ev.ticket).ok()?;
+    let title = ws.read_item(&id).map(|i| i.title).unwrap_or_default();
+    let at = ev.payload["at"].as_str().unwrap_or_default().to_string();
+    Some(InboxEntry {
+        key: format!("{id}:done:{}", ev.event_id),
+        reason: InboxReason::Done,
+        ticket: Some(id.to_string()),
+        title,
+        since: at,
+        detail: "The ticket merged and is done.".into(),
+        command: format!("yoi ticket show {id}"),
+        action: inbox::InboxAction {
+            label: "Open the ticket".into(),
+            href: format!("/tickets/{id}"),
+        },
+        event: Some(ev.event_id.clone()),
+    })
 }
 
 /// The message for `entry` on channel `c`.
@@ -141,7 +234,11 @@ pub fn notification(c: &NotifyChannel, entry: &InboxEntry, link_base: &str) -> N
     let base = c.link_base.as_deref().unwrap_or(link_base);
     Notification {
         schema: SCHEMA.into(),
-        event: "inbox.entry_opened".into(),
+        event: if entry.reason == InboxReason::Done {
+            "ticket.done".into()
+        } else {
+            "inbox.entry_opened".into()
+        },
         delivery: delivery_key(&c.name, &entry.key),
         channel: c.name.clone(),
         entry: entry.clone(),
@@ -213,7 +310,8 @@ pub fn deliver_channel(
         .map(|e| e.key)
         .collect();
     for d in due {
-        if !open.contains(&d.entry_key) {
+        // A `done` is no inbox entry: it never closes, so it is never skipped.
+        if d.reason != InboxReason::Done.as_str() && !open.contains(&d.entry_key) {
             index.notify_skip(
                 &channel.name,
                 &d.entry_key,

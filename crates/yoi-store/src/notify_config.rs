@@ -93,10 +93,11 @@ pub struct NotifyChannel {
 }
 
 impl NotifyChannel {
-    /// Whether this channel wants entries of `reason`.
+    /// Whether this channel wants entries of `reason`: those it names, or when it names none,
+    /// every inbox reason (`done`, which is no inbox entry, only when named).
     pub fn wants(&self, reason: InboxReason) -> bool {
         match &self.reasons {
-            None => true,
+            None => reason != InboxReason::Done,
             Some(rs) => rs.iter().any(|r| r == reason.as_str()),
         }
     }
@@ -243,6 +244,17 @@ mod tests {
     fn check(text: &str) -> Result<(), (Option<usize>, String)> {
         let f: File = toml::from_str(text).unwrap();
         validate(&f.notify, text)
+    }
+
+    #[test]
+    fn done_is_sent_only_to_a_channel_that_names_it() {
+        let text = "[[notify]]\nname = \"all\"\nchannel = \"slack\"\nurl = \"https://x\"\n\n[[notify]]\nname = \"done\"\nchannel = \"slack\"\nurl = \"https://x\"\nreasons = [\"done\"]\n";
+        assert_eq!(check(text), Ok(()));
+        let f: File = toml::from_str(text).unwrap();
+        assert!(f.notify[0].wants(InboxReason::CircuitOpen));
+        assert!(!f.notify[0].wants(InboxReason::Done));
+        assert!(f.notify[1].wants(InboxReason::Done));
+        assert!(!f.notify[1].wants(InboxReason::CircuitOpen));
     }
 
     #[test]

@@ -1,0 +1,240 @@
+//! Pull requests end to end with real processes (docs/forge.md): `yoi serve` supervises a coder,
+//! the built-in verifier and a reviewer pod running the scripted `yoi-fake-agent`; the ticket
+//! ends in a pull request on the fake GitHub (every request checked against GitHub's OpenAPI
+//! description, found through `YOI_GITHUB_OPENAPI`; pushes to a real `git http-backend`). The
+//! server is killed with SIGKILL between the push and the pull request's creation, and between
+//! the checks and the merge, each time while the fake holds the very request — which it then
+//! carries out, so the answer is lost too. Webhooks are dropped, repeated and reordered. Each
+//! run ends as a clean one does: one pull request, merged once with exactly the head its
+//! checks were for, the ticket done.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::pods::*;
+use common::server::Server;
+use common::Repo;
+use yoi_testkit::forge::{FakeGitHub, Fault, Webhook};
+
+const TOKEN: &str = "ghp_end_to_end_token";
+const SECRET: &str = "end-to-end-webhook-secret";
+
+fn private(path: &std::path::Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// A workspace whose tickets end in a pull request on a fake GitHub seeded with its `main`.
+fn forge_workspace() -> (Repo, FakeGitHub) {
+    let repo = workspace_with_reviewer(
+        "write hello.txt hello\\n\ndone added hello.txt\n",
+        "say Looks right.\ndone read the change\nsay YOI-VERDICT: approve\n",
+    );
+    let fake = FakeGitHub::start("acme", "widgets", TOKEN, Some(repo.path()));
+    git(repo.path(), &["remote", "add", "origin", &fake.git_url()]);
+    let local = repo.path().join(".yoi/local");
+    std::fs::create_dir_all(&local).unwrap();
+    private(&local.join("github-token"), TOKEN);
+    private(&local.join("webhook-secret"), SECRET);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = format!(
+        "{text}\n[forge]\nrepo = \"acme/widgets\"\napi_url = \"{}\"\ntoken_file = \".yoi/local/github-token\"\nwebhook_secret_file = \".yoi/local/webhook-secret\"\nmode = \"pr\"\npoll_secs = 1\n",
+        fake.api_url()
+    );
+    std::fs::write(&config, text).unwrap();
+    (repo, fake)
+}
+
+/// POST a webhook to the server, signed; the status and the answer's `status`.
+fn deliver(server: &Server, w: &Webhook) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let sig = format!(
+        "sha256={}",
+        yoi_core::hmac_sha256_hex(SECRET.as_bytes(), &w.body)
+    );
+    let mut resp = agent
+        .post(&format!("http://{}/forge/github/events", server.addr))
+        .header("X-GitHub-Event", &w.event)
+        .header("X-GitHub-Delivery", &w.delivery)
+        .header("X-Hub-Signature-256", &sig)
+        .header("Content-Type", "application/json")
+        .send(&w.body[..])
+        .unwrap();
+    let body: serde_json::Value = resp.body_mut().read_json().unwrap();
+    (
+        resp.status().as_u16(),
+        body["status"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+fn forge_actions(repo: &Repo, id: &str) -> Vec<String> {
+    let thread = std::fs::read_to_string(repo.ticket_dir(id).join("thread.md")).unwrap();
+    thread
+        .lines()
+        .filter(|l| l.starts_with("<!-- event: forge_pr "))
+        .filter_map(|l| {
+            l.split(" action: ")
+                .nth(1)
+                .map(|r| r.split_whitespace().next().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+/// One pull request, merged once with its head, the ticket done, `main` on the forge at the
+/// merge — what every run below must end in.
+fn assert_clean_end(repo: &Repo, fake: &FakeGitHub, id: &str) {
+    let pulls = fake.pulls();
+    assert_eq!(pulls.len(), 1, "one pull request: {pulls:?}");
+    let pr = &pulls[0];
+    assert!(pr.merged, "{pr:?}");
+    let merges: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PUT" && r.path.ends_with("/merge"))
+        .collect();
+    assert!(!merges.is_empty());
+    for m in &merges {
+        assert_eq!(m.body["sha"], pr.head_sha.as_str(), "merged only with the head");
+    }
+    assert_eq!(fake.branch("main"), pr.merge_sha);
+    let branch = git(repo.path(), &["rev-parse", &pr.head]);
+    assert_eq!(branch, pr.head_sha, "the head merged is the ticket's approved commit");
+    assert_eq!(state_of(repo, id), "done");
+    let actions = forge_actions(repo, id);
+    assert_eq!(
+        actions.iter().filter(|a| *a == "opened").count(),
+        1,
+        "{actions:?}"
+    );
+    assert_eq!(
+        actions.iter().filter(|a| *a == "merged").count(),
+        1,
+        "{actions:?}"
+    );
+    let thread = std::fs::read_to_string(repo.ticket_dir(id).join("thread.md")).unwrap();
+    assert!(!thread.contains(TOKEN));
+    fake.assert_conforming();
+}
+
+#[test]
+fn a_server_killed_between_the_push_and_the_pull_request_opens_exactly_one() {
+    let (repo, fake) = forge_workspace();
+    // The fake takes the pull request's creation and holds it: nothing created yet.
+    fake.fault("POST", "/repos/acme/widgets/pulls", Fault::Hold);
+    let id = queued_ticket(&repo);
+    let mut server = Server::spawn(&repo);
+    fake.wait_held();
+    // The branch landed before the pull request was asked for.
+    let branch = format!("yoi/{id}-say-hello");
+    let head = git(repo.path(), &["rev-parse", &branch]);
+    assert_eq!(fake.branch(&branch).as_deref(), Some(head.as_str()));
+    assert!(fake.pulls().is_empty());
+    server.kill();
+    // Now the forge carries the request out: the pull request exists, its answer is lost.
+    fake.release();
+    until("the held pull request to be created", || {
+        fake.pulls().len() == 1
+    });
+    let _server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    assert_clean_end(&repo, &fake, &id);
+    // The restarted server found the pull request instead of opening a second.
+    let opens = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/pulls"))
+        .count();
+    assert_eq!(opens, 1);
+}
+
+#[test]
+fn a_server_killed_between_the_checks_and_the_merge_merges_once() {
+    let (repo, fake) = forge_workspace();
+    fake.set_ruleset_checks("main", &["ci"]);
+    fake.fault("PUT", "/merge", Fault::Hold);
+    let id = queued_ticket(&repo);
+    let mut server = Server::spawn(&repo);
+    until("the pull request to be opened", || fake.pulls().len() == 1);
+    let head = fake.pulls()[0].head_sha.clone();
+    // CI reports for the head; its webhook wakes the server (the poll would, a second later).
+    fake.add_check_run(&head, "ci", Some("success"));
+    for w in fake.take_webhooks() {
+        assert_eq!(deliver(&server, &w), (202, "accepted".to_string()));
+    }
+    fake.wait_held();
+    server.kill();
+    // The forge merges; the answer never reaches yoi.
+    fake.release();
+    until("the held merge to be carried out", || fake.pulls()[0].merged);
+    let _server = Server::spawn(&repo);
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    assert_clean_end(&repo, &fake, &id);
+    let merges = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PUT" && r.path.ends_with("/merge"))
+        .count();
+    assert_eq!(merges, 1, "the restarted server saw the merge and did not merge again");
+}
+
+#[test]
+fn dropped_repeated_and_reordered_webhooks_end_as_a_clean_run() {
+    let (repo, fake) = forge_workspace();
+    fake.set_ruleset_checks("main", &["ci", "lint"]);
+    let id = queued_ticket(&repo);
+    let mut server = Server::spawn(&repo);
+    until("the pull request to be opened", || fake.pulls().len() == 1);
+    let head = fake.pulls()[0].head_sha.clone();
+    // `lint` succeeds at the head; its webhook is dropped (never delivered): the poll finds it.
+    fake.add_status(&head, "lint", "success");
+    assert_eq!(fake.take_webhooks().len(), 1);
+    // `ci` starts and succeeds: its webhooks arrive reordered (the result first, the older
+    // "in progress" after it) and each twice.
+    fake.add_check_run(&head, "ci", None);
+    fake.add_check_run(&head, "ci", Some("success"));
+    let mut hooks = fake.take_webhooks();
+    assert_eq!(hooks.len(), 2);
+    hooks.reverse();
+    for w in &hooks {
+        assert_eq!(deliver(&server, w), (202, "accepted".to_string()));
+        assert_eq!(deliver(&server, w), (200, "duplicate".to_string()));
+    }
+    until("the ticket to be done", || state_of(&repo, &id) == "done");
+    // The checks table holds the newer result for the head, never the late "in progress".
+    let (status, st) = server.get(&repo, &format!("/tickets/{id}/forge"));
+    assert_eq!(status, 200, "{st}");
+    let table: Vec<(String, String, String)> = st["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["conclusion"].as_str().unwrap().to_string(),
+                c["sha"].as_str().unwrap().to_string(),
+            )
+        })
+        .filter(|(n, _, _)| !n.starts_with("yoi/"))
+        .collect();
+    assert_eq!(
+        table,
+        [
+            ("ci".to_string(), "success".to_string(), head.clone()),
+            ("lint".to_string(), "success".to_string(), head.clone()),
+        ],
+        "{st}"
+    );
+    assert_eq!(st["badge"], "merged");
+    // A redelivery after a restart is still known.
+    server.kill();
+    let server = Server::spawn(&repo);
+    for w in &hooks {
+        assert_eq!(deliver(&server, w), (200, "duplicate".to_string()));
+    }
+    assert_clean_end(&repo, &fake, &id);
+}

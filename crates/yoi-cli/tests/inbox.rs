@@ -183,7 +183,10 @@ fn an_agent_asks_a_person_answers_and_the_next_attempt_is_told_and_merges() {
     assert_eq!(done["entry"]["reason"], "done");
     assert_eq!(done["entry"]["ticket"], id.as_str());
     assert_eq!(done["entry"]["title"], "Say hello");
-    assert!(done["link"].as_str().unwrap().ends_with(&format!("/tickets/{id}")));
+    assert!(done["link"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("/tickets/{id}")));
     drop(server);
 }
 
@@ -289,5 +292,53 @@ fn the_ticket_page_shows_the_question_and_its_answer_form_answers_it() {
     until("the ticket to be done", || state_of(&repo, &id) == "done");
     let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
     assert!(thread.contains("Say hello, in lower case."), "{thread}");
+    drop(server);
+}
+
+/// An agent that cannot run on the pod (its program is not installed) stops its step after one
+/// attempt and waits in the inbox as `agent_unusable`, naming the program — instead of failing
+/// three times over and showing as a failing step. A retry closes the entry.
+#[test]
+fn an_agent_that_is_not_installed_stops_its_step_and_waits_as_agent_unusable() {
+    let (repo, _script) = workspace("done never runs\n", 60);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let missing = repo.side.path().join("no-such-agent");
+    let text = text.replace(
+        &format!("program = \"{}\"", fake_agent().display()),
+        &format!("program = \"{}\"", missing.display()),
+    );
+    assert!(text.contains("no-such-agent"), "{text}");
+    std::fs::write(&config, text).unwrap();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    until("the unusable agent to reach the inbox", || {
+        inbox(&repo)["count"] == 1
+    });
+    let got = inbox(&repo);
+    let e = &got["entries"][0];
+    assert_eq!(e["reason"], "agent_unusable", "{got}");
+    assert_eq!(e["ticket"], id.as_str());
+    let detail = e["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("no-such-agent") && detail.contains("is not installed here"),
+        "{detail}"
+    );
+    assert!(e["command"].as_str().unwrap().contains("yoi ticket retry"));
+    until_swept(&server, &repo);
+    let rows = assignments(&server, &repo, &id);
+    assert_eq!(rows.len(), 1, "not handed out again: {rows:?}");
+    assert_eq!(rows[0]["status"], "failed");
+
+    repo.yoi(&["ticket", "retry", &id]).ok();
+    let after = inbox(&repo);
+    assert!(
+        after["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["key"] != e["key"]),
+        "{after}"
+    );
     drop(server);
 }

@@ -61,6 +61,11 @@ pub struct Report {
     /// paragraph of that message (docs/pods.md, "A missing contract").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub contract_missing: bool,
+    /// The attempt could not start because its agent cannot run on the pod (its program is not
+    /// installed, its profile's endpoint is wrong): the step stops and the inbox says
+    /// `agent_unusable` instead of handing it out to fail the same way again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agent_unusable: bool,
     /// Whether the pod asked the agent for its missing trailer lines in a follow-up turn
     /// (whose usage is counted in `usage`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

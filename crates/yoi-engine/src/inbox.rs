@@ -11,8 +11,8 @@
 //! - a `question` (an agent asked a person) opens an `agent_question` entry, one per question
 //!   event; the `answer` to it closes it;
 //! - a `retry` closes what a retry answers: an open circuit, used-up fix rounds, a blocked
-//!   agent, a question left unanswered (the step is handed out again without an answer), an
-//!   unknown reason;
+//!   agent, an agent that could not run, a question left unanswered (the step is handed out
+//!   again without an answer), an unknown reason;
 //! - a `merge` closes a deferred merge (the checkout was cleaned and the merge ran);
 //! - any state change closes every entry of the ticket — the ticket moved on — and one the
 //!   service made into `planning` opens a `routing_failed` entry that the next state change
@@ -125,6 +125,7 @@ pub fn ticket_entries(t: &InboxTicket) -> Vec<InboxEntry> {
                         | InboxReason::RoundsExhausted
                         | InboxReason::AgentBlocked
                         | InboxReason::AgentQuestion
+                        | InboxReason::AgentUnusable
                         | InboxReason::Other
                 )
             }),
@@ -162,6 +163,10 @@ fn entry(t: &InboxTicket, reason: InboxReason, e: &InboxEvent, detail: &str) -> 
         InboxReason::RoutingFailed => (
             format!("yoi ticket show {id}   # complete the brief, then: yoi ticket mark-ready {id}"),
             "Edit the brief",
+        ),
+        InboxReason::AgentUnusable => (
+            format!("yoi agent list   # install or fix the agent, then: yoi ticket retry {id}"),
+            "Retry",
         ),
         InboxReason::AgentQuestion => (
             format!("yoi ticket answer {id} --message \"…\""),

@@ -38,6 +38,45 @@ use crate::prompt::render_prompt;
 use crate::worktree::{bring_in_commits, review_problem, settle_commits};
 use crate::{contract, profiles, sandbox, PodSettings};
 
+/// Why an attempt could not be run at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RunError {
+    /// The agent cannot run on this pod — its program is not installed, its profile's endpoint
+    /// is wrong — so handing the step out again would fail the same way: a person decides
+    /// (`agent_unusable` in the inbox, docs/inbox.md).
+    Unusable(String),
+    /// Anything else (a folder that could not be written, the server out of reach).
+    Other(String),
+}
+
+impl From<String> for RunError {
+    fn from(e: String) -> RunError {
+        RunError::Other(e)
+    }
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Unusable(e) | RunError::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+/// Whether `program` is there to run: a path naming a file, or a name found on the `PATH` of
+/// the agent's environment `env` (what `yoi agent check` calls installed).
+fn installed(program: &str, env: &[(String, String)]) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    env.iter()
+        .find(|(k, _)| k == "PATH")
+        .is_some_and(|(_, path)| {
+            path.split(':')
+                .any(|d| !d.is_empty() && std::path::Path::new(d).join(program).is_file())
+        })
+}
+
 pub(crate) fn run_one(
     settings: &PodSettings,
     client: &Client,
@@ -45,7 +84,7 @@ pub(crate) fn run_one(
     work: &Work,
     stop: &AtomicBool,
     claimed: Instant,
-) -> Result<Reported, String> {
+) -> Result<Reported, RunError> {
     let a = &work.assignment;
     let run_dir = prepare_run(settings, work)?;
     let skills = client.skills().unwrap_or_default();
@@ -64,9 +103,9 @@ pub(crate) fn run_one(
         env: mut endpoint_env,
         files: endpoint_files,
         model: endpoint_model,
-    } = p
-        .endpoint_settings(&settings.env)
-        .map_err(|e| format!("agent profile `{}`: {e}", settings.profile_name))?;
+    } = p.endpoint_settings(&settings.env).map_err(|e| {
+        RunError::Unusable(format!("agent profile `{}`: {e}", settings.profile_name))
+    })?;
     for f in &endpoint_files {
         let path = run_dir.join(&f.path);
         if let Some(dir) = path.parent() {
@@ -113,6 +152,12 @@ pub(crate) fn run_one(
         &p.state,
     )?;
     let mut env = agent_env(settings, work, &run_dir, &prompt_file);
+    if !installed(&p.program, &env) {
+        return Err(RunError::Unusable(format!(
+            "agent profile `{}` cannot run on this pod: its program `{}` is not installed here (not a file, nor on the agent's PATH); `yoi agent check {}` says the same",
+            settings.profile_name, p.program, settings.profile_name
+        )));
+    }
     for (k, v) in endpoint_env.iter().chain(&confined.env) {
         env.retain(|(ek, _)| ek != k);
         env.push((k.clone(), v.clone()));
@@ -328,7 +373,7 @@ pub(crate) fn run_one(
     match sent {
         Ok(r) => Ok(r),
         Err(ClientError::Lost { .. }) => Ok(Reported::Lost),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(RunError::Other(e.to_string())),
     }
 }
 

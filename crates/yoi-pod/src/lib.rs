@@ -40,8 +40,10 @@ use std::time::Duration;
 use thiserror::Error;
 use yoi_agent::profile::AgentProfile;
 
+use agent_run::RunError;
 use attempt::Reported;
 use client::{Client, ClientError};
+use yoi_core::report::Report;
 
 pub use prompt::render_prompt;
 
@@ -150,7 +152,7 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
         let verifies = settings.profile_name == VERIFY_PROFILE
             || yoi_core::Role::Verifier.is(&work.assignment.role);
         let ran = if verifies {
-            verify::run_verify(settings, &client, &pod, &work, stop)
+            verify::run_verify(settings, &client, &pod, &work, stop).map_err(RunError::Other)
         } else {
             agent_run::run_one(settings, &client, &pod, &work, stop, claimed)
         };
@@ -160,13 +162,22 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
             Ok(Reported::Lost) => summary.lost += 1,
             Err(e) => {
                 tracing::error!(assignment = %work.assignment.id, error = %e, "the attempt could not be run");
+                // An agent that cannot run here fails the same way every time: the step stops
+                // and a person is told (docs/inbox.md, `agent_unusable`).
+                let unusable = matches!(e, RunError::Unusable(_)).then(|| Report {
+                    outcome: yoi_core::report::ReportOutcome::Failed,
+                    summary: Some(e.to_string()),
+                    agent: Some(settings.profile_name.clone()),
+                    agent_unusable: true,
+                    ..Report::default()
+                });
                 let _ = client.fail(
                     &pod,
                     &work.assignment.id,
                     work.assignment.fence,
-                    &e,
-                    true,
-                    None,
+                    &e.to_string(),
+                    unusable.is_none(),
+                    unusable.as_ref(),
                 );
                 summary.failed += 1;
             }

@@ -15,7 +15,7 @@ use yoi_store::{Ctx, Workspace};
 use super::claim::{check_role, live_claim, pod_of, refusal, trailing_failures, PodCaller};
 use super::{
     next_attempt, results_lock, retries_left, work_place, AssignmentError, Report, ReportOutcome,
-    AGENT_BLOCKED, STEP_CIRCUIT_OPEN,
+    AGENT_BLOCKED, AGENT_UNUSABLE, STEP_CIRCUIT_OPEN,
 };
 
 /// What a completed attempt changed.
@@ -323,8 +323,12 @@ pub fn fail(
         // An agent that reported `blocked` waits for a person's decision: the inbox tells that
         // apart from a step that keeps failing.
         let blocked = report.is_some_and(|r| r.outcome == ReportOutcome::Blocked);
+        // An agent that cannot run is the pod's problem, not the step's: told apart too.
+        let unusable = report.is_some_and(|r| r.agent_unusable);
         let attention = if blocked {
             AGENT_BLOCKED
+        } else if unusable {
+            AGENT_UNUSABLE
         } else {
             STEP_CIRCUIT_OPEN
         };

@@ -58,6 +58,10 @@ pub const STEP_CIRCUIT_OPEN: &str = "step_circuit_open";
 /// The `attention` reason of a step stopped because its agent reported `blocked`: it waits for
 /// a person's decision, and a `retry` hands the step out again.
 pub const AGENT_BLOCKED: &str = "agent_blocked";
+/// The `attention` reason of a step stopped because its agent cannot run on the pod that
+/// claimed it (its program is not installed, its profile is wrong): handing it out again would
+/// fail the same way, so a person fixes the agent and retries.
+pub const AGENT_UNUSABLE: &str = "agent_unusable";
 
 /// Serialises the result paths (complete, fail, expire) within this process.
 static RESULTS: Mutex<()> = Mutex::new(());

@@ -77,6 +77,29 @@ pub enum Command {
     /// Notifications of inbox entries: the delivery log, and a test message on a channel.
     #[command(subcommand)]
     Notify(NotifyCommand),
+    /// Pull requests on GitHub (docs/forge.md): a ticket's pull request, a pass now, issues in.
+    #[command(subcommand)]
+    Forge(ForgeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ForgeCommand {
+    /// A ticket's pull request: link, head, checks, reviews, the merge, why the gate is closed.
+    Status {
+        ticket: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One pass now: labelled issues in as tickets, every pending pull request a step further.
+    Sync {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import the open issues carrying `[forge] import_label` that a collaborator labelled.
+    Import {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

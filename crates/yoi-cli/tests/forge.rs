@@ -99,11 +99,18 @@ fn assert_clean_end(repo: &Repo, fake: &FakeGitHub, id: &str) {
         .collect();
     assert!(!merges.is_empty());
     for m in &merges {
-        assert_eq!(m.body["sha"], pr.head_sha.as_str(), "merged only with the head");
+        assert_eq!(
+            m.body["sha"],
+            pr.head_sha.as_str(),
+            "merged only with the head"
+        );
     }
     assert_eq!(fake.branch("main"), pr.merge_sha);
     let branch = git(repo.path(), &["rev-parse", &pr.head]);
-    assert_eq!(branch, pr.head_sha, "the head merged is the ticket's approved commit");
+    assert_eq!(
+        branch, pr.head_sha,
+        "the head merged is the ticket's approved commit"
+    );
     assert_eq!(state_of(repo, id), "done");
     let actions = forge_actions(repo, id);
     assert_eq!(
@@ -118,6 +125,25 @@ fn assert_clean_end(repo: &Repo, fake: &FakeGitHub, id: &str) {
     );
     let thread = std::fs::read_to_string(repo.ticket_dir(id).join("thread.md")).unwrap();
     assert!(!thread.contains(TOKEN));
+    // `yoi forge status` says the same, from the thread and the kept check results.
+    let out = repo.yoi(&["forge", "status", id, "--json"]).ok();
+    let st: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(st["state"], "merged");
+    assert_eq!(st["badge"], "merged");
+    assert_eq!(st["number"], pr.number);
+    assert_eq!(st["remote_head"], pr.head_sha.as_str());
+    assert_eq!(st["merged_sha"].as_str(), pr.merge_sha.as_deref());
+    let out = repo.yoi(&["forge", "status", id]).ok();
+    assert!(
+        out.stdout.contains(&format!(
+            "pull request #{} (merged) · PR merged",
+            pr.number
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(&format!("head {}", pr.head_sha)));
+    assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN));
     fake.assert_conforming();
 }
 
@@ -170,7 +196,9 @@ fn a_server_killed_between_the_checks_and_the_merge_merges_once() {
     server.kill();
     // The forge merges; the answer never reaches yoi.
     fake.release();
-    until("the held merge to be carried out", || fake.pulls()[0].merged);
+    until("the held merge to be carried out", || {
+        fake.pulls()[0].merged
+    });
     let _server = Server::spawn(&repo);
     until("the ticket to be done", || state_of(&repo, &id) == "done");
     assert_clean_end(&repo, &fake, &id);
@@ -179,7 +207,10 @@ fn a_server_killed_between_the_checks_and_the_merge_merges_once() {
         .into_iter()
         .filter(|r| r.method == "PUT" && r.path.ends_with("/merge"))
         .count();
-    assert_eq!(merges, 1, "the restarted server saw the merge and did not merge again");
+    assert_eq!(
+        merges, 1,
+        "the restarted server saw the merge and did not merge again"
+    );
 }
 
 #[test]
@@ -237,4 +268,63 @@ fn dropped_repeated_and_reordered_webhooks_end_as_a_clean_run() {
         assert_eq!(deliver(&server, w), (200, "duplicate".to_string()));
     }
     assert_clean_end(&repo, &fake, &id);
+}
+
+#[test]
+fn forge_import_sync_and_status_from_the_command_line() {
+    let (repo, fake) = forge_workspace();
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}import_label = \"yoi\"\n")).unwrap();
+    fake.set_permission("maintainer", "write");
+    fake.set_permission("drive-by", "read");
+    let wanted = fake.add_issue("Greet in French", "Say bonjour.", "reporter");
+    fake.label_issue(wanted, "yoi", "maintainer");
+    let unwanted = fake.add_issue("Delete everything", "Please.", "drive-by");
+    fake.label_issue(unwanted, "yoi", "drive-by");
+    // Only the issue a collaborator labelled becomes a ticket.
+    let out = repo.yoi(&["forge", "import", "--json"]).ok();
+    let imported: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(imported["imported"]["created"].as_array().unwrap().len(), 1);
+    assert_eq!(imported["imported"]["created"][0][0], wanted);
+    assert_eq!(
+        imported["imported"]["refused"],
+        serde_json::json!([[unwanted, "drive-by"]])
+    );
+    assert!(imported.get("pass").is_none());
+    let id = imported["imported"]["created"][0][1]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(state_of(&repo, &id), "planning");
+    // Again: nothing new; the refusal is said in words.
+    let out = repo.yoi(&["forge", "import"]).ok();
+    assert!(!out.stdout.contains("imported issue"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!(
+            "issue #{unwanted}: labelled by drive-by, who has no write access; not imported"
+        )),
+        "{}",
+        out.stdout
+    );
+    // A pass now: no pull request is pending, so it only imports (nothing new).
+    let out = repo.yoi(&["forge", "sync", "--json"]).ok();
+    let pass: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(pass["pass"]["opened"], serde_json::json!([]));
+    assert_eq!(pass["imported"]["created"], serde_json::json!([]));
+    // The imported ticket has no pull request yet.
+    let out = repo.yoi(&["forge", "status", &id]).ok();
+    assert_eq!(out.stdout, format!("{id}: no pull request yet\n"));
+    let out = repo.yoi(&["forge", "status", &id, "--json"]).ok();
+    let st: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(st["badge"], "none");
+    assert_eq!(st["events"][0]["action"], "issue");
+    let out = repo.yoi(&["forge", "status", "NOPE1234"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    // A workspace without [forge] says how to set one up.
+    let plain = Repo::init();
+    let out = plain.yoi(&["forge", "sync"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("no [forge] section"), "{}", out.stderr);
+    fake.assert_conforming();
 }

@@ -15,7 +15,7 @@ use yoi_store::ops::{self, CreateRequest};
 use yoi_store::{Ctx, StoreError, Workspace};
 
 /// What one import pass did.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Imported {
     /// (issue number, new ticket id).
     pub created: Vec<(u64, String)>,

@@ -234,6 +234,37 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
     answer(StatusCode::ACCEPTED, "accepted")
 }
 
+/// Import the open issues carrying `[forge] import_label` that a person with write access
+/// labelled (nothing when the section names no label). Blocking: the driver and `yoi forge
+/// import` call it on a thread that may wait.
+pub fn import(
+    ws: &yoi_store::Workspace,
+    rt: &ForgeRuntime,
+    at: yoi_core::Timestamp,
+) -> Result<yoi_engine::forge_import::Imported, yoi_engine::forge_import::ImportError> {
+    match &rt.section.import_label {
+        Some(label) => yoi_engine::forge_import::import_issues(ws, &rt.gh, label, at),
+        None => Ok(Default::default()),
+    }
+}
+
+/// Walk every pending `pr` step one step further (`forge_tick`). Blocking, like [`import`];
+/// the driver and `yoi forge sync` call it.
+pub fn walk(
+    ws: &yoi_store::Workspace,
+    index: &yoi_db::DbIndex,
+    rt: &ForgeRuntime,
+    at: yoi_core::Timestamp,
+) -> Result<ForgeTick, yoi_engine::assignments::AssignmentError> {
+    let env = ForgeEnv {
+        forge: &rt.gh,
+        section: &rt.section,
+        token: &rt.token,
+        scratch: ws.local_dir().join("forge"),
+    };
+    forge_tick(ws, index, &env, at)
+}
+
 /// The driver: a pass of `forge_tick` every `[forge] poll_secs`, and at once when a webhook
 /// arrived. A rate limit or an outage only makes the pass report retries; the next one tries
 /// again (the client itself sends nothing before a limit's time).
@@ -249,20 +280,14 @@ pub fn spawn(state: AppState, rt: Arc<ForgeRuntime>) -> tokio::task::JoinHandle<
             let pass = tokio::task::spawn_blocking(move || {
                 let _turn = st.write_turn_blocking();
                 // Issues in as tickets first, so a new one is on the board this pass.
-                if let Some(label) = &r.section.import_label {
-                    match yoi_engine::forge_import::import_issues(&st.ws, &r.gh, label, now()) {
-                        Ok(i) if !i.created.is_empty() => st.changed.send_modify(|n| *n += 1),
-                        Ok(_) => {}
-                        Err(e) => tracing::info!(error = %e, "importing issues failed; tried again next pass"),
+                match import(&st.ws, &r, now()) {
+                    Ok(i) if !i.created.is_empty() => st.changed.send_modify(|n| *n += 1),
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::info!(error = %e, "importing issues failed; tried again next pass")
                     }
                 }
-                let env = ForgeEnv {
-                    forge: &r.gh,
-                    section: &r.section,
-                    token: &r.token,
-                    scratch: st.ws.local_dir().join("forge"),
-                };
-                forge_tick(&st.ws, &st.index, &env, now())
+                walk(&st.ws, &st.index, &r, now())
             })
             .await;
             match pass {

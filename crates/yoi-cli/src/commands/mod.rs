@@ -6,6 +6,7 @@ mod assignment;
 mod dashboard;
 mod db;
 mod flow;
+mod forge;
 mod inbox;
 mod init;
 mod notify;
@@ -63,5 +64,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Agent(cmd) => agent::run(&env, cmd),
         Command::Inbox(args) => inbox::run(&env, &args),
         Command::Notify(cmd) => notify::run(&env, cmd),
+        Command::Forge(cmd) => forge::run(&env, cmd),
     }
 }

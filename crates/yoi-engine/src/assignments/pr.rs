@@ -63,7 +63,7 @@ pub struct ForgeEnv<'a> {
 }
 
 /// What one [`forge_tick`] did, by ticket.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize)]
 pub struct ForgeTick {
     pub pushed: Vec<String>,
     pub opened: Vec<String>,

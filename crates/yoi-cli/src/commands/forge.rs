@@ -1,0 +1,183 @@
+//! `yoi forge status TICKET [--json]`: a ticket's pull request — link, head, the checks table,
+//! reviews, the merge and why the gate is or is not open — from the thread and the check
+//! results the database keeps (`yoi_engine::assignments::pr::status`, what
+//! `GET /api/v1/tickets/{id}/forge` answers); it asks nothing of the forge.
+//!
+//! `yoi forge sync [--json]`: one pass of the forge driver now, in this process — labelled
+//! issues in as tickets, then every pending pull request one step further — with the same
+//! functions `yoi serve` runs every `[forge] poll_secs` (`yoi_server::forge::{import, walk}`).
+//! `yoi forge import [--json]`: the import alone. Beside a running server this is safe: every
+//! step of a pass is idempotent (facts under operation ids, compare-and-swap on assignments,
+//! pushes with a lease), so two passes never do a thing twice. The credential is read as the
+//! server reads it (the token file, or `YOI_GITHUB_TOKEN`) and never printed.
+
+use crate::cli::ForgeCommand;
+use crate::context::{now, Env};
+use crate::error::CliError;
+use crate::output;
+use yoi_engine::assignments::pr::{blocker_text, status, Badge};
+
+pub fn run(env: &Env, cmd: ForgeCommand) -> Result<(), CliError> {
+    match cmd {
+        ForgeCommand::Status { ticket, json } => show(env, &ticket, json),
+        ForgeCommand::Sync { json } => sync(env, true, json),
+        ForgeCommand::Import { json } => sync(env, false, json),
+    }
+}
+
+fn show(env: &Env, ticket: &str, json: bool) -> Result<(), CliError> {
+    let (ws, index) = env.workspace_with_index("yoi forge status")?;
+    let st = status(&ws, &index, ticket)?;
+    if json {
+        output::json(&st);
+        return Ok(());
+    }
+    if !st.configured {
+        println!("no [forge] section in .yoi/workspace.toml (docs/forge.md)");
+    }
+    let Some(number) = st.number else {
+        println!("{}: no pull request yet", st.ticket);
+        return Ok(());
+    };
+    let badge = match st.badge {
+        Badge::None => String::new(),
+        b => format!(" · {}", b.label()),
+    };
+    println!(
+        "{}: pull request #{number} ({}){badge}",
+        st.ticket, st.state
+    );
+    if let Some(url) = &st.url {
+        println!("  {url}");
+    }
+    if let Some(head) = &st.remote_head {
+        println!("  head {head}");
+    }
+    if let Some(sha) = &st.merged_sha {
+        let method = st.merge_method.as_deref().unwrap_or("merge");
+        println!("  merged as {sha} ({method})");
+    }
+    if !st.checks.is_empty() {
+        println!();
+        let rows: Vec<Vec<String>> = st
+            .checks
+            .iter()
+            .map(|c| {
+                vec![
+                    c.name.clone(),
+                    c.conclusion.as_str().to_string(),
+                    c.sha.chars().take(12).collect(),
+                    c.url.clone().unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        output::table(&["CHECK", "CONCLUSION", "SHA", "LINK"], &rows);
+    }
+    if !st.reviews.is_empty() {
+        println!();
+        let rows: Vec<Vec<String>> = st
+            .reviews
+            .iter()
+            .map(|r| {
+                vec![
+                    r.user.clone(),
+                    r.state.clone(),
+                    r.commit.chars().take(12).collect(),
+                ]
+            })
+            .collect();
+        output::table(&["REVIEWER", "STATE", "COMMIT"], &rows);
+    }
+    if let Some(g) = &st.gate {
+        println!();
+        if g.open {
+            println!("the gate is open for {}", g.head);
+        } else {
+            println!("the gate is closed for {}:", g.head);
+            for b in &g.blockers {
+                println!("  - {}", blocker_text(b));
+            }
+        }
+        for n in &g.notes {
+            println!("  note: {n}");
+        }
+    }
+    Ok(())
+}
+
+/// What `sync` and `import` print with `--json`.
+#[derive(serde::Serialize)]
+struct Synced {
+    imported: yoi_engine::forge_import::Imported,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pass: Option<yoi_engine::assignments::ForgeTick>,
+}
+
+fn sync(env: &Env, walk: bool, json: bool) -> Result<(), CliError> {
+    let command = if walk { "yoi forge sync" } else { "yoi forge import" };
+    let (ws, index) = env.workspace_with_index(command)?;
+    let Some(rt) = yoi_server::forge::from_workspace(&ws)
+        .map_err(|e| CliError::Refused(format!("[forge]: {e}")))?
+    else {
+        return Err(CliError::Refused(
+            "no [forge] section in .yoi/workspace.toml: see docs/forge.md to set one up".into(),
+        ));
+    };
+    if !walk && rt.section.import_label.is_none() {
+        return Err(CliError::Refused(
+            "[forge] names no import_label: set `import_label = \"yoi\"` to import the issues carrying it".into(),
+        ));
+    }
+    let imported = yoi_server::forge::import(&ws, &rt, now())
+        .map_err(|e| CliError::Refused(format!("importing issues: {e}")))?;
+    let pass = if walk {
+        Some(
+            yoi_server::forge::walk(&ws, &index, &rt, now())
+                .map_err(|e| CliError::Refused(format!("the forge pass: {e}")))?,
+        )
+    } else {
+        None
+    };
+    let out = Synced { imported, pass };
+    if json {
+        output::json(&out);
+        return Ok(());
+    }
+    for (n, id) in &out.imported.created {
+        println!("imported issue #{n} as {id}");
+    }
+    for (n, who) in &out.imported.refused {
+        println!("issue #{n}: labelled by {who}, who has no write access; not imported");
+    }
+    if let Some(p) = &out.pass {
+        let lines = [
+            ("pushed", &p.pushed),
+            ("opened a pull request for", &p.opened),
+            ("merged", &p.merged),
+            ("sent back for a round", &p.sent_back),
+        ];
+        for (what, ids) in lines {
+            for id in ids {
+                println!("{what} {id}");
+            }
+        }
+        for (id, g) in &p.waiting {
+            let why: Vec<String> = g.blockers.iter().map(blocker_text).collect();
+            if g.open {
+                println!("{id}: the gate is open for {}", g.head);
+            } else {
+                println!("{id}: waiting: {}", why.join("; "));
+            }
+        }
+        for (id, e) in &p.retried {
+            println!("{id}: tried again next pass: {e}");
+        }
+    }
+    if out.imported.created.is_empty()
+        && out.imported.refused.is_empty()
+        && out.pass.as_ref().is_none_or(|p| *p == Default::default())
+    {
+        println!("nothing to do");
+    }
+    Ok(())
+}

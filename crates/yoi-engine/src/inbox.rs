@@ -19,7 +19,9 @@
 //!   closes;
 //! - whatever the events say, attention entries are open only while the ticket is queued or in
 //!   progress, and `routing_failed` only while it is in planning (a hand edit of item.md wins);
-//! - every pending skill proposal is an entry without a ticket.
+//! - every pending skill proposal is an entry without a ticket;
+//! - every ticket whose files cannot be read (the index's broken tickets) is a `doctor_error`
+//!   entry until they read again.
 //!
 //! The episode key (`<ticket>:<reason>:<opening event id>`, `skill_proposal:<id>`) names one
 //! situation; notifications are keyed by it, so one situation is told once.
@@ -80,6 +82,7 @@ pub fn inbox(ws: &Workspace, index: &DbIndex) -> Result<Inbox, StoreError> {
         .flat_map(ticket_entries)
         .collect();
     entries.extend(proposal_entries(ws));
+    entries.extend(broken_entries(ws, index)?);
     entries.extend(crate::workflows::offers::inbox_entries(ws));
     entries.sort_by(|a, b| (&a.since, &a.key).cmp(&(&b.since, &b.key)));
     Ok(Inbox {
@@ -188,6 +191,40 @@ fn entry(t: &InboxTicket, reason: InboxReason, e: &InboxEvent, detail: &str) -> 
         },
         event: Some(e.id.clone()),
     }
+}
+
+/// One `doctor_error` entry per ticket whose files cannot be read (the index's broken tickets,
+/// the doctor's `item.parse`, `ticket.missing_item`, `file.unreadable` … errors): its episode is
+/// the ticket and the check, so another fault of the same ticket is a new entry, and it closes
+/// when the files read again. `since` is when the broken file last changed.
+fn broken_entries(ws: &Workspace, index: &DbIndex) -> Result<Vec<InboxEntry>, StoreError> {
+    Ok(index
+        .broken(ws)?
+        .into_iter()
+        .map(|b| {
+            let at = b.line.map_or(b.path.clone(), |l| format!("{}:{l}", b.path));
+            let since = std::fs::metadata(ws.root().join(&b.path))
+                .and_then(|m| m.modified())
+                .map(|t| yoi_core::Timestamp::from_unix_millis(yoi_core::time::unix_ms(t)))
+                .map(|t| t.to_string())
+                .unwrap_or_default();
+            let id = b.id.to_string();
+            InboxEntry {
+                key: format!("{id}:doctor_error:{}", b.check),
+                reason: InboxReason::DoctorError,
+                ticket: Some(id.clone()),
+                title: format!("Ticket {id} cannot be read"),
+                since,
+                detail: format!("`{at}`: {} (doctor check `{}`)", b.reason, b.check),
+                command: format!("yoi ticket doctor   # then repair {at} by hand, or: yoi ticket doctor --fix"),
+                action: InboxAction {
+                    label: "Open the doctor".into(),
+                    href: "/doctor".into(),
+                },
+                event: None,
+            }
+        })
+        .collect())
 }
 
 /// One entry per pending skill proposal. A proposals folder that cannot be read gives none

@@ -179,3 +179,37 @@ fn deleting_the_database_loses_no_entry_a_thread_records() {
     assert!(db.is_file(), "a new database was made");
     assert_eq!(inbox::inbox(&ws, &fresh).unwrap(), before);
 }
+
+#[test]
+fn a_ticket_whose_files_cannot_be_read_is_a_doctor_error_until_they_read_again() {
+    let f = Fixture::new();
+    let id = f.queued("Fine for now", BRIEF, &[]);
+    let item = f.ws.root().join(format!(".yoi/tickets/{id}/item.md"));
+    let good = std::fs::read_to_string(&item).unwrap();
+    std::fs::write(&item, "---\ntitle: [unclosed\n---\nbody\n").unwrap();
+    f.db.reindex(&f.ws, yoi_db::ReindexMode::Incremental).unwrap();
+
+    let got = inbox::inbox(&f.ws, &f.db).unwrap();
+    let e = got
+        .entries
+        .iter()
+        .find(|e| e.reason == InboxReason::DoctorError)
+        .unwrap_or_else(|| panic!("{got:#?}"));
+    assert_eq!(e.ticket.as_deref(), Some(id.as_str()));
+    assert_eq!(e.key, format!("{id}:doctor_error:item.parse"));
+    assert!(e.detail.contains("item.md"), "{}", e.detail);
+    assert!(e.command.starts_with("yoi ticket doctor"), "{}", e.command);
+    assert_eq!(e.action.href, "/doctor");
+    assert!(!e.since.is_empty());
+
+    std::fs::write(&item, good).unwrap();
+    f.db.reindex(&f.ws, yoi_db::ReindexMode::Incremental).unwrap();
+    let after = inbox::inbox(&f.ws, &f.db).unwrap();
+    assert!(
+        after
+            .entries
+            .iter()
+            .all(|e| e.reason != InboxReason::DoctorError),
+        "{after:#?}"
+    );
+}

@@ -216,7 +216,9 @@ fn broken_entries(ws: &Workspace, index: &DbIndex) -> Result<Vec<InboxEntry>, St
                 title: format!("Ticket {id} cannot be read"),
                 since,
                 detail: format!("`{at}`: {} (doctor check `{}`)", b.reason, b.check),
-                command: format!("yoi ticket doctor   # then repair {at} by hand, or: yoi ticket doctor --fix"),
+                command: format!(
+                    "yoi ticket doctor   # then repair {at} by hand, or: yoi ticket doctor --fix"
+                ),
                 action: InboxAction {
                     label: "Open the doctor".into(),
                     href: "/doctor".into(),

@@ -156,8 +156,8 @@ impl Notifier {
                     .as_str()
                     .and_then(|a| Timestamp::parse(a).ok())
                     .map_or(ev.created_ms, |t| t.unix_millis());
-                let merged = ev.known_kind() == Some(OutboxKind::TicketMerged)
-                    && now_ms - at <= WINDOW_MS;
+                let merged =
+                    ev.known_kind() == Some(OutboxKind::TicketMerged) && now_ms - at <= WINDOW_MS;
                 if let Some(entry) = merged.then(|| done_entry(ws, ev)).flatten() {
                     for c in &wanting {
                         made += usize::from(self.promise_one(index, c, &entry, link_base, now)?);

@@ -187,7 +187,8 @@ fn a_ticket_whose_files_cannot_be_read_is_a_doctor_error_until_they_read_again()
     let item = f.ws.root().join(format!(".yoi/tickets/{id}/item.md"));
     let good = std::fs::read_to_string(&item).unwrap();
     std::fs::write(&item, "---\ntitle: [unclosed\n---\nbody\n").unwrap();
-    f.db.reindex(&f.ws, yoi_db::ReindexMode::Incremental).unwrap();
+    f.db.reindex(&f.ws, yoi_db::ReindexMode::Incremental)
+        .unwrap();
 
     let got = inbox::inbox(&f.ws, &f.db).unwrap();
     let e = got
@@ -203,7 +204,8 @@ fn a_ticket_whose_files_cannot_be_read_is_a_doctor_error_until_they_read_again()
     assert!(!e.since.is_empty());
 
     std::fs::write(&item, good).unwrap();
-    f.db.reindex(&f.ws, yoi_db::ReindexMode::Incremental).unwrap();
+    f.db.reindex(&f.ws, yoi_db::ReindexMode::Incremental)
+        .unwrap();
     let after = inbox::inbox(&f.ws, &f.db).unwrap();
     assert!(
         after

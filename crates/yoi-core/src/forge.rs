@@ -295,3 +295,129 @@ pub fn pr_body(brief: &str, ticket: &str, closes: Option<u64>) -> String {
     let cut: String = brief.chars().take(keep).collect();
     format!("{cut}{note}{tail}")
 }
+
+/// The board card's word for a ticket's pull request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Badge {
+    /// No pull request yet.
+    None,
+    /// Open, waiting on checks or reviews.
+    Open,
+    /// A check at the head concluded other than success (neutral and skipped pass).
+    ChecksFailing,
+    /// A person's latest review asks for changes.
+    ChangesRequested,
+    /// The gate is open for the head (a person may merge, or yoi is about to).
+    ReadyToMerge,
+    Merged,
+    /// Closed without a merge.
+    Closed,
+}
+
+impl Badge {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Badge::None => "none",
+            Badge::Open => "open",
+            Badge::ChecksFailing => "checks_failing",
+            Badge::ChangesRequested => "changes_requested",
+            Badge::ReadyToMerge => "ready_to_merge",
+            Badge::Merged => "merged",
+            Badge::Closed => "closed",
+        }
+    }
+
+    /// What a person reads on the card.
+    pub fn label(self) -> &'static str {
+        match self {
+            Badge::None => "",
+            Badge::Open => "PR open",
+            Badge::ChecksFailing => "checks failing",
+            Badge::ChangesRequested => "changes requested",
+            Badge::ReadyToMerge => "ready to merge",
+            Badge::Merged => "PR merged",
+            Badge::Closed => "PR closed",
+        }
+    }
+}
+
+/// What a ticket's `forge_pr` events say, folded in thread order ([`PrFacts::observe`]): the
+/// one reading of them the status, the board card and the inbox share.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PrFacts {
+    pub number: Option<u64>,
+    pub url: Option<String>,
+    /// The head yoi last saw on the remote branch (its push, or a person's).
+    pub remote_head: Option<String>,
+    pub merged: bool,
+    pub closed: bool,
+    /// The head the last recorded gate answer was for, and whether it was open.
+    pub gate: Option<(String, bool)>,
+    /// Each person's latest review state (`Approved`, `ChangesRequested`, …).
+    pub reviews: std::collections::BTreeMap<String, String>,
+}
+
+impl PrFacts {
+    /// Take one `forge_pr` event into account, by its attributes.
+    pub fn observe<'a>(&mut self, attr: impl Fn(&str) -> Option<&'a str>) {
+        let owned = |k: &str| attr(k).map(str::to_string);
+        match attr("action") {
+            Some(action::PUSHED) => self.remote_head = owned("head"),
+            Some(action::PERSON_PUSHED) => self.remote_head = owned("remote"),
+            Some(action::OPENED) => {
+                self.number = attr("number").and_then(|n| n.parse().ok());
+                self.url = owned("url");
+            }
+            Some(action::MERGED) => self.merged = true,
+            Some(action::CLOSED) => self.closed = true,
+            Some(action::WAITING) => {
+                if let Some(head) = owned("head") {
+                    self.gate = Some((head, attr("open") == Some("true")));
+                }
+            }
+            Some(action::REVIEW) => {
+                if let (Some(user), Some(state)) = (owned("user"), owned("state")) {
+                    self.reviews.insert(user, state);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The card's word, given the check results kept for the remote head: the end state if
+    /// there is one, else what stands in the way, else whether the gate is open.
+    pub fn badge(&self, checks: &[gate::CheckResult]) -> Badge {
+        if self.merged {
+            return Badge::Merged;
+        }
+        if self.closed {
+            return Badge::Closed;
+        }
+        if self.number.is_none() {
+            return Badge::None;
+        }
+        let head = self.remote_head.as_deref();
+        let failing = checks.iter().any(|c| {
+            Some(c.sha.as_str()) == head
+                && ![STATUS_VERIFY, STATUS_REVIEW].contains(&c.name.as_str())
+                && !matches!(
+                    c.conclusion,
+                    gate::Conclusion::Success
+                        | gate::Conclusion::Neutral
+                        | gate::Conclusion::Skipped
+                        | gate::Conclusion::Pending
+                )
+        });
+        if failing {
+            return Badge::ChecksFailing;
+        }
+        if self.reviews.values().any(|s| s == "ChangesRequested") {
+            return Badge::ChangesRequested;
+        }
+        match (&self.gate, head) {
+            (Some((g, true)), Some(h)) if g == h => Badge::ReadyToMerge,
+            _ => Badge::Open,
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Reads for the dashboard's board, answered from the index alone and only for the ids of one
 //! page: lane counts, and per card the facts its badges show (age in state, the router's last
 //! decision, how many open tickets wait on it, brief completeness, the role at work, a change
-//! request). A board of 10,000 tickets costs a handful of queries over 50 ids per lane, never a
+//! request, the pull request's badge). A board of 10,000 tickets costs a handful of queries over 50 ids per lane, never a
 //! read of every file.
 
 use std::collections::BTreeMap;
@@ -33,6 +33,8 @@ pub struct CardFacts {
     pub changes_requested: bool,
     /// The worktree of the latest accepted plan (relative to the repository root, as recorded).
     pub worktree: Option<String>,
+    /// The pull request's badge (docs/forge.md), when the ticket has `forge_pr` events.
+    pub forge: Option<yoi_core::forge::Badge>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -194,6 +196,35 @@ impl Db {
                     role,
                     pod: if status == "claimed" { pod } else { None },
                 });
+            }
+        }
+
+        // The pull request: its events folded as the ticket page folds them, then the checks
+        // kept for the remote head of the few tickets that have one.
+        let sql = format!(
+            "SELECT ticket_id, attrs FROM events WHERE kind = '{}' AND ticket_id IN ({list}) \
+              ORDER BY ticket_id, position",
+            yoi_core::forge::EVENT
+        );
+        let mut prs: BTreeMap<String, yoi_core::forge::PrFacts> = BTreeMap::new();
+        for r in run(sql).await? {
+            let id: String = r.try_get(0).map_err(db_err)?;
+            let attrs: String = r.try_get(1).map_err(db_err)?;
+            let attrs: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&attrs).unwrap_or_default();
+            prs.entry(id)
+                .or_default()
+                .observe(|k| attrs.get(k).and_then(|v| v.as_str()));
+        }
+        for (id, facts) in prs {
+            let checks = match &facts.remote_head {
+                Some(head) if !facts.merged && !facts.closed => {
+                    self.forge_checks_of(head).await?
+                }
+                _ => Vec::new(),
+            };
+            if let Some(f) = entry(out, &id)? {
+                f.forge = Some(facts.badge(&checks));
             }
         }
         Ok(())

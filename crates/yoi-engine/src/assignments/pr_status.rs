@@ -7,8 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use yoi_core::forge::action;
-use yoi_core::forge::gate::{Blocker, CheckResult, Conclusion, Gate};
+use yoi_core::forge::gate::{Blocker, CheckResult, Gate};
+use yoi_core::forge::{action, PrFacts};
+
+pub use yoi_core::forge::Badge;
 use yoi_db::DbIndex;
 use yoi_store::{StoreError, Workspace};
 
@@ -40,52 +42,6 @@ pub fn blocker_text(b: &Blocker) -> String {
         }
         Blocker::ChangesRequested { user, commit_id } => {
             format!("{user} requested changes (on {commit_id})")
-        }
-    }
-}
-
-/// The board card's word for a ticket's pull request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Badge {
-    /// No pull request yet.
-    None,
-    /// Open, waiting on checks or reviews.
-    Open,
-    /// A check at the head concluded other than success.
-    ChecksFailing,
-    /// A person's latest review asks for changes.
-    ChangesRequested,
-    /// The gate is open for the head (a person may merge, or yoi is about to).
-    ReadyToMerge,
-    Merged,
-    /// Closed without a merge.
-    Closed,
-}
-
-impl Badge {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Badge::None => "none",
-            Badge::Open => "open",
-            Badge::ChecksFailing => "checks_failing",
-            Badge::ChangesRequested => "changes_requested",
-            Badge::ReadyToMerge => "ready_to_merge",
-            Badge::Merged => "merged",
-            Badge::Closed => "closed",
-        }
-    }
-
-    /// What a person reads on the card.
-    pub fn label(self) -> &'static str {
-        match self {
-            Badge::None => "",
-            Badge::Open => "PR open",
-            Badge::ChecksFailing => "checks failing",
-            Badge::ChangesRequested => "changes requested",
-            Badge::ReadyToMerge => "ready to merge",
-            Badge::Merged => "PR merged",
-            Badge::Closed => "PR closed",
         }
     }
 }
@@ -136,14 +92,6 @@ pub struct ForgeEventView {
     pub body: String,
 }
 
-/// Whether a check's conclusion fails it (neutral and skipped do not, as on GitHub).
-fn failing(c: &CheckResult) -> bool {
-    !matches!(
-        c.conclusion,
-        Conclusion::Success | Conclusion::Neutral | Conclusion::Skipped | Conclusion::Pending
-    )
-}
-
 /// The forge status of the ticket `query` names.
 pub fn status(ws: &Workspace, index: &DbIndex, query: &str) -> Result<ForgeStatus, StoreError> {
     let id = ws.resolve(query)?;
@@ -165,11 +113,13 @@ pub fn status(ws: &Workspace, index: &DbIndex, query: &str) -> Result<ForgeStatu
         events: Vec::new(),
     };
     let mut reviews: BTreeMap<String, ReviewView> = BTreeMap::new();
+    let mut facts = PrFacts::default();
     for e in thread
         .events
         .iter()
         .filter(|e| e.kind.as_str() == yoi_core::forge::EVENT)
     {
+        facts.observe(|k| e.get(k));
         let action = e.get("action").unwrap_or_default().to_string();
         match action.as_str() {
             action::MERGED => {
@@ -215,34 +165,6 @@ pub fn status(ws: &Workspace, index: &DbIndex, query: &str) -> Result<ForgeStatu
     if let Some(head) = &rec.remote_head {
         out.checks = index.forge_checks_of(head)?;
     }
-    out.badge = badge_of(&out);
+    out.badge = facts.badge(&out.checks);
     Ok(out)
-}
-
-/// The card's word: the end state if there is one, else what stands in the way, else whether
-/// the gate is open.
-fn badge_of(s: &ForgeStatus) -> Badge {
-    match s.state.as_str() {
-        "merged" => return Badge::Merged,
-        "closed" => return Badge::Closed,
-        _ if s.number.is_none() => return Badge::None,
-        _ => {}
-    }
-    let own = [
-        yoi_core::forge::STATUS_VERIFY,
-        yoi_core::forge::STATUS_REVIEW,
-    ];
-    if s.checks
-        .iter()
-        .any(|c| failing(c) && !own.contains(&c.name.as_str()))
-    {
-        return Badge::ChecksFailing;
-    }
-    if s.reviews.iter().any(|r| r.state == "ChangesRequested") {
-        return Badge::ChangesRequested;
-    }
-    match &s.gate {
-        Some(g) if g.open => Badge::ReadyToMerge,
-        _ => Badge::Open,
-    }
 }

@@ -214,6 +214,18 @@ impl Card {
                 attention = true;
             }
         }
+        if let Some(pr) = f.forge.filter(|b| *b != yoi_core::forge::Badge::None) {
+            use yoi_core::forge::Badge as Pr;
+            badges.push(Badge {
+                text: pr.label().into(),
+                class: match pr {
+                    Pr::ChecksFailing | Pr::Closed => "bad",
+                    Pr::ChangesRequested => "warn",
+                    Pr::ReadyToMerge | Pr::Merged => "ok",
+                    _ => "info",
+                },
+            });
+        }
         if let Some(w) = &f.working {
             badges.push(Badge {
                 text: match &w.pod {

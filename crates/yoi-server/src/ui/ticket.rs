@@ -234,6 +234,78 @@ pub struct TicketView {
     pub is_planning: bool,
     /// Open inbox entries of this ticket: the "needs you" banner.
     pub needs: Vec<yoi_engine::inbox::InboxEntry>,
+    /// The pull request, when the ticket has one or is on its way to one (docs/forge.md).
+    pub forge: Option<ForgeView>,
+}
+
+/// The ticket page's pull-request section: link, head, the checks table, reviews and why the
+/// gate is or is not open. Links the forge reported are shown only when they are http(s).
+pub struct ForgeView {
+    pub number: Option<u64>,
+    pub url: Option<String>,
+    pub state: String,
+    pub badge: &'static str,
+    pub badge_class: &'static str,
+    pub head: Option<String>,
+    pub merged: Option<String>,
+    /// (name, conclusion, SHA, link).
+    pub checks: Vec<(String, &'static str, String, Option<String>)>,
+    pub reviews: Vec<(String, String, String)>,
+    /// `Some(open)` when the gate's answer for the head is recorded, with its reasons.
+    pub gate: Option<bool>,
+    pub gate_lines: Vec<String>,
+}
+
+fn web_link(u: &Option<String>) -> Option<String> {
+    u.as_ref()
+        .filter(|u| u.starts_with("https://") || u.starts_with("http://"))
+        .cloned()
+}
+
+fn forge_view(st: yoi_engine::assignments::pr::ForgeStatus) -> ForgeView {
+    use yoi_core::forge::Badge as B;
+    let mut gate_lines: Vec<String> = Vec::new();
+    if let Some(g) = &st.gate {
+        gate_lines.extend(
+            g.blockers
+                .iter()
+                .map(yoi_engine::assignments::pr::blocker_text),
+        );
+        gate_lines.extend(g.notes.iter().map(|n| format!("note: {n}")));
+    }
+    ForgeView {
+        number: st.number,
+        url: web_link(&st.url),
+        state: st.state.clone(),
+        badge: st.badge.label(),
+        badge_class: match st.badge {
+            B::ChecksFailing | B::Closed => "bad",
+            B::ChangesRequested => "warn",
+            B::ReadyToMerge | B::Merged => "ok",
+            _ => "info",
+        },
+        head: st.remote_head.clone(),
+        merged: st.merged_sha.clone(),
+        checks: st
+            .checks
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    c.conclusion.as_str(),
+                    c.sha.clone(),
+                    web_link(&c.url),
+                )
+            })
+            .collect(),
+        reviews: st
+            .reviews
+            .iter()
+            .map(|r| (r.user.clone(), r.state.clone(), r.commit.clone()))
+            .collect(),
+        gate: st.gate.as_ref().map(|g| g.open),
+        gate_lines,
+    }
 }
 
 impl TicketView {
@@ -371,8 +443,13 @@ fn load(
         .unwrap_or_else(|| d.created_at.to_string());
     let actions = actions(&d, &routing, who);
     let needs = yoi_engine::inbox::of_ticket(&s.index, &d.id).map_err(store)?;
+    let forge = yoi_engine::assignments::pr::status(ws, &s.index, d.id.as_str())
+        .ok()
+        .filter(|st| !st.events.is_empty())
+        .map(forge_view);
     Ok(TicketView {
         needs,
+        forge,
         other_state_actions: actions.iter().filter(|a| a.other_state).count(),
         state_label: state_label(d.state),
         age: age(&since, now().unix_millis()),

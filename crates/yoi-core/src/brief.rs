@@ -156,6 +156,86 @@ pub fn missing_required(body: &str) -> Vec<Section> {
         .collect()
 }
 
+/// What a brief says and lacks, as the dashboard shows it while a person writes one: the same
+/// rule `mark-ready` applies ([`missing_required`]), plus what would help an agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Lint {
+    /// Known sections with real content, in [`Section::ALL`] order.
+    pub present: Vec<Section>,
+    /// Required sections missing or empty: `mark-ready` refuses until there are none.
+    pub missing_required: Vec<Section>,
+    /// Other known sections missing or empty (the brief is complete without them).
+    pub missing_optional: Vec<Section>,
+    /// `##` headings that name no known section (perhaps a misspelling), as written.
+    pub unknown_headings: Vec<String>,
+}
+
+impl Lint {
+    /// Whether `mark-ready` would take this brief.
+    pub fn ready(&self) -> bool {
+        self.missing_required.is_empty()
+    }
+}
+
+/// Lint a ticket body's brief.
+pub fn lint(body: &str) -> Lint {
+    let all = sections(body);
+    let present: Vec<Section> = Section::ALL
+        .into_iter()
+        .filter(|s| section(body, *s).is_some())
+        .collect();
+    Lint {
+        missing_required: Section::REQUIRED
+            .into_iter()
+            .filter(|s| !present.contains(s))
+            .collect(),
+        missing_optional: Section::ALL
+            .into_iter()
+            .filter(|s| !Section::REQUIRED.contains(s) && !present.contains(s))
+            .collect(),
+        unknown_headings: all
+            .into_iter()
+            .map(|(h, _)| h)
+            .filter(|h| Section::from_heading(h).is_none())
+            .collect(),
+        present,
+    }
+}
+
+/// The body a new ticket starts from: every known section's heading, the required ones first,
+/// each with a comment saying what it holds (a comment is no content, so an untouched section
+/// still lints as missing).
+pub fn template() -> String {
+    let hint = |s: Section| match s {
+        Section::Intent => "What should be true when this is done, and why.",
+        Section::AcceptanceCriteria => "- one checkable statement per line",
+        Section::Validation => "`a command that exits 0 when the work is right`, one per line",
+        Section::BindingDecisions => "Decisions already made that the agent must follow.",
+        Section::ImplementationLatitude => "What the agent may decide itself.",
+        Section::EscalateIf => "When the agent should stop and ask a person instead of guessing.",
+        Section::CriticalRisks => "What must not break.",
+        Section::CodeMap => "Where in the code to look.",
+        Section::WriteScope => "- paths the change may touch, e.g. `src/**`",
+    };
+    Section::ALL
+        .into_iter()
+        .map(|s| {
+            format!(
+                "## {}
+
+<!-- {} -->
+",
+                s.heading(),
+                hint(s)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(
+            "
+",
+        )
+}
+
 fn has_content(text: &str) -> bool {
     let mut rest = text.to_string();
     while let Some(start) = rest.find("<!--") {
@@ -208,5 +288,39 @@ mod tests {
             section(body, Section::Validation).as_deref(),
             Some("### unit\ncargo test")
         );
+    }
+
+    #[test]
+    fn the_template_lints_as_missing_every_section_and_a_filled_one_as_ready() {
+        let t = template();
+        let l = lint(&t);
+        assert_eq!(l.missing_required, Section::REQUIRED.to_vec());
+        assert!(
+            l.present.is_empty() && l.unknown_headings.is_empty(),
+            "{l:?}"
+        );
+        for s in Section::ALL {
+            assert!(t.contains(&format!("## {}\n", s.heading())), "{t}");
+        }
+        let filled = t
+            .replace("## Intent\n", "## Intent\nSay hello.\n")
+            .replace(
+                "## Acceptance criteria\n",
+                "## Acceptance criteria\n- it greets\n",
+            )
+            .replace("## Validation\n", "## Validation\n`true`\n")
+            + "\n## Acceptence notes\nsee above\n";
+        let l = lint(&filled);
+        assert!(l.ready(), "{l:?}");
+        assert_eq!(
+            l.present,
+            [
+                Section::Intent,
+                Section::AcceptanceCriteria,
+                Section::Validation
+            ]
+        );
+        assert_eq!(l.unknown_headings, ["Acceptence notes"]);
+        assert_eq!(l.missing_optional.len(), Section::ALL.len() - 3);
     }
 }

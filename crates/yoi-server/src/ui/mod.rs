@@ -14,6 +14,7 @@ mod costs;
 pub mod guard;
 pub mod inbox;
 pub mod markdown;
+pub mod new_ticket;
 pub mod page;
 pub mod pages;
 pub mod session;
@@ -43,6 +44,11 @@ pub fn routes() -> Router<AppState> {
         .route("/queue", get(pages::queue))
         .route("/tickets", get(pages::tickets))
         .route("/tickets/bulk", post(actions::bulk))
+        .route(
+            "/tickets/new",
+            get(new_ticket::page).post(new_ticket::submit),
+        )
+        .route("/tickets/{id}/check", post(new_ticket::check_edit))
         .route("/tickets/{id}", get(ticket::page))
         .route("/tickets/{id}/act", post(actions::act))
         .route("/tickets/{id}/comment", post(actions::comment))

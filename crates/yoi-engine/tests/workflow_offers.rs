@@ -186,6 +186,19 @@ fn an_instruction_repeated_on_n_tickets_is_offered_once_and_written_only_when_ac
         );
         assert_eq!(offers::list(&f.ws).unwrap().count, 1);
 
+        // Nobody but a person decides: the service's, the orchestrator's or a pod's name is
+        // refused and nothing is written.
+        for who in ["yoi", "yoi-orchestrator", "pod:coder/c1", "intake:i", ""] {
+            let err = offers::accept(&f.ws, &o.id, who, now()).unwrap_err();
+            assert_eq!(
+                err.class(),
+                yoi_core::ErrorClass::NotPermitted,
+                "{who}: {err}"
+            );
+            assert!(offers::reject(&f.ws, &o.id, who, "no", now()).is_err());
+        }
+        assert!(!f.repo.join(&o.target).exists());
+
         // Accepting writes the file, audited, and the workflow is usable.
         let done = offers::accept(&f.ws, &o.id, "alice", now()).unwrap();
         assert_eq!(done.status, OfferStatus::Accepted);

@@ -71,6 +71,22 @@ pub enum Action {
         t: u32,
         u: u32,
     },
+    /// A person comments on `t`: a workflow's `/<slug>` (some refused) or an instruction they
+    /// keep writing, by `how`.
+    Invoke {
+        t: u32,
+        how: u32,
+    },
+    /// yoi looks at the history and offers workflows, improvements, `auto_invoke`, flows.
+    Offers,
+    /// A person accepts the pending offer `o` stands for.
+    Accept {
+        o: u32,
+    },
+    /// A person rejects the pending offer `o` stands for.
+    Reject {
+        o: u32,
+    },
     /// One orchestrator step.
     Route,
     /// One lease sweep and one flow tick, as `yoi serve` runs them every second.
@@ -153,6 +169,13 @@ const WEIGHTS: &[(u32, Draw)] = &[
         t: r.below(64),
         u: r.below(64),
     }),
+    (2, |r| Action::Invoke {
+        t: r.below(64),
+        how: r.below(64),
+    }),
+    (1, |_| Action::Offers),
+    (1, |r| Action::Accept { o: r.below(64) }),
+    (1, |r| Action::Reject { o: r.below(64) }),
     (8, |_| Action::Route),
     (12, |_| Action::Sweep),
     (4, |r| Action::Advance {
@@ -223,6 +246,10 @@ impl fmt::Display for Action {
             Retry { t } => write!(f, "retry {t}"),
             Relate { t, u } => write!(f, "relate {t} {u}"),
             Unrelate { t, u } => write!(f, "unrelate {t} {u}"),
+            Invoke { t, how } => write!(f, "invoke {t} {how}"),
+            Offers => write!(f, "offers"),
+            Accept { o } => write!(f, "accept {o}"),
+            Reject { o } => write!(f, "reject {o}"),
             Route => write!(f, "route"),
             Sweep => write!(f, "sweep"),
             Advance { ms } => write!(f, "advance {ms}"),
@@ -268,8 +295,8 @@ impl FromStr for Action {
             return Err("an empty line is not an action".into());
         };
         let want = match verb {
-            "route" | "sweep" | "dirty" | "clean" | "race-merge" | "restart" => 0,
-            "relate" | "unrelate" | "finish" => 2,
+            "route" | "sweep" | "dirty" | "clean" | "race-merge" | "restart" | "offers" => 0,
+            "relate" | "unrelate" | "finish" | "invoke" => 2,
             _ => 1,
         };
         if arity != want {
@@ -293,6 +320,13 @@ impl FromStr for Action {
                 t: num(1)?,
                 u: num(2)?,
             },
+            "invoke" => Invoke {
+                t: num(1)?,
+                how: num(2)?,
+            },
+            "offers" => Offers,
+            "accept" => Accept { o: num(1)? },
+            "reject" => Reject { o: num(1)? },
             "route" => Route,
             "sweep" => Sweep,
             "advance" => Advance { ms: num(1)? },

@@ -15,6 +15,8 @@
 //! - `faults`: git events on the target and crashes at write points;
 //! - `reference_model`: which actor an action is and the edges it may take;
 //! - `invariants`: the checks after every step;
+//! - `procedures`: workflows invoked, offered, accepted and rejected, and the check that no
+//!   workflow or flow file changes without a person's approval;
 //! - `settle`: the end of a schedule and the checks that hold only then.
 //!
 //! Everything that decides behaviour follows from the schedule: the clock, the order of
@@ -27,6 +29,7 @@ mod faults;
 mod invariants;
 mod people;
 mod pods;
+mod procedures;
 mod reference_model;
 mod settle;
 mod setup;
@@ -122,6 +125,8 @@ pub struct World {
     refused: Vec<(TicketId, String)>,
     /// Every outbox row seen: seq → event id.
     outbox: BTreeMap<i64, String>,
+    /// The workflow and flow files a person put there, and the offers decided.
+    procedures: procedures::Procedures,
     pub stats: Stats,
     /// Print each line of the trace as it happens (`YOI_SIM_TRACE=1`).
     echo: bool,
@@ -183,6 +188,7 @@ impl World {
             self.check_assignments(action == Action::Sweep && !crashed)?;
         }
         self.check_branches()?;
+        self.check_procedures()?;
         if crashed || action == Action::Restart {
             self.check_outbox()?;
         }
@@ -205,6 +211,10 @@ impl World {
             Retry { t } => self.retry(t),
             Relate { t, u } => self.relate(t, u, true),
             Unrelate { t, u } => self.relate(t, u, false),
+            Invoke { t, how } => self.say(t, how),
+            Offers => self.look_for_offers(),
+            Accept { o } => self.decide_offer(o, true),
+            Reject { o } => self.decide_offer(o, false),
             Route => {
                 self.route();
                 Ok(())

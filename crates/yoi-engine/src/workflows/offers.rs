@@ -39,6 +39,9 @@ pub enum OffersError {
         target: String,
         problems: Vec<String>,
     },
+    /// An approver name that is not a person's (the service, the orchestrator, a pod).
+    #[error("`{name}` is not a person: only a person accepts or rejects an offer")]
+    NotAPerson { name: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -48,6 +51,7 @@ impl OffersError {
         match self {
             OffersError::Offer(e) => e.class(),
             OffersError::Invalid { .. } => ErrorClass::Refused,
+            OffersError::NotAPerson { .. } => ErrorClass::NotPermitted,
             OffersError::Store(e) => e.class(),
         }
     }
@@ -67,6 +71,7 @@ impl OffersError {
             },
             OffersError::Invalid { target, .. } if target.ends_with(".flow.yaml") => "invalid_flow",
             OffersError::Invalid { .. } => "invalid_workflow",
+            OffersError::NotAPerson { .. } => "forbidden",
             OffersError::Store(e) => e.code(),
         }
     }
@@ -171,6 +176,7 @@ pub fn accept(
     approver: &str,
     now: Timestamp,
 ) -> Result<Offer, OffersError> {
+    person(approver)?;
     let o = offer::load(&root(ws), id)?;
     if o.status == OfferStatus::Pending {
         let problems = check(ws, &o);
@@ -199,6 +205,7 @@ pub fn reject(
     reason: &str,
     now: Timestamp,
 ) -> Result<Offer, OffersError> {
+    person(approver)?;
     Ok(offer::reject(
         &root(ws),
         id,
@@ -206,6 +213,21 @@ pub fn reject(
         reason,
         &now.to_string(),
     )?)
+}
+
+/// Refuse a name yoi itself, an intake pod or a pod writes under: the frontends pass the
+/// authenticated person, and this keeps a mistake in one of them from deciding as the service.
+fn person(name: &str) -> Result<(), OffersError> {
+    let ok = !name.trim().is_empty()
+        && !yoi_core::principal::is_reserved_author(name)
+        && super::carry::is_person_author(name);
+    if ok {
+        Ok(())
+    } else {
+        Err(OffersError::NotAPerson {
+            name: name.to_string(),
+        })
+    }
 }
 
 /// What is wrong with the offer's content as the file it would become, against the workspace as

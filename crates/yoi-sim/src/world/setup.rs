@@ -156,6 +156,7 @@ impl World {
             queued_by_human: BTreeSet::new(),
             refused: Vec::new(),
             outbox: BTreeMap::new(),
+            procedures: Default::default(),
             stats: Stats::default(),
             echo: std::env::var_os("YOI_SIM_TRACE").is_some(),
             trace: Vec::new(),

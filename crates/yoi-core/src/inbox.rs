@@ -44,6 +44,11 @@ pub enum InboxReason {
     AgentUnusable,
     /// Doctor found an error.
     DoctorError,
+    /// A pull request waits on a person: the approving reviews its gate needs for the head, or
+    /// (`[forge] merge = "person"`) the merge itself (docs/forge.md).
+    PrReview,
+    /// A pull request's required checks still fail after the fix rounds its flow allows.
+    ChecksFailing,
     /// An `attention` event with a reason this version does not know (written by a newer yoi,
     /// or by hand): shown rather than dropped.
     Other,
@@ -53,7 +58,7 @@ pub enum InboxReason {
 }
 
 impl InboxReason {
-    pub const ALL: [InboxReason; 12] = [
+    pub const ALL: [InboxReason; 14] = [
         InboxReason::CircuitOpen,
         InboxReason::RoundsExhausted,
         InboxReason::MergeDeferred,
@@ -64,6 +69,8 @@ impl InboxReason {
         InboxReason::WorkflowOffer,
         InboxReason::AgentUnusable,
         InboxReason::DoctorError,
+        InboxReason::PrReview,
+        InboxReason::ChecksFailing,
         InboxReason::Other,
         InboxReason::Done,
     ];
@@ -80,6 +87,8 @@ impl InboxReason {
             InboxReason::WorkflowOffer => "workflow_offer",
             InboxReason::AgentUnusable => "agent_unusable",
             InboxReason::DoctorError => "doctor_error",
+            InboxReason::PrReview => "pr_review",
+            InboxReason::ChecksFailing => "checks_failing",
             InboxReason::Other => "other",
             InboxReason::Done => "done",
         }
@@ -98,6 +107,8 @@ impl InboxReason {
             InboxReason::WorkflowOffer => "Workflow offer",
             InboxReason::AgentUnusable => "Agent unusable",
             InboxReason::DoctorError => "Doctor error",
+            InboxReason::PrReview => "PR waits for your review",
+            InboxReason::ChecksFailing => "Checks failing after the fix rounds",
             InboxReason::Other => "Attention",
             InboxReason::Done => "Done",
         }

@@ -12,13 +12,14 @@ use super::{db_err, Db};
 use yoi_store::StoreError;
 
 /// The event kinds that open or close an inbox entry.
-pub const INBOX_EVENT_KINDS: [&str; 6] = [
+pub const INBOX_EVENT_KINDS: [&str; 7] = [
     "attention",
     "question",
     "answer",
     "retry",
     "state_changed",
     "merge",
+    "forge_pr",
 ];
 
 /// One thread event as the inbox reads it.
@@ -62,7 +63,7 @@ impl Db {
             "SELECT t.id, t.title, t.state, e.id, e.kind, e.author, e.at, e.attrs, e.body \
                FROM tickets t JOIN events e ON e.ticket_id = t.id \
               WHERE ($2 = '' OR t.id = $2) \
-                AND e.kind IN ('attention', 'question', 'answer', 'retry', 'state_changed', 'merge') \
+                AND e.kind IN ('attention', 'question', 'answer', 'retry', 'state_changed', 'merge', 'forge_pr') \
                 AND ((t.state IN ('queued', 'inprogress') AND EXISTS \
                        (SELECT 1 FROM events a WHERE a.ticket_id = t.id AND a.kind IN ('attention', 'question'))) \
                   OR (t.state = 'planning' AND EXISTS \

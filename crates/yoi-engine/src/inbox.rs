@@ -129,10 +129,25 @@ pub fn ticket_entries(t: &InboxTicket) -> Vec<InboxEntry> {
                         | InboxReason::AgentBlocked
                         | InboxReason::AgentQuestion
                         | InboxReason::AgentUnusable
+                        | InboxReason::ChecksFailing
                         | InboxReason::Other
                 )
             }),
             "merge" => open.retain(|x| x.reason != InboxReason::MergeDeferred),
+            // A pull request's new head asks for a new review (raised again if still needed);
+            // its merge or close ends the wait for one.
+            "forge_pr" => {
+                use yoi_core::forge::action;
+                match e.attr("action") {
+                    Some(action::PUSHED | action::PERSON_PUSHED) => {
+                        open.retain(|x| x.reason != InboxReason::PrReview)
+                    }
+                    Some(action::MERGED | action::CLOSED) => open.retain(|x| {
+                        !matches!(x.reason, InboxReason::PrReview | InboxReason::ChecksFailing)
+                    }),
+                    _ => {}
+                }
+            }
             "state_changed" => {
                 open.clear();
                 if e.author.as_deref() == Some(service.as_str()) && e.attr("to") == Some("planning")
@@ -174,6 +189,10 @@ fn entry(t: &InboxTicket, reason: InboxReason, e: &InboxEvent, detail: &str) -> 
         InboxReason::AgentQuestion => (
             format!("yoi ticket answer {id} --message \"…\""),
             "Answer",
+        ),
+        InboxReason::PrReview => (
+            format!("yoi forge status {id}   # review (or merge) the pull request it links, on the forge"),
+            "Open the ticket",
         ),
         _ => (format!("yoi ticket retry {id}"), "Retry"),
     };

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use common::{now, Fixture, BRIEF};
 use yoi_core::forge::{EndMode, ForgeSection};
 use yoi_core::report::{CheckResult, Report, ReportOutcome, Verdict};
+use yoi_core::inbox::InboxReason;
 use yoi_core::{State, Timestamp};
 use yoi_db::AssignmentStatus;
 use yoi_engine::assignments::{self as asg, ForgeEnv, LeaseConfig, PodCaller, Work};
@@ -581,8 +582,82 @@ fn failing_checks_use_the_rounds_and_then_a_person_decides() {
     assert!(thread
         .events
         .iter()
-        .any(|e| e.get("reason") == Some("rounds_exhausted")));
+        .any(|e| e.get("reason") == Some("checks_failing")));
     assert!(!s.fake.pulls()[0].merged);
+    // The inbox says it is the checks, with their output, and what to do.
+    let inbox = yoi_engine::inbox::inbox(&s.f.ws, &s.f.db).unwrap();
+    let reasons: Vec<_> = inbox.entries.iter().map(|e| e.reason).collect();
+    assert_eq!(reasons, vec![InboxReason::ChecksFailing], "{inbox:?}");
+    let entry = &inbox.entries[0];
+    assert_eq!(entry.reason.label(), "Checks failing after the fix rounds");
+    assert!(entry.detail.contains("after 1 fix rounds"), "{}", entry.detail);
+    assert!(entry.detail.contains("`ci` concluded failure"), "{}", entry.detail);
+    assert_eq!(entry.command, format!("yoi ticket retry {id}"));
+}
+
+#[test]
+fn a_pull_request_waiting_for_approval_is_in_the_inbox_until_it_merges() {
+    let s = setup(|f| f.required_approvals = 1);
+    let (id, head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    // No required checks (the ruleset names none, and none reported): only a person's
+    // approval for the head is missing.
+    let t = s.tick(200);
+    assert_eq!(t.waiting.len(), 1, "{t:?}");
+    let entries = || yoi_engine::inbox::inbox(&s.f.ws, &s.f.db).unwrap().entries;
+    let open = entries();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].reason, InboxReason::PrReview);
+    assert_eq!(open[0].reason.label(), "PR waits for your review");
+    let number = s.fake.pulls()[0].number;
+    assert!(
+        open[0].detail.contains(&format!("Pull request #{number}"))
+            && open[0].detail.contains(&head),
+        "{}",
+        open[0].detail
+    );
+    assert_eq!(
+        open[0].command,
+        format!("yoi forge status {id}   # review (or merge) the pull request it links, on the forge")
+    );
+    // Another pass says it once: still one entry, one event.
+    s.tick(300);
+    assert_eq!(entries().len(), 1);
+    let said = |reason: &str| {
+        s.f.ws
+            .read_thread(&id)
+            .unwrap()
+            .events
+            .iter()
+            .filter(|e| e.get("reason") == Some(reason))
+            .count()
+    };
+    assert_eq!(said("pr_review"), 1);
+    // An approval for an older commit does not count; one for the head merges it.
+    s.fake.add_review(number, "alice", "APPROVED", &s.f.base);
+    s.tick(400);
+    assert!(!s.fake.pulls()[0].merged);
+    s.fake.add_review(number, "alice", "APPROVED", &head);
+    assert_eq!(s.tick(500).merged, vec![id.to_string()]);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(600)).unwrap();
+    assert_eq!(s.f.state(&id), State::Done);
+    assert!(entries().is_empty(), "{:?}", entries());
+}
+
+#[test]
+fn a_pull_request_a_person_merges_is_in_the_inbox_once_its_gate_opens() {
+    let s = setup(|f| f.merge = yoi_core::forge::Merger::Person);
+    let (id, _head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    let t = s.tick(200);
+    assert!(t.waiting[0].1.open, "{t:?}");
+    let entries = yoi_engine::inbox::inbox(&s.f.ws, &s.f.db).unwrap().entries;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].reason, InboxReason::PrReview);
+    assert!(entries[0].detail.contains("ready for you to merge"), "{}", entries[0].detail);
+    assert!(!s.fake.pulls()[0].merged, "yoi does not merge");
+    let st = asg::pr::status(&s.f.ws, &s.f.db, id.as_str()).unwrap();
+    assert_eq!(st.badge, asg::pr::Badge::ReadyToMerge);
 }
 
 #[test]

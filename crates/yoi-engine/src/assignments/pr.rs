@@ -52,6 +52,12 @@ pub const ROUND_PREFIX: &str = "forge: round: ";
 pub const PR_CLOSED: &str = "pr_closed";
 /// The `attention` reason when the forge refused the merge for a reason of its own.
 pub const PR_NOT_MERGEABLE: &str = "pr_not_mergeable";
+/// The `attention` reason when a pull request waits on people: the approving reviews its gate
+/// needs for the head, or (`[forge] merge = "person"`) their merge. The inbox's `pr_review`.
+pub const PR_REVIEW: &str = "pr_review";
+/// The `attention` reason when required checks still fail after the fix rounds the flow allows
+/// (instead of the general `rounds_exhausted`). The inbox's `checks_failing`.
+pub const CHECKS_FAILING: &str = "checks_failing";
 
 /// What the driver needs: the forge, its section, and the credential git pushes with.
 pub struct ForgeEnv<'a> {
@@ -235,16 +241,28 @@ fn pr_one(
             None => Ok(false),
         }
     };
-    // A fix round, unless the rounds are used up: then a person decides (`yoi ticket retry`).
-    let round = |reason: String| -> Result<bool, StepError> {
+    // A fix round, unless the rounds are used up: then a person decides (`yoi ticket retry`),
+    // told that it is the checks that still fail when they are why.
+    let round = |reason: String, checks_fail: bool| -> Result<bool, StepError> {
         let flow = crate::flows::of_ticket(ws, ticket)?;
+        let feedback = reason.clone();
         let reason = format!("{ROUND_PREFIX}{reason}");
         let used = super::flow::rounds_used(&rows) + 1;
         if used > super::flow::max_rounds(&flow) + super::flow::rounds_granted(&rows) {
             let how = Finish::failed(&reason);
             if let Some(row) = index.finish_pending(&a.id, a.fence, &how, None, now_ms)? {
                 record(ws, &row, "failed", None, None, Some(&reason), now)?;
-                super::flow::exhausted(ws, ticket, &flow, used, now)?;
+                if checks_fail {
+                    let body = format!(
+                        "The required checks still fail at {head} after {} fix rounds (the limit is {}); nothing more is handed out.\n\n{}\n\nFix the cause (the code, or CI), then `yoi ticket retry {t}` for one more round, or cancel the ticket.",
+                        used - 1,
+                        super::flow::max_rounds(&flow),
+                        feedback.trim()
+                    );
+                    attention(ws, ticket, CHECKS_FAILING, &body, None, now)?;
+                } else {
+                    super::flow::exhausted(ws, ticket, &flow, used, now)?;
+                }
             }
             return Ok(false);
         }
@@ -396,7 +414,7 @@ fn pr_one(
     }
     // A `/yoi fix` from a person with write access is a round; anyone else's is shown only.
     if let Some(reason) = fix_requested(ws, env, ticket, pr.number, now)? {
-        if round(reason)? {
+        if round(reason, false)? {
             tick.sent_back.push(t.into());
         }
         return Ok(());
@@ -464,18 +482,44 @@ fn pr_one(
     if !g.open {
         if let Some(reason) = feedback_of(&g, &checks) {
             // A failing required check or a change request: a round with that feedback.
-            if round(reason)? {
+            let checks_fail = g
+                .blockers
+                .iter()
+                .any(|b| matches!(b, Blocker::CheckFailed { .. }));
+            if round(reason, checks_fail)? {
                 tick.sent_back.push(t.into());
             }
             return Ok(());
         }
         record_gate(ws, ticket, &g, now)?;
+        if g
+            .blockers
+            .iter()
+            .all(|b| matches!(b, Blocker::Approvals { .. }))
+        {
+            // Only people's approvals for this head are missing: it waits on them.
+            let why: Vec<String> = g.blockers.iter().map(blocker_text).collect();
+            let body = format!(
+                "Pull request #{} ({}) waits for your review of {head}: {}.",
+                pr.number,
+                pr.url,
+                why.join("; ")
+            );
+            let op = format!("forge-wait-review-{t}-{head}");
+            attention(ws, ticket, PR_REVIEW, &body, Some(op), now)?;
+        }
         tick.waiting.push((t.into(), g));
         return Ok(());
     }
     // 5. The merge with exactly this head, or a person's.
     if env.section.merge == Merger::Person {
         record_gate(ws, ticket, &g, now)?;
+        let body = format!(
+            "Pull request #{} ({}) is ready for you to merge: every required check and verdict is for its head {head}. Merge it on the forge (only that head).",
+            pr.number, pr.url
+        );
+        let op = format!("forge-wait-merge-{t}-{head}");
+        attention(ws, ticket, PR_REVIEW, &body, Some(op), now)?;
         tick.waiting.push((t.into(), g));
         return Ok(());
     }
@@ -516,6 +560,25 @@ fn pr_one(
             }
             Ok(())
         }
+    }
+}
+
+/// An `attention` event for a person (the inbox shows it), written once under `op` when given.
+fn attention(
+    ws: &Workspace,
+    ticket: &TicketId,
+    reason: &str,
+    body: &str,
+    op: Option<String>,
+    now: Timestamp,
+) -> Result<(), StepError> {
+    let ctx = Ctx::new(Principal::orchestrator(), now).with_op(op);
+    match ops::attention(ws, &ctx, ticket.as_str(), reason, body) {
+        // Said already for this head (its words may have changed since: still said once).
+        Ok(_) | Err(StoreError::StaleState { .. } | StoreError::ConflictingReplay { .. }) => {
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

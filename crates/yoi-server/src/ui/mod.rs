@@ -67,7 +67,10 @@ pub fn routes() -> Router<AppState> {
         .route("/workflows", get(workflows::page))
         .route("/workflows/{slug}", get(workflows::show))
         .route("/workflows/{slug}/invoke", post(workflows::invoke))
-        .route("/workflows/offers/{id}/{decision}", post(workflows::decide))
+        .route(
+            "/workflows/offers/{id}/{decision}",
+            post(workflows::decide_offer),
+        )
         .route("/doctor", get(pages::doctor))
         .route("/login", get(pages::login).post(pages::login_with_token))
         .route("/logout", post(actions::logout))

@@ -169,7 +169,7 @@ pub async fn invoke(
 }
 
 /// `POST /workflows/offers/{id}/accept|reject` (`reason` for a rejection).
-pub async fn decide(
+pub async fn decide_offer(
     State(s): State<AppState>,
     v: Viewer,
     Path((id, decision)): Path<(String, String)>,

@@ -99,7 +99,6 @@ const REPEATED: &str = "Run the OWASP checklist against the diff before asking f
 /// `tickets` tickets; `repeat_on` of them (drawn from the seed) get `REPEATED` from one of
 /// three people, in a comment between noise comments; the others only noise.
 fn generate(f: &Fixture, seed: u64, tickets: usize, repeat_on: usize) -> Vec<TicketId> {
-    println!("seed {seed}");
     let mut rng = Rng(seed);
     let people = [person("alice"), person("bob"), person("carol")];
     let ids: Vec<TicketId> = (0..tickets)
@@ -140,6 +139,7 @@ fn generate(f: &Fixture, seed: u64, tickets: usize, repeat_on: usize) -> Vec<Tic
 
 #[test]
 fn an_instruction_repeated_on_n_tickets_is_offered_once_and_written_only_when_accepted() {
+    // Three seeds; the assertions that depend on the draw name theirs.
     for seed in [7u64, 42, 1234] {
         let f = Fixture::new();
         generate(&f, seed, 7, 3);

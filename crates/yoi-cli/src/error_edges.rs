@@ -182,6 +182,8 @@ fn git(make: &dyn Fn() -> GitError, what: &str, want: Want) {
 
 // The rules of refusals and the engine's assignment errors, with their API codes.
 mod codes;
+// Workflows and their offers.
+mod workflows;
 
 // ---- yoi_core -------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 //! `/api/v1/workflow-offers…` against a real server (docs/workflows.md, "Offers"): an
 //! instruction people wrote on three tickets through the API is offered once, shows in the
-//! inbox with its diff, and only a person's token accepts or rejects it — every pod scope and
-//! the read scope get 403 and no file is written. The same on SQLite and PostgreSQL.
+//! inbox with its diff, and only a person's token accepts or rejects it — every pod scope, the
+//! read scope and an agent's own claim token get 403 and no file is written. The same on
+//! SQLite and PostgreSQL.
 
 mod common;
 
@@ -121,4 +122,73 @@ fn offers_are_made_once_and_decided_only_by_a_person_sqlite() {
 #[test]
 fn offers_are_made_once_and_decided_only_by_a_person_postgres() {
     offered_and_decided_only_by_a_person(Backend::Postgres);
+}
+
+/// An agent's own token — the one a pod's claim hands its agent — cannot look for, accept or
+/// reject offers either: 403, and nothing is written.
+#[test]
+fn an_agents_claim_token_cannot_accept_an_offer() {
+    let s = Server::start_routed(Backend::Sqlite, |_| {});
+    let mut first = None;
+    for n in 0..3 {
+        let id = s.ready_ticket(&format!("Ticket {n}"));
+        s.post(&format!("/api/v1/tickets/{id}/comments"))
+            .token(&s.tokens.human)
+            .json(json!({ "body": SAID }))
+            .send()
+            .expect(200);
+        first.get_or_insert(id);
+    }
+    let first = first.unwrap();
+    let found = s
+        .post("/api/v1/workflow-offers/detect")
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    let offer = found["offered"][0]["id"].as_str().unwrap().to_string();
+    let target = found["offered"][0]["target"].as_str().unwrap().to_string();
+    s.post(&format!("/api/v1/tickets/{first}/queue"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    let pod = s
+        .post("/api/v1/pods")
+        .token(&s.tokens.coder)
+        .json(json!({ "name": "c" }))
+        .send()
+        .expect(201);
+    let work = s
+        .post("/api/v1/assignments/claim")
+        .token(&s.tokens.coder)
+        .json(json!({ "pod": pod["pod"]["id"], "wait_ms": 20000 }))
+        .send()
+        .expect(200);
+    let agent = work["agent_token"]
+        .as_str()
+        .expect("a claim hands its agent a token");
+    s.post("/api/v1/workflow-offers/detect")
+        .token(agent)
+        .send()
+        .expect_error(403, "forbidden");
+    s.post(&format!("/api/v1/workflow-offers/{offer}/accept"))
+        .token(agent)
+        .send()
+        .expect_error(403, "forbidden");
+    s.post(&format!("/api/v1/workflow-offers/{offer}/reject"))
+        .token(agent)
+        .json(json!({ "reason": "mine" }))
+        .send()
+        .expect_error(403, "forbidden");
+    // It may still read them, as it reads tickets.
+    s.get("/api/v1/workflow-offers")
+        .token(agent)
+        .send()
+        .expect(200);
+    assert!(!s.root().join(&target).exists());
+    let still = s
+        .get(&format!("/api/v1/workflow-offers/{offer}"))
+        .token(&s.tokens.read)
+        .send()
+        .expect(200);
+    assert_eq!(still["status"], "pending");
 }

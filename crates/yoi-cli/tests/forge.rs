@@ -262,14 +262,20 @@ fn dropped_repeated_and_reordered_webhooks_end_as_a_clean_run() {
     // The ticket page shows the same table, and the board card the badge.
     let page = dashboard_page(&repo, &format!("/tickets/{id}"));
     assert!(page.contains(r#"<section id="forge""#), "{page}");
-    assert!(page.contains("<caption>Checks at the head</caption>"), "{page}");
+    assert!(
+        page.contains("<caption>Checks at the head</caption>"),
+        "{page}"
+    );
     assert!(
         page.contains(&format!(
             r#"<tr data-conclusion="success"><td>ci</td><td>success</td><td><code>{head}</code></td>"#
         )),
         "{page}"
     );
-    assert!(page.contains(r#"<span class="badge ok">PR merged</span>"#), "{page}");
+    assert!(
+        page.contains(r#"<span class="badge ok">PR merged</span>"#),
+        "{page}"
+    );
     let board = dashboard_page(&repo, "/");
     assert!(
         board.contains(r#"<li class="badge ok">PR merged</li>"#),

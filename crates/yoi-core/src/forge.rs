@@ -45,6 +45,11 @@ pub mod action {
     pub const COMMENT_IGNORED: &str = "comment_ignored";
     /// The ticket came from a forge issue (`number`, `url`, `author`).
     pub const ISSUE: &str = "issue";
+    /// A review comment on a line of the diff (`user`, `path`, `line`, `commit`, `comment`).
+    pub const REVIEW_COMMENT: &str = "review_comment";
+    /// The issue the ticket came from is closed with its merged pull request (`number`, `by`:
+    /// `yoi`, or `forge` when GitHub's `Closes #N` had closed it).
+    pub const ISSUE_CLOSED: &str = "issue_closed";
 }
 
 /// The command a pull-request comment starts with to ask yoi for a round.

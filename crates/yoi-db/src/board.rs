@@ -218,9 +218,7 @@ impl Db {
         }
         for (id, facts) in prs {
             let checks = match &facts.remote_head {
-                Some(head) if !facts.merged && !facts.closed => {
-                    self.forge_checks_of(head).await?
-                }
+                Some(head) if !facts.merged && !facts.closed => self.forge_checks_of(head).await?,
                 _ => Vec::new(),
             };
             if let Some(f) = entry(out, &id)? {

@@ -48,12 +48,14 @@ pub fn import_issues(
             out.refused.push((issue.number, who));
             continue;
         }
+        // The provenance goes first, outside every section of the brief: appended, it would
+        // land in the issue's last section (a `## Validation` would take it for a command).
         let body = format!(
-            "{}\n\n---\nImported from {} (issue #{} by @{}; labelled `{label}` by @{who}).\n",
-            issue.body.trim_end(),
+            "Imported from {} (issue #{} by @{}; labelled \"{label}\" by @{who}).\n\n{}\n",
             issue.url,
             issue.number,
-            issue.author
+            issue.author,
+            issue.body.trim_end(),
         );
         let title: String = issue.title.chars().take(ops::MAX_TITLE_CHARS).collect();
         let ctx = Ctx::new(Principal::intake(format!("github:{}", issue.author)), now)

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use common::{now, Fixture, BRIEF};
 use yoi_core::forge::{EndMode, ForgeSection};
-use yoi_core::report::{CheckResult, Report, ReportOutcome, Verdict};
 use yoi_core::inbox::InboxReason;
+use yoi_core::report::{CheckResult, Report, ReportOutcome, Verdict};
 use yoi_core::{State, Timestamp};
 use yoi_db::AssignmentStatus;
 use yoi_engine::assignments::{self as asg, ForgeEnv, LeaseConfig, PodCaller, Work};
@@ -590,8 +590,16 @@ fn failing_checks_use_the_rounds_and_then_a_person_decides() {
     assert_eq!(reasons, vec![InboxReason::ChecksFailing], "{inbox:?}");
     let entry = &inbox.entries[0];
     assert_eq!(entry.reason.label(), "Checks failing after the fix rounds");
-    assert!(entry.detail.contains("after 1 fix rounds"), "{}", entry.detail);
-    assert!(entry.detail.contains("`ci` concluded failure"), "{}", entry.detail);
+    assert!(
+        entry.detail.contains("after 1 fix rounds"),
+        "{}",
+        entry.detail
+    );
+    assert!(
+        entry.detail.contains("`ci` concluded failure"),
+        "{}",
+        entry.detail
+    );
     assert_eq!(entry.command, format!("yoi ticket retry {id}"));
 }
 
@@ -618,7 +626,9 @@ fn a_pull_request_waiting_for_approval_is_in_the_inbox_until_it_merges() {
     );
     assert_eq!(
         open[0].command,
-        format!("yoi forge status {id}   # review (or merge) the pull request it links, on the forge")
+        format!(
+            "yoi forge status {id}   # review (or merge) the pull request it links, on the forge"
+        )
     );
     // Another pass says it once: still one entry, one event.
     s.tick(300);
@@ -654,7 +664,11 @@ fn a_pull_request_a_person_merges_is_in_the_inbox_once_its_gate_opens() {
     let entries = yoi_engine::inbox::inbox(&s.f.ws, &s.f.db).unwrap().entries;
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0].reason, InboxReason::PrReview);
-    assert!(entries[0].detail.contains("ready for you to merge"), "{}", entries[0].detail);
+    assert!(
+        entries[0].detail.contains("ready for you to merge"),
+        "{}",
+        entries[0].detail
+    );
     assert!(!s.fake.pulls()[0].merged, "yoi does not merge");
     let st = asg::pr::status(&s.f.ws, &s.f.db, id.as_str()).unwrap();
     assert_eq!(st.badge, asg::pr::Badge::ReadyToMerge);
@@ -726,4 +740,98 @@ fn check_results_outlive_the_index_and_a_late_older_one_never_overwrites_a_newer
     assert_eq!(kept[0].conclusion, Conclusion::Failure);
     assert_eq!(kept[0].at, "2026-12-01T00:00:09Z");
     assert!(again.forge_checks_of(&"b".repeat(40)).unwrap().is_empty());
+}
+
+#[test]
+fn line_comments_reach_the_thread_and_the_round_and_the_issue_closes_with_the_merge() {
+    use yoi_store::ops::{self, TransitionRequest};
+    let s = setup(|f| f.import_label = Some("yoi".into()));
+    s.fake.set_ruleset_checks("main", &["ci"]);
+    s.fake.set_permission("carol", "write");
+    let issue = s.fake.add_issue("Say hello", BRIEF, "dave");
+    s.fake.label_issue(issue, "yoi", "carol");
+    let out = yoi_engine::forge_import::import_issues(&s.f.ws, &s.gh, "yoi", at(0)).unwrap();
+    let id = yoi_core::TicketId::parse(&out.created[0].1).unwrap();
+    let ctx = s.f.human();
+    let req = TransitionRequest::default();
+    ops::mark_ready(&s.f.ws, &ctx, id.as_str(), &req).unwrap();
+    ops::queue(&s.f.ws, &ctx, id.as_str(), &req).unwrap();
+    git(&s.f.repo, &["add", "-A"]);
+    git(&s.f.repo, &["commit", "-q", "-m", "tickets"]);
+    s.f.accept(&id);
+    let head = s.implement(10, "hello.txt");
+    s.verify_and_review(20);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    s.tick(200);
+    let pr = s.fake.pulls()[0].clone();
+    assert!(pr.body.contains(&format!("Closes #{issue}")), "{}", pr.body);
+    // Carol asks for changes, with a comment on a line of the diff.
+    let comment =
+        s.fake
+            .add_review_comment(pr.number, "carol", "hello.txt", 1, &head, "Say it louder.");
+    s.fake
+        .add_review(pr.number, "carol", "CHANGES_REQUESTED", &head);
+    assert_eq!(s.tick(300).sent_back, vec![id.to_string()]);
+    let thread = s.f.ws.read_thread(&id).unwrap();
+    let line = thread
+        .events
+        .iter()
+        .find(|e| e.get("action") == Some("review_comment"))
+        .expect("the line comment is in the thread");
+    assert_eq!(line.get("user"), Some("carol"));
+    assert_eq!(line.get("path"), Some("hello.txt"));
+    assert_eq!(line.get("line"), Some("1"));
+    assert_eq!(line.get("commit"), Some(head.as_str()));
+    assert_eq!(line.get("comment"), Some(comment.to_string().as_str()));
+    assert!(line.body.contains("carol on `hello.txt:1`") && line.body.contains("Say it louder."));
+    // The round's feedback names the file and line.
+    let rows = s.f.assignments(&id);
+    let failed = rows
+        .iter()
+        .find(|a| a.step == "pr" && a.status == AssignmentStatus::Failed)
+        .unwrap();
+    let why = failed.error.clone().unwrap_or_default();
+    assert!(
+        why.contains("carol requested changes") && why.contains("hello.txt:1: Say it louder."),
+        "{why}"
+    );
+    // Seen again next pass: written once.
+    let fixed = s.implement(400, "louder.txt");
+    s.verify_and_review(410);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(500)).unwrap();
+    s.fake.add_review(pr.number, "carol", "APPROVED", &fixed);
+    s.tick(550);
+    s.fake.add_check_run(&fixed, "ci", Some("success"));
+    let t = s.tick(600);
+    assert_eq!(t.merged, vec![id.to_string()], "{t:?}");
+    let comments = s
+        .forge_events(&id)
+        .iter()
+        .filter(|(a, _)| a == "review_comment")
+        .count();
+    assert_eq!(comments, 1);
+    // The issue closed with the merge (into `main`), said on the issue and in the thread.
+    assert_eq!(s.fake.issue_state(issue), "closed completed");
+    assert!(s
+        .fake
+        .comments()
+        .iter()
+        .any(|(n, _, body)| *n == issue && body.contains(&format!("pull request #{}", pr.number))));
+    let closed: Vec<_> = s
+        .forge_events(&id)
+        .into_iter()
+        .filter(|(a, _)| a == "issue_closed")
+        .collect();
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    asg::flow_tick(&s.f.ws, &s.f.db, at(700)).unwrap();
+    assert_eq!(s.f.state(&id), State::Done);
+    // A later pass closes nothing twice.
+    s.tick(800);
+    let patches = s
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH")
+        .count();
+    assert_eq!(patches, 1);
 }

@@ -21,7 +21,7 @@ use yoi_core::forge::MergeMethod;
 
 use crate::{
     ChangeRequest, ChangeState, Clock, Comment, Credential, Forge, ForgeError, Issue, LimitKind,
-    MergeOutcome, NewChange, Permission, StatusState,
+    MergeOutcome, NewChange, Permission, ReviewComment, StatusState,
 };
 
 /// How long a person's permission is trusted before it is asked again.
@@ -545,6 +545,41 @@ impl Forge for GitHub {
                 body: s(&c["body"]),
             })
             .collect())
+    }
+
+    fn review_comments(&self, number: u64) -> Result<Vec<ReviewComment>, ForgeError> {
+        let path = format!("{}/pulls/{number}/comments", self.repo_path());
+        let list = self.ok("GET", &path, &[("per_page", "100")], None)?;
+        Ok(list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| ReviewComment {
+                id: c["id"].as_u64().unwrap_or_default(),
+                user: s(&c["user"]["login"]),
+                body: s(&c["body"]),
+                path: s(&c["path"]),
+                line: c["line"].as_u64(),
+                commit_id: s(&c["commit_id"]),
+                url: s(&c["html_url"]),
+            })
+            .collect())
+    }
+
+    fn close_issue(&self, number: u64, comment: &str) -> Result<bool, ForgeError> {
+        let path = format!("{}/issues/{number}", self.repo_path());
+        let issue = self.ok("GET", &path, &[], None)?;
+        if issue["state"].as_str() == Some("closed") {
+            return Ok(false);
+        }
+        self.comment(number, comment)?;
+        self.ok(
+            "PATCH",
+            &path,
+            &[],
+            Some(json!({ "state": "closed", "state_reason": "completed" })),
+        )?;
+        Ok(true)
     }
 
     fn labeled_issues(&self, label: &str) -> Result<Vec<Issue>, ForgeError> {

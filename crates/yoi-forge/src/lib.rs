@@ -165,6 +165,21 @@ pub struct Comment {
     pub body: String,
 }
 
+/// A review comment on one line of a change request's diff (GitHub: a pull request review
+/// comment), with the file, line and commit it was written on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub user: String,
+    pub body: String,
+    pub path: String,
+    /// The line of the diff's new side; `None` when the comment is on a file, or its line is
+    /// gone from the current diff.
+    pub line: Option<u64>,
+    pub commit_id: String,
+    pub url: String,
+}
+
 /// An open issue (not a pull request).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Issue {
@@ -237,6 +252,11 @@ pub trait Forge: Send + Sync {
     fn comment(&self, number: u64, body: &str) -> Result<(), ForgeError>;
     /// The conversation comments on change request `number`, oldest first.
     fn comments(&self, number: u64) -> Result<Vec<Comment>, ForgeError>;
+    /// The review comments on lines of change request `number`'s diff, oldest first.
+    fn review_comments(&self, number: u64) -> Result<Vec<ReviewComment>, ForgeError>;
+    /// Close issue `number` as completed, after a comment saying why, unless it is closed
+    /// already; whether this call closed it.
+    fn close_issue(&self, number: u64, comment: &str) -> Result<bool, ForgeError>;
     fn permission(&self, user: &str) -> Result<Permission, ForgeError>;
     /// Open issues carrying `label` (pull requests left out).
     fn labeled_issues(&self, label: &str) -> Result<Vec<Issue>, ForgeError>;

@@ -114,7 +114,11 @@ struct Synced {
 }
 
 fn sync(env: &Env, walk: bool, json: bool) -> Result<(), CliError> {
-    let command = if walk { "yoi forge sync" } else { "yoi forge import" };
+    let command = if walk {
+        "yoi forge sync"
+    } else {
+        "yoi forge import"
+    };
     let (ws, index) = env.workspace_with_index(command)?;
     let Some(rt) = yoi_server::forge::from_workspace(&ws)
         .map_err(|e| CliError::Refused(format!("[forge]: {e}")))?

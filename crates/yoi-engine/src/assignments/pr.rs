@@ -372,7 +372,7 @@ fn pr_one(
         ChangeState::Merged => {
             let sha = pr.merge_sha.clone().unwrap_or_default();
             return merged(
-                ws, index, ticket, a, &pr, &target, &head, &sha, None, now, tick,
+                ws, env, index, ticket, a, &pr, &target, &head, &sha, None, now, tick,
             );
         }
         ChangeState::Closed => {
@@ -479,8 +479,38 @@ fn pr_one(
             now,
         )?;
     }
+    // Review comments on lines of the diff, each with its file, line and commit.
+    let line_comments = env.forge.review_comments(pr.number)?;
+    for c in &line_comments {
+        let at = match c.line {
+            Some(l) => format!("{}:{l}", c.path),
+            None => c.path.clone(),
+        };
+        let mut attrs = vec![
+            ("action", action::REVIEW_COMMENT.to_string()),
+            ("user", c.user.clone()),
+            ("path", c.path.clone()),
+            ("commit", c.commit_id.clone()),
+            ("comment", c.id.to_string()),
+        ];
+        if let Some(l) = c.line {
+            attrs.push(("line", l.to_string()));
+        }
+        let body = format!(
+            "{} on `{at}` at {}:\n\n{}\n\n{}",
+            c.user, c.commit_id, c.body, c.url
+        );
+        note(
+            ws,
+            ticket,
+            format!("forge-line-comment-{t}-{}", c.id),
+            &attrs,
+            &body,
+            now,
+        )?;
+    }
     if !g.open {
-        if let Some(reason) = feedback_of(&g, &checks) {
+        if let Some(reason) = feedback_of(&g, &checks, &line_comments) {
             // A failing required check or a change request: a round with that feedback.
             let checks_fail = g
                 .blockers
@@ -492,8 +522,7 @@ fn pr_one(
             return Ok(());
         }
         record_gate(ws, ticket, &g, now)?;
-        if g
-            .blockers
+        if g.blockers
             .iter()
             .all(|b| matches!(b, Blocker::Approvals { .. }))
         {
@@ -532,6 +561,7 @@ fn pr_one(
             let method = env.section.merge_method.as_str();
             merged(
                 ws,
+                env,
                 index,
                 ticket,
                 a,
@@ -575,9 +605,7 @@ fn attention(
     let ctx = Ctx::new(Principal::orchestrator(), now).with_op(op);
     match ops::attention(ws, &ctx, ticket.as_str(), reason, body) {
         // Said already for this head (its words may have changed since: still said once).
-        Ok(_) | Err(StoreError::StaleState { .. } | StoreError::ConflictingReplay { .. }) => {
-            Ok(())
-        }
+        Ok(_) | Err(StoreError::StaleState { .. } | StoreError::ConflictingReplay { .. }) => Ok(()),
         Err(e) => Err(e.into()),
     }
 }
@@ -675,8 +703,13 @@ fn fix_requested(
 }
 
 /// The feedback for a round, when the gate is closed for a reason a coder can fix: a required
-/// check that failed (with its output) or a change request.
-fn feedback_of(g: &Gate, checks: &[gate::CheckResult]) -> Option<String> {
+/// check that failed (with its output) or a change request (with the requester's comments on
+/// lines of that commit, each with its file and line).
+fn feedback_of(
+    g: &Gate,
+    checks: &[gate::CheckResult],
+    line_comments: &[yoi_forge::ReviewComment],
+) -> Option<String> {
     let mut out = String::new();
     for b in &g.blockers {
         match b {
@@ -697,6 +730,16 @@ fn feedback_of(g: &Gate, checks: &[gate::CheckResult]) -> Option<String> {
             }
             Blocker::ChangesRequested { user, commit_id } => {
                 out.push_str(&format!("{user} requested changes on {commit_id}.\n"));
+                for c in line_comments
+                    .iter()
+                    .filter(|c| &c.user == user && &c.commit_id == commit_id)
+                {
+                    let at = match c.line {
+                        Some(l) => format!("{}:{l}", c.path),
+                        None => c.path.clone(),
+                    };
+                    out.push_str(&format!("  {at}: {}\n", c.body.trim()));
+                }
             }
             _ => {}
         }
@@ -759,6 +802,7 @@ fn person_pushed(
 #[allow(clippy::too_many_arguments)]
 fn merged(
     ws: &Workspace,
+    env: &ForgeEnv<'_>,
     index: &DbIndex,
     ticket: &TicketId,
     a: &Assignment,
@@ -790,6 +834,30 @@ fn merged(
         ),
         now,
     )?;
+    // The issue the ticket came from closes with its pull request (GitHub's `Closes #N` does it
+    // only for a merge into the default branch), before the row completes, so a failure here is
+    // tried again by the next pass.
+    if let Some(issue) = pr_record(ws, ticket)?.issue {
+        let closed_now = env.forge.close_issue(
+            issue,
+            &format!(
+                "Closed by pull request #{} ({}), merged into `{target}` as {sha}.",
+                pr.number, pr.url
+            ),
+        )?;
+        note(
+            ws,
+            ticket,
+            format!("forge-issue-closed-{t}-{issue}"),
+            &[
+                ("action", action::ISSUE_CLOSED.into()),
+                ("number", issue.to_string()),
+                ("by", if closed_now { "yoi" } else { "forge" }.into()),
+            ],
+            &format!("Issue #{issue} is closed with pull request #{}.", pr.number),
+            now,
+        )?;
+    }
     let rec = MergeRecord {
         target_ref: target.into(),
         before: String::new(),

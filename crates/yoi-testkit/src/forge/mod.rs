@@ -129,6 +129,10 @@ struct State {
     violations: Vec<String>,
     not_modified: u64,
     webhooks: Vec<Webhook>,
+    /// Review comments on lines of a pull request's diff: (pull number, comment).
+    review_comments: Vec<(u64, Value)>,
+    /// Issues closed, with their `state_reason`.
+    closed_issues: HashMap<u64, String>,
 }
 
 pub struct FakeGitHub {
@@ -255,6 +259,47 @@ impl FakeGitHub {
         }
     }
 
+    /// `user`'s review comment on `path` line `line` of pull request `number`'s diff at
+    /// `commit`; its id.
+    pub fn add_review_comment(
+        &self,
+        number: u64,
+        user: &str,
+        path: &str,
+        line: u64,
+        commit: &str,
+        body: &str,
+    ) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        s.tick += 1;
+        let id = s.next_id();
+        let url = format!(
+            "{}/{}/{}/pull/{number}#discussion_r{id}",
+            s.base_url, s.owner, s.repo
+        );
+        let c = json!({
+            "id": id, "node_id": format!("PRRC_{id}"), "pull_request_review_id": null,
+            "diff_hunk": format!("@@ -1 +1 @@\n+{path}"), "path": path, "line": line,
+            "original_line": line, "side": "RIGHT", "position": 1, "original_position": 1,
+            "commit_id": commit, "original_commit_id": commit, "user": s.user_json(user),
+            "body": body, "created_at": stamp(s.tick), "updated_at": stamp(s.tick),
+            "html_url": url, "author_association": "COLLABORATOR",
+            "url": format!("{}/repos/{}/{}/pulls/comments/{id}", s.base_url, s.owner, s.repo),
+            "pull_request_url": format!("{}/repos/{}/{}/pulls/{number}", s.base_url, s.owner, s.repo),
+            "_links": {"self": {"href": url}, "html": {"href": url}, "pull_request": {"href": url}},
+        });
+        s.review_comments.push((number, c));
+        id
+    }
+
+    /// An issue's state: `open`, or `closed` with its reason (`closed completed`).
+    pub fn issue_state(&self, number: u64) -> String {
+        match self.state.lock().unwrap().closed_issues.get(&number) {
+            Some(reason) => format!("closed {reason}"),
+            None => "open".into(),
+        }
+    }
+
     /// A person's comment on pull request (or issue) `number`.
     pub fn add_comment(&self, number: u64, user: &str, body: &str) {
         let mut s = self.state.lock().unwrap();
@@ -336,7 +381,11 @@ impl FakeGitHub {
             "output": {"title": format!("{name}: {}", conclusion.unwrap_or("running")), "summary": format!("{name} summary"), "annotations_count": 0, "annotations_url": format!("{url}/annotations")},
         });
         s.check_runs.push(run.clone());
-        let action = if conclusion.is_some() { "completed" } else { "created" };
+        let action = if conclusion.is_some() {
+            "completed"
+        } else {
+            "created"
+        };
         let body = json!({"action": action, "check_run": run,
                           "repository": s.repo_json(), "sender": s.user_json("ci-bot")});
         s.webhook("check_run", body);
@@ -985,6 +1034,14 @@ fn route(
                 .issues
                 .iter()
                 .filter(|i| labels.iter().all(|l| i.4.iter().any(|x| x == l)))
+                .filter(|i| {
+                    let closed = s.closed_issues.contains_key(&i.0);
+                    match req.query("state").unwrap_or("open") {
+                        "all" => true,
+                        "closed" => closed,
+                        _ => !closed,
+                    }
+                })
                 .map(|i| {
                     json!({
                         "id": i.0 + 5000, "number": i.0, "title": i.1, "body": i.2, "state": "open",
@@ -997,6 +1054,43 @@ fn route(
                 })
                 .collect();
             (200, Value::Array(list))
+        }
+        ("GET", "/pulls/{pull_number}/comments") => {
+            let n = num("pull_number");
+            let list: Vec<Value> = s
+                .review_comments
+                .iter()
+                .filter(|(k, _)| *k == n)
+                .map(|(_, c)| c.clone())
+                .collect();
+            (200, Value::Array(list))
+        }
+        ("GET", "/issues/{issue_number}") | ("PATCH", "/issues/{issue_number}") => {
+            let n = num("issue_number");
+            if method == "PATCH" && sent["state"] == "closed" {
+                let reason = sent["state_reason"].as_str().unwrap_or("completed");
+                s.closed_issues.insert(n, reason.to_string());
+                s.tick += 1;
+            }
+            let Some(i) = s.issues.iter().find(|i| i.0 == n) else {
+                return not_found();
+            };
+            let closed = s.closed_issues.get(&n);
+            (
+                200,
+                json!({
+                    "id": i.0 + 5000, "node_id": format!("I_{}", i.0), "number": i.0,
+                    "title": i.1, "body": i.2,
+                    "state": if closed.is_some() { "closed" } else { "open" },
+                    "state_reason": closed,
+                    "user": s.user_json(&i.3),
+                    "labels": i.4.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
+                    "html_url": format!("{}/{}/{}/issues/{}", s.base_url, s.owner, s.repo, i.0),
+                    "created_at": stamp(1), "updated_at": stamp(s.tick),
+                    "closed_at": closed.map(|_| stamp(s.tick)),
+                    "author_association": "NONE",
+                }),
+            )
         }
         ("GET", "/issues/{issue_number}/events") => {
             let n = num("issue_number");

@@ -91,6 +91,50 @@ pub fn inbox(ws: &Workspace, index: &DbIndex) -> Result<Inbox, StoreError> {
     })
 }
 
+/// A stamp of what the inbox reads outside the index and the ticket folders: the skill
+/// proposals and workflow offers, whose folders no watch covers. It names each proposal's and
+/// offer's record file with its inode, size and modification time (they are replaced by a
+/// rename, so every change moves one), hashed. A server keeps an inbox it computed while the
+/// index and the ticket files are unchanged (its read-your-writes layer) *and* this stamp is
+/// the same; reading it costs a directory listing and a stat per proposal and offer.
+pub fn unwatched_stamp(ws: &Workspace) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = String::new();
+    for (dir, record) in [
+        (crate::skills::PROPOSALS_DIR, "proposal.json"),
+        (crate::workflows::offers::OFFERS_DIR, "offer.json"),
+    ] {
+        let Ok(entries) = std::fs::read_dir(ws.root().join(dir)) else {
+            seen.push_str(dir);
+            seen.push_str(" absent\n");
+            continue;
+        };
+        let mut lines: Vec<String> = entries
+            .flatten()
+            .map(|e| {
+                let m = std::fs::metadata(e.path().join(record));
+                let name = e.file_name().to_string_lossy().into_owned();
+                match m {
+                    Ok(m) => format!(
+                        "{dir}/{name} {} {} {}.{}",
+                        m.ino(),
+                        m.len(),
+                        m.mtime(),
+                        m.mtime_nsec()
+                    ),
+                    Err(_) => format!("{dir}/{name} -"),
+                }
+            })
+            .collect();
+        lines.sort();
+        for l in lines {
+            seen.push_str(&l);
+            seen.push('\n');
+        }
+    }
+    yoi_core::sha256_hex(seen.as_bytes())[..32].to_string()
+}
+
 /// The open entries of one ticket (for the "needs you" banner of its page).
 pub fn of_ticket(index: &DbIndex, ticket: &TicketId) -> Result<Vec<InboxEntry>, StoreError> {
     let service = Principal::orchestrator().author();

@@ -64,6 +64,50 @@ fn an_open_circuit_is_listed_with_what_to_do_until_a_retry_closes_it() {
         .expect_error(401, "unauthorized");
 }
 
+/// The inbox's answer is kept while nothing it reads changed, and is never stale: a thread
+/// event (a watched file) and a skill proposal written behind the server's back (a folder no
+/// watch covers, so the answer is keyed by its stamp) both show at the next request.
+#[test]
+fn a_kept_inbox_answer_follows_thread_events_and_proposals_written_by_others() {
+    let s = Server::start(Backend::Sqlite);
+    let id = s.ready_ticket("Stuck");
+    s.post(&format!("/api/v1/tickets/{id}/queue"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    let ws = s.workspace();
+    let service = ctx(Principal::orchestrator());
+    ops::attention(&ws, &service, &id, "circuit_open", "Stopped.").unwrap();
+    let kept = s.until_kept(&[("/api/v1/inbox", &s.tokens.read)]);
+    assert_eq!(kept[0]["count"], 1, "{}", kept[0]);
+
+    // Another process proposes a skill: not a watched file.
+    let files = std::collections::BTreeMap::from([(
+        "SKILL.md".to_string(),
+        "---\nname: tidy\ndescription: Keep things tidy.\n---\nTidy up.\n".to_string(),
+    )]);
+    yoi_engine::skills::propose_files(
+        &ws,
+        "tidy",
+        &files,
+        "pod:coder-1",
+        yoi_core::Timestamp::parse("2026-03-01T10:00:00Z").unwrap(),
+    )
+    .unwrap();
+    let got = s.get("/api/v1/inbox").token(&s.tokens.read).send();
+    assert_ne!(got.cache_status, "yoi; hit");
+    let got = got.expect(200);
+    assert_eq!(got["count"], 2, "{got}");
+
+    // A thread event: a watched file.
+    let kept = s.until_kept(&[("/api/v1/inbox", &s.tokens.read)]);
+    assert_eq!(kept[0]["count"], 2);
+    ops::attention(&ws, &service, &id, "merge_deferred", "Dirty.").unwrap();
+    let got = s.get("/api/v1/inbox").token(&s.tokens.read).send();
+    assert_ne!(got.cache_status, "yoi; hit");
+    assert_eq!(got.expect(200)["count"], 3);
+}
+
 /// An HTTP client that does not follow redirects and returns every status as a response.
 fn browser() -> ureq::Agent {
     ureq::Agent::config_builder()

@@ -11,14 +11,26 @@ use yoi_engine::inbox::{self, Inbox};
 use yoi_engine::notify::DeliveryLog;
 
 use crate::auth::{Authed, ReadTickets};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::Params;
+use crate::fresh::JsonBytes;
 use crate::state::AppState;
 
 #[utoipa::path(operation_id = "list_inbox", get, path = "/api/v1/inbox", responses((status = 200, body = Inbox)), security(("bearer" = [])), tag = "inbox")]
-/// Every open inbox entry, the longest-waiting first.
-pub async fn list(State(s): State<AppState>, _a: Authed<ReadTickets>) -> ApiResult<Inbox> {
-    s.read_indexed(inbox::inbox).await.map(Json)
+/// Every open inbox entry, the longest-waiting first. The answer is kept while nothing it reads
+/// changed — the index and the ticket files (the read-your-writes layer's generation) and the
+/// proposal and offer folders ([`inbox::unwatched_stamp`]) — so a large inbox is derived once
+/// per change, not once per request.
+pub async fn list(
+    State(s): State<AppState>,
+    Authed(c, ..): Authed<ReadTickets>,
+) -> Result<JsonBytes, ApiError> {
+    let stamp = s.read(|ws| Ok(inbox::unwatched_stamp(ws))).await?;
+    let state = s.clone();
+    crate::fresh::answer(&s, c.view, format!("inbox:{stamp}"), || async move {
+        JsonBytes::of(&state.read_indexed(inbox::inbox).await?)
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

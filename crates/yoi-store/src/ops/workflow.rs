@@ -99,7 +99,8 @@ pub const ASSEMBLY: &str = "assembly";
 
 /// Record a flow's assembly (docs/flows.md, "Assembly") on a ticket in progress, just before
 /// it is completed: a `comment` event by the service with [`ASSEMBLY`] naming the flow, its
-/// body the steps' summaries under their headers. The caller passes a context whose operation
+/// body the steps' summaries under their headers (the operation is `comment`, as it is for
+/// the other comment events with attributes). The caller passes a context whose operation
 /// id is derived from the merge, so a completion tried again after a crash replays this event
 /// instead of writing a second one.
 pub fn record_assembly(
@@ -111,7 +112,7 @@ pub fn record_assembly(
 ) -> Result<Outcome, StoreError> {
     let body = text_field("message", body)?;
     let payload = json!({ "assembly": flow, "body": body });
-    append_one(ws, ctx, query, "assembly", &payload, |id, item| {
+    append_one(ws, ctx, query, "comment", &payload, |id, item| {
         if item.state != State::Inprogress {
             return Err(StoreError::StaleState {
                 ticket: id.clone(),

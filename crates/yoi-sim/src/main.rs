@@ -114,6 +114,10 @@ fn main_inner() -> Result<ExitCode, String> {
                 "  {} steps, {} tickets created, {} accepted, {} merged, {} crashes, {} restarts, {} results applied ({} kept without their contract, {} failures whose work the next attempt kept), {} refused, {} refusals of people's operations",
                 st.steps, st.created, st.accepted, st.merged, st.crashes, st.restarts, st.results_applied, st.contract_missing, st.work_kept, st.results_refused, st.human_refusals
             );
+            println!(
+                "  spending: {} attempts rate-limited, {} claims held back by a budget or a pause, {} budgets added to",
+                st.rate_limited, st.limited_claims, st.grants
+            );
             println!("  invariant violations: {}", out.failures.len());
             for (seed, v) in &out.failures {
                 println!("  seed {seed}: {v}");

@@ -145,6 +145,14 @@ pub enum Action {
     Crash {
         nth: u32,
     },
+    /// The agent of the pod `p` stands for is refused by its provider's rate limit.
+    RateLimit {
+        p: u32,
+    },
+    /// A person adds to the budget of the ticket `t` stands for.
+    Grant {
+        t: u32,
+    },
 }
 
 /// Weights of the actions drawn from a seed: enough routing, sweeping and pod work that
@@ -203,6 +211,8 @@ const WEIGHTS: &[(u32, Draw)] = &[
     (3, |r| Action::Crash {
         nth: 1 + r.below(8),
     }),
+    (2, |r| Action::RateLimit { p: r.below(64) }),
+    (1, |r| Action::Grant { t: r.below(64) }),
 ];
 
 fn dep_count(r: &mut Rng) -> u32 {
@@ -274,6 +284,8 @@ impl fmt::Display for Action {
             RaceMerge => write!(f, "race-merge"),
             Restart => write!(f, "restart"),
             Crash { nth } => write!(f, "crash {nth}"),
+            RateLimit { p } => write!(f, "rate-limit {p}"),
+            Grant { t } => write!(f, "grant {t}"),
         }
     }
 }
@@ -352,6 +364,8 @@ impl FromStr for Action {
             "race-merge" => RaceMerge,
             "restart" => Restart,
             "crash" => Crash { nth: num(1)? },
+            "rate-limit" => RateLimit { p: num(1)? },
+            "grant" => Grant { t: num(1)? },
             v => return Err(format!("`{v}` is not an action")),
         })
     }

@@ -33,6 +33,7 @@ mod procedures;
 mod reference_model;
 mod settle;
 mod setup;
+mod spending;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{self, AssertUnwindSafe};
@@ -90,6 +91,13 @@ pub struct Stats {
     /// Failed coder attempts whose commits the next attempt starts from.
     pub work_kept: usize,
     pub human_refusals: usize,
+    /// Attempts that ended on their provider's rate limit.
+    pub rate_limited: usize,
+    /// Claims that found work for their role and got none while a ticket was held over its
+    /// budget or an agent paused.
+    pub limited_claims: usize,
+    /// Budgets a person added to.
+    pub grants: usize,
 }
 
 impl Stats {
@@ -105,6 +113,9 @@ impl Stats {
         self.contract_missing += o.contract_missing;
         self.work_kept += o.work_kept;
         self.human_refusals += o.human_refusals;
+        self.rate_limited += o.rate_limited;
+        self.limited_claims += o.limited_claims;
+        self.grants += o.grants;
     }
 }
 
@@ -251,6 +262,8 @@ impl World {
                 self.arm_crash(nth);
                 Ok(())
             }
+            RateLimit { p } => self.pod_rate_limited(p),
+            Grant { t } => self.grant(t),
         }
     }
 

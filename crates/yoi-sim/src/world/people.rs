@@ -38,7 +38,7 @@ impl World {
 
     /// The ticket `t` stands for: among those in one of `states` (the work moves on), but
     /// among all when `t % 4 == 3` (the guards are tried).
-    fn pick(&self, t: u32, states: &[State]) -> Option<TicketId> {
+    pub(super) fn pick(&self, t: u32, states: &[State]) -> Option<TicketId> {
         if self.tickets.is_empty() {
             return None;
         }

@@ -90,6 +90,7 @@ impl World {
             asg::PodIntro {
                 name,
                 host: "sim",
+                profile: Some(super::spending::profile_of(name)),
                 ..Default::default()
             },
             self.now(),
@@ -159,6 +160,7 @@ impl World {
                     work.assignment.attempt,
                     work.assignment.fence
                 ));
+                self.check_claim_within_limits(&work, self.pods[k].name)?;
                 if let Err(e) = workdir_ready(&work) {
                     // As a real pod does before its agent starts: the attempt fails.
                     self.note(format!("  {} refuses the folder: {e}", self.pods[k].name));
@@ -172,7 +174,11 @@ impl World {
                     paused: false,
                 });
             }
-            Ok(None) => {}
+            Ok(None) => {
+                if !roles.is_empty() && self.any_limit_in_force()? {
+                    self.stats.limited_claims += 1;
+                }
+            }
             Err(e) => self.note(format!("  {} could not claim: {e}", pod.name)),
         }
         Ok(())
@@ -207,6 +213,36 @@ impl World {
         }
     }
 
+    /// The pod `p` stands for when it is at work and not paused.
+    pub(super) fn pod_at_work(&self, p: u32) -> Option<usize> {
+        let k = self.pod(p);
+        self.pods[k]
+            .held
+            .as_ref()
+            .is_some_and(|h| !h.paused)
+            .then_some(k)
+    }
+
+    /// The work pod `k` holds, which it stops holding (it is about to send its result).
+    pub(super) fn pod_work(&mut self, k: usize) -> Option<Work> {
+        self.pods[k].held.take().map(|h| h.work)
+    }
+
+    pub(super) fn pod_name(&self, k: usize) -> &'static str {
+        self.pods[k].name
+    }
+
+    /// Pod `k` reports its attempt `id` at `fence` failed, with `report`; whether it was applied.
+    pub(super) fn send_failure(
+        &mut self,
+        k: usize,
+        id: &str,
+        fence: i64,
+        report: Report,
+    ) -> Result<bool, Broken> {
+        self.send(k, id, fence, Outcome::Fail(Some(Box::new(report))))
+    }
+
     /// The pod `p` stands for finishes its work, if it is at work and not paused.
     pub(super) fn pod_finishes(&mut self, p: u32, how: u32) -> Result<(), Broken> {
         let k = self.pod(p);
@@ -236,6 +272,10 @@ impl World {
                     outcome: ReportOutcome::Failed,
                     commit: Some(commit),
                     keep_work: true,
+                    usage: Some(super::spending::usage_of(
+                        super::spending::profile_of(self.pods[k].name),
+                        a.attempt as u32,
+                    )),
                     ..Report::default()
                 })
             });
@@ -358,6 +398,13 @@ impl World {
                 contract_missing: how % 5 == 3,
                 ..Report::default()
             },
+        };
+        let report = Report {
+            usage: Some(super::spending::usage_of(
+                super::spending::profile_of(self.pods[k].name),
+                how,
+            )),
+            ..report
         };
         let forgot = report.contract_missing;
         let a = &w.assignment;

@@ -40,7 +40,8 @@ pub(super) fn actor_of(a: Action) -> Actor {
         | Reopen { .. }
         | Retry { .. }
         | Relate { .. }
-        | Unrelate { .. } => Actor::Human,
+        | Unrelate { .. }
+        | Grant { .. } => Actor::Human,
         Route => Actor::Router,
         Sweep => Actor::Service,
         _ => Actor::Nobody,

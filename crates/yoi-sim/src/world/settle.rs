@@ -78,12 +78,14 @@ impl World {
                 l.db.assignments_of(t.as_str())
                     .map_err(|e| broken("db", e.to_string()))?;
             let last = rows.iter().max_by_key(|r| (r.created_ms, r.id.clone()));
-            if !last.is_some_and(|r| {
+            // Held over its budget, or paused agents: it waits on a person's grant or on time.
+            let waits = last.is_some_and(|r| {
                 matches!(
                     r.status,
                     AssignmentStatus::Failed | AssignmentStatus::Expired
                 )
-            }) {
+            }) || self.waits_on_budget_or_time(t)?;
+            if !waits {
                 return Err(broken(
                     "stuck",
                     format!(

@@ -80,6 +80,10 @@ fn base_repo(into: &Path) -> Result<(), String> {
             std::fs::write(repo.join("README.md"), "simulated\n").map_err(|e| e.to_string())?;
             std::fs::write(repo.join("shared.txt"), "base\n").map_err(|e| e.to_string())?;
             yoi_engine::store::init(&repo, "main").map_err(|e| e.to_string())?;
+            let config = repo.join(".yoi/workspace.toml");
+            let text = std::fs::read_to_string(&config).map_err(|e| e.to_string())?;
+            std::fs::write(&config, text + super::spending::BUDGET_CONFIG)
+                .map_err(|e| e.to_string())?;
             git(&repo, &["add", "-A"])?;
             git(&repo, &["commit", "-q", "-m", "base"])?;
             let rt = runtime().map_err(|e| e.to_string())?;

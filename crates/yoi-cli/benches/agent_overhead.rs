@@ -15,7 +15,9 @@
 //!
 //! Each CLI is run twice as many times: idle, and while a second thread writes as a team does
 //! (a ticket created and commented on through the API, back to back). The CLI's start time
-//! alone is `PROGRAM --version`, RUNS times. Release build (what `cargo bench` builds).
+//! alone is `PROGRAM --version`, RUNS times. Release build (what `cargo bench` builds); the
+//! workspaces name `yoi-fake-agent` for their other roles, so build it first:
+//! `cargo build --release -p yoi-tests --bin yoi-fake-agent`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -199,7 +201,10 @@ fn main() {
     println!("|---|---|---|---|---|---|---|");
     for cli in CLIS {
         let Ok(program) = std::env::var(cli.var) else {
-            println!("| {} | — | not measured: {} is not set | | | | |", cli.agent, cli.var);
+            println!(
+                "| {} | — | not measured: {} is not set | | | | |",
+                cli.agent, cli.var
+            );
             continue;
         };
         let version: Vec<u64> = (0..runs)

@@ -240,3 +240,89 @@ fn a_streaming_agent_past_its_ticket_budget_is_stopped_while_running_and_its_wor
     });
     assert_eq!(state_of(&repo, &id), "inprogress");
 }
+
+/// The real Aider against an endpoint that answers the whole first attempt with 429 ("Please
+/// try again in 2s"; the attempt's folder, which the prompt names, tells them apart): Aider
+/// retries by itself until the attempt's timeout ends it; what it printed names the limit, so
+/// the attempt ends `rate_limited` (no failure), Aider's agent pauses for the 2 s the answer
+/// named, the step is handed out again, and the ticket merges with the circuit closed.
+#[test]
+fn the_real_aider_refused_by_a_rate_limit_pauses_and_its_ticket_merges() {
+    let reply = "hello.txt\n```\nhello\n```\n\nI created hello.txt.\n\nYOI-RESULT: done\nYOI-SUMMARY: created hello.txt\n";
+    let (base, seen) = common::pods::model_endpoint_refusing(
+        |body| body.contains("say-hello") && !body.contains("say-hello.attempt-"),
+        &[reply],
+    );
+    let repo = workspace_with_reviewer("", "say YOI-VERDICT: approve\ndone reviewed\n");
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[pods.agent]\ncoder = \"fake\"\n",
+        "[pods.agent]\ncoder = \"aider\"\n",
+    );
+    // A short timeout ends the first attempt while Aider is still retrying the 429s.
+    let profile =
+        common::pods::aider_profile(&base).replace("timeout_secs = 300", "timeout_secs = 15");
+    std::fs::write(&config, format!("{text}\n[agents.aider]\n{profile}\n")).unwrap();
+    yoi_testkit::commit_all(repo.path(), "config");
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join(".gitconfig"),
+        "[user]\n\tname = agent user\n\temail = agent@yoi.invalid\n",
+    )
+    .unwrap();
+    let id = repo.create("Say hello", common::pods::BRIEF);
+    repo.yoi(&["ticket", "mark-ready", &id]).ok();
+    repo.yoi(&["ticket", "queue", &id]).ok();
+    let server = Server::spawn_with_env(
+        &repo,
+        "127.0.0.1:0",
+        &[
+            ("TEST_MODEL_KEY", "sk-yoi-test"),
+            ("HOME", home.path().to_str().unwrap()),
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while state_of(&repo, &id) != "done" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ticket was not merged: {:#?}\n{}\n{}",
+            assignments(&server, &repo, &id),
+            thread(&repo, &id),
+            common::pods::run_outputs(&repo)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let mut implement: Vec<_> = assignments(&server, &repo, &id)
+        .into_iter()
+        .filter(|a| a["step"] == "implement")
+        .collect();
+    implement.sort_by_key(|a| a["attempt"].as_i64());
+    let statuses: Vec<&str> = implement
+        .iter()
+        .map(|a| a["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["rate_limited", "completed"], "{implement:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(implement[0]["result"].as_str().unwrap()).unwrap();
+    assert!(
+        report["rate_limit"]["message"]
+            .as_str()
+            .is_some_and(|m| m.to_ascii_lowercase().contains("rate limit")),
+        "the line that named the limit: {report}"
+    );
+    // The endpoint refused, then answered the second attempt's Aider.
+    let requests = seen.lock().unwrap().clone();
+    assert!(
+        requests.len() >= 3,
+        "Aider retried the 429s: {}",
+        requests.len()
+    );
+    let t = thread(&repo, &id);
+    assert!(t.contains("outcome: rate_limited"), "{t}");
+    assert!(t.contains("agent:aider pauses until"), "{t}");
+    assert!(!t.contains("step_circuit_open"), "{t}");
+    assert_eq!(
+        common::pods::git(repo.path(), &["show", "main:hello.txt"]),
+        "hello"
+    );
+}

@@ -227,7 +227,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "DEEPSEEK_API_KEY",
                 "AIDER_*",
             ]),
-            env: env(&[("NO_COLOR", "1")]),
+            // Unbuffered: what Aider prints (its retries, a rate limit) is in the log as it happens,
+            // counts as progress for the stall check, and survives the attempt being killed.
+            env: env(&[("NO_COLOR", "1"), ("PYTHONUNBUFFERED", "1")]),
             timeout_secs: 3600,
             output: "text".into(),
             result_file: None,

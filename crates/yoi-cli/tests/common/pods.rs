@@ -346,6 +346,8 @@ pub type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 enum Answer {
     Json(serde_json::Value),
     Events(Vec<serde_json::Value>),
+    /// An error status with a JSON body.
+    Error(u16, serde_json::Value),
 }
 
 /// A scripted model endpoint on loopback: `answer` gets the n-th request's JSON body (and n)
@@ -377,6 +379,14 @@ fn scripted_endpoint(
                     write!(
                         conn,
                         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{v}",
+                        v.len()
+                    )
+                }
+                Answer::Error(status, v) => {
+                    let v = v.to_string();
+                    write!(
+                        conn,
+                        "HTTP/1.1 {status} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{v}",
                         v.len()
                     )
                 }
@@ -556,8 +566,28 @@ pub fn responses_endpoint(reply: &'static str) -> (String, Seen) {
 /// `replies[n]` (the last one once they run out). Returns its base URL and the request bodies
 /// it received.
 pub fn model_endpoint(replies: &[&'static str]) -> (String, Seen) {
+    model_endpoint_refusing(|_| false, replies)
+}
+
+/// [`model_endpoint`] that refuses the requests whose body `refuse` picks with a rate limit:
+/// 429 with OpenAI's body for one, which names when to try again (2 s).
+pub fn model_endpoint_refusing(
+    refuse: impl Fn(&str) -> bool + Send + 'static,
+    replies: &[&'static str],
+) -> (String, Seen) {
     let replies = replies.to_vec();
-    let (addr, seen) = scripted_endpoint(move |n, _, _| {
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    let (addr, seen) = scripted_endpoint(move |_, _, body| {
+        if refuse(body) {
+            return Answer::Error(
+                429,
+                serde_json::json!({"error": {
+                    "message": "Rate limit reached for gpt-4o-mini in organization org-yoi on tokens per min (TPM): Limit 30000, Used 30000, Requested 812. Please try again in 2s.",
+                    "type": "tokens", "param": null, "code": "rate_limit_exceeded"
+                }}),
+            );
+        }
+        let n = answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Answer::Json(serde_json::json!({
             "id": "chatcmpl-yoi", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
             "choices": [{ "index": 0, "message": { "role": "assistant", "content": replies[n.min(replies.len() - 1)] }, "finish_reason": "stop" }],

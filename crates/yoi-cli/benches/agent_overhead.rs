@@ -126,7 +126,7 @@ impl Team {
                         .send_json(serde_json::json!({"title": format!("Team work {n}")}))
                         .unwrap();
                     let made: serde_json::Value = resp.body_mut().read_json().unwrap();
-                    let Some(id) = made["id"].as_str() else {
+                    let Some(id) = made["ticket"].as_str() else {
                         panic!("creating a ticket under load: {made}");
                     };
                     let status = agent

@@ -45,6 +45,8 @@ pub mod action {
     pub const COMMENT_IGNORED: &str = "comment_ignored";
     /// The ticket came from a forge issue (`number`, `url`, `author`).
     pub const ISSUE: &str = "issue";
+    /// A draft pull request was marked ready for review (`number`, `head`).
+    pub const READY: &str = "ready";
     /// A review comment on a line of the diff (`user`, `path`, `line`, `commit`, `comment`).
     pub const REVIEW_COMMENT: &str = "review_comment";
     /// The issue the ticket came from is closed with its merged pull request (`number`, `by`:

@@ -835,3 +835,51 @@ fn line_comments_reach_the_thread_and_the_round_and_the_issue_closes_with_the_me
         .count();
     assert_eq!(patches, 1);
 }
+
+#[test]
+fn open_early_pushes_a_draft_at_the_first_commit_and_marks_it_ready_once_verified() {
+    let s = setup(|f| f.open = yoi_core::forge::OpenWhen::Early);
+    let f = &s.f;
+    let id = f.queued("Say hello", BRIEF, &[]);
+    git(&f.repo, &["add", "-A"]);
+    git(&f.repo, &["commit", "-q", "-m", "tickets"]);
+    f.accept(&id);
+    // Nothing committed yet: nothing pushed, nothing opened.
+    let t = s.tick(5);
+    assert!(t.pushed.is_empty() && t.opened.is_empty(), "{t:?}");
+    assert!(s.fake.pulls().is_empty());
+    // The coder's first commit: pushed, and a draft opened for it, before any verdict.
+    let head = s.implement(10, "hello.txt");
+    let t = s.tick(20);
+    assert_eq!(t.pushed, vec![id.to_string()], "{t:?}");
+    assert_eq!(t.opened, vec![id.to_string()]);
+    let pulls = s.fake.pulls();
+    assert_eq!(pulls.len(), 1);
+    assert!(pulls[0].draft);
+    assert_eq!(pulls[0].head_sha, head);
+    assert!(s.fake.statuses().is_empty(), "no verdict is posted before there is one");
+    // Again: nothing new.
+    let t = s.tick(25);
+    assert!(t.pushed.is_empty() && t.opened.is_empty(), "{t:?}");
+    // Verified and reviewed: marked ready (GraphQL), then merged with its head.
+    s.verify_and_review(30);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    let t = s.tick(200);
+    assert_eq!(t.merged, vec![id.to_string()], "{t:?}");
+    let pulls = s.fake.pulls();
+    assert_eq!(pulls.len(), 1, "one pull request, the draft");
+    assert!(!pulls[0].draft && pulls[0].merged);
+    let ready: Vec<_> = s
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/graphql")
+        .collect();
+    assert_eq!(ready.len(), 1);
+    assert_eq!(
+        ready[0].body["variables"]["id"],
+        format!("PR_kw{}", pulls[0].id)
+    );
+    let actions: Vec<String> = s.forge_events(&id).into_iter().map(|(a, _)| a).collect();
+    assert_eq!(actions, ["pushed", "opened", "ready", "merged"], "{actions:?}");
+}

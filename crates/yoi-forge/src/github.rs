@@ -120,10 +120,30 @@ impl GitHub {
         query: &[(&str, &str)],
         body: Option<Value>,
     ) -> Result<Answer, ForgeError> {
+        self.call_at(&self.api, method, path, query, body)
+    }
+
+    /// GraphQL's endpoint: `https://api.github.com/graphql`, or `https://HOST/api/graphql` on
+    /// Enterprise Server (whose REST root is `https://HOST/api/v3`).
+    fn graphql_root(&self) -> String {
+        match self.api.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api"),
+            None => self.api.clone(),
+        }
+    }
+
+    fn call_at(
+        &self,
+        root: &str,
+        method: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> Result<Answer, ForgeError> {
         if let Some((kind, until)) = self.blocked_until() {
             return Err(ForgeError::RateLimited { kind, until });
         }
-        let mut url = format!("{}{path}", self.api);
+        let mut url = format!("{root}{path}");
         for (i, (k, v)) in query.iter().enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
             url.push_str(&format!("{k}={}", enc(v)));
@@ -283,6 +303,7 @@ fn change_of(v: &Value, path: &str) -> Result<ChangeRequest, ForgeError> {
     };
     Ok(ChangeRequest {
         number,
+        node_id: s(&v["node_id"]),
         url: s(&v["html_url"]),
         head_ref: s(&v["head"]["ref"]),
         head_sha: s(&v["head"]["sha"]),
@@ -339,6 +360,37 @@ impl Forge for GitHub {
                 None => Err(refused("POST", &path, &a)),
             },
             _ => Err(refused("POST", &path, &a)),
+        }
+    }
+
+    fn mark_ready(&self, change: &ChangeRequest) -> Result<(), ForgeError> {
+        // REST cannot change `draft`: this one step is GraphQL's.
+        let query = "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { number isDraft } } }";
+        let body = json!({ "query": query, "variables": { "id": change.node_id } });
+        let root = self.graphql_root();
+        let a = self.call_at(&root, "POST", "/graphql", &[], Some(body))?;
+        if a.status != 200 {
+            return Err(refused("POST", "/graphql", &a));
+        }
+        if let Some(e) = a.body["errors"].as_array().and_then(|e| e.first()) {
+            return Err(ForgeError::Refused {
+                method: "POST".into(),
+                path: "/graphql".into(),
+                status: 200,
+                message: e["message"]
+                    .as_str()
+                    .unwrap_or("a GraphQL error")
+                    .chars()
+                    .take(300)
+                    .collect(),
+            });
+        }
+        match a.body["data"]["markPullRequestReadyForReview"]["pullRequest"]["isDraft"].as_bool() {
+            Some(false) => Ok(()),
+            _ => Err(invalid(
+                "/graphql",
+                "markPullRequestReadyForReview did not answer isDraft: false",
+            )),
         }
     }
 

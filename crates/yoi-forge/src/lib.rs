@@ -99,6 +99,9 @@ pub enum ChangeState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangeRequest {
     pub number: u64,
+    /// The global id GraphQL names it by (GitHub's `node_id`).
+    #[serde(default)]
+    pub node_id: String,
     /// The page people open.
     pub url: String,
     pub head_ref: String,
@@ -228,6 +231,8 @@ pub trait Forge: Send + Sync {
     /// response or a restart must never open a second).
     fn open_change(&self, new: &NewChange) -> Result<ChangeRequest, ForgeError>;
     fn change(&self, number: u64) -> Result<ChangeRequest, ForgeError>;
+    /// Mark a draft change request ready for review.
+    fn mark_ready(&self, change: &ChangeRequest) -> Result<(), ForgeError>;
     /// Every check run and commit status reported for `sha`, each with that SHA.
     fn checks(&self, sha: &str) -> Result<Vec<CheckResult>, ForgeError>;
     fn reviews(&self, number: u64) -> Result<Vec<Review>, ForgeError>;

@@ -24,7 +24,7 @@
 use std::path::PathBuf;
 
 use yoi_core::forge::gate::{self, Blocker, Gate, GateInput};
-use yoi_core::forge::{action, ForgeSection, Merger, STATUS_REVIEW, STATUS_VERIFY};
+use yoi_core::forge::{action, ForgeSection, Merger, OpenWhen, STATUS_REVIEW, STATUS_VERIFY};
 use yoi_core::report::Verdict;
 use yoi_core::{Principal, Role, ServiceStep, TicketId, Timestamp};
 use yoi_db::{Assignment, AssignmentStatus, DbIndex, Finish};
@@ -95,6 +95,9 @@ pub fn forge_tick(
         .into_iter()
         .filter(|a| a.status == AssignmentStatus::Pending && is_pull_request(ws, a))
         .collect();
+    if env.section.open == OpenWhen::Early {
+        early(ws, index, env, &due, now, &mut tick)?;
+    }
     // The required checks of a target branch, read once a pass whatever the pull requests.
     let mut required = std::collections::HashMap::new();
     for a in due {
@@ -113,6 +116,133 @@ pub fn forge_tick(
         }
     }
     Ok(tick)
+}
+
+/// `open = "early"`: every in-progress ticket whose flow ends in a pull request and whose `pr`
+/// step is not due yet gets its branch pushed as the coder reports commits, and a draft pull
+/// request at the first push; the `pr` step marks it ready once verified and reviewed. A push
+/// the lease refuses here is left alone — it is not recorded as the remote head, so the `pr`
+/// step's own push meets the same lease and hands the person's commits to the coder, never
+/// over them.
+fn early(
+    ws: &Workspace,
+    index: &DbIndex,
+    env: &ForgeEnv<'_>,
+    due: &[Assignment],
+    now: Timestamp,
+    tick: &mut ForgeTick,
+) -> Result<(), AssignmentError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for a in index.open_assignments()? {
+        if due.iter().any(|d| d.ticket == a.ticket) || !seen.insert(a.ticket.clone()) {
+            continue;
+        }
+        let Ok(ticket) = TicketId::parse(&a.ticket) else {
+            continue;
+        };
+        let ends_in_pr = crate::flows::of_ticket(ws, &ticket)
+            .ok()
+            .and_then(|f| f.steps.last().map(|s| s.output))
+            == Some(yoi_core::flow::Output::PullRequest);
+        if !ends_in_pr {
+            continue;
+        }
+        let _guard = results_lock();
+        if let Err(e) = early_one(ws, env, &ticket, now, tick) {
+            let e = match e {
+                StepError::Forge(e) => e.to_string(),
+                StepError::Engine(e) => e.to_string(),
+            };
+            tracing::info!(ticket = %a.ticket, error = %e, "an early push failed; it is tried again");
+            tick.retried.push((a.ticket.clone(), e));
+        }
+    }
+    Ok(())
+}
+
+fn early_one(
+    ws: &Workspace,
+    env: &ForgeEnv<'_>,
+    ticket: &TicketId,
+    now: Timestamp,
+    tick: &mut ForgeTick,
+) -> Result<(), StepError> {
+    let t = ticket.as_str();
+    let repo = ws.root();
+    let item = ws.read_item(ticket)?;
+    let target = item
+        .effective_target_ref()
+        .unwrap_or_else(|| ws.config.workspace.default_target.clone());
+    let place = work_place(ws, ticket)?;
+    let head = yoi_git::resolve_commit(repo, &place.branch)?;
+    if yoi_git::resolve_commit(repo, &target).ok().as_deref() == Some(head.as_str()) {
+        return Ok(()); // Nothing to show yet.
+    }
+    let rec = pr_record(ws, ticket)?;
+    if rec.remote_head.as_deref() != Some(head.as_str()) {
+        let pusher = Push {
+            repo,
+            remote: &env.section.remote,
+            branch: &place.branch,
+            sha: &head,
+            lease: rec.remote_head.as_deref(),
+            user: "x-access-token",
+            token: env.token,
+            scratch: &env.scratch,
+        };
+        let landed = match push::push(&pusher)? {
+            Pushed::Done => true,
+            Pushed::LeaseRefused { .. } => push::fetch(&pusher)?.as_deref() == Some(head.as_str()),
+        };
+        if !landed {
+            tracing::info!(ticket = t, "someone pushed to the draft's branch; the pr step takes their commits in");
+            return Ok(());
+        }
+        note(
+            ws,
+            ticket,
+            format!("forge-pushed-{t}-{head}"),
+            &[
+                ("action", action::PUSHED.into()),
+                ("head", head.clone()),
+                ("branch", place.branch.clone()),
+            ],
+            &format!(
+                "Pushed {head} to `{}` on {} (early: not verified yet).",
+                place.branch, env.section.remote
+            ),
+            now,
+        )?;
+        tick.pushed.push(t.into());
+    }
+    if rec.number.is_none() {
+        let pr = env.forge.open_change(&NewChange {
+            title: item.title.clone(),
+            head: place.branch.clone(),
+            base: target,
+            body: yoi_core::forge::pr_body(&item.body, t, rec.issue),
+            draft: true,
+        })?;
+        note(
+            ws,
+            ticket,
+            format!("forge-opened-{t}-{}", pr.number),
+            &[
+                ("action", action::OPENED.into()),
+                ("number", pr.number.to_string()),
+                ("url", pr.url.clone()),
+                ("head", pr.head_sha.clone()),
+                ("draft", pr.draft.to_string()),
+            ],
+            &format!(
+                "Draft pull request #{} for {}: {} — marked ready once yoi verified and reviewed its head.",
+                pr.number, pr.head_sha, pr.url
+            ),
+            now,
+        )?;
+        tick.opened.push(t.into());
+    }
+    Ok(())
 }
 
 /// Finish the `pr` row as failed and hand out `step` for `role` at a commit, for a reason.
@@ -411,6 +541,25 @@ fn pr_one(
     if pr.head_sha != head {
         // Someone pushed to the pull request's branch after yoi did.
         return person_pushed(ws, env, &pusher, ticket, &head, now, tick, &send_back);
+    }
+    // A draft (`open = "early"`) is marked ready now that yoi verified and reviewed its head.
+    if pr.draft {
+        env.forge.mark_ready(&pr)?;
+        note(
+            ws,
+            ticket,
+            format!("forge-ready-{t}-{}-{head}", pr.number),
+            &[
+                ("action", action::READY.into()),
+                ("number", pr.number.to_string()),
+                ("head", head.clone()),
+            ],
+            &format!(
+                "Pull request #{} marked ready for review: yoi verified and reviewed {head}.",
+                pr.number
+            ),
+            now,
+        )?;
     }
     // A `/yoi fix` from a person with write access is a round; anyone else's is shown only.
     if let Some(reason) = fix_requested(ws, env, ticket, pr.number, now)? {

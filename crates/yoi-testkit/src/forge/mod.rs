@@ -555,7 +555,8 @@ impl State {
         };
         let base_sha = rev(&self.bare(), &p.base).unwrap_or_default();
         json!({
-            "url": url, "id": p.id, "number": p.number, "state": p.state, "title": p.title,
+            "url": url, "id": p.id, "node_id": format!("PR_kw{}", p.id), "number": p.number,
+            "state": p.state, "title": p.title,
             "body": p.body, "draft": p.draft, "locked": false,
             "html_url": format!("{}/{}/{}/pull/{}", self.base_url, self.owner, self.repo, p.number),
             "user": self.user_json("yoi-bot"),
@@ -701,6 +702,11 @@ fn handle(state: &Arc<Mutex<State>>, req: &Request) -> Response {
             return json_response(status, &body, h);
         }
         _ => {}
+    }
+    if req.path == "/graphql" {
+        let (status, body) = graphql(&mut s, req);
+        log(&mut s, status, &body);
+        return json_response(status, &body, limit_headers("4999", 0));
     }
     let desc = openapi::description();
     let Some(op) = desc.operation(&req.method, &req.path) else {
@@ -1145,6 +1151,40 @@ fn route(
             not_found()
         }
     }
+}
+
+/// GraphQL, outside the REST description: only `markPullRequestReadyForReview` (REST cannot
+/// change `draft`), with its `pullRequestId` variable; anything else is a violation.
+fn graphql(s: &mut State, req: &Request) -> (u16, Value) {
+    let sent: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+    let query = sent["query"].as_str().unwrap_or_default();
+    if req.method != "POST"
+        || !query.trim_start().starts_with("mutation")
+        || !query.contains("markPullRequestReadyForReview(input: {pullRequestId: $id})")
+    {
+        s.violations.push(format!(
+            "{} /graphql: not the ready-for-review mutation: {query}",
+            req.method
+        ));
+        return (
+            200,
+            json!({"errors": [{"message": "the fake knows one mutation"}]}),
+        );
+    }
+    let id = sent["variables"]["id"].as_str().unwrap_or_default();
+    let Some(p) = s.pulls.iter_mut().find(|p| format!("PR_kw{}", p.id) == id) else {
+        return (
+            200,
+            json!({"data": {"markPullRequestReadyForReview": null}, "errors": [{"type": "NOT_FOUND", "message": format!("Could not resolve to a node with the global id of '{id}'")}]}),
+        );
+    };
+    p.draft = false;
+    let number = p.number;
+    s.tick += 1;
+    (
+        200,
+        json!({"data": {"markPullRequestReadyForReview": {"pullRequest": {"number": number, "isDraft": false}}}}),
+    )
 }
 
 /// A real merge in the bare repository: only if the head is exactly `sha` (409 otherwise).

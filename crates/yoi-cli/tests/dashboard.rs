@@ -3,7 +3,8 @@
 //! reload, a write by another process (`yoi --local`) arriving live, a server restart that
 //! loses no update, a disabled button that says why, approving a skill proposal, accepting a
 //! workflow offer and invoking the workflow, a keyboard-only run, the core flows with
-//! JavaScript off, and forged requests refused with nothing written.
+//! JavaScript off, forged requests refused with nothing written, and a ticket written on the
+//! New ticket page, checked before it is marked ready, with JavaScript and without.
 
 #[path = "../../../tests/browser/mod.rs"]
 mod browser;
@@ -749,4 +750,78 @@ async fn forged_posts_and_foreign_hosts_are_refused_and_write_nothing() {
     // checks, not a broken form.
     assert_eq!(post(&format!("action=queue&csrf={token}"), None), 303);
     assert_ne!(site.thread(&t), before);
+}
+
+/// Fill `css` (an input or a textarea) with `text`, replacing what it held.
+async fn fill(c: &Client, css: &str, text: &str) {
+    let e = c.find(Locator::Css(css)).await.unwrap();
+    e.clear().await.unwrap();
+    e.send_keys(text).await.unwrap();
+}
+
+/// A ticket written in the dashboard (docs/dashboard.md, "New ticket"), with JavaScript and
+/// without: the brief starts from the section headings; a check of a brief missing its
+/// Validation names it and offers no "Create and mark ready"; once complete, the check offers
+/// it and the ticket is created ready, its title and brief as typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticket_written_in_the_dashboard_is_checked_before_it_is_marked_ready() {
+    let mut site = Site::new();
+    site.start();
+    let driver = Driver::start();
+    for js in [true, false] {
+        let c = driver.session(js).await;
+        if !js {
+            // The printed link was used by the first session: `yoi dashboard` makes another.
+            site.login = site.yoi(&["dashboard", "--no-open"]);
+        }
+        log_in(&c, &site).await;
+        c.goto(&format!("{}/tickets", site.base())).await.unwrap();
+        click(&c, "#new-ticket").await;
+        wait_for(&c, "#new-body", BROWSER_TIMEOUT).await;
+        let start = c
+            .find(Locator::Css("#new-body"))
+            .await
+            .unwrap()
+            .prop("value")
+            .await
+            .unwrap()
+            .unwrap_or_default();
+        assert!(
+            start.contains("## Intent") && start.contains("## Validation"),
+            "{start}"
+        );
+        let title = format!("Written in the dashboard (js {js})");
+        fill(&c, "#new-title", &title).await;
+        fill(
+            &c,
+            "#new-body",
+            "## Intent\nGreet.\n\n## Acceptance criteria\n- it greets\n",
+        )
+        .await;
+        click(&c, "#check").await;
+        wait_until_text(&c, "#lint-missing", "Validation", BROWSER_TIMEOUT).await;
+        assert!(
+            c.find(Locator::Css("#create-ready")).await.is_err(),
+            "no Mark ready before the brief is complete"
+        );
+        fill(
+            &c,
+            "#new-body",
+            "## Intent\nGreet.\n\n## Acceptance criteria\n- it greets\n\n## Validation\n`true`\n",
+        )
+        .await;
+        click(&c, "#check").await;
+        wait_for(&c, "#lint-ready", BROWSER_TIMEOUT).await;
+        wait_until_text(&c, "#preview", "it greets", BROWSER_TIMEOUT).await;
+        click(&c, "#create-ready").await;
+        wait_until_text(&c, ".flash.ok", "created and marked ready", BROWSER_TIMEOUT).await;
+        let url = c.current_url().await.unwrap();
+        let id = url.path().trim_start_matches("/tickets/").to_string();
+        assert_eq!(site.state(&id), "ready", "js {js}");
+        let show = site.yoi(&["ticket", "show", &id, "--json"]);
+        let show: serde_json::Value = serde_json::from_str(&show).unwrap();
+        assert_eq!(show["title"], title.as_str());
+        assert!(show["body"].as_str().unwrap().contains("`true`"), "{show}");
+        c.close().await.unwrap();
+    }
 }

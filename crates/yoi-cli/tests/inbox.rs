@@ -342,3 +342,59 @@ fn an_agent_that_is_not_installed_stops_its_step_and_waits_as_agent_unusable() {
     );
     drop(server);
 }
+
+#[path = "../../../tests/browser/mod.rs"]
+mod browser;
+
+/// The question answered in a real headless Chromium (JavaScript on, the page live): the
+/// banner shows the question, the person types the answer and presses **Answer**, and the step
+/// goes on to the merge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_answers_the_question_on_the_ticket_page_in_chromium() {
+    use browser::{wait_for, wait_until_text, Driver, BROWSER_TIMEOUT};
+    use fantoccini::Locator;
+    let repo = asking_workspace();
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let inbox_of = |r: &common::Repo| inbox(r);
+    tokio::task::block_in_place(|| {
+        until("the question to reach the inbox", || {
+            inbox_of(&repo)["count"] == 1
+        })
+    });
+    let link = repo.yoi(&["dashboard", "--no-open"]).ok().stdout;
+    let driver = Driver::start();
+    let c = driver.session(true).await;
+    c.goto(link.trim()).await.unwrap();
+    wait_for(&c, "main", BROWSER_TIMEOUT).await;
+    c.goto(&format!("http://{}/tickets/{id}", server.addr))
+        .await
+        .unwrap();
+    wait_until_text(
+        &c,
+        "#question",
+        "Which greeting: hello or hi?",
+        BROWSER_TIMEOUT,
+    )
+    .await;
+    c.find(Locator::Css("#answer-message"))
+        .await
+        .unwrap()
+        .send_keys("Say hello, in lower case.")
+        .await
+        .unwrap();
+    c.find(Locator::Css("#act-answer"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_until_text(&c, ".flash.ok", "answered", BROWSER_TIMEOUT).await;
+    c.close().await.unwrap();
+    tokio::task::block_in_place(|| {
+        until("the ticket to be done", || state_of(&repo, &id) == "done")
+    });
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert!(thread.contains("Say hello, in lower case."), "{thread}");
+    drop(server);
+}

@@ -79,7 +79,7 @@ pub fn usage_so_far(kind: &str, stdout: &str) -> Option<(Said, Option<String>)> 
     };
     match kind {
         "claude_stream_json" => {
-            if let Some(r) = events().filter(|v| v["type"] == "result").last() {
+            if let Some(r) = events().rfind(|v| v["type"] == "result") {
                 return Some((claude_result(&r), None));
             }
             // A message is printed once per content block, each with the message's usage so
@@ -132,7 +132,7 @@ pub fn usage_so_far(kind: &str, stdout: &str) -> Option<(Said, Option<String>)> 
                         )
                     })
                 })
-                .last();
+                .next_back();
             if let Some((i, o, c)) = last_total {
                 if i + o + c > said.tokens_in + said.tokens_out + said.tokens_cached {
                     (said.tokens_in, said.tokens_out, said.tokens_cached) = (i, o, c);

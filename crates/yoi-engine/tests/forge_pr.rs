@@ -883,3 +883,81 @@ fn open_early_pushes_a_draft_at_the_first_commit_and_marks_it_ready_once_verifie
     let actions: Vec<String> = s.forge_events(&id).into_iter().map(|(a, _)| a).collect();
     assert_eq!(actions, ["pushed", "opened", "ready", "merged"], "{actions:?}");
 }
+
+#[test]
+fn a_github_app_pushes_and_merges_with_installation_tokens_renewed_before_they_end() {
+    use std::os::unix::fs::PermissionsExt;
+    use yoi_forge::Forge;
+    let s = setup(|_| {});
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("app.pem");
+    let public = keys.path().join("app.pub.pem");
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl runs");
+        assert!(out.status.success(), "{out:?}");
+    };
+    // A key as GitHub hands it out: PKCS#1 PEM.
+    openssl(&["genrsa", "-traditional", "-out", key.to_str().unwrap(), "2048"]);
+    openssl(&["rsa", "-in", key.to_str().unwrap(), "-pubout", "-out", public.to_str().unwrap()]);
+    assert!(std::fs::read_to_string(&key)
+        .unwrap()
+        .contains("BEGIN RSA PRIVATE KEY"));
+    let start = s._clock.load(Ordering::SeqCst);
+    s.fake.set_app(42, 7, &public);
+    s.fake.set_token_expiry(start + 3600);
+    let mut section = s.section.clone();
+    section.app_id = Some(42);
+    section.app_installation_id = Some(7);
+    section.app_private_key_file = Some(key.to_str().unwrap().into());
+    // A key file others may read is refused, naming the fix.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = yoi_forge::credential::resolve(&section, s.f.ws.root(), None).unwrap_err();
+    assert!(err.to_string().contains("chmod 600"), "{err}");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let credential = yoi_forge::credential::resolve(&section, s.f.ws.root(), None).unwrap();
+    assert!(!format!("{credential:?}").contains("PRIVATE"));
+    let c = s._clock.clone();
+    let gh = GitHub::new(
+        &s.fake.api_url(),
+        "acme/widgets",
+        credential,
+        Arc::new(move || c.load(Ordering::SeqCst)),
+    );
+    let (id, head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    // One pass: the token is asked for with a JWT, and the push and every call use it (the
+    // fake takes no other credential once the App is installed).
+    let token = gh.current_token().unwrap();
+    let env = ForgeEnv {
+        forge: &gh,
+        section: &s.section,
+        token: &token,
+        scratch: s.f.ws.local_dir().join("forge"),
+    };
+    let t = asg::forge_tick(&s.f.ws, &s.f.db, &env, at(200)).unwrap();
+    assert_eq!(t.merged, vec![id.to_string()], "{t:?}");
+    assert_eq!(s.fake.pulls()[0].head_sha, head);
+    assert_eq!(s.fake.installation_tokens().len(), 1);
+    // Held while it has more than five minutes left…
+    s._clock.store(start + 3600 - 301, Ordering::SeqCst);
+    assert_eq!(gh.current_token().unwrap().expose(), token.expose());
+    // …and renewed before it ends: the next call goes out with the new one.
+    s.fake.set_token_expiry(start + 7200);
+    s._clock.store(start + 3600 - 299, Ordering::SeqCst);
+    gh.change(s.fake.pulls()[0].number).unwrap();
+    let issued = s.fake.installation_tokens();
+    assert_eq!(issued.len(), 2, "{issued:?}");
+    assert_eq!(gh.current_token().unwrap().expose(), issued[1]);
+    // No token in the thread.
+    let thread = std::fs::read_to_string(
+        s.f.repo
+            .join(".yoi/tickets")
+            .join(id.as_str())
+            .join("thread.md"),
+    )
+    .unwrap();
+    assert!(!thread.contains("ghs_fake"));
+}

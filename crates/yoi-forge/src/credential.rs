@@ -3,6 +3,12 @@
 //! carries nothing. A token file must be readable by its owner alone (mode 0600 or stricter);
 //! a file that others could read is refused, naming the file and the fix, before a byte of it
 //! is used. The environment is read by the frontend, which passes the value in.
+//!
+//! A GitHub App authenticates with a JWT (RS256, signed with the App's private key, valid ten
+//! minutes at most) that is exchanged for an installation token (an hour); [`app_jwt`] makes
+//! the JWT, and the client (`github::GitHub::current_token`) keeps the installation token and
+//! asks for a new one five minutes before it ends. The key is held as a parsed key pair that
+//! never formats either.
 
 use std::path::Path;
 
@@ -36,25 +42,113 @@ impl std::fmt::Display for Secret {
     }
 }
 
-/// How yoi authenticates to the forge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Credential {
-    /// A fine-grained (or classic) personal access token, or an installation token.
-    Token(Secret),
+/// A GitHub App's private key, parsed. Never formatted.
+pub struct AppKey(ring::signature::RsaKeyPair);
+
+impl std::fmt::Debug for AppKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AppKey([redacted])")
+    }
 }
 
-impl Credential {
-    /// The token to send now.
-    pub fn token(&self) -> &Secret {
-        match self {
-            Credential::Token(t) => t,
+impl AppKey {
+    /// A PEM private key as GitHub hands it out (`BEGIN RSA PRIVATE KEY`, PKCS#1) or as
+    /// `openssl pkcs8` writes it (`BEGIN PRIVATE KEY`). The error never quotes the key.
+    pub fn from_pem(pem: &str) -> Result<AppKey, ForgeError> {
+        use base64::Engine;
+        let bad = |why: &str| ForgeError::Credential {
+            reason: format!("the GitHub App private key is not usable: {why}"),
+        };
+        let (pkcs8, begin, end) = if pem.contains("-----BEGIN RSA PRIVATE KEY-----") {
+            (
+                false,
+                "-----BEGIN RSA PRIVATE KEY-----",
+                "-----END RSA PRIVATE KEY-----",
+            )
+        } else if pem.contains("-----BEGIN PRIVATE KEY-----") {
+            (true, "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----")
+        } else {
+            return Err(bad("no `BEGIN RSA PRIVATE KEY` or `BEGIN PRIVATE KEY` block"));
+        };
+        let body = pem
+            .split(begin)
+            .nth(1)
+            .and_then(|r| r.split(end).next())
+            .ok_or_else(|| bad("the PEM block does not end"))?;
+        let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|_| bad("the PEM block is not base64"))?;
+        let pair = if pkcs8 {
+            ring::signature::RsaKeyPair::from_pkcs8(&der)
+        } else {
+            ring::signature::RsaKeyPair::from_der(&der)
         }
+        .map_err(|e| bad(&format!("not an RSA private key ({e})")))?;
+        Ok(AppKey(pair))
     }
+
+    fn sign(&self, message: &[u8]) -> Result<Vec<u8>, ForgeError> {
+        let mut sig = vec![0; self.0.public().modulus_len()];
+        self.0
+            .sign(
+                &ring::signature::RSA_PKCS1_SHA256,
+                &ring::rand::SystemRandom::new(),
+                message,
+                &mut sig,
+            )
+            .map_err(|_| ForgeError::Credential {
+                reason: "signing the GitHub App's JWT failed".into(),
+            })?;
+        Ok(sig)
+    }
+}
+
+/// The JWT a GitHub App signs to ask for installation tokens (RS256): issued a minute in the
+/// past (clocks drift), valid nine minutes after `now` (GitHub allows ten at most), `iss` the
+/// App's id.
+pub fn app_jwt(app_id: u64, key: &AppKey, now: u64) -> Result<Secret, ForgeError> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = b64.encode(br#"{"alg":"RS256","typ":"JWT"}"#);
+    let claims = serde_json::json!({
+        "iat": now.saturating_sub(60),
+        "exp": now + 540,
+        "iss": app_id.to_string(),
+    });
+    let payload = b64.encode(claims.to_string());
+    let signing_input = format!("{header}.{payload}");
+    let sig = key.sign(signing_input.as_bytes())?;
+    Ok(Secret::new(format!("{signing_input}.{}", b64.encode(sig))))
+}
+
+/// How yoi authenticates to the forge.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// A fine-grained (or classic) personal access token.
+    Token(Secret),
+    /// A GitHub App installation: installation tokens are made from the key as needed.
+    App {
+        app_id: u64,
+        installation_id: u64,
+        key: std::sync::Arc<AppKey>,
+    },
 }
 
 /// Read a secret from a file that only its owner may read. Surrounding whitespace (the
 /// newline an editor adds) is dropped; an empty file is refused.
 pub fn read_private_file(path: &Path) -> Result<Secret, ForgeError> {
+    let text = read_private_text(path)?;
+    if text.contains(['\n', '\r']) {
+        return Err(ForgeError::Credential {
+            reason: format!("{} holds more than one line", path.display()),
+        });
+    }
+    Ok(Secret::new(text))
+}
+
+/// The whole text of a file only its owner may read (a PEM key has many lines), trimmed.
+fn read_private_text(path: &Path) -> Result<String, ForgeError> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).map_err(|e| ForgeError::Credential {
         reason: format!("cannot read {}: {e}", path.display()),
@@ -78,12 +172,7 @@ pub fn read_private_file(path: &Path) -> Result<Secret, ForgeError> {
             reason: format!("{} is empty", path.display()),
         });
     }
-    if text.contains(['\n', '\r']) {
-        return Err(ForgeError::Credential {
-            reason: format!("{} holds more than one line", path.display()),
-        });
-    }
-    Ok(Secret::new(text))
+    Ok(text.to_string())
 }
 
 /// The credential of a `[forge]` section: the token file when one is named, else the value of
@@ -93,9 +182,17 @@ pub fn resolve(
     root: &Path,
     env: Option<String>,
 ) -> Result<Credential, ForgeError> {
-    if section.app_id.is_some() {
-        return Err(ForgeError::Credential {
-            reason: "GitHub App credentials are not supported yet; use a fine-grained token (token_file or YOI_GITHUB_TOKEN)".into(),
+    if let (Some(app_id), Some(installation_id), Some(file)) = (
+        section.app_id,
+        section.app_installation_id,
+        &section.app_private_key_file,
+    ) {
+        let path = root.join(file);
+        let pem = read_private_text(&path)?;
+        return Ok(Credential::App {
+            app_id,
+            installation_id,
+            key: std::sync::Arc::new(AppKey::from_pem(&pem)?),
         });
     }
     if let Some(file) = &section.token_file {
@@ -150,7 +247,7 @@ mod tests {
         let err = resolve(&section, dir.path(), None).unwrap_err();
         assert!(err.to_string().contains("YOI_GITHUB_TOKEN"), "{err}");
         let c = resolve(&section, dir.path(), Some("ghp_env".into())).unwrap();
-        assert_eq!(c.token().expose(), "ghp_env");
+        assert!(matches!(c, Credential::Token(t) if t.expose() == "ghp_env"));
         std::fs::write(dir.path().join("tok"), "ghp_file").unwrap();
         std::fs::set_permissions(
             dir.path().join("tok"),
@@ -159,6 +256,6 @@ mod tests {
         .unwrap();
         section.token_file = Some("tok".into());
         let c = resolve(&section, dir.path(), Some("ghp_env".into())).unwrap();
-        assert_eq!(c.token().expose(), "ghp_file");
+        assert!(matches!(c, Credential::Token(t) if t.expose() == "ghp_file"));
     }
 }

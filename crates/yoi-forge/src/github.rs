@@ -21,6 +21,7 @@ use yoi_core::forge::MergeMethod;
 
 use crate::{
     ChangeRequest, ChangeState, Clock, Comment, Credential, Forge, ForgeError, Issue, LimitKind,
+    Secret,
     MergeOutcome, NewChange, Permission, ReviewComment, StatusState,
 };
 
@@ -55,7 +56,12 @@ pub struct GitHub {
     etags: Mutex<HashMap<String, (String, Value)>>,
     permissions: Mutex<HashMap<String, (Permission, u64)>>,
     requests: std::sync::atomic::AtomicU64,
+    /// A GitHub App's installation token and when it ends (Unix seconds).
+    installation: Mutex<Option<(Secret, u64)>>,
 }
+
+/// An installation token is replaced this long before it ends.
+pub const REFRESH_BEFORE_SECS: u64 = 300;
 
 /// One answer: its status and its JSON body (`Null` when empty).
 struct Answer {
@@ -85,7 +91,47 @@ impl GitHub {
             etags: Mutex::new(HashMap::new()),
             permissions: Mutex::new(HashMap::new()),
             requests: Default::default(),
+            installation: Mutex::new(None),
         }
+    }
+
+    /// The token to send now (and to push with): the personal access token, or the App's
+    /// installation token — a new one asked for with a fresh JWT when none is held or the one
+    /// held ends within [`REFRESH_BEFORE_SECS`].
+    pub fn current_token(&self) -> Result<Secret, ForgeError> {
+        let (app_id, installation_id, key) = match &self.credential {
+            Credential::Token(t) => return Ok(t.clone()),
+            Credential::App {
+                app_id,
+                installation_id,
+                key,
+            } => (*app_id, *installation_id, key),
+        };
+        let now = (self.clock)();
+        let mut held = self.installation.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((token, until)) = held.as_ref() {
+            if *until > now + REFRESH_BEFORE_SECS {
+                return Ok(token.clone());
+            }
+        }
+        let jwt = crate::credential::app_jwt(app_id, key, now)?;
+        let path = format!("/app/installations/{installation_id}/access_tokens");
+        let a = self.call_with(&self.api, "POST", &path, &[], Some(json!({})), &jwt)?;
+        if a.status != 201 {
+            return Err(refused("POST", &path, &a));
+        }
+        let token = a.body["token"]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| invalid(&path, "an installation token answer without a token"))?;
+        let until = a.body["expires_at"]
+            .as_str()
+            .and_then(|t| yoi_core::Timestamp::parse(t).ok())
+            .map(|t| (t.unix_millis().max(0) / 1000) as u64)
+            .ok_or_else(|| invalid(&path, "an installation token answer without expires_at"))?;
+        let token = Secret::new(token);
+        *held = Some((token.clone(), until));
+        Ok(token)
     }
 
     /// From a workspace's `[forge]` section.
@@ -143,12 +189,28 @@ impl GitHub {
         if let Some((kind, until)) = self.blocked_until() {
             return Err(ForgeError::RateLimited { kind, until });
         }
+        let token = self.current_token()?;
+        self.call_with(root, method, path, query, body, &token)
+    }
+
+    fn call_with(
+        &self,
+        root: &str,
+        method: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<Value>,
+        token: &Secret,
+    ) -> Result<Answer, ForgeError> {
+        if let Some((kind, until)) = self.blocked_until() {
+            return Err(ForgeError::RateLimited { kind, until });
+        }
         let mut url = format!("{root}{path}");
         for (i, (k, v)) in query.iter().enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
             url.push_str(&format!("{k}={}", enc(v)));
         }
-        let auth = format!("Bearer {}", self.credential.token().expose());
+        let auth = format!("Bearer {}", token.expose());
         let etag = (method == "GET")
             .then(|| {
                 let cache = self.etags.lock().unwrap_or_else(|e| e.into_inner());

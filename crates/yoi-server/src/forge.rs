@@ -65,7 +65,6 @@ pub const EVENTS: [&str; 9] = [
 pub struct ForgeRuntime {
     pub section: ForgeSection,
     gh: GitHub,
-    token: Secret,
     webhook_secret: Option<Secret>,
     /// Woken by an accepted webhook: look now rather than at the next poll.
     pub wake: tokio::sync::Notify,
@@ -92,11 +91,9 @@ pub fn from_workspace(
         .map(|f| read_private_file(&ws.root().join(f)))
         .transpose()?;
     let clock: yoi_forge::Clock = Arc::new(|| now().unix_millis().max(0) as u64 / 1000);
-    let token = credential.token().clone();
     Ok(Some(Arc::new(ForgeRuntime {
         gh: GitHub::from_section(&section, credential, clock),
         section,
-        token,
         webhook_secret,
         wake: tokio::sync::Notify::new(),
         accepted: AtomicU64::new(0),
@@ -255,14 +252,26 @@ pub fn walk(
     index: &yoi_db::DbIndex,
     rt: &ForgeRuntime,
     at: yoi_core::Timestamp,
-) -> Result<ForgeTick, yoi_engine::assignments::AssignmentError> {
+) -> Result<ForgeTick, PassError> {
+    // A GitHub App's installation token is renewed here before it ends; git pushes with it.
+    let token = rt.gh.current_token().map_err(PassError::Credential)?;
     let env = ForgeEnv {
         forge: &rt.gh,
         section: &rt.section,
-        token: &rt.token,
+        token: &token,
         scratch: ws.local_dir().join("forge"),
     };
-    forge_tick(ws, index, &env, at)
+    Ok(forge_tick(ws, index, &env, at)?)
+}
+
+/// Why a pass of [`walk`] did not run: the credential (a GitHub App's installation token could
+/// not be had), or the engine.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    #[error("the forge credential: {0}")]
+    Credential(yoi_forge::ForgeError),
+    #[error(transparent)]
+    Engine(#[from] yoi_engine::assignments::AssignmentError),
 }
 
 /// The driver: a pass of `forge_tick` every `[forge] poll_secs`, and at once when a webhook

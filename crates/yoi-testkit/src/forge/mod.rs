@@ -129,6 +129,12 @@ struct State {
     violations: Vec<String>,
     not_modified: u64,
     webhooks: Vec<Webhook>,
+    /// A GitHub App: (app id, installation id, its public key in PEM).
+    app: Option<(u64, u64, PathBuf)>,
+    /// Installation tokens issued, oldest first; only the newest is accepted.
+    installation_tokens: Vec<String>,
+    /// `expires_at` of the next installation token (Unix seconds).
+    token_expiry: u64,
     /// Review comments on lines of a pull request's diff: (pull number, comment).
     review_comments: Vec<(u64, Value)>,
     /// Issues closed, with their `state_reason`.
@@ -290,6 +296,27 @@ impl FakeGitHub {
         });
         s.review_comments.push((number, c));
         id
+    }
+
+    /// A GitHub App installed on the repository: installation tokens are issued for a JWT its
+    /// key signed (checked with `public_key_pem` by `openssl`), and then accepted as the token,
+    /// the newest one only.
+    pub fn set_app(&self, app_id: u64, installation_id: u64, public_key_pem: &Path) {
+        let mut s = self.state.lock().unwrap();
+        s.app = Some((app_id, installation_id, public_key_pem.to_path_buf()));
+        if s.token_expiry == 0 {
+            s.token_expiry = 4_000_000_000;
+        }
+    }
+
+    /// The `expires_at` (Unix seconds) of the installation tokens issued from now on.
+    pub fn set_token_expiry(&self, unix: u64) {
+        self.state.lock().unwrap().token_expiry = unix;
+    }
+
+    /// Installation tokens issued so far.
+    pub fn installation_tokens(&self) -> Vec<String> {
+        self.state.lock().unwrap().installation_tokens.clone()
     }
 
     /// An issue's state: `open`, or `closed` with its reason (`closed completed`).
@@ -508,6 +535,13 @@ impl State {
         self.next_id
     }
 
+    /// Whether `token` may call the API and push: the personal token (until an App is
+    /// installed), or the newest installation token.
+    fn accepts(&self, token: &str) -> bool {
+        (self.app.is_none() && token == self.token)
+            || self.installation_tokens.last().map(String::as_str) == Some(token)
+    }
+
     fn webhook(&mut self, event: &str, body: Value) {
         let n = self.next_id();
         self.webhooks.push(Webhook {
@@ -647,10 +681,26 @@ fn handle(state: &Arc<Mutex<State>>, req: &Request) -> Response {
         return git_backend(state, req, rest);
     }
     let mut s = state.lock().unwrap();
-    let token_ok = req.header("authorization").and_then(|a| {
+    let bearer = req.header("authorization").and_then(|a| {
         a.strip_prefix("Bearer ")
             .or_else(|| a.strip_prefix("token "))
-    }) == Some(s.token.as_str());
+    });
+    let app_call = req.path.starts_with("/app/installations/");
+    let token_ok = match (app_call, &s.app, bearer) {
+        (true, Some(app), Some(jwt)) => {
+            let scratch = s.root.clone();
+            match jwt_ok(app, jwt, &scratch) {
+                Ok(()) => true,
+                Err(why) => {
+                    s.violations.push(format!("{} {}: a bad JWT: {why}", req.method, req.path));
+                    false
+                }
+            }
+        }
+        (true, _, _) => false,
+        (false, _, Some(t)) => s.accepts(t),
+        (false, _, None) => false,
+    };
     let limit_headers = |remaining: &str, reset: u64| {
         vec![
             ("X-RateLimit-Limit".to_string(), "5000".to_string()),
@@ -870,6 +920,22 @@ fn route(
             json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}),
         )
     };
+    if method == "POST" && template == "/app/installations/{installation_id}/access_tokens" {
+        if s.app.as_ref().map(|a| a.1) != Some(num("installation_id")) {
+            return not_found();
+        }
+        let n = s.next_id();
+        let token = format!("ghs_fake_installation_{n}");
+        s.installation_tokens.push(token.clone());
+        let expires =
+            yoi_core::Timestamp::from_unix_millis(s.token_expiry as i64 * 1000).to_string();
+        return (
+            201,
+            json!({"token": token, "expires_at": expires,
+                   "permissions": {"contents": "write", "pull_requests": "write", "statuses": "write", "checks": "read", "metadata": "read"},
+                   "repository_selection": "selected"}),
+        );
+    }
     if seg("owner") != s.owner || seg("repo") != s.repo {
         return not_found();
     }
@@ -1256,17 +1322,14 @@ fn merge(s: &mut State, number: u64, sent: &Value) -> (u16, Value) {
 
 /// `git http-backend` as CGI, behind basic auth with the token as password.
 fn git_backend(state: &Arc<Mutex<State>>, req: &Request, rest: &str) -> Response {
-    let (root, token) = {
-        let s = state.lock().unwrap();
-        (s.root.clone(), s.token.clone())
-    };
+    let root = state.lock().unwrap().root.clone();
     let user = req
         .header("authorization")
         .and_then(|a| a.strip_prefix("Basic "))
         .and_then(|b| base64_decode(b.trim()))
         .and_then(|up| {
             let (u, p) = up.split_once(':')?;
-            (p == token).then(|| u.to_string())
+            state.lock().unwrap().accepts(p).then(|| u.to_string())
         });
     let Some(user) = user else {
         return Response::Full {
@@ -1350,11 +1413,21 @@ fn git_backend(state: &Arc<Mutex<State>>, req: &Request, rest: &str) -> Response
 }
 
 fn base64_decode(s: &str) -> Option<String> {
+    String::from_utf8(base64_bytes(s)?).ok()
+}
+
+/// Standard or URL-safe base64, padded or not.
+fn base64_bytes(s: &str) -> Option<Vec<u8>> {
     const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut bits = 0u32;
     let mut n = 0;
     let mut out = Vec::new();
     for c in s.bytes().filter(|c| *c != b'=') {
+        let c = match c {
+            b'-' => b'+',
+            b'_' => b'/',
+            c => c,
+        };
         let v = T.iter().position(|t| *t == c)? as u32;
         bits = (bits << 6) | v;
         n += 6;
@@ -1364,5 +1437,51 @@ fn base64_decode(s: &str) -> Option<String> {
             bits &= (1 << n) - 1;
         }
     }
-    String::from_utf8(out).ok()
+    Some(out)
+}
+
+/// Whether `jwt` is a GitHub App JWT the fake's App signed: RS256, `iss` the App's id, valid
+/// ten minutes at most, and its signature verified by `openssl` with the App's public key.
+fn jwt_ok(app: &(u64, u64, PathBuf), jwt: &str, scratch: &Path) -> Result<(), String> {
+    let parts: Vec<&str> = jwt.split('.').collect();
+    let [header, payload, sig] = parts[..] else {
+        return Err("not three parts".into());
+    };
+    let json = |p: &str| {
+        base64_bytes(p)
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .ok_or_else(|| format!("`{p}` is not base64url JSON"))
+    };
+    let (h, c) = (json(header)?, json(payload)?);
+    if h["alg"] != "RS256" {
+        return Err(format!("alg {}", h["alg"]));
+    }
+    if c["iss"] != app.0.to_string().as_str() && c["iss"] != app.0 {
+        return Err(format!("iss {}", c["iss"]));
+    }
+    let (iat, exp) = (c["iat"].as_u64().unwrap_or(0), c["exp"].as_u64().unwrap_or(0));
+    if exp <= iat || exp - iat > 600 {
+        return Err(format!("iat {iat} exp {exp}: at most ten minutes"));
+    }
+    let input = scratch.join("jwt-input");
+    let signature = scratch.join("jwt-signature");
+    std::fs::write(&input, format!("{header}.{payload}")).map_err(|e| e.to_string())?;
+    std::fs::write(&signature, base64_bytes(sig).ok_or("signature not base64url")?)
+        .map_err(|e| e.to_string())?;
+    let out = Command::new("openssl")
+        .args(["dgst", "-sha256", "-verify"])
+        .arg(&app.2)
+        .arg("-signature")
+        .arg(&signature)
+        .arg(&input)
+        .output()
+        .map_err(|e| format!("openssl: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the signature does not verify: {}",
+            String::from_utf8_lossy(&out.stdout)
+        ))
+    }
 }

@@ -49,6 +49,11 @@ pub enum InboxReason {
     PrReview,
     /// A pull request's required checks still fail after the fix rounds its flow allows.
     ChecksFailing,
+    /// A ticket spent the soft share of its budget (`[budget] soft`; docs/budgets.md).
+    BudgetNear,
+    /// A budget is reached: the ticket's next step waits for a person to add to it, or a daily
+    /// limit paused the agents until the next UTC day.
+    BudgetReached,
     /// An `attention` event with a reason this version does not know (written by a newer yoi,
     /// or by hand): shown rather than dropped.
     Other,
@@ -58,7 +63,7 @@ pub enum InboxReason {
 }
 
 impl InboxReason {
-    pub const ALL: [InboxReason; 14] = [
+    pub const ALL: [InboxReason; 16] = [
         InboxReason::CircuitOpen,
         InboxReason::RoundsExhausted,
         InboxReason::MergeDeferred,
@@ -71,6 +76,8 @@ impl InboxReason {
         InboxReason::DoctorError,
         InboxReason::PrReview,
         InboxReason::ChecksFailing,
+        InboxReason::BudgetNear,
+        InboxReason::BudgetReached,
         InboxReason::Other,
         InboxReason::Done,
     ];
@@ -89,6 +96,8 @@ impl InboxReason {
             InboxReason::DoctorError => "doctor_error",
             InboxReason::PrReview => "pr_review",
             InboxReason::ChecksFailing => "checks_failing",
+            InboxReason::BudgetNear => "budget_near",
+            InboxReason::BudgetReached => "budget_reached",
             InboxReason::Other => "other",
             InboxReason::Done => "done",
         }
@@ -109,6 +118,8 @@ impl InboxReason {
             InboxReason::DoctorError => "Doctor error",
             InboxReason::PrReview => "PR waits for your review",
             InboxReason::ChecksFailing => "Checks failing after the fix rounds",
+            InboxReason::BudgetNear => "Near its budget",
+            InboxReason::BudgetReached => "Budget reached",
             InboxReason::Other => "Attention",
             InboxReason::Done => "Done",
         }

@@ -12,7 +12,7 @@ use super::{db_err, Db};
 use yoi_store::StoreError;
 
 /// The event kinds that open or close an inbox entry.
-pub const INBOX_EVENT_KINDS: [&str; 7] = [
+pub const INBOX_EVENT_KINDS: [&str; 8] = [
     "attention",
     "question",
     "answer",
@@ -20,6 +20,7 @@ pub const INBOX_EVENT_KINDS: [&str; 7] = [
     "state_changed",
     "merge",
     "forge_pr",
+    "budget",
 ];
 
 /// One thread event as the inbox reads it.
@@ -63,7 +64,7 @@ impl Db {
             "SELECT t.id, t.title, t.state, e.id, e.kind, e.author, e.at, e.attrs, e.body \
                FROM tickets t JOIN events e ON e.ticket_id = t.id \
               WHERE ($2 = '' OR t.id = $2) \
-                AND e.kind IN ('attention', 'question', 'answer', 'retry', 'state_changed', 'merge', 'forge_pr') \
+                AND e.kind IN ('attention', 'question', 'answer', 'retry', 'state_changed', 'merge', 'forge_pr', 'budget') \
                 AND ((t.state IN ('queued', 'inprogress') AND EXISTS \
                        (SELECT 1 FROM events a WHERE a.ticket_id = t.id AND a.kind IN ('attention', 'question'))) \
                   OR (t.state = 'planning' AND EXISTS \

@@ -14,6 +14,8 @@
 //!   agent, an agent that could not run, a question left unanswered (the step is handed out
 //!   again without an answer), an unknown reason;
 //! - a `merge` closes a deferred merge (the checkout was cleaned and the merge ran);
+//! - a `budget` event (a person added to the ticket's budget) closes `budget_near` and
+//!   `budget_reached`;
 //! - any state change closes every entry of the ticket — the ticket moved on — and one the
 //!   service made into `planning` opens a `routing_failed` entry that the next state change
 //!   closes;
@@ -178,6 +180,12 @@ pub fn ticket_entries(t: &InboxTicket) -> Vec<InboxEntry> {
                 )
             }),
             "merge" => open.retain(|x| x.reason != InboxReason::MergeDeferred),
+            "budget" => open.retain(|x| {
+                !matches!(
+                    x.reason,
+                    InboxReason::BudgetNear | InboxReason::BudgetReached
+                )
+            }),
             // A pull request's new head asks for a new review (raised again if still needed);
             // its merge or close ends the wait for one.
             "forge_pr" => {
@@ -237,6 +245,10 @@ fn entry(t: &InboxTicket, reason: InboxReason, e: &InboxEvent, detail: &str) -> 
         InboxReason::PrReview => (
             format!("yoi forge status {id}   # review (or merge) the pull request it links, on the forge"),
             "Open the ticket",
+        ),
+        InboxReason::BudgetNear | InboxReason::BudgetReached => (
+            format!("yoi ticket budget {id} --add USD   # or raise [budget] in .yoi/workspace.toml"),
+            "Add to its budget",
         ),
         _ => (format!("yoi ticket retry {id}"), "Retry"),
     };
@@ -374,6 +386,35 @@ mod tests {
             ],
         );
         assert_eq!(reasons(&t), vec![InboxReason::Other]);
+    }
+
+    #[test]
+    fn a_budget_grant_closes_the_budget_entries_and_only_those() {
+        let s = Principal::orchestrator().author();
+        let t = ticket(
+            "inprogress",
+            vec![
+                event("a", "attention", &s, &[("reason", "budget_near")]),
+                event("b", "attention", &s, &[("reason", "budget_reached")]),
+                event("c", "attention", &s, &[("reason", "agent_blocked")]),
+            ],
+        );
+        assert_eq!(
+            reasons(&t),
+            vec![
+                InboxReason::BudgetNear,
+                InboxReason::BudgetReached,
+                InboxReason::AgentBlocked
+            ]
+        );
+        let mut granted = t.clone();
+        granted
+            .events
+            .push(event("d", "budget", "alice", &[("add_usd", "0.5")]));
+        assert_eq!(reasons(&granted), vec![InboxReason::AgentBlocked]);
+        let entry = &ticket_entries(&t)[1];
+        assert!(entry.command.contains("yoi ticket budget"), "{entry:?}");
+        assert_eq!(entry.action.label, "Add to its budget");
     }
 
     #[test]

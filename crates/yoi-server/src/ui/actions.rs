@@ -285,6 +285,41 @@ pub async fn answer(
     Ok(done(&s, &v, flash, format!("/tickets/{id}")))
 }
 
+/// `POST /tickets/{id}/budget`: add USD and/or tokens to the ticket's budget, with a note; a
+/// ticket held over its budget goes on at once (docs/budgets.md).
+pub async fn budget(
+    State(s): State<AppState>,
+    v: Viewer,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    let TicketForm { form, id, ctx } = ticket_form(&s, &v, id, &body).await?;
+    let usd = match form.get("add_usd") {
+        None => None,
+        Some(u) => Some(u.parse::<f64>().map_err(|_| {
+            UiError::BadRequest(format!("`{u}` is not an amount of USD (such as 2.50)"))
+        })?),
+    };
+    let tokens = match form.get("add_tokens") {
+        None => None,
+        Some(t) => Some(t.parse::<u64>().map_err(|_| {
+            UiError::BadRequest(format!("`{t}` is not a number of tokens"))
+        })?),
+    };
+    let note = form.raw("note").map(str::to_string);
+    let tid = id.clone();
+    let result = s
+        .op(move |ws| ops::add_budget(ws, &ctx, &tid, usd, tokens, note.as_deref()))
+        .await;
+    if result.is_ok() {
+        // The hold lifts now, not at the next flow sweep.
+        s.read_indexed(yoi_engine::spend::release_held).await?;
+        s.flow_wake.notify_one();
+    }
+    let flash = outcome(&id, result, "budget raised");
+    Ok(done(&s, &v, flash, format!("/tickets/{id}")))
+}
+
 /// `POST /tickets/{id}/edit`: title and body (planning only; the store's guard says so).
 pub async fn edit(
     State(s): State<AppState>,

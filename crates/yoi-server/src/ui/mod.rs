@@ -53,6 +53,7 @@ pub fn routes() -> Router<AppState> {
         .route("/tickets/{id}/act", post(actions::act))
         .route("/tickets/{id}/comment", post(actions::comment))
         .route("/tickets/{id}/answer", post(actions::answer))
+        .route("/tickets/{id}/budget", post(actions::budget))
         .route("/tickets/{id}/edit", post(actions::edit))
         .route("/tickets/{id}/relations", post(actions::relation))
         .route("/inbox", get(inbox::page))

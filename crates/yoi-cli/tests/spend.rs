@@ -134,7 +134,11 @@ fn a_ticket_that_reaches_its_budget_in_round_two_waits_for_a_person_then_merges(
     let (status, to) = dashboard.submit(
         &format!("/tickets/{id}"),
         &format!("/tickets/{id}/budget"),
-        &[("add_usd", "0.50"), ("add_tokens", ""), ("note", "worth it")],
+        &[
+            ("add_usd", "0.50"),
+            ("add_tokens", ""),
+            ("note", "worth it"),
+        ],
     );
     assert_eq!((status, to), (303, format!("/tickets/{id}")));
     until("the ticket to be merged", || state_of(&repo, &id) == "done");

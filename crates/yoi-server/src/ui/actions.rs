@@ -302,9 +302,10 @@ pub async fn budget(
     };
     let tokens = match form.get("add_tokens") {
         None => None,
-        Some(t) => Some(t.parse::<u64>().map_err(|_| {
-            UiError::BadRequest(format!("`{t}` is not a number of tokens"))
-        })?),
+        Some(t) => Some(
+            t.parse::<u64>()
+                .map_err(|_| UiError::BadRequest(format!("`{t}` is not a number of tokens")))?,
+        ),
     };
     let note = form.raw("note").map(str::to_string);
     let tid = id.clone();

@@ -607,9 +607,13 @@ pub fn attempt_dir(ticket_worktree: &Path, n: i64) -> PathBuf {
 }
 
 /// What a heartbeat answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct HeartbeatReply {
     pub lease_until_ms: i64,
+    /// Present when the pod must stop its agent now and fail the attempt with this reason (its
+    /// streamed usage passed a hard budget limit; docs/budgets.md). The lease still holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
 }
 
 /// Extend the lease of pod `pod`'s claim on `id` at `fence`. A claim that is not that — another

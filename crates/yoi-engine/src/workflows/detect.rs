@@ -162,7 +162,7 @@ fn auto_invoke(history: &[HistoryTicket], known: &Known<'_>, t: Thresholds) -> V
                 "People invoked `/{slug}` {n} times on {} tickets ({}). With `auto_invoke: true` \
                  its description is listed to the {} agents, and they may invoke it themselves.",
                 cited.len(),
-                cited.join(", "),
+                cite(&cited),
                 wf.role
             ),
             cited,
@@ -267,7 +267,7 @@ fn improvements(history: &[HistoryTicket], known: &Known<'_>) -> Vec<OfferDraft>
                 "On {} the attempt that carried `/{slug}` failed, a person's next comment said \
                  what to do, and the next attempt completed. The offer adds that comment to the \
                  workflow's body, so the next run starts with it.",
-                cited.join(", ")
+                cite(&cited)
             ),
             cited,
             Some(&old),
@@ -382,13 +382,14 @@ fn new_workflow(
         "---\ndescription: {}\n---\n\n{}\n\n<!-- Offered by yoi from the same instruction on tickets {}. -->\n",
         yaml_quoted(&description),
         r.text.trim(),
-        cited.join(", ")
+        cite(&cited)
     );
     if !still_valid(&target, &content, |_| true) {
         return None;
     }
-    let titles: Vec<String> = cited
+    let mut titles: Vec<String> = cited
         .iter()
+        .take(CITED)
         .map(|id| {
             let title = history
                 .iter()
@@ -398,6 +399,9 @@ fn new_workflow(
             format!("- {id} {title}")
         })
         .collect();
+    if cited.len() > CITED {
+        titles.push(format!("- and {} more", cited.len() - CITED));
+    }
     let mut why = format!(
         "The same instruction was written on {} tickets ({} in people's comments, {} in briefs):\n\n{}",
         cited.len(),
@@ -656,7 +660,7 @@ fn new_flow(
     let content = format!(
         "# Offered by yoi: people ran {} by hand, in this order, on tickets {}.\nschema_version: 1\nname: {name}\ntitle: {}\nsteps:\n{steps}",
         order.join(" then "),
-        tickets.join(", "),
+        cite(tickets),
         yaml_quoted(&format!("{} as steps", order.join(" then ")))
     );
     if yoi_core::flow::parse(&content, &name, known.roles).is_err() {
@@ -675,7 +679,7 @@ fn new_flow(
              them).",
             order.join(" then "),
             tickets.len(),
-            tickets.join(", ")
+            cite(tickets)
         ),
         tickets.to_vec(),
         None,
@@ -684,6 +688,24 @@ fn new_flow(
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/// At most this many tickets are named in an offer's text (all of them are in its `tickets`).
+const CITED: usize = 10;
+
+/// `A, B, C`, or the first [`CITED`] and how many more: an offer seen on a thousand tickets
+/// stays readable in the inbox, a notification and the drafted file.
+fn cite(ids: &[String]) -> String {
+    let mut out = ids
+        .iter()
+        .take(CITED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > CITED {
+        out.push_str(&format!(" and {} more", ids.len() - CITED));
+    }
+    out
+}
 
 #[allow(clippy::too_many_arguments)]
 fn draft(
@@ -758,6 +780,16 @@ mod tests {
             "---\ndescription: d\nauto_invoke: true\n---\nbody\n"
         );
         assert_eq!(with_auto_invoke("no frontmatter"), None);
+    }
+
+    #[test]
+    fn a_long_list_of_tickets_is_cut_to_ten_and_a_count() {
+        let ids: Vec<String> = (0..12).map(|n| format!("T{n}")).collect();
+        assert_eq!(
+            cite(&ids),
+            "T0, T1, T2, T3, T4, T5, T6, T7, T8, T9 and 2 more"
+        );
+        assert_eq!(cite(&ids[..2]), "T0, T1");
     }
 
     #[test]

@@ -961,3 +961,62 @@ fn a_github_app_pushes_and_merges_with_installation_tokens_renewed_before_they_e
     .unwrap();
     assert!(!thread.contains("ghs_fake"));
 }
+
+/// The push + open benchmark (BENCHMARKS.md): one pass pushes and opens N verified tickets
+/// (and posts their verdicts, reads checks and evaluates the gate), against the fake on
+/// loopback; a plain `git push` of an equivalent new commit through the same credential helper
+/// is timed beside it. What the pass adds on top of the push must stay under a second.
+#[test]
+fn push_and_open_of_a_verified_ticket_costs_little_on_top_of_the_push() {
+    use std::time::Instant;
+    const N: usize = 8;
+    let s = setup(|_| {});
+    s.fake.set_ruleset_checks("main", &["ci"]);
+    for i in 0..N {
+        s.approved(&format!("Ticket {i}"), (i as i64) * 100);
+    }
+    asg::flow_tick(&s.f.ws, &s.f.db, at(10_000)).unwrap();
+    // The git push alone: an equivalent new commit on a branch of its own, each time.
+    let token = Secret::new(TOKEN);
+    let scratch = s.f.ws.local_dir().join("forge");
+    let mut pushes = Vec::new();
+    for i in 0..N {
+        let branch = format!("bench/{i}");
+        git(&s.f.repo, &["branch", &branch, "main"]);
+        let work = s.f.repo.parent().unwrap().join(format!("bench-{i}"));
+        git(&s.f.repo, &["worktree", "add", "-q", work.to_str().unwrap(), &branch]);
+        std::fs::write(work.join("hello.txt"), format!("hello {i}\n")).unwrap();
+        git(&work, &["add", "hello.txt"]);
+        git(&work, &["commit", "-q", "-m", "bench"]);
+        let sha = git(&work, &["rev-parse", "HEAD"]).trim().to_string();
+        let started = Instant::now();
+        let pushed = yoi_forge::push::push(&yoi_forge::push::Push {
+            repo: &s.f.repo,
+            remote: "origin",
+            branch: &branch,
+            sha: &sha,
+            lease: None,
+            user: "x-access-token",
+            token: &token,
+            scratch: &scratch,
+        })
+        .unwrap();
+        pushes.push(started.elapsed());
+        assert_eq!(pushed, yoi_forge::push::Pushed::Done);
+    }
+    let started = Instant::now();
+    let t = s.tick(10_100);
+    let pass = started.elapsed();
+    assert_eq!(t.pushed.len(), N, "{t:?}");
+    assert_eq!(t.opened.len(), N, "{t:?}");
+    pushes.sort();
+    let push_median = pushes[N / 2];
+    let per_ticket = pass / N as u32;
+    let on_top = per_ticket.saturating_sub(push_median);
+    eprintln!(
+        "push + open of {N} verified tickets in one pass: {pass:?} ({per_ticket:?} a ticket); \
+         a git push alone: median {push_median:?}, max {:?}; on top of the push: {on_top:?} a ticket",
+        pushes[N - 1]
+    );
+    assert!(on_top.as_millis() < 1000, "{on_top:?} on top of the push");
+}

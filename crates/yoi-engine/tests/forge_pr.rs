@@ -857,7 +857,10 @@ fn open_early_pushes_a_draft_at_the_first_commit_and_marks_it_ready_once_verifie
     assert_eq!(pulls.len(), 1);
     assert!(pulls[0].draft);
     assert_eq!(pulls[0].head_sha, head);
-    assert!(s.fake.statuses().is_empty(), "no verdict is posted before there is one");
+    assert!(
+        s.fake.statuses().is_empty(),
+        "no verdict is posted before there is one"
+    );
     // Again: nothing new.
     let t = s.tick(25);
     assert!(t.pushed.is_empty() && t.opened.is_empty(), "{t:?}");
@@ -881,7 +884,11 @@ fn open_early_pushes_a_draft_at_the_first_commit_and_marks_it_ready_once_verifie
         format!("PR_kw{}", pulls[0].id)
     );
     let actions: Vec<String> = s.forge_events(&id).into_iter().map(|(a, _)| a).collect();
-    assert_eq!(actions, ["pushed", "opened", "ready", "merged"], "{actions:?}");
+    assert_eq!(
+        actions,
+        ["pushed", "opened", "ready", "merged"],
+        "{actions:?}"
+    );
 }
 
 #[test]
@@ -900,8 +907,21 @@ fn a_github_app_pushes_and_merges_with_installation_tokens_renewed_before_they_e
         assert!(out.status.success(), "{out:?}");
     };
     // A key as GitHub hands it out: PKCS#1 PEM.
-    openssl(&["genrsa", "-traditional", "-out", key.to_str().unwrap(), "2048"]);
-    openssl(&["rsa", "-in", key.to_str().unwrap(), "-pubout", "-out", public.to_str().unwrap()]);
+    openssl(&[
+        "genrsa",
+        "-traditional",
+        "-out",
+        key.to_str().unwrap(),
+        "2048",
+    ]);
+    openssl(&[
+        "rsa",
+        "-in",
+        key.to_str().unwrap(),
+        "-pubout",
+        "-out",
+        public.to_str().unwrap(),
+    ]);
     assert!(std::fs::read_to_string(&key)
         .unwrap()
         .contains("BEGIN RSA PRIVATE KEY"));
@@ -984,7 +1004,10 @@ fn push_and_open_of_a_verified_ticket_costs_little_on_top_of_the_push() {
         let branch = format!("bench/{i}");
         git(&s.f.repo, &["branch", &branch, "main"]);
         let work = s.f.repo.parent().unwrap().join(format!("bench-{i}"));
-        git(&s.f.repo, &["worktree", "add", "-q", work.to_str().unwrap(), &branch]);
+        git(
+            &s.f.repo,
+            &["worktree", "add", "-q", work.to_str().unwrap(), &branch],
+        );
         std::fs::write(work.join("hello.txt"), format!("hello {i}\n")).unwrap();
         git(&work, &["add", "hello.txt"]);
         git(&work, &["commit", "-q", "-m", "bench"]);

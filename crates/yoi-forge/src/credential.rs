@@ -66,9 +66,15 @@ impl AppKey {
                 "-----END RSA PRIVATE KEY-----",
             )
         } else if pem.contains("-----BEGIN PRIVATE KEY-----") {
-            (true, "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----")
+            (
+                true,
+                "-----BEGIN PRIVATE KEY-----",
+                "-----END PRIVATE KEY-----",
+            )
         } else {
-            return Err(bad("no `BEGIN RSA PRIVATE KEY` or `BEGIN PRIVATE KEY` block"));
+            return Err(bad(
+                "no `BEGIN RSA PRIVATE KEY` or `BEGIN PRIVATE KEY` block",
+            ));
         };
         let body = pem
             .split(begin)

@@ -21,8 +21,7 @@ use yoi_core::forge::MergeMethod;
 
 use crate::{
     ChangeRequest, ChangeState, Clock, Comment, Credential, Forge, ForgeError, Issue, LimitKind,
-    Secret,
-    MergeOutcome, NewChange, Permission, ReviewComment, StatusState,
+    MergeOutcome, NewChange, Permission, ReviewComment, Secret, StatusState,
 };
 
 /// How long a person's permission is trusted before it is asked again.

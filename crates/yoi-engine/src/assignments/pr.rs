@@ -195,7 +195,10 @@ fn early_one(
             Pushed::LeaseRefused { .. } => push::fetch(&pusher)?.as_deref() == Some(head.as_str()),
         };
         if !landed {
-            tracing::info!(ticket = t, "someone pushed to the draft's branch; the pr step takes their commits in");
+            tracing::info!(
+                ticket = t,
+                "someone pushed to the draft's branch; the pr step takes their commits in"
+            );
             return Ok(());
         }
         note(

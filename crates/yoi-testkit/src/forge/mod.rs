@@ -692,7 +692,8 @@ fn handle(state: &Arc<Mutex<State>>, req: &Request) -> Response {
             match jwt_ok(app, jwt, &scratch) {
                 Ok(()) => true,
                 Err(why) => {
-                    s.violations.push(format!("{} {}: a bad JWT: {why}", req.method, req.path));
+                    s.violations
+                        .push(format!("{} {}: a bad JWT: {why}", req.method, req.path));
                     false
                 }
             }
@@ -1459,15 +1460,21 @@ fn jwt_ok(app: &(u64, u64, PathBuf), jwt: &str, scratch: &Path) -> Result<(), St
     if c["iss"] != app.0.to_string().as_str() && c["iss"] != app.0 {
         return Err(format!("iss {}", c["iss"]));
     }
-    let (iat, exp) = (c["iat"].as_u64().unwrap_or(0), c["exp"].as_u64().unwrap_or(0));
+    let (iat, exp) = (
+        c["iat"].as_u64().unwrap_or(0),
+        c["exp"].as_u64().unwrap_or(0),
+    );
     if exp <= iat || exp - iat > 600 {
         return Err(format!("iat {iat} exp {exp}: at most ten minutes"));
     }
     let input = scratch.join("jwt-input");
     let signature = scratch.join("jwt-signature");
     std::fs::write(&input, format!("{header}.{payload}")).map_err(|e| e.to_string())?;
-    std::fs::write(&signature, base64_bytes(sig).ok_or("signature not base64url")?)
-        .map_err(|e| e.to_string())?;
+    std::fs::write(
+        &signature,
+        base64_bytes(sig).ok_or("signature not base64url")?,
+    )
+    .map_err(|e| e.to_string())?;
     let out = Command::new("openssl")
         .args(["dgst", "-sha256", "-verify"])
         .arg(&app.2)

@@ -80,6 +80,20 @@ pub enum Command {
     /// Pull requests on GitHub (docs/forge.md): a ticket's pull request, a pass now, issues in.
     #[command(subcommand)]
     Forge(ForgeCommand),
+    /// An MCP server on stdio (docs/mcp.md): each JSON-RPC line from stdin goes to the running
+    /// server's `/mcp`, each answer to stdout.
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// A file holding the token (an agent's `yoia_…` claim token or an API token). Without it
+    /// the YOI_TOKEN variable, else the workspace's admin token (.yoi/local/admin.token).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// The server's URL (default: the workspace's running server, from .yoi/local/server.json).
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -95,7 +95,7 @@ pub struct Caller {
 }
 
 impl Caller {
-    fn class(&self) -> ScopeClass {
+    pub(crate) fn class(&self) -> ScopeClass {
         match &self.token.scope {
             Scope::Human => ScopeClass::Human,
             Scope::Read => ScopeClass::Read,

@@ -158,6 +158,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
+        .route("/mcp", post(routes::mcp::post))
         .nest("/api/v1", api)
         .merge(ui::routes())
         .fallback(|| async {

@@ -9,6 +9,7 @@ mod flow;
 mod forge;
 mod inbox;
 mod init;
+mod mcp;
 mod notify;
 pub(crate) mod pod;
 mod reindex;
@@ -65,5 +66,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Inbox(args) => inbox::run(&env, &args),
         Command::Notify(cmd) => notify::run(&env, cmd),
         Command::Forge(cmd) => forge::run(&env, cmd),
+        Command::Mcp(args) => mcp::run(&env, &args),
     }
 }

@@ -5,6 +5,7 @@ pub mod flows;
 pub mod forge_status;
 pub mod health;
 pub mod inbox;
+pub mod mcp;
 pub mod packet;
 pub mod pods;
 pub mod routing;

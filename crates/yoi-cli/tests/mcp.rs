@@ -1,0 +1,202 @@
+//! The MCP server (docs/mcp.md) driven by a client nobody here wrote: the official Python SDK
+//! (PyPI `mcp`, pinned in .ci/run), over streamable HTTP at `/mcp` and over stdio through
+//! `yoi mcp`, against a real `yoi serve`. The Python side (`tests/mcp/client.py`) calls every
+//! tool with good and bad arguments, checks that refusals write nothing, checks the protocol
+//! errors, and counts each audience's `tools/list` with tiktoken's `cl100k_base`. This side sets
+//! up a claimed attempt for the agent token, ends the claim, and checks that the token is then
+//! refused, and that `yoi mcp` without a server says so.
+//!
+//! The SDK's interpreter comes from YOI_MCP_PY (the venv .ci/run makes); the test fails without
+//! it. tiktoken downloads its encoding files on first use, which this machine cannot; the same
+//! file (identical SHA-256, which tiktoken verifies) ships inside the pinned `bpe-openai`
+//! package, and the test puts it where tiktoken's cache looks.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::pods::{no_supervised_pods, queued_ticket};
+use common::server::Server;
+use common::Repo;
+use serde_json::{json, Value};
+
+const INSTALL: &str = "python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp==1.26.0 tiktoken==0.12.0 bpe-openai==0.1.4, then YOI_MCP_PY=$PWD/target/mcp-venv/bin/python (.ci/run does this)";
+
+fn python() -> PathBuf {
+    let py = std::env::var("YOI_MCP_PY").unwrap_or_else(|_| {
+        panic!("YOI_MCP_PY is not set: the MCP tests need the official Python SDK; install it with {INSTALL}")
+    });
+    let py = PathBuf::from(py);
+    assert!(
+        py.is_file(),
+        "YOI_MCP_PY={} does not exist; install it with {INSTALL}",
+        py.display()
+    );
+    py
+}
+
+/// tiktoken's cache with `cl100k_base` in it, from the copy `bpe-openai` ships.
+fn tiktoken_cache(py: &Path) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tiktoken-cache");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = r#"
+import gzip, hashlib, os, sys, importlib.resources as r
+data = gzip.decompress((r.files("bpe_openai") / "data" / "cl100k_base.tiktoken.gz").read_bytes())
+assert hashlib.sha256(data).hexdigest() == "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+open(os.path.join(sys.argv[1], hashlib.sha1(url.encode()).hexdigest()), "wb").write(data)
+"#;
+    let out = Command::new(py)
+        .args(["-c", script])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "seeding tiktoken's cache: {}\ninstall with {INSTALL}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+fn client(py: &Path, env: &[(&str, String)]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
+    let cache = tiktoken_cache(py);
+    let mut cmd = Command::new(py);
+    cmd.arg(script).env("TIKTOKEN_CACHE_DIR", cache);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the MCP client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+}
+
+fn http() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+fn post(server: &Server, token: &str, path: &str, body: Value) -> (u16, Value) {
+    let mut resp = http()
+        .post(&format!("http://{}/api/v1{path}", server.addr))
+        .header("Authorization", &format!("Bearer {token}"))
+        .send_json(body)
+        .unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[test]
+fn the_python_sdk_uses_every_tool_over_http_and_stdio_within_scope() {
+    let py = python();
+    let repo = Repo::init();
+    no_supervised_pods(&repo);
+    let skill = repo.path().join(".yoi/skills/deploy-notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: deploy-notes\ndescription: How to write deploy notes.\n---\nWrite deploy notes in NOTES.md.\n",
+    )
+    .unwrap();
+    std::fs::write(repo.path().join("README.md"), "base\n").unwrap();
+    yoi_testkit::commit_all(repo.path(), "base");
+    let own = queued_ticket(&repo);
+    let other = repo.create("Someone else's", common::COMPLETE_BRIEF);
+    let server = Server::spawn(&repo);
+    let token = |name: &str, scope: &str| {
+        repo.yoi(&["token", "create", "--name", name, "--scope", scope])
+            .ok()
+            .stdout
+            .trim()
+            .to_string()
+    };
+    let coder = token("c1", "pod:coder");
+    let read = token("reader", "read");
+    let human = std::fs::read_to_string(repo.path().join(".yoi/local/admin.token"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let (status, pod) = post(&server, &coder, "/pods", json!({ "name": "c" }));
+    assert_eq!(status, 201, "{pod}");
+    let (status, work) = post(
+        &server,
+        &coder,
+        "/assignments/claim",
+        json!({ "pod": pod["pod"]["id"], "wait_ms": 20000 }),
+    );
+    assert_eq!(status, 200, "{work}");
+    let agent = work["agent_token"].as_str().unwrap().to_string();
+    let assignment = work["assignment"]["id"].as_str().unwrap().to_string();
+    let env = vec![
+        ("YOI_MCP_URL", format!("http://{}/mcp", server.addr)),
+        ("YOI_REPO", repo.path().display().to_string()),
+        ("YOI_BIN", env!("CARGO_BIN_EXE_yoi").to_string()),
+        ("HUMAN", human.clone()),
+        ("READ", read),
+        ("AGENT", agent.clone()),
+        ("OWN", own.clone()),
+        ("OTHER", other.clone()),
+        ("ASSIGNMENT", assignment.clone()),
+    ];
+    let measured = client(&py, &env);
+    eprintln!("{measured}");
+    for who in ["person", "read", "agent"] {
+        let n = measured["tools_list_tokens"][who].as_u64().unwrap();
+        assert!(n > 0 && n <= 2000, "{who}: {n} tokens");
+    }
+
+    // What the agent did is in its ticket's thread, by its pod; the question is in the inbox.
+    let thread = std::fs::read_to_string(repo.ticket_dir(&own).join("thread.md")).unwrap();
+    assert!(thread.contains("Halfway: tests written."), "{thread}");
+    assert!(thread.contains("Which locale is the default?"), "{thread}");
+    let (_, inbox) = server.get(&repo, "/inbox");
+    assert!(
+        inbox["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["ticket"] == own.as_str() && e["reason"] == "agent_question"),
+        "{inbox}"
+    );
+    // The other ticket was never touched by the agent.
+    let theirs = std::fs::read_to_string(repo.ticket_dir(&other).join("thread.md")).unwrap();
+    assert!(!theirs.contains("pod:"), "{theirs}");
+
+    // The claim ends: the agent's token can do nothing any more, over either transport.
+    let (status, body) = post(
+        &server,
+        &coder,
+        &format!("/assignments/{assignment}/fail"),
+        json!({
+            "pod": pod["pod"]["id"],
+            "fence": work["assignment"]["fence"],
+            "reason": "stopped by the test",
+            "retryable": false
+        }),
+    );
+    assert_eq!(status, 200, "{body}");
+    let mut ended = env.clone();
+    ended.push(("PHASE", "ended".into()));
+    assert_eq!(client(&py, &ended)["ended"], "refused");
+
+    // Without a running server `yoi mcp` says so and exits non-zero.
+    drop(server);
+    let out = common::run_yoi(
+        repo.path(),
+        &["mcp"],
+        Some("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"),
+    );
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("no yoi server is running"), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+}

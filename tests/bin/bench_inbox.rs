@@ -227,6 +227,37 @@ fn main() {
     }
     steady.sort_by(f64::total_cmp);
 
+    // The dashboard's `/inbox` page, in a session of its own (after the rounds above, so the
+    // same quiet server).
+    let link = yoi(&bin, root, &["dashboard", "--no-open"]);
+    let cookie = yoi_testkit::dashboard_session(link.lines().last().unwrap_or_default());
+    let page_url = format!("http://{addr}/inbox");
+    let mut page = Vec::new();
+    for i in 0..requests + 20 {
+        let t = Instant::now();
+        let mut res = agent
+            .get(&page_url)
+            .header("Cookie", &cookie)
+            .call()
+            .unwrap();
+        let html = res
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .unwrap();
+        if i == 0 {
+            assert!(
+                html.contains("id=\"inbox-list\""),
+                "the page lists the entries"
+            );
+        }
+        if i >= 20 {
+            page.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    page.sort_by(f64::total_cmp);
+
     let mut lat = Vec::new();
     for id in &spare {
         let before = receiver.got("/hook").len();
@@ -255,6 +286,10 @@ fn main() {
     println!(
         "GET /api/v1/inbox once kept ({requests} requests): p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
         pct(&steady, 0.5), pct(&steady, 0.95), steady[steady.len() - 1]
+    );
+    println!(
+        "GET /inbox, the dashboard page ({requests} requests): p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+        pct(&page, 0.5), pct(&page, 0.95), page[page.len() - 1]
     );
     println!(
         "event -> webhook received ({events} entries, written by another process): p50 {:.0} ms, p95 {:.0} ms, max {:.0} ms",

@@ -69,7 +69,7 @@ pub struct InboxEntry {
 }
 
 /// Every open entry, the longest-waiting first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Inbox {
     pub count: usize,
     pub entries: Vec<InboxEntry>,

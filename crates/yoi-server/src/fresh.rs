@@ -42,7 +42,7 @@ where
 
 /// A JSON answer already serialized (the bytes `axum::Json` would send), and how it met the
 /// kept answers.
-pub struct JsonBytes(pub Bytes, Kept);
+pub struct JsonBytes(pub Bytes, pub Kept);
 
 impl JsonBytes {
     pub fn of<T: serde::Serialize>(value: &T) -> Result<JsonBytes, ApiError> {

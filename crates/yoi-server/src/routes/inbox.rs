@@ -15,6 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::Params;
 use crate::fresh::JsonBytes;
 use crate::state::AppState;
+use yoi_db::read_your_writes::View;
 
 #[utoipa::path(operation_id = "list_inbox", get, path = "/api/v1/inbox", responses((status = 200, body = Inbox)), security(("bearer" = [])), tag = "inbox")]
 /// Every open inbox entry, the longest-waiting first. The answer is kept while nothing it reads
@@ -25,9 +26,15 @@ pub async fn list(
     State(s): State<AppState>,
     Authed(c, ..): Authed<ReadTickets>,
 ) -> Result<JsonBytes, ApiError> {
+    kept(&s, c.view).await
+}
+
+/// The inbox's JSON, kept or computed now (see [`list`]); the dashboard's page and navigation
+/// count read the same kept answer.
+pub async fn kept(s: &AppState, view: View) -> Result<JsonBytes, ApiError> {
     let stamp = s.read(|ws| Ok(inbox::unwatched_stamp(ws))).await?;
     let state = s.clone();
-    crate::fresh::answer(&s, c.view, format!("inbox:{stamp}"), || async move {
+    crate::fresh::answer(s, view, format!("inbox:{stamp}"), || async move {
         JsonBytes::of(&state.read_indexed(inbox::inbox).await?)
     })
     .await

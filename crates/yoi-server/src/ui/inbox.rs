@@ -37,8 +37,20 @@ pub struct InboxPage {
     pub deliveries: Vec<DeliveryRow>,
 }
 
+/// The inbox as the API keeps it (`routes::inbox::kept`): from memory while nothing it reads
+/// changed.
+async fn kept(s: &AppState, v: &Viewer) -> Result<inbox::Inbox, UiError> {
+    let bytes = crate::routes::inbox::kept(s, v.caller.view).await?;
+    serde_json::from_slice(&bytes.0).map_err(|e| {
+        UiError::from(crate::error::ApiError::internal(
+            "reading the kept inbox",
+            e,
+        ))
+    })
+}
+
 pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
-    let found = s.read_indexed(inbox::inbox).await?;
+    let found = kept(&s, &v).await?;
     let now_ms = now().unix_millis();
     let rows = found
         .entries
@@ -80,12 +92,18 @@ fn age_ms(ms: i64, now_ms: i64) -> String {
 
 /// How many entries are open, for the header of every page (0 when it cannot be read: the
 /// header never fails a page).
-pub async fn count(s: &AppState) -> usize {
-    match s.read_indexed(inbox::inbox).await {
-        Ok(i) => i.count,
-        Err(e) => {
-            tracing::warn!(error = %e.message, "counting the inbox for the header");
-            0
-        }
+pub async fn count(s: &AppState, v: &Viewer) -> usize {
+    /// Only the count of the kept answer (its first field), the entries skipped unread.
+    #[derive(serde::Deserialize)]
+    struct Count {
+        count: usize,
     }
+    let counted = match crate::routes::inbox::kept(s, v.caller.view).await {
+        Ok(bytes) => serde_json::from_slice::<Count>(&bytes.0).map_err(|e| e.to_string()),
+        Err(e) => Err(e.message),
+    };
+    counted.map(|c| c.count).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "counting the inbox for the header");
+        0
+    })
 }

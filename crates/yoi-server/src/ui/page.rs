@@ -89,7 +89,7 @@ impl Chrome {
     ) -> Result<Chrome, UiError> {
         let seq = s.db().last_event_seq().await.map_err(UiError::from_store)?;
         let router = router_line(s);
-        let inbox = super::inbox::count(s).await;
+        let inbox = super::inbox::count(s, v).await;
         Ok(Chrome {
             title: title.into(),
             nav,

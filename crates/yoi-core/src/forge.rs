@@ -45,6 +45,9 @@ pub mod action {
     pub const COMMENT_IGNORED: &str = "comment_ignored";
     /// The ticket came from a forge issue (`number`, `url`, `author`).
     pub const ISSUE: &str = "issue";
+    /// The issue the ticket came from was edited on the forge (`number`, `text`: the hash of
+    /// its title and text); the body holds them. The brief is never changed by it.
+    pub const ISSUE_EDITED: &str = "issue_edited";
     /// A draft pull request was marked ready for review (`number`, `head`).
     pub const READY: &str = "ready";
     /// A review comment on a line of the diff (`user`, `path`, `line`, `commit`, `comment`).

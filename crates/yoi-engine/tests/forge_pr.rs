@@ -548,8 +548,30 @@ fn an_issue_labelled_by_a_collaborator_becomes_one_ticket_and_its_pr_closes_it()
     assert_eq!(events[0].0, "issue");
     // Again (a webhook and the poll, a restart): nothing new.
     let again = yoi_engine::forge_import::import_issues(&s.f.ws, &s.gh, "yoi", at(10)).unwrap();
-    assert!(again.created.is_empty(), "{again:?}");
+    assert!(
+        again.created.is_empty() && again.edited.is_empty(),
+        "{again:?}"
+    );
     assert_eq!(s.forge_events(&id).len(), 1);
+    // An edit of the issue is recorded in the thread, once per text; the brief stays.
+    s.fake
+        .edit_issue(wanted, "Say hello loudly", "## Intent\nGreet, loudly.\n");
+    let edited = yoi_engine::forge_import::import_issues(&s.f.ws, &s.gh, "yoi", at(20)).unwrap();
+    assert_eq!(edited.edited, vec![(wanted, id.to_string())], "{edited:?}");
+    assert!(edited.created.is_empty());
+    let again = yoi_engine::forge_import::import_issues(&s.f.ws, &s.gh, "yoi", at(30)).unwrap();
+    assert!(again.edited.is_empty(), "{again:?}");
+    let events = s.forge_events(&id);
+    let actions: Vec<&str> = events.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(actions, ["issue", "issue_edited"]);
+    assert!(
+        events[1].1.contains("**Say hello loudly**") && events[1].1.contains("> Greet, loudly."),
+        "{}",
+        events[1].1
+    );
+    let item = s.f.ws.read_item(&id).unwrap();
+    assert_eq!(item.title, "Say hello");
+    assert!(item.body.contains("## Intent\nGreet.\n") && !item.body.contains("loudly"));
     // Its pull request says it closes the issue.
     let rec = asg::pr::pr_record(&s.f.ws, &id).unwrap();
     assert_eq!(rec.issue, Some(wanted));

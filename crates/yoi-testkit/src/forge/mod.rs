@@ -255,6 +255,16 @@ impl FakeGitHub {
         n
     }
 
+    /// A person edits issue `number`'s title and text.
+    pub fn edit_issue(&self, number: u64, title: &str, body: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.tick += 1;
+        if let Some(i) = s.issues.iter_mut().find(|i| i.0 == number) {
+            i.1 = title.into();
+            i.2 = body.into();
+        }
+    }
+
     /// `actor` applies `label` to issue `number`.
     pub fn label_issue(&self, number: u64, label: &str, actor: &str) {
         let mut s = self.state.lock().unwrap();

@@ -67,7 +67,12 @@ impl Remote {
     pub fn dashboard_login(&self) -> Result<String, CliError> {
         let link: Value = self.send("POST", "/dashboard/login".into(), None)?;
         let path = link["path"].as_str().unwrap_or("/login");
-        Ok(format!("http://{}{path}", self.server.address))
+        // A browser cannot open `0.0.0.0`: the link names an address it can reach.
+        let address = match self.server.address.parse::<std::net::SocketAddr>() {
+            Ok(a) => yoi_server::listen::reachable(a).to_string(),
+            Err(_) => self.server.address.clone(),
+        };
+        Ok(format!("http://{address}{path}"))
     }
 
     /// Tickets as `GET /tickets` lists them: one page of `limit` after `after`, or (no limit)

@@ -573,6 +573,65 @@ fn a_second_server_for_the_same_workspace_is_refused_naming_the_pid() {
     );
 }
 
+#[test]
+fn a_server_beyond_loopback_needs_plain_http_said_and_then_warns_with_a_reachable_link() {
+    let repo = Repo::init();
+    let out = repo.yoi(&["serve", "--listen", "0.0.0.0:0"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("error: refusing to listen on 0.0.0.0:0: it is not loopback")
+            && out.stderr.contains("`[server] plain_http = true`"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout, "");
+    assert!(!repo.path().join(".yoi/local/server.json").exists());
+
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("[server]\n"), "{text}");
+    std::fs::write(
+        &config,
+        text.replacen("[server]\n", "[server]\nplain_http = true\n", 1),
+    )
+    .unwrap();
+    let mut server = Server::spawn_at(&repo, "0.0.0.0:0");
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    let dashboard = server.stdout_line();
+    assert!(
+        dashboard.starts_with("dashboard: http://") && !dashboard.contains("0.0.0.0"),
+        "the link names an address a browser can open: {dashboard}"
+    );
+    assert!(
+        dashboard.contains(&format!(":{port}/login?code=")),
+        "{dashboard}"
+    );
+    let warning = server.stdout_line();
+    assert!(
+        warning.starts_with("warning: serving plain HTTP beyond this machine"),
+        "{warning}"
+    );
+    let link = repo.yoi(&["dashboard", "--no-open"]).ok().stdout;
+    assert!(
+        !link.contains("0.0.0.0") && link.contains(&format!(":{port}/login?code=")),
+        "{link}"
+    );
+    // The login page says it too.
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let page = agent
+        .get(&format!("http://127.0.0.1:{port}/login"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    assert!(page.contains("This server accepts plain HTTP"), "{page}");
+}
+
 /// Read one HTTP/1.1 response head (status line and headers) from a raw connection.
 fn read_head(conn: &mut BufReader<TcpStream>) -> (u16, Vec<String>) {
     let mut status = String::new();

@@ -54,6 +54,8 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+    #[error("refusing to listen on {address}: it is not loopback, and yoi has no TLS of its own yet, so tokens and dashboard sessions would cross the network in plain HTTP. Listen on 127.0.0.1 (and reach it through an SSH tunnel), or set `[server] plain_http = true` in .yoi/workspace.toml to accept plain HTTP on a network you trust or behind a TLS proxy")]
+    PlainHttp { address: String },
     #[error("server: {0}")]
     Other(String),
 }
@@ -205,6 +207,18 @@ pub async fn serve(
     on_ready: impl FnOnce(SocketAddr, Option<String>) + Send,
 ) -> Result<(), ServerError> {
     let local = ws.local_dir();
+    // Plain HTTP beyond this machine only when the workspace says so (docs/security.md).
+    if !opts.listen.ip().is_loopback() {
+        if !ws.config.server.plain_http {
+            return Err(ServerError::PlainHttp {
+                address: opts.listen.to_string(),
+            });
+        }
+        tracing::warn!(
+            listen = %opts.listen,
+            "serving plain HTTP beyond loopback ([server] plain_http = true): tokens and sessions cross the network unencrypted"
+        );
+    }
     let fd_limit = listen::raise_fd_limit();
     let limits = listen::Limits::from_config(&ws.config.server, fd_limit);
     if let Some(info) = server_file::live(&local) {

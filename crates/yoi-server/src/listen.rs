@@ -567,3 +567,55 @@ mod tests {
         assert_eq!(connection_cap(7, None), 7);
     }
 }
+
+/// The address a browser elsewhere can reach for a server bound to `addr`: the address itself,
+/// or for the unspecified one (`0.0.0.0`, `::`) the machine's address on its default route
+/// (found without sending anything), else loopback.
+pub fn reachable(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+    if !addr.ip().is_unspecified() {
+        return addr;
+    }
+    // Connecting a UDP socket only picks the route and the local address; no packet leaves.
+    let (bind, probe, fallback): (SocketAddr, SocketAddr, IpAddr) = if addr.is_ipv4() {
+        (
+            (Ipv4Addr::UNSPECIFIED, 0).into(),
+            (Ipv4Addr::new(192, 0, 2, 1), 9).into(),
+            Ipv4Addr::LOCALHOST.into(),
+        )
+    } else {
+        (
+            (Ipv6Addr::UNSPECIFIED, 0).into(),
+            (
+                "2001:db8::1"
+                    .parse::<Ipv6Addr>()
+                    .unwrap_or(Ipv6Addr::LOCALHOST),
+                9,
+            )
+                .into(),
+            Ipv6Addr::LOCALHOST.into(),
+        )
+    };
+    let ip = UdpSocket::bind(bind)
+        .and_then(|s| s.connect(probe).and_then(|_| s.local_addr()))
+        .map(|a| a.ip())
+        .ok()
+        .filter(|ip| !ip.is_unspecified())
+        .unwrap_or(fallback);
+    SocketAddr::new(ip, addr.port())
+}
+
+#[cfg(test)]
+mod reachable_tests {
+    use super::reachable;
+
+    #[test]
+    fn a_wildcard_address_becomes_one_a_browser_can_reach() {
+        let bound: std::net::SocketAddr = "127.0.0.1:7311".parse().unwrap();
+        assert_eq!(reachable(bound), bound, "a concrete address stays");
+        let wild: std::net::SocketAddr = "0.0.0.0:7311".parse().unwrap();
+        let seen = reachable(wild);
+        assert!(!seen.ip().is_unspecified(), "{seen}");
+        assert_eq!(seen.port(), 7311);
+    }
+}

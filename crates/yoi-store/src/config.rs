@@ -288,6 +288,11 @@ pub struct ServerSection {
     /// Failed logins (`/login` with an unknown code or token) one client address may make per
     /// minute; the next is refused with 429 and `Retry-After`.
     pub login_failures_per_minute: u32,
+    /// Serve plain HTTP on an address other than loopback. yoi has no TLS of its own yet, so
+    /// tokens and session cookies would cross the network in the clear: `yoi serve` refuses
+    /// such an address unless this says the network (or a TLS proxy in front) is trusted, and
+    /// then warns at start and on the login page (docs/security.md).
+    pub plain_http: bool,
 }
 
 impl Default for ServerSection {
@@ -303,6 +308,7 @@ impl Default for ServerSection {
             session_idle_secs: 12 * 3600,
             session_max_secs: 7 * 24 * 3600,
             login_failures_per_minute: 10,
+            plain_http: false,
         }
     }
 }

@@ -66,9 +66,16 @@ pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
             // fail.
             let mut out = format!("listening on http://{addr}\n");
             if let Some(login) = login {
+                // A browser cannot open `0.0.0.0`: the link names an address it can reach.
+                let reach = yoi_server::listen::reachable(addr);
                 out.push_str(&format!(
-                    "dashboard: http://{addr}{login} (one-time login link; `yoi dashboard` makes another)\n"
+                    "dashboard: http://{reach}{login} (one-time login link; `yoi dashboard` makes another)\n"
                 ));
+            }
+            if !addr.ip().is_loopback() {
+                out.push_str(
+                    "warning: serving plain HTTP beyond this machine ([server] plain_http = true): tokens and sessions cross the network unencrypted\n",
+                );
             }
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(out.as_bytes());

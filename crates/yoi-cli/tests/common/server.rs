@@ -96,6 +96,14 @@ impl Server {
         self.child.id()
     }
 
+    /// The next line the server printed on stdout after `listening on …`.
+    pub fn stdout_line(&mut self) -> String {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self._stdout.read_line(&mut line).unwrap();
+        line.trim_end().to_string()
+    }
+
     /// SIGKILL: no shutdown, no cleanup.
     pub fn kill(&mut self) {
         self.child.kill().unwrap();

@@ -26,9 +26,18 @@ use crate::state::AppState;
 #[template(path = "login.html")]
 pub struct LoginPage {
     pub message: Option<String>,
+    /// The server accepts plain HTTP beyond loopback (`[server] plain_http`): say so.
+    pub plain_http: bool,
 }
 
 impl LoginPage {
+    fn new(s: &AppState, message: Option<String>) -> LoginPage {
+        LoginPage {
+            message,
+            plain_http: s.ws.config.server.plain_http,
+        }
+    }
+
     /// The dashboard's stylesheet, which the login page uses too.
     pub fn css(&self) -> &'static str {
         super::assets::CSS_URL.as_str()
@@ -66,11 +75,12 @@ fn too_many_failures(s: &AppState, addr: std::net::IpAddr) -> Option<Response> {
         s.ui.login_failures
             .check(addr, now().unix_millis(), max)
             .err()?;
-    let page = LoginPage {
-        message: Some(format!(
+    let page = LoginPage::new(
+        s,
+        Some(format!(
             "Too many failed logins from this address; try again in {wait} s."
         )),
-    };
+    );
     Some(
         (
             axum::http::StatusCode::TOO_MANY_REQUESTS,
@@ -88,7 +98,7 @@ pub async fn login(
     Query(q): Query<LoginQuery>,
 ) -> Result<Response, UiError> {
     let Some(code) = q.code.filter(|c| !c.trim().is_empty()) else {
-        return Ok(html(&LoginPage { message: None }));
+        return Ok(html(&LoginPage::new(&s, None)));
     };
     let addr = client_addr(&ext);
     if let Some(refused) = too_many_failures(&s, addr) {
@@ -96,12 +106,13 @@ pub async fn login(
     }
     let Some(principal) = s.ui.logins.redeem(&code, now().unix_millis()) else {
         s.ui.login_failures.failed(addr, now().unix_millis());
-        let page = LoginPage {
-            message: Some(
+        let page = LoginPage::new(
+            &s,
+            Some(
                 "That login link is unknown, used or expired (links work once, for 10 minutes). Run `yoi dashboard` for a new one."
                     .into(),
             ),
-        };
+        );
         return Ok((axum::http::StatusCode::UNAUTHORIZED, html(&page)).into_response());
     };
     let secret = session::start(&s, &principal)
@@ -134,9 +145,7 @@ pub async fn login_with_token(
         .filter(|t| t.scope == Scope::Human && !session::is_session(t));
     let Some(t) = found else {
         s.ui.login_failures.failed(addr, now().unix_millis());
-        let page = LoginPage {
-            message: Some("That is not a live human token.".into()),
-        };
+        let page = LoginPage::new(&s, Some("That is not a live human token.".into()));
         return Ok((axum::http::StatusCode::UNAUTHORIZED, html(&page)).into_response());
     };
     let secret = session::start(&s, &t.principal)

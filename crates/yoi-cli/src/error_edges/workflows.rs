@@ -87,7 +87,7 @@ fn offer_error() {
             OfferError::Proposal(ProposalError::Busy { id: s("o1"), lock: "decide.lock" })
                 => Busy 1 503,
         ],
-        |make, what, want| both(&|| OffersError::Offer(make()), what, want),
+        |make, what, want| both(|| OffersError::Offer(make()), what, want),
     );
 }
 

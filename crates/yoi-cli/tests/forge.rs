@@ -327,6 +327,16 @@ fn forge_import_sync_and_status_from_the_command_line() {
         "{}",
         out.stdout
     );
+    // An edit of the issue is said, and recorded in the thread, not in the brief.
+    fake.edit_issue(wanted, "Greet in French", "Say bonjour, please.");
+    let out = repo.yoi(&["forge", "import"]).ok();
+    assert!(
+        out.stdout.contains(&format!(
+            "issue #{wanted} was edited: its text is recorded in {id}'s thread (the brief is not changed)"
+        )),
+        "{}",
+        out.stdout
+    );
     // A pass now: no pull request is pending, so it only imports (nothing new).
     let out = repo.yoi(&["forge", "sync", "--json"]).ok();
     let pass: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();

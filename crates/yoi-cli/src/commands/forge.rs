@@ -150,6 +150,9 @@ fn sync(env: &Env, walk: bool, json: bool) -> Result<(), CliError> {
     for (n, id) in &out.imported.created {
         println!("imported issue #{n} as {id}");
     }
+    for (n, id) in &out.imported.edited {
+        println!("issue #{n} was edited: its text is recorded in {id}'s thread (the brief is not changed)");
+    }
     for (n, who) in &out.imported.refused {
         println!("issue #{n}: labelled by {who}, who has no write access; not imported");
     }
@@ -178,6 +181,7 @@ fn sync(env: &Env, walk: bool, json: bool) -> Result<(), CliError> {
         }
     }
     if out.imported.created.is_empty()
+        && out.imported.edited.is_empty()
         && out.imported.refused.is_empty()
         && out.pass.as_ref().is_none_or(|p| *p == Default::default())
     {

@@ -774,6 +774,26 @@ mod tests {
     }
 
     #[test]
+    fn workflow_offer_thresholds_read_and_a_threshold_of_one_ticket_is_refused() {
+        let c = Config::parse(
+            "[workflows]\ndetect_every_secs = 0\noffer_min_tickets = 4\n",
+            Path::new("w.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.workflows.detect_every_secs, 0);
+        assert_eq!(c.workflows.offer_min_tickets, 4);
+        assert_eq!(c.workflows.auto_invoke_min_invocations, 5);
+        let err =
+            Config::parse("[workflows]\noffer_min_tickets = 1\n", Path::new("w.toml")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`workflows.offer_min_tickets` must be at least 2"),
+            "{err}"
+        );
+        assert!(Config::parse("[workflows]\nthreshold = 3\n", Path::new("w.toml")).is_err());
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_name_the_line() {
         let err =
             Config::parse("[workspace]\n\ntickets_dri = \"x\"\n", Path::new("w.toml")).unwrap_err();

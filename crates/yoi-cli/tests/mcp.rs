@@ -191,12 +191,77 @@ fn the_python_sdk_uses_every_tool_over_http_and_stdio_within_scope() {
 
     // Without a running server `yoi mcp` says so and exits non-zero.
     drop(server);
-    let out = common::run_yoi(
-        repo.path(),
-        &["mcp"],
-        Some("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"),
-    );
-    assert_ne!(out.code, 0, "{out:?}");
-    assert!(out.stderr.contains("no yoi server is running"), "{out:?}");
+    // (It may exit before reading its input, so a failed write to its stdin is no error.)
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yoi"))
+        .arg("mcp")
+        .current_dir(repo.path())
+        .env_remove("YOI_TOKEN")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(stderr.contains("no yoi server is running"), "{stderr}");
     assert!(out.stdout.is_empty(), "{out:?}");
+}
+
+/// A pod's agent asks its question through the MCP tool instead of the `YOI-QUESTION:` line: a
+/// real supervised pod runs the scripted agent, which pipes `initialize` and `ask_question` into
+/// `yoi mcp --server $YOI_SERVER` with the claim token the pod gave it, then ends `blocked`. The
+/// attempt ends blocked (no failure), the inbox shows `agent_question`, and after a person's
+/// answer the next attempt is told it and the ticket merges.
+#[test]
+fn a_pods_agent_asks_through_the_mcp_tool_and_is_answered() {
+    let yoi = env!("CARGO_BIN_EXE_yoi");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"fake","version":"1"}}}"#;
+    let ask = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_question","arguments":{"questions":["Which greeting: hello or hi?"]}}}"#;
+    let repo = common::pods::workspace_with_reviewer(
+        &format!(
+            "attempt 1 run printf '%s\\n' '{init}' '{ask}' | {yoi} mcp --server \"$YOI_SERVER\" > \"$YOI_RUN_DIR/mcp.seen\"\n\
+             attempt 1 run grep -q '\"isError\":false' \"$YOI_RUN_DIR/mcp.seen\"\n\
+             attempt 1 blocked asked through MCP\n\
+             attempt 2 run grep -q 'Answered by' \"$YOI_RUN_DIR/prompt.seen\"\n\
+             attempt 2 write hello.txt hello\\n\n\
+             attempt 2 done wrote the greeting the person chose\n"
+        ),
+        "say Looks right.\ndone read the change\nsay YOI-VERDICT: approve\n",
+    );
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let inbox =
+        || -> Value { serde_json::from_str(&repo.yoi(&["inbox", "--json"]).ok().stdout).unwrap() };
+    common::pods::until("the question to reach the inbox", || inbox()["count"] == 1);
+    let got = inbox();
+    let e = &got["entries"][0];
+    assert_eq!(e["reason"], "agent_question", "{got}");
+    assert_eq!(e["ticket"], id.as_str());
+    assert_eq!(e["detail"], "- Which greeting: hello or hi?", "{got}");
+    common::pods::until_swept(&server, &repo);
+    let rows = common::pods::assignments(&server, &repo, &id);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["status"], "blocked", "{rows:?}");
+    assert_eq!(common::pods::state_of(&repo, &id), "inprogress");
+    let thread = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    assert_eq!(thread.matches("event: question ").count(), 1, "{thread}");
+
+    repo.yoi(&["ticket", "answer", &id, "Say hello, in lower case."])
+        .ok();
+    common::pods::until("the ticket to be done", || {
+        common::pods::state_of(&repo, &id) == "done"
+    });
+    let rows = common::pods::assignments(&server, &repo, &id);
+    let second = rows
+        .iter()
+        .find(|a| a["step"] == "implement" && a["attempt"] == 2)
+        .expect("the step was handed out again");
+    assert_eq!(second["status"], "completed", "{rows:?}");
+    drop(server);
 }

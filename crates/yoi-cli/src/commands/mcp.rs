@@ -15,7 +15,11 @@ use crate::context::Env;
 use crate::error::CliError;
 
 pub fn run(env: &Env, a: &McpArgs) -> Result<(), CliError> {
-    let ws = env.files_if_any("yoi mcp")?;
+    // With --server the workspace is not read (an agent's worktree need not be one).
+    let ws = match a.server {
+        Some(_) => None,
+        None => env.files_if_any("yoi mcp")?,
+    };
     let local = ws.as_ref().map(|w| w.local_dir());
     let base = match (&a.server, &local) {
         (Some(url), _) => url.trim_end_matches('/').to_string(),

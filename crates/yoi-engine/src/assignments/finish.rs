@@ -46,8 +46,11 @@ pub fn complete(
     now: Timestamp,
 ) -> Result<Completed, AssignmentError> {
     // An agent that stopped to ask a person: not a failure, its step waits for the answer.
+    // It asked in its trailer lines, or already through the MCP tool (docs/mcp.md): the
+    // ticket's open question names this attempt.
     if report.outcome == ReportOutcome::Blocked
-        && report.questions.iter().any(|q| !q.trim().is_empty())
+        && (report.questions.iter().any(|q| !q.trim().is_empty())
+            || asked_through_mcp(ws, index, id))
     {
         return asked(ws, index, caller, (pod, id, fence), report, now);
     }
@@ -356,8 +359,11 @@ fn asked(
     let a = live_claim(index, pod, id, fence, now_ms)?;
     check_role(caller, &a, "complete")?;
     let reason = format!(
-        "the agent asked a person {} question(s) and waits for the answer: {}",
-        report.questions.len(),
+        "the agent asked a person {} and waits for the answer: {}",
+        match report.questions.len() {
+            0 => "through MCP".to_string(),
+            n => format!("{n} question(s)"),
+        },
         report.summary.as_deref().unwrap_or("no summary")
     );
     let how = Finish {
@@ -381,9 +387,12 @@ fn asked(
         ("attempt", row.attempt.to_string()),
     ];
     let ctx = Ctx::new(Principal::orchestrator(), now);
-    match ops::ask(ws, &ctx, &row.ticket, &attrs, &report.questions) {
-        Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => {}
-        Err(e) => return Err(e.into()),
+    // Questions asked through the MCP tool are in the thread already.
+    if report.questions.iter().any(|q| !q.trim().is_empty()) {
+        match ops::ask(ws, &ctx, &row.ticket, &attrs, &report.questions) {
+            Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     drop(guard);
     let place = work_place(ws, &ticket_of(&row)?)?;
@@ -393,6 +402,20 @@ fn asked(
         branch: place.branch,
         branch_head: head,
         moved: false,
+    })
+}
+
+/// Whether attempt `id` asked a person through the MCP tool (`ask_question`): its ticket's open
+/// question is one this attempt recorded.
+fn asked_through_mcp(ws: &Workspace, index: &DbIndex, id: &str) -> bool {
+    let Ok(Some(a)) = index.assignment(id) else {
+        return false;
+    };
+    let Ok(ticket) = ticket_of(&a) else {
+        return false;
+    };
+    ws.read_thread(&ticket).is_ok_and(|thread| {
+        ops::open_question(&thread).is_some_and(|q| q.get("assignment") == Some(id))
     })
 }
 

@@ -76,3 +76,12 @@ fn a_stale_pod_of_an_earlier_acceptance_never_reaches_the_branch() {
         "{st:?}"
     );
 }
+
+#[test]
+fn a_step_held_over_its_budget_does_not_keep_another_role_from_its_work() {
+    let st = regression("held-step-starves-another-role.txt");
+    // Three accepted; the one over its budget waits for a person, the other two merge, and
+    // claims were held back while it waited.
+    assert_eq!((st.accepted, st.merged), (3, 2), "{st:?}");
+    assert!(st.limited_claims > 0, "{st:?}");
+}

@@ -48,8 +48,10 @@ impl World {
             {
                 self.step(Action::Resume { p: 0 })?;
             }
-            for _ in 0..self.pods.iter().filter(|p| p.held.is_none()).count() {
-                self.step(Action::Claim { p: 0 })?;
+            // Each idle pod in turn (`p = 4i` picks the i-th pod that may claim): a pod whose
+            // role's only pending step is held over its budget must not stand in for the rest.
+            for i in 0..self.pods.iter().filter(|p| p.held.is_none()).count() {
+                self.step(Action::Claim { p: 4 * i as u32 })?;
             }
             for _ in 0..self.pods.iter().filter(|p| p.held.is_some()).count() {
                 self.step(Action::Finish { p: 0, how: 1 })?;
@@ -89,8 +91,11 @@ impl World {
                 return Err(broken(
                     "stuck",
                     format!(
-                        "{t} is still in progress after every pod worked, and waits on no person; its latest attempt: {:?}",
-                        last.map(|r| (&r.step, r.attempt, r.status.as_str(), &r.error))
+                        "{t} is still in progress after every pod worked, and waits on no person; its latest attempt: {:?}; holds: {:?}; pauses: {:?}; open rows: {:?}",
+                        last.map(|r| (&r.step, r.attempt, r.status.as_str(), &r.error)),
+                        l.db.budget_holds().unwrap_or_default(),
+                        l.db.pauses().unwrap_or_default(),
+                        l.db.open_assignments().unwrap_or_default().iter().map(|a| (a.ticket.clone(), a.step.clone(), a.role.clone(), a.status.as_str(), a.created_ms)).collect::<Vec<_>>(),
                     ),
                 ));
             }

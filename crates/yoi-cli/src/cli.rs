@@ -387,6 +387,9 @@ pub enum TokenCommand {
         /// Name recorded as the author of what the token does (default: the token name).
         #[arg(long)]
         principal: Option<String>,
+        /// Refuse the token after this long: `30d`, `12h`, `90m` (default: never).
+        #[arg(long)]
+        expires: Option<String>,
         #[arg(long)]
         json: bool,
     },

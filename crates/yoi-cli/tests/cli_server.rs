@@ -857,3 +857,63 @@ fn a_killed_server_resumes_routing_from_the_outbox_without_duplicates() {
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
 }
+
+#[test]
+fn a_token_created_to_expire_is_refused_after_its_time_and_says_so() {
+    let repo = Repo::init();
+    let bad = repo.yoi(&[
+        "token",
+        "create",
+        "--name",
+        "pod-1",
+        "--scope",
+        "pod:coder",
+        "--expires",
+        "3w",
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("such as 30d, 12h or 90m"),
+        "{}",
+        bad.stderr
+    );
+    let out = repo
+        .yoi(&[
+            "token",
+            "create",
+            "--name",
+            "reader",
+            "--scope",
+            "read",
+            "--expires",
+            "2s",
+        ])
+        .ok();
+    let secret = out.stdout.trim().to_string();
+    assert!(out.stderr.contains(", expires "), "{}", out.stderr);
+    let listed = repo.yoi(&["token", "list"]).ok().stdout;
+    assert!(listed.contains("live until"), "{listed}");
+    let server = Server::start(&repo);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let get = || {
+        let mut res = agent
+            .get(&format!("http://{}/api/v1/tickets", server.addr))
+            .header("Authorization", &format!("Bearer {secret}"))
+            .call()
+            .unwrap();
+        (
+            res.status().as_u16(),
+            res.body_mut().read_to_string().unwrap(),
+        )
+    };
+    assert_eq!(get().0, 200, "live before its time");
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let (status, body) = get();
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("token `reader` expired at"), "{body}");
+    let listed = repo.yoi(&["token", "list"]).ok().stdout;
+    assert!(listed.contains("expired"), "{listed}");
+}

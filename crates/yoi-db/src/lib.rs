@@ -145,6 +145,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "spend_index",
         include_str!("../../../migrations/0014_spend_index.sql"),
     ),
+    (
+        15,
+        "token_expiry",
+        include_str!("../../../migrations/0015_token_expiry.sql"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

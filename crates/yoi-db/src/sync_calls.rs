@@ -357,6 +357,10 @@ impl DbIndex {
         self.run(self.db.revoke_token(name_or_id, now_ms))
     }
 
+    pub fn expire_token(&self, name_or_id: &str, expires_ms: i64) -> Result<bool, StoreError> {
+        self.run(self.db.expire_token(name_or_id, expires_ms))
+    }
+
     pub fn list_tokens(&self) -> Result<Vec<TokenInfo>, StoreError> {
         self.run(self.db.list_tokens())
     }

@@ -72,6 +72,16 @@ pub struct TokenInfo {
     pub created_ms: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revoked_ms: Option<i64>,
+    /// After this the token is refused as if revoked (`yoi token create --expires`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_ms: Option<i64>,
+}
+
+impl TokenInfo {
+    /// Whether the token has expired at `now_ms`.
+    pub fn expired(&self, now_ms: i64) -> bool {
+        self.expires_ms.is_some_and(|e| e <= now_ms)
+    }
 }
 
 /// A new random secret: `yoi_` and 64 hex digits (256 bits).
@@ -100,10 +110,11 @@ fn row_to_info(r: &sqlx::any::AnyRow) -> Result<TokenInfo, StoreError> {
         principal: r.try_get(3).map_err(db_err)?,
         created_ms: r.try_get(4).map_err(db_err)?,
         revoked_ms: r.try_get(5).map_err(db_err)?,
+        expires_ms: r.try_get(6).map_err(db_err)?,
     })
 }
 
-const COLUMNS: &str = "id, name, scope, principal, created_ms, revoked_ms";
+const COLUMNS: &str = "id, name, scope, principal, created_ms, revoked_ms, expires_ms";
 
 impl Db {
     /// Create a token; returns its record and the secret (shown once). Names starting with
@@ -198,6 +209,7 @@ impl Db {
             principal: principal.to_string(),
             created_ms: now_ms,
             revoked_ms: None,
+            expires_ms: None,
         };
         Ok((info, secret))
     }
@@ -214,7 +226,7 @@ impl Db {
         match row {
             None => Ok(None),
             Some(r) => {
-                let stored: String = r.try_get(6).map_err(db_err)?;
+                let stored: String = r.try_get(7).map_err(db_err)?;
                 // The lookup matched on the hash already; compare again in constant time so a
                 // database that compares strings early-out never decides alone.
                 let same: bool = subtle_eq(stored.as_bytes(), hash.as_bytes());
@@ -225,6 +237,23 @@ impl Db {
                 }
             }
         }
+    }
+
+    /// Make the live token `name_or_id` expire at `expires_ms`; whether there was one.
+    pub async fn expire_token(
+        &self,
+        name_or_id: &str,
+        expires_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE tokens SET expires_ms = $1 WHERE (name = $2 OR id = $2) AND revoked_ms IS NULL",
+        )
+        .bind(expires_ms)
+        .bind(name_or_id)
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(done.rows_affected() > 0)
     }
 
     pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>, StoreError> {

@@ -186,6 +186,13 @@ impl<A: Action> FromRequestParts<AppState> for Authed<A> {
             .token_by_hash(view, &hash_secret(secret))
             .await?
             .ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))?;
+        if token.expired(now().unix_millis()) {
+            return Err(ApiError::unauthorized(format!(
+                "token `{}` expired at {}; create another with `yoi token create`",
+                token.name,
+                yoi_core::Timestamp::from_unix_millis(token.expires_ms.unwrap_or_default())
+            )));
+        }
         if crate::ui::session::is_session(&token) {
             return Err(ApiError::unauthorized(
                 "a dashboard session is not an API token; use `yoi token create`",
@@ -242,6 +249,7 @@ async fn agent_caller(
             principal: pod,
             created_ms: a.updated_ms,
             revoked_ms: None,
+            expires_ms: None,
         },
         view,
     })

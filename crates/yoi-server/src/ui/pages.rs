@@ -142,7 +142,9 @@ pub async fn login_with_token(
         .token_by_hash(&hash_secret(token))
         .await
         .map_err(UiError::from_store)?
-        .filter(|t| t.scope == Scope::Human && !session::is_session(t));
+        .filter(|t| {
+            t.scope == Scope::Human && !session::is_session(t) && !t.expired(now().unix_millis())
+        });
     let Some(t) = found else {
         s.ui.login_failures.failed(addr, now().unix_millis());
         let page = LoginPage::new(&s, Some("That is not a live human token.".into()));

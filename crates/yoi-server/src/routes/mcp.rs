@@ -388,6 +388,14 @@ pub async fn post(
             let result = match check_args(tool, &args) {
                 Err(why) => Err(why),
                 Ok(()) => match &who {
+                    // Reads answer the same to every person: kept as the REST reads are, while
+                    // nothing they read changed (`crate::fresh`).
+                    Audience::Person(_)
+                        if tool.name == "list_tickets" || tool.name == "show_ticket" =>
+                    {
+                        let key = format!("mcp/{}/{}", tool.name, Value::Object(args.clone()));
+                        kept(&s, &c, key, person_call(&s, &c, tool.name, &args)).await
+                    }
                     Audience::Person(_) => person_call(&s, &c, tool.name, &args).await,
                     Audience::Agent(own) => agent_call(&s, &c, own, tool.name, &args).await,
                 },
@@ -404,6 +412,26 @@ pub async fn post(
         other => error(id, METHOD_NOT_FOUND, format!("unknown method `{other}`")),
     };
     rpc(StatusCode::OK, answer)
+}
+
+/// A read tool's answer through the server's kept answers; failures are never kept.
+async fn kept(
+    s: &AppState,
+    c: &Caller,
+    key: String,
+    read: impl std::future::Future<Output = Result<String, String>>,
+) -> Result<String, String> {
+    let answer = crate::fresh::answer(s, c.view, key, || async move {
+        match read.await {
+            Ok(text) => crate::fresh::JsonBytes::of(&text),
+            Err(why) => Err(ApiError::bad_request(why)),
+        }
+    })
+    .await;
+    match answer {
+        Ok(bytes) => serde_json::from_slice(&bytes.0).map_err(|e| format!("internal: {e}")),
+        Err(e) => Err(e.message),
+    }
 }
 
 /// Arguments against the tool's schema: known names, required ones present, simple types.
@@ -620,8 +648,13 @@ async fn show(
     attempt: Option<&str>,
 ) -> Result<String, String> {
     let q = id.to_string();
-    let d = s
-        .read_indexed(move |ws, index| yoi_db::ticket_detail::ticket_detail(ws, Some(index), &q))
+    // One blocking read: the detail and this ticket's own inbox entries (not the whole inbox).
+    let (d, entries) = s
+        .read_indexed(move |ws, index| {
+            let d = yoi_db::ticket_detail::ticket_detail(ws, Some(index), &q)?;
+            let entries = yoi_engine::inbox::of_ticket(index, &d.id)?;
+            Ok((d, entries))
+        })
         .await
         .map_err(refused)?;
     let mut out = format!("{} [{}] {}", d.id, d.state, d.title);
@@ -659,16 +692,7 @@ async fn show(
                 .unwrap_or_default()
         ));
     }
-    let ticket = d.id.to_string();
-    let inbox = s
-        .read_indexed(yoi_engine::inbox::inbox)
-        .await
-        .map_err(refused)?;
-    for e in inbox
-        .entries
-        .iter()
-        .filter(|e| e.ticket.as_deref() == Some(&ticket))
-    {
+    for e in &entries {
         out.push_str(&format!(
             "\ninbox: {:?}: {} (resolve: {})",
             e.reason, e.detail, e.command

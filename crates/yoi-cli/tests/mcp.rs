@@ -108,6 +108,12 @@ fn the_python_sdk_uses_every_tool_over_http_and_stdio_within_scope() {
         "---\nname: deploy-notes\ndescription: How to write deploy notes.\n---\nWrite deploy notes in NOTES.md.\n",
     )
     .unwrap();
+    std::fs::create_dir_all(skill.join("references")).unwrap();
+    std::fs::write(
+        skill.join("references/format.md"),
+        "One line per change.\n",
+    )
+    .unwrap();
     std::fs::write(repo.path().join("README.md"), "base\n").unwrap();
     yoi_testkit::commit_all(repo.path(), "base");
     let own = queued_ticket(&repo);

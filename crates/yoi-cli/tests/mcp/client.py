@@ -197,6 +197,22 @@ async def agent(s):
 
     skill = await ok(s, "activate_skill", {"name": "deploy-notes"})
     assert "Write deploy notes" in skill, skill
+    assert "resource: skill://deploy-notes/references/format.md" in skill, skill
+    # The skill's files as MCP resources.
+    uris = [str(r.uri) for r in (await s.list_resources()).resources]
+    assert uris.count("skill://deploy-notes/SKILL.md") == 1, uris
+    assert "skill://deploy-notes/references/format.md" in uris, uris
+    read = await s.read_resource("skill://deploy-notes/references/format.md")
+    assert read.contents[0].text == "One line per change.\n", read
+    for bad, code in [("skill://deploy-notes/references/none.md", -32002),
+                      ("skill://deploy-notes/../../etc/passwd", -32002),
+                      ("file:///etc/passwd", -32602)]:
+        try:
+            await s.read_resource(bad)
+        except McpError as e:
+            assert e.error.code == code, (bad, e.error)
+        else:
+            raise AssertionError(f"{bad} was read")
     await fails(s, "activate_skill", {"name": "no-such-skill"}, "no-such-skill")
 
     # Nothing outside its own attempt: the person tools do not exist for this token.

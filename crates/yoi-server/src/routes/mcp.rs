@@ -347,7 +347,7 @@ pub async fn post(
                 id,
                 json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": false}},
+                    "capabilities": {"tools": {"listChanged": false}, "resources": {}},
                     "serverInfo": {"name": "yoi", "version": env!("CARGO_PKG_VERSION")},
                     "instructions": match who {
                         Audience::Agent(_) => "Tools of your yoi attempt: read your ticket, note progress, ask a person, propose follow-ups.",
@@ -357,6 +357,59 @@ pub async fn post(
             )
         }
         "ping" => success(id, json!({})),
+        "resources/list" => {
+            let person = matches!(who, Audience::Person(_));
+            let resources = match s
+                .blocking("catalog", move |ws| skill_resources(ws, person))
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => return rpc(StatusCode::OK, error(id, -32603, e.message)),
+            };
+            success(id, json!({ "resources": resources }))
+        }
+        "resources/read" => {
+            let uri = params
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let Some((name, path)) = uri
+                .strip_prefix("skill://")
+                .and_then(|rest| rest.split_once('/'))
+                .map(|(n, p)| (n.to_string(), p.to_string()))
+            else {
+                return rpc(
+                    StatusCode::OK,
+                    error(
+                        id,
+                        INVALID_PARAMS,
+                        format!("`{uri}` is not a skill resource (skill://NAME/PATH)"),
+                    ),
+                );
+            };
+            let read = s
+                .blocking("resource", move |ws| glue::resource(ws, &name, &path))
+                .await;
+            match read {
+                Ok(Ok(r)) => match String::from_utf8(r.bytes) {
+                    Ok(text) => success(
+                        id,
+                        json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}),
+                    ),
+                    Err(_) => error(
+                        id,
+                        INVALID_PARAMS,
+                        format!(
+                            "`{uri}` is not text; read it with GET /api/v1/skills/…/resources/…"
+                        ),
+                    ),
+                },
+                // The specification's "resource not found".
+                Ok(Err(e)) => error(id, -32002, ApiError::from(e).message),
+                Err(e) => error(id, -32603, e.message),
+            }
+        }
         "tools/list" => success(id, list_result(&who)),
         "tools/call" => {
             let Some(name) = params.get("name").and_then(Value::as_str) else {
@@ -412,6 +465,26 @@ pub async fn post(
         other => error(id, METHOD_NOT_FOUND, format!("unknown method `{other}`")),
     };
     rpc(StatusCode::OK, answer)
+}
+
+/// The files of each skill this caller may see, as `skill://NAME/PATH` resources (agents do not
+/// see skills that keep themselves out of agents' catalogs, as `GET /skills` does not show them).
+fn skill_resources(ws: &yoi_store::Workspace, person: bool) -> Vec<Value> {
+    let catalog = glue::load_catalog(ws);
+    let mut out = Vec::new();
+    for e in catalog.skills() {
+        if !person && e.meta().disable_model_invocation {
+            continue;
+        }
+        let name = e.summary().name;
+        let files = yoi_engine::skill_format::listing::list_files(e, 50)
+            .map(|l| l.files)
+            .unwrap_or_default();
+        for f in std::iter::once("SKILL.md".to_string()).chain(files) {
+            out.push(json!({"uri": format!("skill://{name}/{f}"), "name": format!("{name}/{f}")}));
+        }
+    }
+    out
 }
 
 /// A read tool's answer through the server's kept answers; failures are never kept.
@@ -810,6 +883,9 @@ async fn agent_call(
             .map_err(|e| format!("internal: {e}"))?
             .map_err(|e| refused(e.into()))?;
             let mut out = format!("skill {} ({})\n\n{}", act.name, act.location, act.body);
+            for f in &act.files.files {
+                out.push_str(&format!("\nresource: skill://{}/{f}", act.name));
+            }
             for n in &act.notes {
                 out.push_str(&format!("\nnote: {n}"));
             }

@@ -615,10 +615,24 @@ impl State {
 
     /// Move open pull requests' heads to where their branches are now, as GitHub does on push.
     fn refresh_heads(&mut self) {
-        let bare = self.bare();
+        if !self.pulls.iter().any(|p| p.state == "open") {
+            return;
+        }
+        // One git call for every branch, not one per pull request: a fake with a hundred open
+        // pull requests answers each request as fast as with one.
+        let out = crate::git_output(
+            &self.bare(),
+            &[
+                "for-each-ref",
+                "--format=%(refname:lstrip=2) %(objectname)",
+                "refs/heads",
+            ],
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let heads: HashMap<&str, &str> = text.lines().filter_map(|l| l.rsplit_once(' ')).collect();
         for p in self.pulls.iter_mut().filter(|p| p.state == "open") {
-            if let Some(sha) = rev(&bare, &p.head) {
-                p.head_sha = sha;
+            if let Some(sha) = heads.get(p.head.as_str()) {
+                p.head_sha = sha.to_string();
             }
         }
     }

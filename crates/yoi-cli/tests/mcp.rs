@@ -6,6 +6,10 @@
 //! up a claimed attempt for the agent token, ends the claim, and checks that the token is then
 //! refused, and that `yoi mcp` without a server says so.
 //!
+//! The official TypeScript SDK (npm `@modelcontextprotocol/sdk`, pinned; found through
+//! YOI_MCP_TS) runs `tests/mcp/client.mjs` against the same server: a person over HTTP, the agent
+//! over stdio.
+//!
 //! The SDK's interpreter comes from YOI_MCP_PY (the venv .ci/run makes); the test fails without
 //! it. tiktoken downloads its encoding files on first use, which this machine cannot; the same
 //! file (identical SHA-256, which tiktoken verifies) ships inside the pinned `bpe-openai`
@@ -34,6 +38,22 @@ fn python() -> PathBuf {
         py.display()
     );
     py
+}
+
+const TS_INSTALL: &str = "mkdir -p target/mcp-ts && cd target/mcp-ts && echo '{\"private\": true}' > package.json && npm install @modelcontextprotocol/sdk@1.32.2, then YOI_MCP_TS=$PWD (.ci/run does this)";
+
+/// The folder the official TypeScript SDK is installed in (YOI_MCP_TS).
+fn typescript_sdk() -> PathBuf {
+    let dir = PathBuf::from(std::env::var("YOI_MCP_TS").unwrap_or_else(|_| {
+        panic!("YOI_MCP_TS is not set: the MCP tests need the official TypeScript SDK; install it with {TS_INSTALL}")
+    }));
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/sdk/package.json")
+            .is_file(),
+        "YOI_MCP_TS={} has no @modelcontextprotocol/sdk; install it with {TS_INSTALL}",
+        dir.display()
+    );
+    dir
 }
 
 /// tiktoken's cache with `cl100k_base` in it, from the copy `bpe-openai` ships.
@@ -97,7 +117,7 @@ fn post(server: &Server, token: &str, path: &str, body: Value) -> (u16, Value) {
 }
 
 #[test]
-fn the_python_sdk_uses_every_tool_over_http_and_stdio_within_scope() {
+fn the_official_sdks_use_every_tool_over_http_and_stdio_within_scope() {
     let py = python();
     let repo = Repo::init();
     no_supervised_pods(&repo);
@@ -109,11 +129,7 @@ fn the_python_sdk_uses_every_tool_over_http_and_stdio_within_scope() {
     )
     .unwrap();
     std::fs::create_dir_all(skill.join("references")).unwrap();
-    std::fs::write(
-        skill.join("references/format.md"),
-        "One line per change.\n",
-    )
-    .unwrap();
+    std::fs::write(skill.join("references/format.md"), "One line per change.\n").unwrap();
     std::fs::write(repo.path().join("README.md"), "base\n").unwrap();
     yoi_testkit::commit_all(repo.path(), "base");
     let own = queued_ticket(&repo);
@@ -154,6 +170,20 @@ fn the_python_sdk_uses_every_tool_over_http_and_stdio_within_scope() {
         ("OTHER", other.clone()),
         ("ASSIGNMENT", assignment.clone()),
     ];
+    // The official TypeScript SDK too: a person over HTTP, the agent over stdio.
+    let ts = typescript_sdk();
+    let out = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.mjs"))
+        .env("YOI_MCP_TS", &ts)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the TypeScript MCP client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let measured = client(&py, &env);
     eprintln!("{measured}");
     for who in ["person", "read", "agent"] {

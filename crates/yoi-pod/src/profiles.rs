@@ -35,6 +35,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 "--permission-mode=bypassPermissions",
                 "--disallowedTools=Bash(git push:*),AskUserQuestion",
                 "--max-turns=200",
+                // yoi's MCP server with the attempt's claim token (docs/mcp.md); Claude Code
+                // expands the two variables the pod sets from its own environment.
+                r#"--mcp-config={"mcpServers":{"yoi":{"type":"http","url":"${YOI_SERVER}/mcp","headers":{"Authorization":"Bearer ${YOI_TOKEN}"}}}}"#,
             ]),
             reviewer_argv: s(&[
                 "{program}", "-p", "--output-format=json", "--permission-mode=dontAsk",
@@ -579,6 +582,13 @@ pub fn fill(element: &str, v: &Vars) -> Result<String, String> {
             return Ok(out);
         };
         let name = &after[..end];
+        // `${NAME}` is the agent's own expansion of its environment (Claude Code's
+        // `--mcp-config` reads `${YOI_SERVER}` and `${YOI_TOKEN}` so), never a placeholder.
+        if out.ends_with('$') {
+            out.push('{');
+            rest = after;
+            continue;
+        }
         if !PLACEHOLDERS.contains(&name) {
             // JSON in an argv element (`{"a":1}`) is not a placeholder.
             if name.contains(['"', ':', ' ']) || name.is_empty() {
@@ -698,6 +708,10 @@ mod tests {
         assert!(fill("{nope}", &v)
             .unwrap_err()
             .contains("unknown placeholder `{nope}`"));
+        assert_eq!(
+            fill("url=${YOI_SERVER}/mcp {ticket}", &v).unwrap(),
+            "url=${YOI_SERVER}/mcp T1"
+        );
         assert!(fill("--model={model}", &v)
             .unwrap_err()
             .contains("no model"));

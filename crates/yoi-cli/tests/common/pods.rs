@@ -879,9 +879,12 @@ pub fn claude_case() -> RealCase {
         program: claude,
         endpoint: || anthropic_endpoint("greeting.txt", "hello from claude\n", DONE),
         model: None,
+        // It was handed yoi's MCP server with its claim token: the agent's tools are offered.
         answered: |r| {
             r.contains("\"tool_result\"")
                 && r.to_ascii_lowercase().contains("x-api-key: sk-yoi-test")
+                && r.contains("\"mcp__yoi__my_ticket\"")
+                && r.contains("\"mcp__yoi__ask_question\"")
         },
         agent_label: "claude 2.1.197",
         tokens: None,

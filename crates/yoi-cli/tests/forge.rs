@@ -260,7 +260,7 @@ fn dropped_repeated_and_reordered_webhooks_end_as_a_clean_run() {
     );
     assert_eq!(st["badge"], "merged");
     // The ticket page shows the same table, and the board card the badge.
-    let page = dashboard_page(&repo, &format!("/tickets/{id}"));
+    let page = common::dashboard::Dashboard::login(&repo).page(&format!("/tickets/{id}"));
     assert!(page.contains(r#"<section id="forge""#), "{page}");
     assert!(
         page.contains("<caption>Checks at the head</caption>"),
@@ -276,7 +276,7 @@ fn dropped_repeated_and_reordered_webhooks_end_as_a_clean_run() {
         page.contains(r#"<span class="badge ok">PR merged</span>"#),
         "{page}"
     );
-    let board = dashboard_page(&repo, "/");
+    let board = common::dashboard::Dashboard::login(&repo).page("/");
     assert!(
         board.contains(r#"<li class="badge ok">PR merged</li>"#),
         "{board}"
@@ -357,39 +357,6 @@ fn forge_import_sync_and_status_from_the_command_line() {
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("no [forge] section"), "{}", out.stderr);
     fake.assert_conforming();
-}
-
-/// Dashboard page `path`, through a session started with `yoi dashboard`'s one-time link.
-fn dashboard_page(repo: &Repo, path: &str) -> String {
-    let out = repo.yoi(&["dashboard", "--no-open"]).ok();
-    let link = out
-        .stdout
-        .split_whitespace()
-        .find(|w| w.contains("/login?code="))
-        .unwrap_or_else(|| panic!("a login link: {}", out.stdout))
-        .to_string();
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .into();
-    let res = agent.get(&link).call().unwrap();
-    assert_eq!(res.status(), 303, "the login link starts a session");
-    let cookie = res.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let base = link.split("/login").next().unwrap();
-    let mut res = agent
-        .get(&format!("{base}{path}"))
-        .header("Cookie", &cookie)
-        .call()
-        .unwrap();
-    assert_eq!(res.status(), 200, "{path}");
-    res.body_mut().read_to_string().unwrap()
 }
 
 /// Webhook accepted → thread event (BENCHMARKS.md): with polling an hour apart, only the

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod dashboard;
 pub mod pods;
 pub mod server;
 

@@ -6,47 +6,9 @@
 
 mod common;
 
+use common::dashboard::{browser, csrf, log_in, page};
 use common::{Backend, Server};
 use serde_json::json;
-
-fn browser() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .into()
-}
-
-fn log_in(s: &Server) -> String {
-    let link = s
-        .post("/api/v1/dashboard/login")
-        .token(&s.tokens.human)
-        .send()
-        .expect(200);
-    let url = format!("{}{}", s.base, link["path"].as_str().unwrap());
-    let res = browser().get(&url).call().unwrap();
-    assert_eq!(res.status(), 303);
-    let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
-    set.split(';').next().unwrap().to_string()
-}
-
-fn page(s: &Server, cookie: &str, path: &str) -> String {
-    let mut res = browser()
-        .get(&format!("{}{path}", s.base))
-        .header("Cookie", cookie)
-        .call()
-        .unwrap();
-    assert_eq!(res.status(), 200, "{path}");
-    res.body_mut().read_to_string().unwrap()
-}
-
-fn csrf(html: &str) -> String {
-    html.split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .expect("a form with the CSRF token")
-        .to_string()
-}
 
 /// Post a form; the status and where it sends the browser.
 fn post(s: &Server, cookie: &str, path: &str, form: &str) -> (u16, String) {

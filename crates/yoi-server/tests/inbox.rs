@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::dashboard::{browser, log_in, page};
 use common::{ctx, Backend, Server};
 use yoi_core::Principal;
 use yoi_store::ops;
@@ -106,40 +107,6 @@ fn a_kept_inbox_answer_follows_thread_events_and_proposals_written_by_others() {
     let got = s.get("/api/v1/inbox").token(&s.tokens.read).send();
     assert_ne!(got.cache_status, "yoi; hit");
     assert_eq!(got.expect(200)["count"], 3);
-}
-
-/// An HTTP client that does not follow redirects and returns every status as a response.
-fn browser() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .into()
-}
-
-/// A dashboard session for the human token's person: the `name=value` of its cookie.
-fn log_in(s: &Server) -> String {
-    let link = s
-        .post("/api/v1/dashboard/login")
-        .token(&s.tokens.human)
-        .send()
-        .expect(200);
-    let url = format!("{}{}", s.base, link["path"].as_str().unwrap());
-    let res = browser().get(&url).call().unwrap();
-    assert_eq!(res.status(), 303, "the login link starts a session");
-    let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
-    set.split(';').next().unwrap().to_string()
-}
-
-/// The HTML of dashboard page `path`, which must answer 200.
-fn page(s: &Server, cookie: &str, path: &str) -> String {
-    let mut res = browser()
-        .get(&format!("{}{path}", s.base))
-        .header("Cookie", cookie)
-        .call()
-        .unwrap();
-    assert_eq!(res.status(), 200, "{path}");
-    res.body_mut().read_to_string().unwrap()
 }
 
 #[test]

@@ -7,39 +7,8 @@
 
 mod common;
 
+use common::dashboard::{browser, log_in, page};
 use common::{Backend, Server};
-
-fn browser() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .into()
-}
-
-/// A dashboard session for the human token's person: the `name=value` of its cookie.
-fn log_in(s: &Server) -> String {
-    let link = s
-        .post("/api/v1/dashboard/login")
-        .token(&s.tokens.human)
-        .send()
-        .expect(200);
-    let url = format!("{}{}", s.base, link["path"].as_str().unwrap());
-    let res = browser().get(&url).call().unwrap();
-    assert_eq!(res.status(), 303, "the login link starts a session");
-    let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
-    set.split(';').next().unwrap().to_string()
-}
-
-fn page(s: &Server, cookie: &str, path: &str) -> String {
-    let mut res = browser()
-        .get(&format!("{}{path}", s.base))
-        .header("Cookie", cookie)
-        .call()
-        .unwrap();
-    assert_eq!(res.status(), 200, "{path}");
-    res.body_mut().read_to_string().unwrap()
-}
 
 /// Post a form; the status and (for a redirect) where it goes, else the page.
 fn post(s: &Server, cookie: &str, path: &str, fields: &[(&str, &str)]) -> (u16, String) {

@@ -11,6 +11,8 @@
 
 pub use yoi_testkit::pg;
 
+pub mod dashboard;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;

@@ -138,7 +138,7 @@ fn parameters(doc: &mut Value) {
     let limit = json!({ "type": "integer", "minimum": 1, "maximum": 1000, "description": "1 to 1000 (default 100)." });
     param(
         doc,
-        |p| p == "/api/v1/tickets" || p == "/api/v1/assignments",
+        |p| p == "/api/v1/tickets" || p == "/api/v1/assignments" || p == "/api/v1/notify/log",
         "limit",
         limit,
     );
@@ -152,6 +152,13 @@ fn parameters(doc: &mut Value) {
         |p| p.starts_with("/api/v1/skills/proposals/{id}"),
         "id",
         json!({ "type": "string", "pattern": "^[a-z0-9-]{1,64}$" }),
+    );
+    // Workflow offer ids (`yoi_skills::offer`): `o` and 24 lowercase hex digits.
+    param(
+        doc,
+        |p| p.starts_with("/api/v1/workflow-offers/{id}"),
+        "id",
+        json!({ "type": "string", "pattern": "^o[0-9a-f]{24}$" }),
     );
     // A workflow's slug (`yoi_skills::workflow`): lowercase letters and digits, single hyphens
     // inside, at most 64 characters.

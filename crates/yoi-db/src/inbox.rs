@@ -60,22 +60,31 @@ impl Db {
         service_author: &str,
         ticket: Option<&str>,
     ) -> Result<Vec<InboxTicket>, StoreError> {
-        let rows = sqlx::query(
+        // One ticket's entries (its page, `show_ticket`) are looked up by its id: with the
+        // filter written as `($2 = '' OR t.id = $2)` the planner scanned every ticket's events.
+        // Every ticket has an id, so `<> ''` keeps them all (and types `$2` on PostgreSQL).
+        let which = if ticket.is_some() {
+            "t.id = $2"
+        } else {
+            "t.id <> $2"
+        };
+        let sql = format!(
             "SELECT t.id, t.title, t.state, e.id, e.kind, e.author, e.at, e.attrs, e.body \
                FROM tickets t JOIN events e ON e.ticket_id = t.id \
-              WHERE ($2 = '' OR t.id = $2) \
+              WHERE {which} \
                 AND e.kind IN ('attention', 'question', 'answer', 'retry', 'state_changed', 'merge', 'forge_pr', 'budget') \
                 AND ((t.state IN ('queued', 'inprogress') AND EXISTS \
                        (SELECT 1 FROM events a WHERE a.ticket_id = t.id AND a.kind IN ('attention', 'question'))) \
                   OR (t.state = 'planning' AND EXISTS \
                        (SELECT 1 FROM events s WHERE s.ticket_id = t.id AND s.kind = 'state_changed' AND s.author = $1))) \
-              ORDER BY t.id, e.position",
-        )
-        .bind(service_author)
-        .bind(ticket.unwrap_or(""))
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
+              ORDER BY t.id, e.position"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(service_author)
+            .bind(ticket.unwrap_or(""))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
         let mut out: Vec<InboxTicket> = Vec::new();
         for r in rows {
             let id: String = r.try_get(0).map_err(db_err)?;

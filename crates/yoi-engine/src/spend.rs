@@ -201,6 +201,32 @@ fn attention(
     }
 }
 
+/// The daily limits an attempt of `agent` counts against, each set one with its pause
+/// subject and attention reason: the workspace's (`*`) and the agent profile's own.
+fn daily_limits<'a>(
+    b: &yoi_store::config::BudgetSection,
+    agent: Option<&'a str>,
+) -> Vec<(String, &'static str, Limit, Option<&'a str>)> {
+    let mut daily = Vec::new();
+    let day = Limit {
+        usd: b.day_usd,
+        tokens: b.day_tokens,
+    };
+    if day.usd.is_some() || day.tokens.is_some() {
+        daily.push((EVERYONE.to_string(), BUDGET_DAY, day, None));
+    }
+    if let Some((name, ab)) = agent.and_then(|n| b.agents.get(n).map(|ab| (n, ab))) {
+        let l = Limit {
+            usd: ab.day_usd,
+            tokens: ab.day_tokens,
+        };
+        if l.usd.is_some() || l.tokens.is_some() {
+            daily.push((format!("agent:{name}"), BUDGET_AGENT_DAY, l, Some(name)));
+        }
+    }
+    daily
+}
+
 /// Check the limits after attempt `a` (run by the agent profile `agent`) ended: hold its ticket
 /// over the ticket's limit, pause agents over a daily one, and say so once each.
 pub fn after_attempt(
@@ -243,25 +269,7 @@ pub fn after_attempt(
     }
     let today = day_start(now_ms);
     let tomorrow = today + DAY_MS;
-    let day = Limit {
-        usd: b.day_usd,
-        tokens: b.day_tokens,
-    };
-    let mut daily: Vec<(String, &str, Limit, Option<&str>)> = Vec::new();
-    if day.usd.is_some() || day.tokens.is_some() {
-        daily.push((EVERYONE.to_string(), BUDGET_DAY, day, None));
-    }
-    if let Some(name) = agent {
-        if let Some(ab) = b.agents.get(name) {
-            let l = Limit {
-                usd: ab.day_usd,
-                tokens: ab.day_tokens,
-            };
-            if l.usd.is_some() || l.tokens.is_some() {
-                daily.push((format!("agent:{name}"), BUDGET_AGENT_DAY, l, Some(name)));
-            }
-        }
-    }
+    let daily = daily_limits(b, agent);
     for (subject, reason, limit, agent) in daily {
         let spent = index.spent_since(today, agent)?;
         if limit.share(&spent) < 1.0 {
@@ -338,28 +346,12 @@ pub fn over_while_running(
         }
     }
     let today = day_start(now_ms);
-    let day = Limit {
-        usd: b.day_usd,
-        tokens: b.day_tokens,
-    };
-    let agent = running.agent.as_deref();
-    let agent_day = agent.and_then(|n| b.agents.get(n)).map(|l| Limit {
-        usd: l.day_usd,
-        tokens: l.day_tokens,
-    });
-    for (whose, limit, of) in [
-        ("the workspace's daily budget".to_string(), Some(day), None),
-        (
-            format!("agent `{}`'s daily budget", agent.unwrap_or_default()),
-            agent_day,
-            agent,
-        ),
-    ] {
-        let Some(limit) = limit.filter(|l| l.usd.is_some() || l.tokens.is_some()) else {
-            continue;
-        };
+    for (_, _, limit, of) in daily_limits(b, running.agent.as_deref()) {
         let spent = plus(index.spent_since(today, of)?);
         if limit.share(&spent) >= stop_at {
+            let whose = of.map_or("the workspace's daily budget".to_string(), |a| {
+                format!("agent `{a}`'s daily budget")
+            });
             return Ok(Some(format!(
                 "stopped while running: {whose} was passed by more than {margin} ({} today with this attempt's streamed usage); its work so far is kept on the attempt",
                 limit.says(&spent)

@@ -29,11 +29,6 @@ use super::{broken, Broken, World};
 /// reaches its limit in three to six attempts, a day in a long schedule, and `sim-b` sooner.
 pub(super) const BUDGET_CONFIG: &str =
     "\n[budget]\nticket_usd = 0.12\nday_usd = 2.0\n\n[budget.agents.sim-b]\nday_usd = 0.4\n";
-const TICKET_USD: f64 = 0.12;
-const DAY_USD: f64 = 2.0;
-/// The one agent with a daily limit of its own, and that limit.
-const LIMITED_AGENT: (&str, f64) = ("sim-b", 0.4);
-const DAY_MS: i64 = 86_400_000;
 
 /// The agent profile a pod runs.
 pub(super) fn profile_of(pod: &str) -> &'static str {
@@ -84,9 +79,13 @@ impl World {
             .filter(|e| e.kind == EventKind::Budget)
             .filter_map(|e| e.get(ops::ADD_USD).and_then(|v| v.parse::<f64>().ok()))
             .sum();
-        let micros = |usd: f64| (usd * 1e6).round() as i64;
+        // The limits as the workspace's configuration sets them; a limit left out is none.
+        let b = &l.ws.config.budget;
+        let micros = |usd: Option<f64>| usd.map_or(i64::MAX, |u| (u * 1e6).round() as i64);
         let spent = l.db.spent_on_ticket(work.ticket.as_str()).map_err(db)?;
-        let limit = micros(TICKET_USD + granted);
+        // A grant sets a limit where none was configured (docs/budgets.md).
+        let configured = b.ticket_usd.or((granted > 0.0).then_some(0.0));
+        let limit = micros(configured.map(|u| u + granted));
         let mut over = Vec::new();
         if spent.cost_micros >= limit {
             over.push(format!(
@@ -94,15 +93,15 @@ impl World {
                 spent.cost_micros, limit
             ));
         }
-        let today = now_ms.div_euclid(DAY_MS) * DAY_MS;
+        let today = yoi_engine::spend::day_start(now_ms);
         let day = l.db.spent_since(today, None).map_err(db)?;
-        if day.cost_micros >= micros(DAY_USD) {
+        if day.cost_micros >= micros(b.day_usd) {
             over.push(format!("the day spent {} micro-USD", day.cost_micros));
         }
         let profile = profile_of(pod_name);
-        if profile == LIMITED_AGENT.0 {
+        if let Some(own) = b.agents.get(profile) {
             let agent = l.db.spent_since(today, Some(profile)).map_err(db)?;
-            if agent.cost_micros >= micros(LIMITED_AGENT.1) {
+            if agent.cost_micros >= micros(own.day_usd) {
                 over.push(format!(
                     "agent {profile} spent {} micro-USD today",
                     agent.cost_micros

@@ -1,9 +1,12 @@
 //! Notifications with real receivers, driven step by step with a fake clock: an HTTP receiver
 //! started by the test checks each webhook's HMAC signature and records the Slack and ntfy
 //! payloads; a real SMTP server (`aiosmtpd` from PyPI, found through `YOI_AIOSMTPD`) receives
-//! the email. Each open inbox entry reaches each channel exactly once — across repeated sweeps
-//! and a restarted notifier — a receiver that is down for ten minutes gets the entry once when
-//! it is back with every attempt in the log, and an entry that closed first is never sent.
+//! the email; a private session D-Bus (`dbus-daemon`) with a notification server that owns
+//! `org.freedesktop.Notifications` (jeepney from PyPI, found through `YOI_DBUS_PY`) receives
+//! the desktop notifications. Each open inbox entry reaches each channel exactly once — across
+//! repeated sweeps and a restarted notifier — a receiver that is down for ten minutes gets the
+//! entry once when it is back with every attempt in the log, and an entry that closed first is
+//! never sent.
 
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -18,6 +21,7 @@ use yoi_engine::notify::{deliver_channel, Notifier};
 use yoi_server::notify::{Adapters, Secrets};
 use yoi_store::ops::{self, CreateRequest, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
+use yoi_testkit::dbus::{Notifications, SessionBus};
 use yoi_testkit::receiver::Receiver;
 
 const BRIEF: &str =
@@ -380,4 +384,139 @@ fn an_email_reaches_a_real_smtp_server_once() {
     );
     assert!(m.contains("To: alice@example.com, bob@example.com"), "{m}");
     assert!(m.contains(&format!("http://yoi.test/tickets/{id}")), "{m}");
+}
+
+/// A desktop channel, its urgency from `priority`.
+fn desktop_channel(priority: u8) -> String {
+    format!("[[notify]]\nname = \"desk\"\nchannel = \"desktop\"\npriority = {priority}\n")
+}
+
+/// A queued ticket with an `attention` event whose detail holds markup characters.
+fn stuck_with_markup(f: &Fx, title: &str) -> String {
+    let id = f.stuck(title, "circuit_open");
+    let service = Ctx::new(Principal::orchestrator(), at(0));
+    ops::attention(
+        &f.ws,
+        &service,
+        &id,
+        "circuit_open",
+        "Three failures in <main> & more.",
+    )
+    .unwrap();
+    id
+}
+
+#[test]
+fn a_desktop_notification_reaches_the_session_bus_once_with_its_delivery_key() {
+    let bus = SessionBus::start();
+    let desk = Notifications::start(&bus, &["body", "body-markup"]);
+    let f = Fx::new(&desktop_channel(5));
+    let id = stuck_with_markup(&f, "Fix <login>");
+    let a = Adapters::new(Secrets::default().with_session_bus(&bus.address));
+    let mut notifier = Notifier::default();
+    f.sweep(&mut notifier, &a, at(1));
+    // Exactly once: more sweeps, later, and a notifier that forgot everything (a restart).
+    f.sweep(&mut notifier, &a, at(2));
+    f.sweep(&mut Notifier::default(), &a, at(3_600));
+
+    let got = desk.got();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let n = &got[0];
+    let row = &f.index.notify_deliveries(Some("desk"), 10).unwrap()[0];
+    assert_eq!(row.status, DeliveryStatus::Delivered, "{row:?}");
+    assert_eq!(row.attempts, 1);
+    assert_eq!(row.last_answer.as_deref(), Some("D-Bus Notify: id 1"));
+    assert_eq!(n["app_name"], "yoi");
+    assert_eq!(n["replaces_id"], 0);
+    assert_eq!(n["expire_timeout"], -1);
+    assert_eq!(n["actions"], serde_json::json!([]));
+    // The summary is plain text by the specification; the body is escaped for a server that
+    // reads markup.
+    assert_eq!(n["summary"], "Circuit open: Fix <login>");
+    let body = n["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("Three failures in &lt;main&gt; &amp; more."),
+        "{body}"
+    );
+    assert!(body.contains(&format!("yoi ticket retry {id}")), "{body}");
+    assert!(
+        body.contains(&format!("http://yoi.test/tickets/{id}")),
+        "{body}"
+    );
+    let hints = &n["hints"];
+    assert_eq!(
+        hints["x-yoi-delivery"],
+        serde_json::json!({"signature": "s", "value": row.idempotency_key})
+    );
+    assert_eq!(
+        hints["urgency"],
+        serde_json::json!({"signature": "y", "value": 2}),
+        "priority 5 is critical"
+    );
+    assert_eq!(
+        hints["x-yoi-link"]["value"],
+        format!("http://yoi.test/tickets/{id}")
+    );
+}
+
+#[test]
+fn a_desktop_without_a_notification_server_gets_the_entry_once_one_starts() {
+    let f = Fx::new(&desktop_channel(3));
+    stuck_with_markup(&f, "Later");
+    let mut notifier = Notifier::default();
+
+    // A server started without a session bus: the attempt fails saying so.
+    f.sweep(&mut notifier, &Adapters::new(Secrets::default()), at(0));
+    let attempts = |f: &Fx| {
+        let row = &f.index.notify_deliveries(Some("desk"), 10).unwrap()[0];
+        (
+            row.clone(),
+            f.index.notify_attempts("desk", &row.entry_key).unwrap(),
+        )
+    };
+    let (row, log) = attempts(&f);
+    assert_eq!(row.status, DeliveryStatus::Pending);
+    assert!(log[0].answer.starts_with("no session bus"), "{log:?}");
+
+    // A bus, but nobody owns org.freedesktop.Notifications yet.
+    let bus = SessionBus::start();
+    let a = Adapters::new(Secrets::default().with_session_bus(&bus.address));
+    let mut s = 1;
+    while attempts(&f).1.len() < 3 {
+        s += 1;
+        f.sweep(&mut notifier, &a, at(s));
+    }
+    let (row, log) = attempts(&f);
+    assert_eq!(row.status, DeliveryStatus::Pending);
+    assert!(
+        log[1..].iter().all(|t| !t.ok
+            && t.answer
+                .contains("org.freedesktop.DBus.Error.ServiceUnknown")),
+        "{log:?}"
+    );
+
+    // A notification server that reads no markup starts: delivered once, as plain text.
+    let desk = Notifications::start(&bus, &["body"]);
+    while desk.got().is_empty() {
+        s += 1;
+        assert!(s < 3_600, "not delivered within the longest backoff");
+        f.sweep(&mut notifier, &a, at(s));
+    }
+    for later in [s + 1, s + 60, s + 86_400] {
+        f.sweep(&mut notifier, &a, at(later));
+    }
+    let got = desk.got();
+    assert_eq!(got.len(), 1, "delivered once: {got:?}");
+    assert!(got[0]["body"]
+        .as_str()
+        .unwrap()
+        .starts_with("Three failures in <main> & more."));
+    assert_eq!(
+        got[0]["hints"]["urgency"]["value"], 1,
+        "priority 3 is normal"
+    );
+    let (row, log) = attempts(&f);
+    assert_eq!(row.status, DeliveryStatus::Delivered);
+    assert_eq!(log.len() as i64, row.attempts);
+    assert!(log.last().unwrap().ok);
 }

@@ -19,7 +19,8 @@ pub enum ChannelKind {
     Ntfy,
     /// One message per entry over SMTP.
     Email,
-    /// freedesktop notifications over the session bus (not built yet: refused).
+    /// freedesktop notifications (`org.freedesktop.Notifications.Notify`) on the session bus
+    /// of the machine `yoi serve` runs on.
     Desktop,
 }
 
@@ -68,7 +69,8 @@ pub struct NotifyChannel {
     /// (default `http://` plus `[server] listen`).
     #[serde(default)]
     pub link_base: Option<String>,
-    /// ntfy's priority, 1 to 5 (default 4).
+    /// ntfy's priority, 1 to 5 (default 4); for desktop, the urgency (1–2 low, 3–4 normal,
+    /// 5 critical).
     #[serde(default)]
     pub priority: Option<u8>,
     /// email: the SMTP server.
@@ -222,10 +224,15 @@ pub fn validate(entries: &[NotifyChannel], text: &str) -> Result<(), (Option<usi
                 }
             }
             ChannelKind::Desktop => {
-                return bad(format!(
-                    "`{}` = \"desktop\" is not built yet; use webhook, slack, ntfy or email",
-                    key("channel")
-                ));
+                if c.priority.is_some_and(|p| !(1..=5).contains(&p)) {
+                    return bad(format!("`{}` must be 1 to 5", key("priority")));
+                }
+                if c.url.is_some() || c.smtp_host.is_some() || c.secret_env.is_some() {
+                    return bad(format!(
+                        "`{}` = \"desktop\" goes to the session bus of the machine yoi serve runs on: it takes no url, smtp_host or secret_env",
+                        key("channel")
+                    ));
+                }
             }
         }
     }
@@ -259,14 +266,15 @@ mod tests {
 
     #[test]
     fn good_entries_pass_and_each_bad_one_names_its_key_and_line() {
-        let good = "[[notify]]\nname = \"hook\"\nchannel = \"webhook\"\nurl = \"https://example.com/h\"\nsecret_env = \"HOOK_KEY\"\nreasons = [\"circuit_open\"]\n\n[[notify]]\nname = \"mail\"\nchannel = \"email\"\nsmtp_host = \"127.0.0.1\"\ntls = \"none\"\nfrom = \"yoi@example.com\"\nto = [\"me@example.com\"]\n";
+        let good = "[[notify]]\nname = \"me\"\nchannel = \"desktop\"\n\n[[notify]]\nname = \"hook\"\nchannel = \"webhook\"\nurl = \"https://example.com/h\"\nsecret_env = \"HOOK_KEY\"\nreasons = [\"circuit_open\"]\n\n[[notify]]\nname = \"mail\"\nchannel = \"email\"\nsmtp_host = \"127.0.0.1\"\ntls = \"none\"\nfrom = \"yoi@example.com\"\nto = [\"me@example.com\"]\n";
         assert_eq!(check(good), Ok(()));
         let cases = [
             ("[[notify]]\nname = \"h\"\nchannel = \"webhook\"\nurl = \"https://x\"\n", "notify[1].secret_env"),
             ("\n[[notify]]\nname = \"h\"\nchannel = \"webhook\"\nurl = \"ftp://x\"\nsecret_env = \"K\"\n", "notify[1].url"),
             ("[[notify]]\nname = \"h\"\nchannel = \"slack\"\nurl = \"https://x\"\nreasons = [\"nope\"]\n", "notify[1].reasons"),
             ("[[notify]]\nname = \"m\"\nchannel = \"email\"\nsmtp_host = \"mail.example.com\"\ntls = \"none\"\nfrom = \"a@b\"\nto = [\"c@d\"]\n", "notify[1].tls"),
-            ("[[notify]]\nname = \"d\"\nchannel = \"desktop\"\n", "notify[1].channel"),
+            ("[[notify]]\nname = \"d\"\nchannel = \"desktop\"\nurl = \"https://x\"\n", "notify[1].channel"),
+            ("[[notify]]\nname = \"d\"\nchannel = \"desktop\"\npriority = 9\n", "notify[1].priority"),
             ("[[notify]]\nname = \"h\"\nchannel = \"webhook\"\nurl = \"https://x\"\nsecret_env = \"hunter2 is my key\"\n", "notify[1].secret_env"),
         ];
         for (text, key) in cases {

@@ -2,9 +2,11 @@
 //! (`yoi_engine::notify`) — one that promises a delivery per (channel, open entry), and one per
 //! channel that sends its due deliveries, so a slow or failing channel never delays the loop or
 //! another channel — and the adapters that carry a message: HTTP for webhook, Slack and ntfy
-//! ([`http`]), SMTP for email ([`smtp`]). Secrets are read here, from the environment
-//! variables the configuration names, and never written anywhere.
+//! ([`http`]), SMTP for email ([`smtp`]), the session D-Bus for desktop ([`dbus`]). Secrets are
+//! read here, from the environment variables the configuration names, and never written
+//! anywhere; so is the session bus's address.
 
+pub mod dbus;
 pub mod http;
 pub mod smtp;
 
@@ -25,10 +27,12 @@ const EVERY: Duration = Duration::from_secs(1);
 /// Deliveries one channel sends per sweep.
 const PER_SWEEP: i64 = 20;
 
-/// The secrets of the configured channels, read from the environment once.
+/// The secrets of the configured channels, and the session bus a desktop channel talks to,
+/// read from the environment once.
 #[derive(Clone, Default)]
 pub struct Secrets {
     values: BTreeMap<String, String>,
+    session_bus: Option<String>,
 }
 
 impl Secrets {
@@ -53,7 +57,19 @@ impl Secrets {
                 }
             }
         }
-        Secrets { values }
+        let mut session_bus = None;
+        if channels.iter().any(|c| c.channel == ChannelKind::Desktop) {
+            session_bus = dbus::session_bus_from_env();
+            if session_bus.is_none() {
+                tracing::error!(
+                    "a desktop [[notify]] channel is configured but this process has no session bus (DBUS_SESSION_BUS_ADDRESS, $XDG_RUNTIME_DIR/bus); its deliveries fail until the server is started with one"
+                );
+            }
+        }
+        Secrets {
+            values,
+            session_bus,
+        }
     }
 
     /// The value of variable `name` (`None` when it was not set).
@@ -66,9 +82,17 @@ impl Secrets {
         self.values.insert(name.into(), value.into());
         self
     }
+
+    /// The session bus's address (`DBUS_SESSION_BUS_ADDRESS`'s form), as a test's own bus.
+    #[doc(hidden)]
+    pub fn with_session_bus(mut self, address: &str) -> Secrets {
+        self.session_bus = Some(address.into());
+        self
+    }
 }
 
-/// The real sender: HTTP or SMTP by channel kind, with the secrets it signs or logs in with.
+/// The real sender: HTTP, SMTP or D-Bus by channel kind, with the secrets it signs or logs in
+/// with.
 pub struct Adapters {
     pub secrets: Secrets,
     pub http: ureq::Agent,
@@ -91,7 +115,7 @@ impl Sender for Adapters {
                 http::send(&self.http, &self.secrets, c, n)
             }
             ChannelKind::Email => smtp::send(&self.secrets, c, n),
-            ChannelKind::Desktop => Err("desktop notifications are not built yet".to_string()),
+            ChannelKind::Desktop => dbus::send(self.secrets.session_bus.as_deref(), c, n),
         };
         let duration_ms = i64::try_from(start.elapsed().as_millis()).unwrap_or(i64::MAX);
         match result {

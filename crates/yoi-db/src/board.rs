@@ -98,29 +98,33 @@ impl Db {
             q.fetch_all(self.pool()).await.map_err(db_err)
         };
 
-        let sql = format!(
-            "SELECT ticket_id, MAX(at) FROM events WHERE kind = 'state_changed' AND ticket_id IN ({list}) GROUP BY ticket_id"
-        );
-        for r in run(sql).await? {
-            let id: String = r.try_get(0).map_err(db_err)?;
-            let at: Option<String> = r.try_get(1).map_err(db_err)?;
-            if let Some(f) = entry(out, &id)? {
-                f.state_since = at;
-            }
-        }
-
+        // The latest `state_changed` and the orchestrator's latest decision of each ticket:
+        // one step down the `events_ticket_kind_position` index from its end each, whatever
+        // the thread's length (reading every such event, or the decisions against each other,
+        // made a board of five 25,000-event threads cost 40 times one of short threads).
         let orchestrator = yoi_core::Principal::orchestrator().author();
         let sql = format!(
-            "SELECT e.ticket_id, e.body FROM events e WHERE e.kind = 'decision' AND e.ticket_id IN ({list}) \
-               AND e.author = '{orchestrator}' \
-               AND e.position = (SELECT MAX(e2.position) FROM events e2 WHERE e2.ticket_id = e.ticket_id \
-                                   AND e2.kind = 'decision' AND e2.author = '{orchestrator}')"
+            "SELECT t.id, \
+               (SELECT e.at FROM events e WHERE e.ticket_id = t.id AND e.kind = 'state_changed' \
+                 ORDER BY e.position DESC LIMIT 1), \
+               (SELECT e.body FROM events e WHERE e.ticket_id = t.id AND e.kind = 'decision' \
+                   AND e.author = $1 ORDER BY e.position DESC LIMIT 1) \
+               FROM tickets t WHERE t.id IN ({})",
+            placeholders(2, chunk.len())
         );
-        for r in run(sql).await? {
+        let mut q = sqlx::query(&sql).bind(orchestrator);
+        for id in chunk {
+            q = q.bind(id.to_string());
+        }
+        for r in q.fetch_all(self.pool()).await.map_err(db_err)? {
             let id: String = r.try_get(0).map_err(db_err)?;
-            let body: String = r.try_get(1).map_err(db_err)?;
+            let at: Option<String> = r.try_get(1).map_err(db_err)?;
+            let body: Option<String> = r.try_get(2).map_err(db_err)?;
             if let Some(f) = entry(out, &id)? {
-                f.last_decision = yoi_core::decision::read_decision(&body).map(|d| d.kind);
+                f.state_since = at;
+                f.last_decision = body
+                    .and_then(|b| yoi_core::decision::read_decision(&b))
+                    .map(|d| d.kind);
             }
         }
 

@@ -260,7 +260,7 @@ pub(super) async fn append_snapshots<'s>(
     }
 
     let mut events = Vec::new();
-    let mut outbox = Vec::new();
+    let mut outbox: Vec<OutboxRow> = Vec::new();
     let mut touched: Vec<(&str, String)> = Vec::new();
     let mut threads = Vec::new();
     for s in candidates {
@@ -297,22 +297,7 @@ pub(super) async fn append_snapshots<'s>(
 
     // The new events' outbox rows, unless one is there already (an event moved by hand
     // between tickets keeps its row, as in the whole rewrite).
-    let new_keys: Vec<String> = outbox.iter().map(|(key, ..)| key.clone()).collect();
-    let mut known = HashSet::new();
-    for chunk in new_keys.chunks(MAX_PARAMS) {
-        let sql = format!(
-            "SELECT event_id FROM outbox WHERE event_id IN ({})",
-            super::placeholders(1, chunk.len())
-        );
-        for r in super::among(&sql, chunk)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(db_err)?
-        {
-            known.insert(r.try_get::<String, _>(0).map_err(db_err)?);
-        }
-    }
-    outbox.retain(|(key, ..)| !known.contains(key));
+    let outbox = not_in_outbox(conn, outbox).await?;
 
     for chunk in touched.chunks(MAX_PARAMS / 3) {
         let mut sql = String::from("UPDATE tickets SET updated_at = CASE id");
@@ -343,6 +328,57 @@ pub(super) async fn append_snapshots<'s>(
     insert_events(conn, events).await?;
     let added = add_outbox(conn, outbox, now_ms).await?;
     Ok((added, rest))
+}
+
+/// The outbox rows of `events` (a tail of one ticket's thread, each with its position and
+/// index key) written into the index (inside the caller's write transaction) with a few
+/// multi-row statements: the events' rows, and the outbox rows the outbox does not hold yet.
+/// Returns the outbox rows added. What the per-ticket writer does with a thread it reads for
+/// the first time, or whose tail is new: a row at a time, a 40,000-event thread took 9 s.
+pub(super) async fn write_event_tail(
+    conn: &mut AnyConnection,
+    ticket: &str,
+    events: &[(usize, &(String, Event))],
+    now_ms: i64,
+) -> Result<usize, StoreError> {
+    let shared: Arc<str> = Arc::from(ticket);
+    let rows = events
+        .iter()
+        .map(|(position, (key, e))| event_row(Val::Shared(shared.clone()), *position, key, e))
+        .collect();
+    insert_events(conn, rows).await?;
+    let outbox = events
+        .iter()
+        .map(|(_, (key, e))| outbox_row(ticket, key, e))
+        .collect();
+    let outbox = not_in_outbox(conn, outbox).await?;
+    add_outbox(conn, outbox, now_ms).await
+}
+
+/// `outbox` without the rows whose event the outbox holds already (under any ticket: an
+/// event moved by hand between tickets keeps its row) and without repeats of one event, so
+/// the rows numbered by [`add_outbox`] are all written and the numbers stay gap-free.
+async fn not_in_outbox(
+    conn: &mut AnyConnection,
+    mut outbox: Vec<OutboxRow>,
+) -> Result<Vec<OutboxRow>, StoreError> {
+    let keys: Vec<String> = outbox.iter().map(|(key, ..)| key.clone()).collect();
+    let mut known = HashSet::new();
+    for chunk in keys.chunks(MAX_PARAMS) {
+        let sql = format!(
+            "SELECT event_id FROM outbox WHERE event_id IN ({})",
+            super::placeholders(1, chunk.len())
+        );
+        for r in super::among(&sql, chunk)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?
+        {
+            known.insert(r.try_get::<String, _>(0).map_err(db_err)?);
+        }
+    }
+    outbox.retain(|(key, ..)| known.insert(key.clone()));
+    Ok(outbox)
 }
 
 /// Whether the index's fingerprints of a ticket's files (`indexed`: name, size, mtime) are

@@ -34,6 +34,7 @@ mod pods;
 mod read_ahead;
 pub mod read_your_writes;
 mod reindex;
+mod routing_events;
 mod snapshot;
 pub mod spend;
 mod sync_calls;
@@ -149,6 +150,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         15,
         "token_expiry",
         include_str!("../../../migrations/0015_token_expiry.sql"),
+    ),
+    (
+        16,
+        "events_latest_of_kind",
+        include_str!("../../../migrations/0016_events_latest_of_kind.sql"),
     ),
 ];
 

@@ -8,12 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::json;
 use sqlx::AnyConnection;
 use sqlx::Row;
 use yoi_core::{State, TicketId};
 
-use super::outbox::{add_outbox, outbox_kind, outbox_payload, plan_payload, OutboxKind};
+use super::outbox::{add_outbox, plan_payload, OutboxKind};
 use super::snapshot::{
     file_stat, fingerprinted, is_ticket, look_at, plan_key, read_snapshot, snapshot,
     ticket_changed, FileStat, Seen, Snapshot,
@@ -592,28 +591,11 @@ async fn write_snapshot(
             .map_err(db_err)?;
         0
     };
-    for (position, (key, e)) in s.events.iter().enumerate().skip(start) {
-        let attrs: serde_json::Map<String, serde_json::Value> =
-            e.attrs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-        sqlx::query("INSERT INTO events (id, ticket_id, position, kind, author, at, attrs, heading, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING")
-            .bind(key.clone())
-            .bind(id)
-            .bind(position as i64)
-            .bind(e.kind.as_str().to_string())
-            .bind(e.author().map(str::to_string))
-            .bind(e.get("at").map(str::to_string))
-            .bind(serde_json::Value::Object(attrs.clone()).to_string())
-            .bind(e.heading.clone())
-            .bind(e.body.clone())
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
-    }
-    // Every event, old or new, has its outbox row (idempotent by event id).
-    for (key, e) in &s.events[start.min(s.events.len())..] {
-        let payload = outbox_payload(id, key, e);
-        added += add_outbox(conn, key, id, outbox_kind(e), &payload, now_ms).await?;
-    }
+    // The new tail and the outbox rows it lacks, in multi-row statements (every event, old
+    // or new, has its outbox row, idempotent by event id).
+    let tail: Vec<(usize, &(String, yoi_core::thread::Event))> =
+        s.events.iter().enumerate().skip(start).collect();
+    added += super::bulk::write_event_tail(conn, id, &tail, now_ms).await?;
     sqlx::query("DELETE FROM ticket_files WHERE ticket_id = $1")
         .bind(id)
         .execute(&mut *conn)

@@ -30,6 +30,15 @@ impl DbIndex {
     ) -> Result<Vec<yoi_core::forge::gate::CheckResult>, StoreError> {
         self.run(self.db.forge_checks_of(sha))
     }
+
+    pub fn forge_delivery_first(
+        &self,
+        id: &str,
+        event: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.run(self.db.forge_delivery_first(id, event, now_ms))
+    }
 }
 
 /// The inbox: tickets that may have open entries, with the events that open and close them.
@@ -396,6 +405,13 @@ impl DbIndex {
 
     pub fn waiting_on(&self, id: &TicketId, limit: usize) -> Result<Vec<Waiting>, StoreError> {
         self.run(self.db.waiting_on(id, limit))
+    }
+
+    pub fn routing_events(
+        &self,
+        id: &TicketId,
+    ) -> Result<Option<Vec<yoi_core::thread::Event>>, StoreError> {
+        self.run(self.db.routing_events(id))
     }
 }
 

@@ -157,7 +157,205 @@ on_both_backends!(
     a_group_commit_adds_only_new_events_yet_reads_hand_edits_whole,
     file_fingerprints_read_back_whole_in_batches_of_any_size,
     linked_folders_and_damaged_artifacts_are_broken_until_repaired,
+    a_long_thread_arriving_by_hand_is_indexed_whole_and_the_board_reads_its_latest,
 );
+
+/// The rows of one ticket's events, in thread order, as the index holds them.
+fn event_rows(
+    fx: &Fx,
+    ticket: &TicketId,
+) -> Vec<(String, i64, String, Option<String>, String, String)> {
+    use sqlx::Row;
+    fx.rt.block_on(async {
+        let pool = sqlx::AnyPool::connect(&fx.url).await.unwrap();
+        let rows = sqlx::query(
+            "SELECT id, position, kind, at, attrs, body FROM events WHERE ticket_id = $1 ORDER BY position",
+        )
+        .bind(ticket.as_str())
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        rows.iter()
+            .map(|r| {
+                (
+                    r.get(0),
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    r.get(4),
+                    r.get(5),
+                )
+            })
+            .collect()
+    })
+}
+
+/// Issue 45: a thread that arrives by hand holding thousands of events (as a pull brings them)
+/// is indexed by the next incremental pass exactly as a full rebuild indexes it, every event
+/// with one outbox row and the rows numbered without a gap — an event already in the outbox
+/// (moved by hand from another ticket) keeps its row there. The board's facts are the ticket's
+/// latest: its latest `state_changed`, and the orchestrator's latest decision, not a person's
+/// later one. Routing's events of a ticket that is not queued are all of its routing events.
+fn a_long_thread_arriving_by_hand_is_indexed_whole_and_the_board_reads_its_latest(b: Backend) {
+    use yoi_core::decision::RoutingDecision;
+    use yoi_core::thread::{render_thread, Event, EventKind};
+    let fx = Fx::new(b);
+    let long = fx.create("Long-lived", &[]);
+    let other = fx.create("Other", &[]);
+    let moved = fx.first_event(&other);
+    let orchestrator = Principal::orchestrator().author();
+    let waiting = RoutingDecision::WaitingCapacity {
+        in_progress: 1,
+        max: 1,
+    };
+    let n = 3000;
+    let mut events: Vec<Event> = (0..n)
+        .map(|i| {
+            let e = match i % 100 {
+                10 => Event::new(EventKind::Decision, &waiting.render_event())
+                    .with_attr("author", orchestrator.clone()),
+                20 => Event::new(EventKind::StateChanged, "Moved.")
+                    .with_attr("author", "alice")
+                    .with_attr("from", "planning")
+                    .with_attr("to", "ready"),
+                _ => Event::new(EventKind::Comment, &format!("Note {i}."))
+                    .with_attr("author", "alice"),
+            };
+            e.with_attr("id", format!("01KTHREAD{i:017}")).with_attr(
+                "at",
+                format!(
+                    "2026-12-01T{:02}:{:02}:{:02}Z",
+                    i / 3600,
+                    i / 60 % 60,
+                    i % 60
+                ),
+            )
+        })
+        .collect();
+    let ready = RoutingDecision::ImplementationReady {
+        branch: "yoi/long".into(),
+        base_commit: "0000000000000000000000000000000000000000".into(),
+    };
+    events.push(
+        Event::new(EventKind::Decision, &ready.render_event())
+            .with_attr("id", "01KTHREADLATESTDECISION00")
+            .with_attr("author", orchestrator.clone())
+            .with_attr("at", "2026-12-02T00:00:00Z"),
+    );
+    events.push(
+        Event::new(EventKind::Decision, &waiting.render_event())
+            .with_attr("id", "01KTHREADPERSONDECISION00")
+            .with_attr("author", "alice")
+            .with_attr("at", "2026-12-02T00:00:01Z"),
+    );
+    events.push(
+        Event::new(EventKind::Comment, "Moved here by hand.")
+            .with_attr("id", moved.clone())
+            .with_attr("author", "alice"),
+    );
+    let path = fx.ws.path_of(&long, "thread.md");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push('\n');
+    text.push_str(&render_thread(&events));
+    std::fs::write(&path, text).unwrap();
+    let thread = fx.ws.read_thread(&long).unwrap();
+    assert!(thread.issues.is_empty(), "{:?}", thread.issues);
+    assert_eq!(thread.events.len(), 1 + n as usize + 3);
+
+    let (ws, index, stats) = fx.reopen();
+    assert_eq!(stats.reindexed, 1, "{stats:?}");
+    let incremental = event_rows(&fx, &long);
+    assert_eq!(
+        incremental.len(),
+        thread.events.len() - 1,
+        "every event but the one indexed under the other ticket"
+    );
+    let outbox = |fx: &Fx| -> (i64, i64, i64, i64) {
+        use sqlx::Row;
+        fx.rt.block_on(async {
+            let pool = sqlx::AnyPool::connect(&fx.url).await.unwrap();
+            let r = sqlx::query("SELECT COUNT(*), MIN(seq), MAX(seq) FROM outbox")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            let m =
+                sqlx::query("SELECT COUNT(*) FROM outbox WHERE event_id = $1 AND ticket_id = $2")
+                    .bind(moved.clone())
+                    .bind(other.as_str())
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            pool.close().await;
+            (r.get(0), r.get(1), r.get(2), m.get(0))
+        })
+    };
+    let (count, first, last, moved_rows) = outbox(&fx);
+    assert_eq!(last - first + 1, count, "outbox numbers without a gap");
+    assert_eq!(moved_rows, 1, "the moved event keeps its one row");
+    let keys: std::collections::BTreeSet<String> =
+        incremental.iter().map(|r| r.0.clone()).collect();
+    assert_eq!(keys.len(), incremental.len());
+
+    let facts = fx
+        .rt
+        .block_on(index.db.card_facts(std::slice::from_ref(&long)))
+        .unwrap();
+    let f = &facts[&long];
+    assert_eq!(f.last_decision.as_deref(), Some("implementation_ready"));
+    let latest_move = thread
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.kind == EventKind::StateChanged)
+        .and_then(|e| e.get("at"))
+        .map(str::to_string);
+    assert_eq!(f.state_since, latest_move);
+    assert_eq!(f.state_since.as_deref(), Some("2026-12-01T00:48:40Z"));
+
+    let routing = fx
+        .rt
+        .block_on(index.db.routing_events(&long))
+        .unwrap()
+        .unwrap();
+    let expected: Vec<&Event> = thread
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::StateChanged
+                    | EventKind::Retry
+                    | EventKind::Attention
+                    | EventKind::Decision
+            )
+        })
+        .collect();
+    assert_eq!(routing.len(), expected.len());
+    for (got, want) in routing.iter().zip(&expected) {
+        assert_eq!(
+            (got.kind.as_str(), got.id(), got.author(), &got.body),
+            (want.kind.as_str(), want.id(), want.author(), &want.body)
+        );
+    }
+
+    fx.rt
+        .block_on(index.db.reindex(&ws, ReindexMode::Full, 0))
+        .unwrap();
+    // Which ticket's row a duplicated event id ends under is the rebuild's order, not this
+    // change's: the moved event is left out of the comparison.
+    let mut rebuilt = event_rows(&fx, &long);
+    rebuilt.retain(|r| r.0 != moved);
+    assert!(
+        rebuilt == incremental,
+        "the incremental pass wrote what the full rebuild writes"
+    );
+    assert_eq!(
+        outbox(&fx),
+        (count, first, last, moved_rows),
+        "nothing added"
+    );
+}
 
 /// A ticket folder or artifacts/ folder replaced by a symbolic link, and a relations.json that
 /// no longer parses, each make their ticket broken at the next reindex (a broken_tickets row,

@@ -197,6 +197,18 @@ pub fn queue_view(
     max_inprogress: usize,
     limit: usize,
 ) -> Result<QueueView, StoreError> {
+    queue_view_indexed(ws, None, max_inprogress, limit)
+}
+
+/// [`queue_view`], each queued ticket's routing events read from `index` when it holds the
+/// ticket (`yoi_db`'s `routing_events`: the latest decision and the circuit's window, a few
+/// index steps) instead of its whole thread, so a long thread does not make the queue slower.
+pub fn queue_view_indexed(
+    ws: &Workspace,
+    index: Option<&crate::db::DbIndex>,
+    max_inprogress: usize,
+    limit: usize,
+) -> Result<QueueView, StoreError> {
     let snap = Snapshot::load(ws)?;
     let capacity = Capacity {
         in_progress: snap.in_progress(),
@@ -207,10 +219,21 @@ pub fn queue_view(
     for id in order.iter().take(limit) {
         let item = &snap.items[id];
         // A thread.md yoi cannot read makes the ticket broken: the page lists it as such.
-        let thread = match ws.read_thread(id) {
-            Ok(t) => t,
-            Err(StoreError::Invalid { .. }) => continue,
-            Err(e) => return Err(e),
+        let indexed = match index {
+            Some(index) => index.routing_events(id)?,
+            None => None,
+        };
+        let thread = match indexed {
+            Some(events) => yoi_core::thread::ParsedThread {
+                lines: vec![0; events.len()],
+                events,
+                issues: Vec::new(),
+            },
+            None => match ws.read_thread(id) {
+                Ok(t) => t,
+                Err(StoreError::Invalid { .. }) => continue,
+                Err(e) => return Err(e),
+            },
         };
         // So does a damaged plan file (deciding reads it).
         let would = match decide_for(ws, &snap, id, item, &thread, max_inprogress) {

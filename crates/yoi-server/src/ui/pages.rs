@@ -185,7 +185,9 @@ impl QueuePage {
 pub async fn queue(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
     let max = s.ws.config.router.max_inprogress;
     let q = s
-        .read(move |ws| yoi_engine::routing::view::queue_view(ws, max, QUEUE_PAGE))
+        .read_indexed(move |ws, index| {
+            yoi_engine::routing::view::queue_view_indexed(ws, Some(index), max, QUEUE_PAGE)
+        })
         .await?;
     let chrome = Chrome::new(&s, &v, "Queue", "queue").await?;
     let broken = crate::routes::tickets::broken_tickets(&s).await?;

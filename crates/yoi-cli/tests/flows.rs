@@ -205,6 +205,40 @@ fn a_failed_verification_and_a_change_request_each_cost_a_round_and_the_next_rou
         git(repo.path(), &["rev-parse", "main"]),
         git(repo.path(), &["rev-parse", &format!("yoi/{id}-say-hello")])
     );
+    // The thread alone says what decided each round: a clone has no database.
+    let text = std::fs::read_to_string(repo.ticket_dir(&id).join("thread.md")).unwrap();
+    let thread = yoi_core::thread::parse_thread(&text);
+    let attempt = |step: &str, n: &str| {
+        thread
+            .events
+            .iter()
+            .find(|e| {
+                e.kind == yoi_core::thread::EventKind::Assignment
+                    && e.get("step") == Some(step)
+                    && e.get("attempt") == Some(n)
+            })
+            .unwrap_or_else(|| panic!("no {step}#{n} in {text}"))
+    };
+    let verify = attempt("verify", "1");
+    assert_eq!(verify.get("checks"), Some("0/1"), "{text}");
+    assert!(
+        verify
+            .body
+            .contains("Checks:\n- `test -f hello.txt` exited 1 in "),
+        "{}",
+        verify.body
+    );
+    let review = attempt("review", "1");
+    assert_eq!(review.get("verdict"), Some("request_changes"));
+    assert!(
+        review
+            .body
+            .contains("Verdict: request_changes\n\nFindings:\n- hello.txt needs more"),
+        "{}",
+        review.body
+    );
+    assert_eq!(attempt("review", "2").get("verdict"), Some("approve"));
+    assert_eq!(attempt("verify", "3").get("checks"), Some("1/1"));
 }
 
 #[test]

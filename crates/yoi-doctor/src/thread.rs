@@ -83,6 +83,18 @@ pub(super) fn check(id: &TicketId, rel: &str, text: &str, out: &mut Vec<Finding>
                 "check the event at {} against what was meant to be written, then end it with a `---` line",
                 loc(issue.line)
             )),
+            ThreadIssueKind::EndedByNextHeader => Finding::warning(
+                "thread.ended_by_next_header",
+                format!(
+                    "the event at line {} is not closed by a `---` line before the next event's header; it is read as ended there, as the older tool read it",
+                    issue.line
+                ),
+                "every event ends with a `---` line",
+            )
+            .with_fix(format!(
+                "end the event at {} with a `---` line before the next header",
+                loc(issue.line)
+            )),
             ThreadIssueKind::StrayText => Finding::warning(
                 "thread.stray_text",
                 format!("text outside any event at line {}", issue.line),

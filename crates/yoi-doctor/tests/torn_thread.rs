@@ -83,7 +83,8 @@ fn fix_sets_an_unclosed_event_at_the_end_aside_but_not_one_in_the_middle() {
         format!("{whole}\n")
     );
 
-    // An event left open in the middle (a hand edit) is not torn: no safe fix, no change.
+    // An event left open in the middle (a hand edit, or an older tool's file) is not torn: it
+    // is read as ended at the next header, a warning with no safe fix, and nothing changes.
     let other = fx.create("Middle", "## Intent\nx\n");
     let path = fx.ws.path_of(&other, THREAD);
     let text = std::fs::read_to_string(&path).unwrap();
@@ -95,8 +96,11 @@ fn fix_sets_an_unclosed_event_at_the_end_aside_but_not_one_in_the_middle() {
     let f = report
         .findings
         .iter()
-        .find(|f| f.check == "thread.unterminated" && f.ticket.as_deref() == Some(other.as_str()))
+        .find(|f| {
+            f.check == "thread.ended_by_next_header" && f.ticket.as_deref() == Some(other.as_str())
+        })
         .expect("still reported");
+    assert_eq!(f.severity, yoi_core::finding::Severity::Warning);
     assert_eq!(f.safe_fix, None);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
 }

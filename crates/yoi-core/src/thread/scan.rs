@@ -3,8 +3,9 @@
 //! [`parse_thread`] and [`parse_thread_headers`] share one scanner, so the full reading and the
 //! header-only reading (doctor's) cannot disagree about which lines make an event; property
 //! tests in `thread/tests.rs` compare the two, and compare the scanner with a plain scan over
-//! every line. Neither fails: a torn append, a header that cannot be read or text outside any
-//! event becomes a [`ThreadIssue`] with its line, and the other events are still returned —
+//! every line. Neither fails: a torn append, a header that cannot be read, an event left open
+//! before the next one's header (read as ended there) or text outside any event becomes a
+//! [`ThreadIssue`] with its line, and the other events are still returned —
 //! a thread is the ticket's history, so a reader keeps what it can and says what it could not
 //! read. An event whose header cannot be read is skipped, not guessed at.
 
@@ -27,8 +28,12 @@ pub struct ThreadIssue {
 pub enum ThreadIssueKind {
     /// The header comment could not be read (`reason` says why); the event is skipped.
     MalformedHeader { reason: String },
-    /// An event that is never closed by a `---` line (usually a torn append).
+    /// An event that is never closed by a `---` line and runs to the end of the file (usually
+    /// a torn append).
     Unterminated,
+    /// An event not closed by a `---` line but followed by the next event's header: read as
+    /// ended there, as the older tool read it (older trees have such events).
+    EndedByNextHeader,
     /// Text outside any event.
     StrayText,
 }
@@ -172,7 +177,7 @@ pub(super) fn scan<'a, H>(
             if let Some((h, at, body)) = open.take() {
                 issues.push(ThreadIssue {
                     line: at + 1,
-                    kind: ThreadIssueKind::Unterminated,
+                    kind: ThreadIssueKind::EndedByNextHeader,
                 });
                 events.push((h, at + 1, body..line.start));
             }

@@ -88,7 +88,7 @@ fn legacy_thread_reads_without_loss() {
 }
 
 #[test]
-fn torn_append_is_reported_and_the_next_event_survives() {
+fn an_event_left_open_before_the_next_header_ends_there_and_the_next_event_survives() {
     let good = sample().render();
     let text = format!("{good}\n<!-- event: comment id: X author: a at: 2026-01-01T00:00:00Z -->\n\n## Comm\n<!-- event: comment id: Y author: b at: 2026-01-01T00:00:01Z -->\n\n## Comment\n\nlater\n\n---\n");
     let parsed = parse_thread(&text);
@@ -97,7 +97,7 @@ fn torn_append_is_reported_and_the_next_event_survives() {
         parsed.issues,
         vec![ThreadIssue {
             line: 9,
-            kind: ThreadIssueKind::Unterminated
+            kind: ThreadIssueKind::EndedByNextHeader
         }]
     );
     assert_eq!(parsed.events[2].body, "later");
@@ -321,7 +321,7 @@ fn scan_by_line_vector(text: &str) -> (Vec<(usize, Vec<&str>)>, Vec<ThreadIssue>
             if let Some(at) = open.take() {
                 issues.push(ThreadIssue {
                     line: at + 1,
-                    kind: ThreadIssueKind::Unterminated,
+                    kind: ThreadIssueKind::EndedByNextHeader,
                 });
                 events.push((at + 1, lines[at + 1..i].to_vec()));
             }

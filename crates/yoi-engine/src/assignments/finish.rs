@@ -755,6 +755,7 @@ pub(crate) fn record(
         if r.contract_missing {
             attrs.push(("contract_missing", "true".into()));
         }
+        attrs.extend(super::decided::attrs(r));
     }
     let mut body = format!(
         "Attempt {} of `{}` ({}) {outcome}.",
@@ -765,6 +766,10 @@ pub(crate) fn record(
     }
     if let Some(s) = report.and_then(|r| r.summary.as_deref()) {
         body.push_str(&format!("\n\nSummary: {s}"));
+    }
+    // The verdict, findings and validation results: the thread is the record.
+    if let Some(r) = report {
+        body.push_str(&super::decided::body(r));
     }
     if let Some(r) = report.filter(|r| r.contract_missing) {
         body.push_str(&format!(

@@ -23,6 +23,7 @@
 
 pub mod agent_token;
 mod claim;
+mod decided;
 mod finish;
 pub mod flow;
 mod kept;

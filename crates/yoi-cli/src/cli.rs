@@ -580,9 +580,12 @@ pub struct ListArgs {
     /// Only tickets whose title or body contains every word (case-insensitive).
     #[arg(long, value_name = "WORDS")]
     pub search: Option<String>,
-    /// At most N tickets (one page); `--json` then carries the cursor in `next`.
-    #[arg(long, value_name = "N")]
+    /// At most N tickets (one page; default 100); `--json` then carries the cursor in `next`.
+    #[arg(long, value_name = "N", conflicts_with = "all")]
     pub limit: Option<usize>,
+    /// Every matching ticket, not only the first page: written as the pages arrive.
+    #[arg(long)]
+    pub all: bool,
     /// Start after this ticket id (the `next` cursor of the previous page).
     #[arg(long, value_name = "ID")]
     pub after: Option<String>,

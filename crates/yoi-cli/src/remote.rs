@@ -75,16 +75,20 @@ impl Remote {
         Ok(format!("http://{address}{path}"))
     }
 
-    /// Tickets as `GET /tickets` lists them: one page of `limit` after `after`, or (no limit)
-    /// every page. The server reads every ticket file written before the request into its
-    /// index first, so the answer is the one a local read would give.
-    pub fn list(
+    /// Tickets as `GET /tickets` lists them: `limit` tickets after `after`, or (no limit) every
+    /// page, each handed to `on_page` with the broken tickets the first page names as it
+    /// arrives, so a long list is written while the rest is still being read. Returns where the
+    /// next page starts when the limit stopped the reading. The server reads every ticket file
+    /// written before the request into its index first, so the answer is the one a local read
+    /// would give.
+    pub fn list_pages(
         &self,
         filter: &ListFilter,
         words: &[String],
         after: Option<&str>,
         limit: Option<usize>,
-    ) -> Result<ListPage, CliError> {
+        mut on_page: impl FnMut(Vec<TicketSummary>, Vec<BrokenTicket>) -> Result<(), CliError>,
+    ) -> Result<Option<TicketId>, CliError> {
         #[derive(serde::Deserialize)]
         struct Page {
             tickets: Vec<TicketSummary>,
@@ -107,11 +111,10 @@ impl Remote {
         if !words.is_empty() {
             query.push(("search", words.join(" ")));
         }
-        let mut tickets = Vec::new();
-        let mut broken = Vec::new();
+        let mut listed = 0;
         let mut cursor = after.map(str::to_string);
         loop {
-            let page_size = limit.map_or(1000, |l| l.saturating_sub(tickets.len()).clamp(1, 1000));
+            let page_size = limit.map_or(1000, |l| l.saturating_sub(listed).clamp(1, 1000));
             let mut q = query.clone();
             q.push(("limit", page_size.to_string()));
             if let Some(c) = &cursor {
@@ -119,27 +122,12 @@ impl Remote {
             }
             let encoded = serde_urlencoded::to_string(&q).map_err(|e| self.unreachable(e))?;
             let page: Page = self.send("GET", format!("/tickets?{encoded}"), None)?;
-            tickets.extend(page.tickets);
-            broken.extend(page.broken);
-            let next = page.next;
-            let want_more = limit.is_none_or(|l| tickets.len() < l);
-            match next {
-                Some(n) if want_more => cursor = Some(n),
-                Some(n) => {
-                    let next = TicketId::parse(&n).map_err(|e| self.unreachable(e))?;
-                    return Ok(ListPage {
-                        tickets,
-                        next: Some(next),
-                        broken,
-                    });
-                }
-                None => {
-                    return Ok(ListPage {
-                        tickets,
-                        next: None,
-                        broken,
-                    })
-                }
+            listed += page.tickets.len();
+            on_page(page.tickets, page.broken)?;
+            match page.next {
+                Some(n) if limit.is_none_or(|l| listed < l) => cursor = Some(n),
+                Some(n) => return Ok(Some(TicketId::parse(&n).map_err(|e| self.unreachable(e))?)),
+                None => return Ok(None),
             }
         }
     }
@@ -330,14 +318,6 @@ fn segment(s: &str) -> String {
         }
     }
     out
-}
-
-/// What `GET /tickets` gave, all pages read: the tickets, where the next page starts when a
-/// limit stopped the reading, and the broken tickets (listed with the first page).
-pub struct ListPage {
-    pub tickets: Vec<TicketSummary>,
-    pub next: Option<TicketId>,
-    pub broken: Vec<BrokenTicket>,
 }
 
 #[cfg(test)]

@@ -317,6 +317,86 @@ fn a_list_through_the_server_has_every_file_written_before_it() {
     drop(server);
 }
 
+/// The page `yoi ticket list` shows without `--limit` or `--all`.
+const FIRST_PAGE: usize = 100;
+
+#[test]
+fn a_long_list_shows_its_first_page_and_all_writes_every_ticket_alike_through_the_server() {
+    let repo = Repo::init();
+    let ids: Vec<String> = (0..=FIRST_PAGE)
+        .map(|i| repo.create(&format!("Ticket {i}"), ""))
+        .collect();
+    let json = |out: &Output| -> serde_json::Value {
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+    };
+    let local_page = repo.yoi(&["--local", "ticket", "list", "--json"]).ok();
+    let local_all = repo
+        .yoi(&["--local", "ticket", "list", "--json", "--all"])
+        .ok();
+    let local_text = repo.yoi(&["--local", "ticket", "list"]).ok();
+    let server = Server::start(&repo);
+    let page = repo.yoi(&["ticket", "list", "--json"]).ok();
+    let all = repo.yoi(&["ticket", "list", "--json", "--all"]).ok();
+    let text = repo.yoi(&["ticket", "list"]).ok();
+    // The server answers what the files answer, byte for byte, both ways.
+    assert_eq!(page.stdout, local_page.stdout);
+    assert_eq!(all.stdout, local_all.stdout);
+    assert_eq!(text.stdout, local_text.stdout);
+    // The first page: the oldest hundred, and where the rest starts.
+    let v = json(&page);
+    assert_eq!(v["count"], FIRST_PAGE);
+    assert_eq!(v["tickets"].as_array().unwrap().len(), FIRST_PAGE);
+    assert_eq!(v["tickets"][0]["id"], ids[0].as_str());
+    assert_eq!(v["next"], ids[FIRST_PAGE - 1].as_str());
+    let rest = repo
+        .yoi(&["ticket", "list", "--json", "--after", &ids[FIRST_PAGE - 1]])
+        .ok();
+    assert_eq!(json(&rest)["tickets"][0]["id"], ids[FIRST_PAGE].as_str());
+    assert!(json(&rest).get("next").is_none(), "{}", rest.stdout);
+    // --all: every ticket, no cursor, the same fields.
+    let v = json(&all);
+    assert_eq!(v["count"], FIRST_PAGE + 1);
+    let listed: Vec<&str> = v["tickets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ids.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(v.get("next").is_none(), "{}", all.stdout);
+    assert_eq!(
+        v["tickets"][0],
+        json(&page)["tickets"][0],
+        "a ticket reads the same in both"
+    );
+    // The table says how to see the rest.
+    assert_eq!(
+        text.stdout.lines().count(),
+        1 + FIRST_PAGE + 1,
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.ends_with(&format!(
+            "more: --after {} (or --all for every one)\n",
+            ids[FIRST_PAGE - 1]
+        )),
+        "{}",
+        text.stdout
+    );
+    let everything = repo.yoi(&["ticket", "list", "--all"]).ok();
+    assert_eq!(everything.stdout.lines().count(), 1 + FIRST_PAGE + 1);
+    assert!(
+        !everything.stdout.contains("more:"),
+        "{}",
+        everything.stdout
+    );
+    // --all and --limit ask for different things.
+    let both = repo.yoi(&["ticket", "list", "--all", "--limit", "5"]);
+    assert_eq!(both.code, 2, "{}", both.stderr);
+    drop(server);
+}
+
 #[test]
 fn refusals_through_the_server_give_the_local_message_and_exit_code() {
     compare_local_and_server(&[

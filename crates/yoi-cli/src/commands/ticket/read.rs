@@ -2,10 +2,8 @@
 
 use serde::Serialize;
 use yoi_core::state::State;
-use yoi_engine::db::DbIndex;
 use yoi_engine::store::query::{self, ListFilter, RelationView, TicketSummary};
 use yoi_engine::store::tickets::BrokenTicket;
-use yoi_engine::store::Workspace;
 
 use crate::cli::ListArgs;
 use crate::context::{Env, Reader};
@@ -39,8 +37,15 @@ pub(super) fn report_broken(broken: &[BrokenTicket]) {
     }
 }
 
+/// How many tickets `yoi ticket list` shows without `--limit` or `--all`: the first page a
+/// person reads, and the API's default page. A workspace of years holds tens of thousands of
+/// tickets; listing them all is asked for (`--all`), never the default.
+pub const FIRST_PAGE: usize = 100;
+
 /// Answered by the workspace's running server (whose index follows the files as they are
 /// written), or from the database index caught up with the files when the command starts.
+/// One page by default ([`FIRST_PAGE`], or `--limit`), its `next` cursor printed; `--all`
+/// writes every ticket, each page as it arrives from the server.
 pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
     let filter = ListFilter {
         states: parse_states(a.state.as_deref())?,
@@ -57,21 +62,20 @@ pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
     if a.limit == Some(0) {
         return Err(CliError::Usage("--limit must be at least 1".into()));
     }
-    let (tickets, next, broken) = match env.reader("yoi ticket list")? {
-        Reader::Server(remote) => {
-            let page = remote.list(&filter, &words, a.after.as_deref(), a.limit)?;
-            (page.tickets, page.next, page.broken)
-        }
-        Reader::Files(local) => {
-            let (tickets, next) = list_local(&local.0, &local.1, &filter, &words, a)?;
-            // Listed once, with the first page.
-            let broken = match a.after {
-                None => local.1.broken(&local.0)?,
-                Some(_) => Vec::new(),
-            };
-            (tickets, next, broken)
-        }
+    let limit = match a.all {
+        true => None,
+        false => Some(a.limit.unwrap_or(FIRST_PAGE)),
     };
+    if a.all && a.json {
+        return list_all_json(env, &filter, &words, a);
+    }
+    let mut tickets = Vec::new();
+    let mut broken = Vec::new();
+    let next = fetch(env, &filter, &words, a, limit, |page, b| {
+        tickets.extend(page);
+        broken.extend(b);
+        Ok(())
+    })?;
     report_broken(&broken);
     if a.json {
         output::json(&ListOutput {
@@ -113,8 +117,96 @@ pub fn list(env: &Env, a: &ListArgs) -> Result<(), CliError> {
         .collect();
     output::table(&["ID", "STATE", "UPDATED", "TITLE", "BLOCKERS"], &rows);
     if let Some(n) = next {
-        println!("more: --after {n}");
+        println!("more: --after {n} (or --all for every one)");
     }
+    Ok(())
+}
+
+/// The tickets `limit` allows (`None`: all), page by page to `on_page` with the broken
+/// tickets (named once, with the first page); where the next page starts, if the limit
+/// stopped the reading.
+fn fetch(
+    env: &Env,
+    filter: &ListFilter,
+    words: &[String],
+    a: &ListArgs,
+    limit: Option<usize>,
+    mut on_page: impl FnMut(Vec<TicketSummary>, Vec<BrokenTicket>) -> Result<(), CliError>,
+) -> Result<Option<yoi_core::TicketId>, CliError> {
+    match env.reader("yoi ticket list")? {
+        Reader::Server(remote) => {
+            remote.list_pages(filter, words, a.after.as_deref(), limit, on_page)
+        }
+        Reader::Files(local) => {
+            let (ws, index) = (&local.0, &local.1);
+            let after = a.after.as_deref().map(|q| ws.resolve(q)).transpose()?;
+            let (tickets, next) = match (limit, &after) {
+                (None, None) => (index.list_all(filter, words)?, None),
+                _ => {
+                    let page =
+                        index.list(filter, words, after.as_ref(), limit.unwrap_or(usize::MAX))?;
+                    (page.tickets, page.next)
+                }
+            };
+            // Listed once, with the first page.
+            let broken = match after {
+                None => index.broken(ws)?,
+                Some(_) => Vec::new(),
+            };
+            on_page(tickets, broken)?;
+            Ok(next)
+        }
+    }
+}
+
+/// `--all --json`: every ticket written as its page arrives, never the whole list held at
+/// once: `{"tickets": [...], "count": N, "broken": [...]}`, the object the paged list prints
+/// (without `next`: there is no next page), its count after the tickets it counts.
+fn list_all_json(
+    env: &Env,
+    filter: &ListFilter,
+    words: &[String],
+    a: &ListArgs,
+) -> Result<(), CliError> {
+    let mut failed = None;
+    let mut broken = Vec::new();
+    output::to_stdout(|out| {
+        write!(out, "{{\n  \"tickets\": [")?;
+        let mut count = 0usize;
+        // A write that fails (a reader that stopped reading) ends the reading too.
+        let mut write_error = None;
+        let fetched = fetch(env, filter, words, a, None, |page, b| {
+            broken.extend(b);
+            for t in &page {
+                let item = serde_json::to_string_pretty(t).expect("a ticket summary serializes");
+                let sep = if count == 0 { "\n" } else { ",\n" };
+                if let Err(e) = write!(out, "{sep}    {}", item.replace('\n', "\n    ")) {
+                    write_error = Some(e);
+                    return Err(CliError::Usage("the output was closed".into()));
+                }
+                count += 1;
+            }
+            Ok(())
+        });
+        if let Some(e) = write_error {
+            return Err(e);
+        }
+        if let Err(e) = fetched {
+            failed = Some(e);
+            return Ok(());
+        }
+        let close = if count == 0 { "]" } else { "\n  ]" };
+        write!(out, "{close},\n  \"count\": {count}")?;
+        if !broken.is_empty() {
+            let b = serde_json::to_string_pretty(&broken).expect("broken tickets serialize");
+            write!(out, ",\n  \"broken\": {}", b.replace('\n', "\n  "))?;
+        }
+        writeln!(out, "\n}}")
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    report_broken(&broken);
     Ok(())
 }
 
@@ -377,20 +469,4 @@ pub fn cost(env: &Env, id: &str, as_json: bool) -> Result<(), CliError> {
         }
     );
     Ok(())
-}
-
-fn list_local(
-    ws: &Workspace,
-    index: &DbIndex,
-    filter: &ListFilter,
-    words: &[String],
-    a: &ListArgs,
-) -> Result<(Vec<TicketSummary>, Option<yoi_core::TicketId>), CliError> {
-    let after = a.after.as_deref().map(|q| ws.resolve(q)).transpose()?;
-    if a.limit.is_none() && after.is_none() {
-        return Ok((index.list_all(filter, words)?, None));
-    }
-    let limit = a.limit.unwrap_or(100_000);
-    let page = index.list(filter, words, after.as_ref(), limit)?;
-    Ok((page.tickets, page.next))
 }

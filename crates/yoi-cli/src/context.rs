@@ -91,11 +91,21 @@ impl Env {
 
     /// The workspace with its database attached but not yet caught up with the files: for
     /// doctor, which reads every file anyway and catches the index up itself when it finds it
-    /// behind them.
-    pub fn workspace_behind(&self, command: &str) -> Result<(Workspace, DbIndex), CliError> {
-        let mut ws = self.files_only(command)?;
+    /// behind them. Without the database when this clone has none yet
+    /// ([`Workspace::database_absent`]): doctor then checks the files and builds no index on
+    /// the way (there is no index to check them against; the next command that reads one
+    /// builds it).
+    pub fn workspace_behind_if_any(
+        &self,
+        command: &str,
+    ) -> Result<(Workspace, Option<DbIndex>), CliError> {
+        let ws = self.files_only(command)?;
+        if ws.database_absent() {
+            return Ok((ws, None));
+        }
+        let mut ws = ws;
         let index = DbIndex::attach_behind(&mut ws, bridge(), yoi_engine::db::Footprint::Scan)?;
-        Ok((ws, index))
+        Ok((ws, Some(index)))
     }
 
     /// The workspace without its database (for commands that must not depend on it).

@@ -57,6 +57,58 @@ fn list_search_and_pagination_come_from_the_index() {
 }
 
 #[test]
+fn doctor_in_a_fresh_clone_checks_the_files_and_makes_no_database() {
+    let repo = Repo::init();
+    let a = repo.create("First", COMPLETE_BRIEF);
+    let b = repo.create("Second", "");
+    yoi_testkit::git(repo.path(), &["add", "-A", "."]);
+    yoi_testkit::git(repo.path(), &["commit", "-qm", "tickets"]);
+    let clones = tempfile::tempdir().unwrap();
+    let clone = clones.path().join("clone");
+    yoi_testkit::git(
+        clones.path(),
+        &[
+            "clone",
+            "-q",
+            repo.path().to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    let db = clone.join(".yoi/local/yoi.db");
+    assert!(!db.exists(), "a clone has no database");
+    let report = json(
+        &repo
+            .yoi_in(&clone, &["ticket", "doctor", "--json"], None)
+            .ok(),
+    );
+    assert_eq!(report["ok"], true, "{report}");
+    assert!(!db.exists(), "doctor made no database");
+    // A broken file is still found without one.
+    let item = clone.join(".yoi/tickets").join(&b).join("item.md");
+    std::fs::write(&item, "no frontmatter here\n").unwrap();
+    let out = repo.yoi_in(&clone, &["ticket", "doctor", "--json"], None);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains(&b), "{}", out.stdout);
+    assert!(!db.exists());
+    // The first command that reads the index builds it; doctor then checks it too.
+    yoi_testkit::git(&clone, &["checkout", "--", "."]);
+    let listed = json(
+        &repo
+            .yoi_in(&clone, &["ticket", "list", "--json"], None)
+            .ok(),
+    );
+    assert_eq!(listed["count"], 2, "{listed}");
+    assert_eq!(listed["tickets"][0]["id"], a.as_str());
+    assert!(db.exists(), "the list built the index");
+    let report = json(
+        &repo
+            .yoi_in(&clone, &["ticket", "doctor", "--json"], None)
+            .ok(),
+    );
+    assert_eq!(report["ok"], true, "{report}");
+}
+
+#[test]
 fn a_hand_edit_is_seen_by_the_next_command() {
     let repo = Repo::init();
     let id = repo.create("Before", "");

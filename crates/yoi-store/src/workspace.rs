@@ -144,6 +144,15 @@ impl Workspace {
         }
     }
 
+    /// Whether this clone has no database yet: the embedded SQLite file is the database and it
+    /// does not exist, as in a fresh clone before any command built the index (`.yoi/local/`
+    /// is never committed). A configured database (`[database] url`, `YOI_DATABASE_URL`) is
+    /// never absent here: it may be shared, and only opening it says what it holds.
+    pub fn database_absent(&self) -> bool {
+        let file = self.local_dir().join("yoi.db");
+        self.database_url() == sqlite_url(&file) && !file.exists()
+    }
+
     /// The workspace lock: taken now, or, for a mutation inside a group commit, the group's.
     pub fn lock(&self) -> Result<WorkspaceLock, StoreError> {
         let path = self.local_dir().join(LOCK_FILE);

@@ -227,9 +227,18 @@ pub struct PodRunArgs {
     /// The role whose work the pod claims; the token's scope must be `pod:ROLE`.
     #[arg(long)]
     pub role: String,
-    /// The server (`http://127.0.0.1:7311`); default: the workspace's running server.
+    /// The server (`http://127.0.0.1:7311`, `https://HOST:7311`); default: the workspace's
+    /// running server.
     #[arg(long)]
     pub server: Option<String>,
+    /// Trust the `https://` server's certificate if a CA in this PEM file issued it (or it is
+    /// one of them); default: the web's roots.
+    #[arg(long, value_name = "FILE", conflicts_with = "pin")]
+    pub ca: Option<std::path::PathBuf>,
+    /// Trust exactly the certificate with this fingerprint, whatever names it carries
+    /// (`sha256:HEX`, as `yoi serve --tls-self-signed` prints it).
+    #[arg(long, value_name = "sha256:HEX")]
+    pub pin: Option<String>,
     /// A file holding the pod token (keep it 0600). Without it or `--token-fd`, the YOI_TOKEN
     /// environment variable; never on the command line, where every process could read it.
     #[arg(long, conflicts_with = "token_fd")]
@@ -373,6 +382,11 @@ pub struct ServeArgs {
     /// Log as JSON lines instead of human-readable text.
     #[arg(long)]
     pub log_json: bool,
+    /// Serve HTTPS with a certificate made for this host's names (kept in .yoi/local/tls/ and
+    /// reused); prints its SHA-256 fingerprint for `yoi pod run --pin`. `[server] tls_cert`
+    /// serves your own instead.
+    #[arg(long)]
+    pub tls_self_signed: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -50,11 +50,18 @@ impl Remote {
                 server.pid, server.address
             )));
         }
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(std::time::Duration::from_secs(5)))
-            .build()
-            .into();
+        // With TLS, exactly the certificate the server wrote into server.json.
+        let trust = match &server.tls_fingerprint {
+            Some(pin) => {
+                yoi_pod::tls::Trust::Pin(yoi_pod::tls::parse_pin(pin).map_err(CliError::Refused)?)
+            }
+            None => yoi_pod::tls::Trust::Roots,
+        };
+        let agent = trust.agent(
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_connect(Some(std::time::Duration::from_secs(5))),
+        );
         Ok(Some(Remote {
             agent,
             server,
@@ -72,7 +79,12 @@ impl Remote {
             Ok(a) => yoi_server::listen::reachable(a).to_string(),
             Err(_) => self.server.address.clone(),
         };
-        Ok(format!("http://{address}{path}"))
+        let scheme = if self.server.tls_fingerprint.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        Ok(format!("{scheme}://{address}{path}"))
     }
 
     /// Tickets as `GET /tickets` lists them: `limit` tickets after `after`, or (no limit) every
@@ -240,7 +252,7 @@ impl Remote {
         path: String,
         body: Option<Value>,
     ) -> Result<T, CliError> {
-        let url = format!("http://{}/api/v1{path}", self.server.address);
+        let url = format!("{}/api/v1{path}", self.server.base_url());
         let auth = format!("Bearer {}", self.token);
         let mut request = ureq::http::Request::builder()
             .method(method)

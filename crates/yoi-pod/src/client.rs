@@ -125,14 +125,15 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client for the server at `base` (`http://127.0.0.1:7311`).
-    pub fn new(base: &str, token: &str) -> Client {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(5)))
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .into();
+    /// A client for the server at `base` (`http://127.0.0.1:7311`, `https://host:7311`),
+    /// accepting for `https://` only the certificates `trust` accepts.
+    pub fn new(base: &str, token: &str, trust: &crate::tls::Trust) -> Client {
+        let agent = trust.agent(
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_connect(Some(Duration::from_secs(5)))
+                .timeout_global(Some(Duration::from_secs(60))),
+        );
         Client {
             agent,
             base: base.trim_end_matches('/').to_string(),

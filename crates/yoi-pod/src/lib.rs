@@ -30,6 +30,7 @@ pub mod profiles;
 pub mod prompt;
 pub mod rate_limit;
 pub mod sandbox;
+pub mod tls;
 mod verify;
 mod worktree;
 
@@ -51,6 +52,8 @@ pub use prompt::render_prompt;
 #[derive(Debug, Clone)]
 pub struct PodSettings {
     pub server: String,
+    /// Which certificate an `https://` server may show (`--ca`, `--pin`; the web's roots).
+    pub trust: tls::Trust,
     pub token: String,
     /// The pod's name (a nonce is added by the server).
     pub name: String,
@@ -104,7 +107,7 @@ pub struct PodSummary {
 
 /// Run the pod until `stop` is set (or after one assignment with `once`).
 pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodError> {
-    let client = Client::new(&settings.server, &settings.token);
+    let client = Client::new(&settings.server, &settings.token, &settings.trust);
     let reg = client.register(
         &settings.name,
         &settings.host,

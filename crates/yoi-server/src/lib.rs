@@ -23,6 +23,7 @@ pub mod routes;
 mod server_lease;
 pub mod state;
 pub mod supervisor;
+pub mod tls;
 pub mod ui;
 
 use std::future::Future;
@@ -54,8 +55,10 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
-    #[error("refusing to listen on {address}: it is not loopback, and yoi has no TLS of its own yet, so tokens and dashboard sessions would cross the network in plain HTTP. Listen on 127.0.0.1 (and reach it through an SSH tunnel), or set `[server] plain_http = true` in .yoi/workspace.toml to accept plain HTTP on a network you trust or behind a TLS proxy")]
+    #[error("refusing to listen on {address}: it is not loopback and TLS is off, so tokens and dashboard sessions would cross the network in plain HTTP. Serve HTTPS (`yoi serve --tls-self-signed`, or `[server] tls_cert` and `tls_key`), listen on 127.0.0.1 (and reach it through an SSH tunnel), or set `[server] plain_http = true` in .yoi/workspace.toml to accept plain HTTP on a network you trust or behind a TLS proxy")]
     PlainHttp { address: String },
+    #[error("TLS: {0}")]
+    Tls(String),
     #[error("server: {0}")]
     Other(String),
 }
@@ -206,9 +209,46 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
     on_ready: impl FnOnce(SocketAddr, Option<String>) + Send,
 ) -> Result<(), ServerError> {
+    serve_with_tls(ws, opts, None, shutdown, |addr, login, _| {
+        on_ready(addr, login)
+    })
+    .await
+}
+
+/// [`serve`], over HTTPS when `tls` names a certificate or `[server] tls_cert` does (`tls`
+/// first); `on_ready` also gets the certificate being served.
+pub async fn serve_with_tls(
+    ws: Workspace,
+    opts: ServeOptions,
+    tls: Option<tls::TlsSource>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    on_ready: impl FnOnce(SocketAddr, Option<String>, Option<&tls::Tls>) + Send,
+) -> Result<(), ServerError> {
     let local = ws.local_dir();
+    let tls_source = tls.or_else(|| {
+        let c = &ws.config.server;
+        let file = |p: &String| {
+            let p = std::path::Path::new(p);
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                ws.root().join(p)
+            }
+        };
+        Some(tls::TlsSource::Files {
+            cert: file(c.tls_cert.as_ref()?),
+            key: file(c.tls_key.as_ref()?),
+        })
+    });
+    let tls = match &tls_source {
+        Some(source) => Some(
+            tls::open(source, opts.listen, &ws.config.server.allowed_hosts)
+                .map_err(ServerError::Tls)?,
+        ),
+        None => None,
+    };
     // Plain HTTP beyond this machine only when the workspace says so (docs/security.md).
-    if !opts.listen.ip().is_loopback() {
+    if tls.is_none() && !opts.listen.ip().is_loopback() {
         if !ws.config.server.plain_http {
             return Err(ServerError::PlainHttp {
                 address: opts.listen.to_string(),
@@ -277,6 +317,7 @@ pub async fn serve(
             pid: std::process::id(),
             address: addr.to_string(),
             started_at: auth::now().to_string(),
+            tls_fingerprint: tls.as_ref().map(|t| t.fingerprint.clone()),
         },
     )
     .map_err(|e| StoreError::io(&server_file::path(&local), e))?;
@@ -292,7 +333,7 @@ pub async fn serve(
     let heartbeat = lease
         .map(|nonce| server_lease::spawn(state.clone(), nonce, addr.to_string(), lost.clone()));
     let login = ui::session::startup_login(&state).await;
-    on_ready(addr, login);
+    on_ready(addr, login, tls.as_ref());
     let orchestrator = opts.orchestrate.then(|| orchestrator::spawn(state.clone()));
     let sweep = leases::spawn(state.clone());
     let forge_driver = forge.clone().map(|rt| forge::spawn(state.clone(), rt));
@@ -301,9 +342,13 @@ pub async fn serve(
     let checkpoints = spawn_checkpoints(state.clone());
     let notifications = notify::spawn(state.clone());
     let offer_detector = offer_detector::spawn(state.clone());
-    let pods = opts
-        .pods
-        .map(|l| supervisor::spawn(state.clone(), l, format!("http://{addr}")));
+    let pods = opts.pods.map(|l| {
+        let server = supervisor::Upstream {
+            url: format!("{}://{addr}", if tls.is_some() { "https" } else { "http" }),
+            pin: tls.as_ref().map(|t| t.fingerprint.clone()),
+        };
+        supervisor::spawn(state.clone(), l, server)
+    });
     let closing = state.closing.clone();
     let shutdown = async move {
         tokio::select! {
@@ -321,7 +366,7 @@ pub async fn serve(
         }
         None => router(state),
     };
-    listen::run(listener, app, limits, shutdown).await;
+    listen::run(listener, app, limits, tls.map(|t| t.acceptor), shutdown).await;
     if let Some(task) = orchestrator {
         // It ends at the closing signal, after the pass in progress.
         if let Err(e) = task.await {

@@ -20,6 +20,10 @@
 //! files and its pods. Shutdown stops accepting, closes the connections that are between
 //! requests or still sending a head, lets every request being answered finish, and waits for
 //! those (the watchdog still cuts the slow ones).
+//!
+//! With TLS ([`crate::tls`]) every connection's handshake runs first, inside the time its
+//! first request head has: the watchdog sees the encrypted bytes, so a client that stalls in
+//! the handshake is cut as one that stalls in its head.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -115,6 +119,7 @@ pub async fn run(
     listener: TcpListener,
     app: Router,
     limits: Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -128,9 +133,9 @@ pub async fn run(
         let Some((stream, peer, slot)) = accepted else {
             continue;
         };
-        let (app, stop) = (app.clone(), stop_rx.clone());
+        let (app, stop, tls) = (app.clone(), stop_rx.clone(), tls.clone());
         tokio::spawn(async move {
-            serve_connection(stream, peer, app, limits, stop).await;
+            serve_connection(stream, peer, app, limits, tls, stop).await;
             drop(slot);
         });
     }
@@ -168,13 +173,44 @@ async fn serve_connection(
     peer: SocketAddr,
     app: Router,
     limits: Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mut stop: watch::Receiver<bool>,
 ) {
     let dog = Arc::new(Watchdog::new(limits));
-    let io = TokioIo::new(Watched {
+    let watched = Watched {
         inner: stream,
         dog: dog.clone(),
-    });
+    };
+    let Some(acceptor) = tls else {
+        return serve_http(TokioIo::new(watched), peer, app, dog, stop).await;
+    };
+    let secured = tokio::select! {
+        r = acceptor.accept(watched) => match r {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(error = %e, %peer, "the TLS handshake failed");
+                return;
+            }
+        },
+        phase = dog.expired() => {
+            tracing::debug!(%peer, phase, "closing a connection that took too long");
+            return;
+        }
+        _ = stop.wait_for(|s| *s) => return,
+    };
+    serve_http(TokioIo::new(secured), peer, app, dog, stop).await;
+}
+
+/// Serve HTTP/1 on `io` (the socket, or TLS over it) as [`serve_connection`] says.
+async fn serve_http<I>(
+    io: TokioIo<I>,
+    peer: SocketAddr,
+    app: Router,
+    dog: Arc<Watchdog>,
+    mut stop: watch::Receiver<bool>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let service_dog = dog.clone();
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let (dog, mut app) = (service_dog.clone(), app.clone());

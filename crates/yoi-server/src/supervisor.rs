@@ -1,7 +1,8 @@
 //! The pod supervisor inside `yoi serve` (DESIGN §7): keeps `[roles] ROLE = N` pods running
 //! for every role that has an agent in `[pods.agent]`, as child processes of the server.
 //!
-//! - Each pod is `<launcher> --role R --agent A --name R-<i> --server <this server>` with a pod
+//! - Each pod is `<launcher> --role R --agent A --name R-<i> --server <this server>` (and
+//!   `--pin <its certificate>` over HTTPS) with a pod
 //!   token for its role on descriptor 3 (`--token-fd 3`), created when the server starts (named
 //!   `supervisor-R`; the previous start's token of that name is revoked first). The token never
 //!   appears on a command line.
@@ -32,16 +33,24 @@ pub struct PodLauncher {
     pub args: Vec<String>,
 }
 
+/// The server as its pods reach it: its URL and, over HTTPS, the fingerprint of its
+/// certificate (given to each pod as `--pin`).
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    pub url: String,
+    pub pin: Option<String>,
+}
+
 /// Start the supervisor; it ends when the server starts closing and its pods are gone.
 pub fn spawn(
     state: AppState,
     launcher: PodLauncher,
-    server_url: String,
+    server: Upstream,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(run(state, launcher, server_url))
+    tokio::spawn(run(state, launcher, server))
 }
 
-async fn run(state: AppState, launcher: PodLauncher, server_url: String) {
+async fn run(state: AppState, launcher: PodLauncher, server_url: Upstream) {
     let cfg = state.ws.config.clone();
     let mut slots = Vec::new();
     for (role, count) in [
@@ -108,7 +117,7 @@ async fn role_token(state: &AppState, role: Role) -> Result<String, yoi_store::S
 struct Slot {
     state: AppState,
     launcher: PodLauncher,
-    server: String,
+    server: Upstream,
     role: String,
     agent: String,
     name: String,
@@ -188,10 +197,18 @@ impl Slot {
                 "--name",
                 &self.name,
                 "--server",
-                &self.server,
+                &self.server.url,
                 "--token-fd",
                 "3",
             ])
+            .args(
+                self.server
+                    .pin
+                    .as_ref()
+                    .map(|pin| ["--pin", pin.as_str()])
+                    .into_iter()
+                    .flatten(),
+            )
             // The forge credential stays with the server (docs/forge.md).
             .env_remove(yoi_core::forge::TOKEN_ENV)
             .stdin(std::process::Stdio::null())

@@ -288,11 +288,17 @@ pub struct ServerSection {
     /// Failed logins (`/login` with an unknown code or token) one client address may make per
     /// minute; the next is refused with 429 and `Retry-After`.
     pub login_failures_per_minute: u32,
-    /// Serve plain HTTP on an address other than loopback. yoi has no TLS of its own yet, so
-    /// tokens and session cookies would cross the network in the clear: `yoi serve` refuses
-    /// such an address unless this says the network (or a TLS proxy in front) is trusted, and
-    /// then warns at start and on the login page (docs/security.md).
+    /// Serve plain HTTP on an address other than loopback, where tokens and session cookies
+    /// would cross the network in the clear: without TLS (`tls_cert`, or `yoi serve
+    /// --tls-self-signed`) `yoi serve` refuses such an address unless this says the network
+    /// (or a TLS proxy in front) is trusted, and then warns at start and on the login page
+    /// (docs/security.md).
     pub plain_http: bool,
+    /// A PEM certificate chain to serve HTTPS with (its leaf first), relative to the
+    /// repository root or absolute; set together with `tls_key`.
+    pub tls_cert: Option<String>,
+    /// The PEM private key (PKCS#8, PKCS#1 or SEC1) of `tls_cert`.
+    pub tls_key: Option<String>,
 }
 
 impl Default for ServerSection {
@@ -309,6 +315,8 @@ impl Default for ServerSection {
             session_max_secs: 7 * 24 * 3600,
             login_failures_per_minute: 10,
             plain_http: false,
+            tls_cert: None,
+            tls_key: None,
         }
     }
 }
@@ -516,6 +524,13 @@ impl Config {
                 ),
             ));
         }
+        if self.server.tls_cert.is_some() != self.server.tls_key.is_some() {
+            return Err(StoreError::invalid(
+                path,
+                None,
+                "`server.tls_cert` and `server.tls_key` go together: set both, or neither",
+            ));
+        }
         for (key, value) in [
             (
                 "server.header_timeout_secs",
@@ -698,6 +713,10 @@ session_idle_secs = 43200
 session_max_secs = 604800
 # Failed logins one client address may make per minute before it waits.
 login_failures_per_minute = 10
+# HTTPS with your own certificate (PEM, the leaf first) and its key; `yoi serve
+# --tls-self-signed` makes one instead. Without TLS an address beyond loopback is refused.
+# tls_cert = "/etc/yoi/cert.pem"
+# tls_key = "/etc/yoi/key.pem"
 
 [skills]
 # Extra skill folders, searched after .yoi/skills/ and before the built-in skills.

@@ -13,6 +13,22 @@ pub struct ServerInfo {
     pub pid: u32,
     pub address: String,
     pub started_at: String,
+    /// With TLS, the SHA-256 fingerprint of the server's certificate (`sha256:` and 64 hex
+    /// digits): a local client speaks HTTPS to `address` and trusts exactly that certificate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_fingerprint: Option<String>,
+}
+
+impl ServerInfo {
+    /// The base URL of the server: `https://ADDRESS` with TLS, else `http://ADDRESS`.
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls_fingerprint.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.address)
+    }
 }
 
 pub fn path(local_dir: &Path) -> PathBuf {

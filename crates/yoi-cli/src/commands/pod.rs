@@ -26,10 +26,21 @@ pub fn run(env: &Env, cmd: PodCommand) -> Result<(), CliError> {
 fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
     super::log_to_stderr(false);
     let ws = env.files_if_any("yoi pod run")?;
-    let server = match (&a.server, &ws) {
-        (Some(s), _) => s.clone(),
+    let trust = yoi_pod::tls::Trust::from_args(a.ca.as_deref(), a.pin.as_deref())
+        .map_err(CliError::Usage)?;
+    let (server, trust) = match (&a.server, &ws) {
+        (Some(s), _) => (s.clone(), trust),
         (None, Some(ws)) => match yoi_engine::store::server_file::live(&ws.local_dir()) {
-            Some(info) => format!("http://{}", info.address),
+            // The workspace's own server: with TLS, exactly the certificate it wrote down.
+            Some(info) => match (&info.tls_fingerprint, a.ca.is_none() && a.pin.is_none()) {
+                (Some(pin), true) => (
+                    info.base_url(),
+                    yoi_pod::tls::Trust::Pin(
+                        yoi_pod::tls::parse_pin(pin).map_err(CliError::Refused)?,
+                    ),
+                ),
+                _ => (info.base_url(), trust),
+            },
             None => {
                 return Err(CliError::Refused(
                     "no yoi server is running for this workspace; start `yoi serve` or pass --server URL".into(),
@@ -95,6 +106,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
     let agent_label = yoi_pod::agent_label(&agent, &profile);
     let settings = yoi_pod::PodSettings {
         server,
+        trust,
         token: token.trim().to_string(),
         name,
         host,

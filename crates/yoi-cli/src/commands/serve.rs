@@ -1,8 +1,8 @@
-//! `yoi serve [--listen ADDR:PORT] [--log-json]`.
+//! `yoi serve [--listen ADDR:PORT] [--log-json] [--tls-self-signed]`.
 
 use std::net::SocketAddr;
 
-use yoi_server::{serve, shutdown_signal, ServeOptions};
+use yoi_server::{serve_with_tls, shutdown_signal, ServeOptions};
 
 use crate::cli::ServeArgs;
 use crate::context::Env;
@@ -51,28 +51,42 @@ pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
         let _runtime = rt.enter();
         shutdown_signal()
     };
-    rt.block_on(serve(
+    let tls = a
+        .tls_self_signed
+        .then(|| yoi_server::tls::TlsSource::SelfSigned {
+            dir: ws.local_dir().join("tls"),
+        });
+    rt.block_on(serve_with_tls(
         ws,
         ServeOptions {
             listen,
             orchestrate,
             pods,
         },
+        tls,
         shutdown,
-        |addr, login| {
+        |addr, login, tls| {
             use std::io::Write;
+            let scheme = if tls.is_some() { "https" } else { "http" };
             // The line scripts wait for, then the dashboard's one-time login link, in one
             // write: a script that stops reading after the first line must not make the second
             // fail.
-            let mut out = format!("listening on http://{addr}\n");
+            let mut out = format!("listening on {scheme}://{addr}\n");
             if let Some(login) = login {
                 // A browser cannot open `0.0.0.0`: the link names an address it can reach.
                 let reach = yoi_server::listen::reachable(addr);
                 out.push_str(&format!(
-                    "dashboard: http://{reach}{login} (one-time login link; `yoi dashboard` makes another)\n"
+                    "dashboard: {scheme}://{reach}{login} (one-time login link; `yoi dashboard` makes another)\n"
                 ));
             }
-            if !addr.ip().is_loopback() {
+            if let Some(tls) = tls {
+                out.push_str(&format!(
+                    "tls: {} (certificate {}; pods elsewhere: `yoi pod run --pin {}` or `--ca` with the certificate)\n",
+                    tls.fingerprint,
+                    tls.cert_path.display(),
+                    tls.fingerprint
+                ));
+            } else if !addr.ip().is_loopback() {
                 out.push_str(
                     "warning: serving plain HTTP beyond this machine ([server] plain_http = true): tokens and sessions cross the network unencrypted\n",
                 );

@@ -1,13 +1,15 @@
 //! One ticket whole, as `yoi ticket show --json` and `GET /api/v1/tickets/{id}` return it: its
 //! files (item, thread, plan, resolution) read through the store, joined with what only the
 //! database knows (every attempt of every step, the skills activated for it) and the relation
-//! view from the index when the index knows the ticket.
+//! view from the index when the index knows the ticket. The API carries a page of the thread
+//! ([`EventWindow`]) or streams it whole from [`ticket_detail_parts`].
 //!
 //! The database is passed in, never found on the workspace: a caller without one (a test
 //! double of the index, a store-only tool) gets the files' answer and no attempts.
 
 use serde::Serialize;
 use yoi_core::state::State;
+use yoi_core::thread::Event;
 use yoi_core::{TicketId, Timestamp};
 use yoi_store::query::{relation_view, RelationView};
 use yoi_store::{StoreError, Workspace};
@@ -45,7 +47,16 @@ pub struct TicketDetail {
     pub plan: Vec<yoi_core::plan::PlanRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<String>,
+    /// The thread's events, oldest first: all of them from [`ticket_detail`]; from the API,
+    /// the latest page of them unless the whole thread was asked for (see [`EventWindow`]).
     pub events: Vec<EventDetail>,
+    /// How many events the thread holds.
+    pub events_total: usize,
+    /// The cursor for the events before those in `events`: the thread position of the first
+    /// of them, to pass as `before` for the page before; absent when `events` starts at the
+    /// thread's first event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events_before: Option<usize>,
     pub thread_issues: Vec<yoi_core::thread::ThreadIssue>,
     /// Every attempt of every step pods were given, oldest first, with the skills activated for
     /// it (from the database; absent without one, or when there were none).
@@ -216,12 +227,81 @@ pub fn relation_view_indexed(
     relation_view(ws, id)
 }
 
+impl From<&Event> for EventDetail {
+    fn from(e: &Event) -> EventDetail {
+        EventDetail {
+            kind: e.kind.as_str().to_string(),
+            id: e.id().map(str::to_string),
+            author: e.author().map(str::to_string),
+            at: e.get("at").map(str::to_string),
+            attrs: e
+                .attrs
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "id" | "author" | "at"))
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+            heading: e.heading.clone(),
+            body: e.body.clone(),
+        }
+    }
+}
+
+/// Which of a thread's events an answer carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventWindow {
+    /// Every event.
+    All,
+    /// The latest `limit` events at thread positions below `before` (below the end when
+    /// `None`): a page of the thread, walked backwards with the answer's `events_before`.
+    Latest { limit: usize, before: Option<usize> },
+}
+
+impl EventWindow {
+    /// The positions of a thread of `total` events this window covers.
+    pub fn range(self, total: usize) -> std::ops::Range<usize> {
+        match self {
+            EventWindow::All => 0..total,
+            EventWindow::Latest { limit, before } => {
+                let end = before.map_or(total, |b| b.min(total));
+                end.saturating_sub(limit)..end
+            }
+        }
+    }
+}
+
 /// Read one ticket whole: its files, and its relation view (see [`relation_view_indexed`]).
 pub fn ticket_detail(
     ws: &Workspace,
     index: Option<&DbIndex>,
     query: &str,
 ) -> Result<TicketDetail, StoreError> {
+    let (mut detail, events) = ticket_detail_parts(ws, index, query)?;
+    detail.events = events.iter().map(EventDetail::from).collect();
+    Ok(detail)
+}
+
+/// [`ticket_detail`] with only the events of `window` (and `events_before` set for them).
+pub fn ticket_detail_window(
+    ws: &Workspace,
+    index: Option<&DbIndex>,
+    query: &str,
+    window: EventWindow,
+) -> Result<TicketDetail, StoreError> {
+    let (mut detail, events) = ticket_detail_parts(ws, index, query)?;
+    let range = window.range(events.len());
+    detail.events_before = (range.start > 0).then_some(range.start);
+    detail.events = events[range].iter().map(EventDetail::from).collect();
+    Ok(detail)
+}
+
+/// [`ticket_detail`] without its events (`events` empty, `events_total` set), and the thread's
+/// events as read: what an answer that streams the whole thread starts from, so no copy of
+/// every event is made before the first is sent.
+pub fn ticket_detail_parts(
+    ws: &Workspace,
+    index: Option<&DbIndex>,
+    query: &str,
+) -> Result<(TicketDetail, Vec<Event>), StoreError> {
     let id = ws.resolve(query)?;
     let t = ws.read_ticket(&id)?;
     let relations = relation_view_indexed(ws, index, &id)?;
@@ -239,26 +319,7 @@ pub fn ticket_detail(
             max_rounds: f.max_rounds,
         });
     let item = t.item;
-    let events = t
-        .thread
-        .events
-        .iter()
-        .map(|e| EventDetail {
-            kind: e.kind.as_str().to_string(),
-            id: e.id().map(str::to_string),
-            author: e.author().map(str::to_string),
-            at: e.get("at").map(str::to_string),
-            attrs: e
-                .attrs
-                .iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "id" | "author" | "at"))
-                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-                .collect(),
-            heading: e.heading.clone(),
-            body: e.body.clone(),
-        })
-        .collect();
-    Ok(TicketDetail {
+    let detail = TicketDetail {
         missing_brief_sections: yoi_core::brief::missing_required(item.body_text())
             .iter()
             .map(|s| s.heading())
@@ -280,9 +341,12 @@ pub fn ticket_detail(
         relations,
         plan: t.plan,
         resolution: t.resolution,
-        events,
+        events: Vec::new(),
+        events_total: t.thread.events.len(),
+        events_before: None,
         thread_issues: t.thread.issues,
         running_flow,
         attempts,
-    })
+    };
+    Ok((detail, t.thread.events))
 }

@@ -138,9 +138,21 @@ fn parameters(doc: &mut Value) {
     let limit = json!({ "type": "integer", "minimum": 1, "maximum": 1000, "description": "1 to 1000 (default 100)." });
     param(
         doc,
-        |p| p == "/api/v1/tickets" || p == "/api/v1/assignments" || p == "/api/v1/notify/log",
+        |p| {
+            p == "/api/v1/tickets"
+                || p == "/api/v1/tickets/{id}"
+                || p == "/api/v1/assignments"
+                || p == "/api/v1/notify/log"
+        },
         "limit",
         limit,
+    );
+    // A thread position (routes/tickets.rs `ShowParams`): a whole number, not negative.
+    param(
+        doc,
+        |p| p == "/api/v1/tickets/{id}",
+        "before",
+        json!({ "type": "integer", "format": "int64", "minimum": 0, "maximum": i64::MAX, "description": "The `events_before` of the previous answer: only events at thread positions below it." }),
     );
     // The outbox position (routes/events.rs): a whole number, not negative.
     let seq = json!({ "type": "integer", "format": "int64", "minimum": 0, "maximum": i64::MAX });

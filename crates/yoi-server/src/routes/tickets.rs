@@ -8,6 +8,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use yoi_core::state::State as TicketState;
+use yoi_db::ticket_detail::EventWindow;
 use yoi_engine::workflows::invoke;
 use yoi_store::ops::{
     self, CommentRequest, CreateRequest, EditRequest, PlanRequest, RelationRequest,
@@ -243,23 +244,113 @@ pub async fn create(
     Ok((status, Json(out)))
 }
 
-#[utoipa::path(operation_id = "show_ticket", get, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), responses((status = 200, body = yoi_db::ticket_detail::TicketDetail)), security(("bearer" = [])))]
+/// Which of the thread's events `GET /tickets/{id}` carries.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ShowParams {
+    /// How many of the latest events (1 to 1000, default 100).
+    pub limit: Option<usize>,
+    /// Cursor: the `events_before` of the previous answer; only events at thread positions
+    /// below it are carried.
+    pub before: Option<u64>,
+    /// Every event of the thread, streamed; `limit` and `before` are then ignored.
+    #[serde(default)]
+    pub all: bool,
+}
+
+#[utoipa::path(operation_id = "show_ticket", get, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path), ShowParams), responses((status = 200, body = yoi_db::ticket_detail::TicketDetail)), security(("bearer" = [])))]
 pub async fn show(
     State(s): State<AppState>,
     Authed(c, ..): Authed<ReadTickets>,
     Path(id): Path<String>,
-) -> Result<crate::fresh::JsonBytes, ApiError> {
-    let key = format!("ticket/{id}");
+    Params(p): Params<ShowParams>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    if p.all {
+        return whole_thread(s, id).await;
+    }
+    let limit =
+        crate::extract::page_size(p.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)))? as usize;
+    let before = p.before.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+    let key = format!("ticket/{id}?limit={limit}&before={before:?}");
+    let window = EventWindow::Latest { limit, before };
     let state = s.clone();
     crate::fresh::answer(&s, c.view, key, || async move {
         let detail = state
             .read_indexed(move |ws, index| {
-                yoi_db::ticket_detail::ticket_detail(ws, Some(index), &id)
+                yoi_db::ticket_detail::ticket_detail_window(ws, Some(index), &id, window)
             })
             .await?;
         crate::fresh::JsonBytes::of(&detail)
     })
     .await
+    .map(IntoResponse::into_response)
+}
+
+/// The ticket with every event of its thread, streamed: the answer without its events first,
+/// then the events a batch at a time as they are serialized, so a thread of 50,000 events is
+/// never one string in memory (nor kept among the cached answers).
+async fn whole_thread(s: AppState, id: String) -> Result<axum::response::Response, ApiError> {
+    use axum::body::{Body, Bytes};
+    use axum::http::header;
+    use axum::response::IntoResponse;
+    let (detail, events) = s
+        .read_indexed(move |ws, index| {
+            yoi_db::ticket_detail::ticket_detail_parts(ws, Some(index), &id)
+        })
+        .await?;
+    let head = match serde_json::to_value(&detail) {
+        Ok(serde_json::Value::Object(mut fields)) => {
+            fields.remove("events");
+            let mut head = serde_json::to_vec(&fields)
+                .map_err(|e| ApiError::internal("serializing the answer", e))?;
+            head.pop(); // the closing brace: the events follow
+            if !fields.is_empty() {
+                head.push(b',');
+            }
+            head.extend_from_slice(b"\"events\":[");
+            head
+        }
+        Ok(_) => {
+            return Err(ApiError::internal(
+                "serializing the answer",
+                "not an object",
+            ))
+        }
+        Err(e) => return Err(ApiError::internal("serializing the answer", e)),
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    tokio::task::spawn_blocking(move || {
+        const CHUNK: usize = 64 * 1024;
+        let mut buf = head;
+        for (i, e) in events.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            let detail = yoi_db::ticket_detail::EventDetail::from(e);
+            if let Err(e) = serde_json::to_writer(&mut buf, &detail) {
+                let _ = tx.blocking_send(Err(std::io::Error::other(e)));
+                return;
+            }
+            if buf.len() >= CHUNK {
+                let chunk = Bytes::from(std::mem::replace(&mut buf, Vec::with_capacity(CHUNK)));
+                if tx.blocking_send(Ok(chunk)).is_err() {
+                    return; // the client went away
+                }
+            }
+        }
+        buf.extend_from_slice(b"]}");
+        let _ = tx.blocking_send(Ok(Bytes::from(buf)));
+    });
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(body),
+    )
+        .into_response())
 }
 
 #[utoipa::path(operation_id = "edit_ticket", patch, tag = "tickets", path = "/api/v1/tickets/{id}", params(("id" = String, Path)), request_body = EditBody, responses((status = 200, body = Outcome)), security(("bearer" = [])))]

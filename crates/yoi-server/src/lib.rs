@@ -164,6 +164,9 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/mcp", post(routes::mcp::post))
+        .route("/git/info/refs", get(routes::git::info_refs))
+        .route("/git/git-upload-pack", post(routes::git::upload_pack))
+        .route("/git/git-receive-pack", post(routes::git::receive_pack))
         .nest("/api/v1", api)
         .merge(ui::routes())
         .fallback(|| async {

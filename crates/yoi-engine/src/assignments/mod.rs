@@ -22,6 +22,7 @@
 //! so a lease cannot run out between the check and the branch move of a result.
 
 pub mod agent_token;
+pub mod attempt_ref;
 mod claim;
 mod decided;
 mod finish;

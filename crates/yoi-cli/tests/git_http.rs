@@ -1,0 +1,177 @@
+//! The server's repository over git's smart HTTP behind pod tokens (docs/pods.md, "Pods on
+//! other hosts"): a pod token fetches its claim's commit into a clone of its own and pushes its
+//! result to its claim's attempt ref; a push to `refs/heads/main`, to another fence's ref, with
+//! another role's token, and after the claim ended is refused before git writes anything — the
+//! refs stay as they were. Every git command is the real git CLI against the real server.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::pods::{git, no_supervised_pods, queued_ticket, workspace};
+use common::server::Server;
+
+/// `git ARGS` in `dir` with `token` as the bearer: (success, stderr).
+fn git_as(dir: &Path, token: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new("git")
+        .arg("-c")
+        .arg(format!("http.extraHeader=Authorization: Bearer {token}"))
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_pod_token_fetches_its_claim_and_pushes_only_to_its_own_live_attempt_ref() {
+    let (repo, _) = workspace("sleep 600000\n", 60);
+    no_supervised_pods(&repo);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let token = |name: &str, scope: &str| {
+        repo.yoi(&["token", "create", "--name", name, "--scope", scope])
+            .ok()
+            .stdout
+            .trim()
+            .to_string()
+    };
+    let coder = token("remote-coder", "pod:coder");
+    let reviewer = token("remote-reviewer", "pod:reviewer");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let post = |tok: &str, path: &str, body: serde_json::Value| -> (u16, serde_json::Value) {
+        let mut resp = agent
+            .post(&format!("http://{}/api/v1{path}", server.addr))
+            .header("Authorization", &format!("Bearer {tok}"))
+            .send_json(body)
+            .unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap();
+        (status, serde_json::from_str(&text).unwrap_or_default())
+    };
+    let (status, body) = post(&coder, "/pods", serde_json::json!({ "name": "far" }));
+    assert_eq!(status, 201, "{body}");
+    let pod = body["pod"]["id"].as_str().unwrap().to_string();
+    let (status, work) = post(
+        &coder,
+        "/assignments/claim",
+        serde_json::json!({ "pod": pod, "wait_ms": 20000 }),
+    );
+    assert_eq!(status, 200, "{work}");
+    let a = &work["assignment"];
+    let (attempt, fence) = (a["attempt"].as_i64().unwrap(), a["fence"].as_i64().unwrap());
+    let head = work["head_commit"].as_str().unwrap().to_string();
+    let attempt_ref = format!("refs/yoi/attempts/{id}/{attempt}.{fence}");
+    let url = format!("http://{}/git", server.addr);
+
+    // The pod's own clone, sharing nothing with the server's repository.
+    let far = tempfile::tempdir().unwrap();
+    git(far.path(), &["init", "-q", "-b", "work"]);
+    let (ok, err) = git_as(far.path(), &coder, &["fetch", "-q", &url, &head]);
+    assert!(ok, "fetching the claim's commit: {err}");
+    assert_eq!(git(far.path(), &["rev-parse", "FETCH_HEAD"]), head);
+    // No token, no fetch.
+    let (ok, _) = git_as(far.path(), "", &["fetch", "-q", &url, &head]);
+    assert!(!ok, "a fetch without a token was served");
+
+    git(far.path(), &["checkout", "-q", "--detach", &head]);
+    std::fs::write(far.path().join("hello.txt"), "hello\n").unwrap();
+    git(far.path(), &["add", "hello.txt"]);
+    git(
+        far.path(),
+        &[
+            "-c",
+            "user.name=pod",
+            "-c",
+            "user.email=pod@yoi.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "hello",
+        ],
+    );
+    let result = git(far.path(), &["rev-parse", "HEAD"]);
+    let main_before = git(repo.path(), &["rev-parse", "refs/heads/main"]);
+    let refs_before = git(repo.path(), &["for-each-ref"]);
+
+    // Refused, each before git writes anything: a branch, another fence's ref, another role's
+    // token on the right ref.
+    let other_fence = format!("refs/yoi/attempts/{id}/{attempt}.{}", fence + 1);
+    for (tok, target, why) in [
+        (&coder, "refs/heads/main", "a branch"),
+        (&coder, other_fence.as_str(), "another fence's ref"),
+        (&reviewer, attempt_ref.as_str(), "another role's token"),
+    ] {
+        let (ok, err) = git_as(
+            far.path(),
+            tok,
+            &["push", "-q", &url, &format!("HEAD:{target}")],
+        );
+        assert!(!ok, "{why}: pushed");
+        assert!(err.contains("403"), "{why}: {err}");
+    }
+    assert_eq!(
+        git(repo.path(), &["for-each-ref"]),
+        refs_before,
+        "no ref moved"
+    );
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "refs/heads/main"]),
+        main_before
+    );
+    assert!(
+        Command::new("git")
+            .args(["cat-file", "-e", &result])
+            .current_dir(repo.path())
+            .status()
+            .is_ok_and(|s| !s.success()),
+        "a refused push left its objects"
+    );
+
+    // Its own live claim's ref: taken.
+    let (ok, err) = git_as(
+        far.path(),
+        &coder,
+        &["push", "-q", &url, &format!("HEAD:{attempt_ref}")],
+    );
+    assert!(ok, "pushing the attempt ref: {err}");
+    assert_eq!(git(repo.path(), &["rev-parse", &attempt_ref]), result);
+
+    // Once the claim has ended, its ref takes nothing more.
+    let aid = a["id"].as_str().unwrap();
+    let (status, body) = post(
+        &coder,
+        &format!("/assignments/{aid}/fail"),
+        serde_json::json!({ "pod": pod, "fence": fence, "reason": "stopping" }),
+    );
+    assert!(status < 300, "{status} {body}");
+    std::fs::write(far.path().join("hello.txt"), "late\n").unwrap();
+    git(
+        far.path(),
+        &[
+            "-c",
+            "user.name=pod",
+            "-c",
+            "user.email=pod@yoi.invalid",
+            "commit",
+            "-qam",
+            "late",
+        ],
+    );
+    let (ok, err) = git_as(
+        far.path(),
+        &coder,
+        &["push", "-q", "-f", &url, &format!("HEAD:{attempt_ref}")],
+    );
+    assert!(!ok && err.contains("403"), "a late push: {err}");
+    assert_eq!(git(repo.path(), &["rev-parse", &attempt_ref]), result);
+}

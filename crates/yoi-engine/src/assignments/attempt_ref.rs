@@ -1,0 +1,148 @@
+//! Attempt refs (docs/pods.md, "Pods on other hosts"): where a pod without a shared disk pushes
+//! its result, `refs/yoi/attempts/<ticket>/<attempt>.<fence>`, and who may push there.
+//!
+//! A push is allowed only to the ref of a **live claim** — claimed, at that attempt and fence,
+//! with an unexpired lease — **held by a pod registered with the pushing token**. Every other
+//! ref (a branch, a tag, another claim's ref, an ended claim's), and every deletion, is refused
+//! here, before git receives anything. The ref only carries objects: the ticket branch still
+//! moves only through [`super::complete`], by compare-and-swap, with every check a local
+//! result gets.
+
+use yoi_db::{Assignment, AssignmentStatus, DbIndex};
+
+use super::{AssignmentError, PodCaller};
+
+/// The folder of every attempt ref.
+pub const PREFIX: &str = "refs/yoi/attempts/";
+
+/// An attempt ref's parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRef {
+    pub ticket: String,
+    pub attempt: i64,
+    pub fence: i64,
+}
+
+impl AttemptRef {
+    /// `refs/yoi/attempts/<ticket>/<attempt>.<fence>` parsed; `None` for any other name.
+    pub fn parse(name: &str) -> Option<AttemptRef> {
+        let (ticket, last) = name.strip_prefix(PREFIX)?.split_once('/')?;
+        let (attempt, fence) = last.split_once('.')?;
+        let number = |s: &str| {
+            (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| s.parse::<i64>().ok())
+                .flatten()
+        };
+        let ticket_ok = !ticket.is_empty() && ticket.bytes().all(|b| b.is_ascii_alphanumeric());
+        Some(AttemptRef {
+            ticket: ticket_ok.then(|| ticket.to_string())?,
+            attempt: number(attempt)?,
+            fence: number(fence)?,
+        })
+    }
+
+    /// The ref's full name.
+    pub fn name(&self) -> String {
+        format!("{PREFIX}{}/{}.{}", self.ticket, self.attempt, self.fence)
+    }
+
+    /// The ref of an assignment.
+    pub fn of(a: &Assignment) -> AttemptRef {
+        AttemptRef {
+            ticket: a.ticket.clone(),
+            attempt: a.attempt,
+            fence: a.fence,
+        }
+    }
+}
+
+/// Why a ref update is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushRefusal {
+    /// Not an attempt ref: branches, tags and everything else are the server's.
+    NotAnAttemptRef { name: String },
+    /// A deletion: attempt refs are removed by the server.
+    Deletion { name: String },
+    /// No live claim of a pod of this token has this ticket, attempt and fence (another pod's,
+    /// an ended or expired one, or none).
+    NotYourLiveClaim { name: String },
+}
+
+impl std::fmt::Display for PushRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PushRefusal::NotAnAttemptRef { name } => write!(
+                f,
+                "{name}: a pod pushes only to {PREFIX}<ticket>/<attempt>.<fence> of its own live claim"
+            ),
+            PushRefusal::Deletion { name } => {
+                write!(f, "{name}: attempt refs are deleted by the server, not by pods")
+            }
+            PushRefusal::NotYourLiveClaim { name } => write!(
+                f,
+                "{name}: no live claim of this token's pods has that ticket, attempt and fence (ended, expired, or another pod's)"
+            ),
+        }
+    }
+}
+
+/// Whether `caller` may set `name` (to a commit; `delete` when the update removes it) at
+/// `now_ms`: the claim it belongs to, or why not.
+pub fn may_push(
+    index: &DbIndex,
+    caller: &PodCaller,
+    name: &str,
+    delete: bool,
+    now_ms: i64,
+) -> Result<Result<Assignment, PushRefusal>, AssignmentError> {
+    let Some(wanted) = AttemptRef::parse(name) else {
+        return Ok(Err(PushRefusal::NotAnAttemptRef { name: name.into() }));
+    };
+    if delete {
+        return Ok(Err(PushRefusal::Deletion { name: name.into() }));
+    }
+    for a in index.assignments_of(&wanted.ticket)? {
+        let live = a.attempt == wanted.attempt
+            && a.fence == wanted.fence
+            && a.status == AssignmentStatus::Claimed
+            && a.lease_until_ms.is_some_and(|l| l >= now_ms)
+            && caller.role.is(&a.role);
+        if !live {
+            continue;
+        }
+        let Some(pod) = a.claimed_by.as_deref() else {
+            continue;
+        };
+        if index
+            .pod(pod)?
+            .is_some_and(|p| p.token_id == caller.token_id)
+        {
+            return Ok(Ok(a));
+        }
+    }
+    Ok(Err(PushRefusal::NotYourLiveClaim { name: name.into() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AttemptRef;
+
+    #[test]
+    fn only_the_attempt_ref_form_parses() {
+        let r = AttemptRef::parse("refs/yoi/attempts/01JD0ABC/2.7").unwrap();
+        assert_eq!((r.ticket.as_str(), r.attempt, r.fence), ("01JD0ABC", 2, 7));
+        assert_eq!(r.name(), "refs/yoi/attempts/01JD0ABC/2.7");
+        for bad in [
+            "refs/heads/main",
+            "refs/yoi/attempts/01JD0ABC/2",
+            "refs/yoi/attempts/01JD0ABC/2.7/x",
+            "refs/yoi/attempts/../2.7",
+            "refs/yoi/attempts//2.7",
+            "refs/yoi/attempts/T/+2.7",
+            "refs/yoi/attempts/T/2.-7",
+            "refs/yoi/attempts/T/2.7.1",
+        ] {
+            assert_eq!(AttemptRef::parse(bad), None, "{bad}");
+        }
+    }
+}

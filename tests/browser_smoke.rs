@@ -124,3 +124,83 @@ async fn chromium_runs_scripts_only_when_asked_and_leaves_no_process_behind() {
     );
     drop((with_js, without_js));
 }
+
+/// Set in the copy of this test binary that `a_killed_test_process_leaves_no_browser_behind`
+/// starts and then kills outright.
+const CHILD_ENV: &str = "YOI_BROWSER_SMOKE_CHILD";
+
+/// A test binary killed with SIGKILL never runs `Drop`: chromedriver still dies with it (its
+/// parent-death signal), and the browsers it had started are killed by the next driver's start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_test_process_leaves_no_browser_behind() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        // The copy: open a browser, say where it is, and wait to be killed.
+        let url = serve_page();
+        let driver = Driver::start();
+        let client = driver.session(true).await;
+        client.goto(&url).await.expect("open the page");
+        println!("TRACE {}", driver.trace().to_line());
+        std::io::stdout().flush().expect("flush the trace line");
+        tokio::time::sleep(std::time::Duration::from_secs(300)).await;
+        unreachable!("the parent kills this process within 300 s");
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().expect("this binary"))
+        .args([
+            "--exact",
+            "a_killed_test_process_leaves_no_browser_behind",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start a copy of this test binary");
+    let mut trace = None;
+    for line in BufReader::new(child.stdout.take().expect("piped stdout"))
+        .lines()
+        .map_while(Result::ok)
+    {
+        // The harness prints `test NAME ... ` without a line end before the test's own output.
+        if let Some((_, rest)) = line.split_once("TRACE ") {
+            trace = browser::DriverTrace::parse(rest);
+            break;
+        }
+    }
+    let Some(trace) = trace else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the copy of the test binary never opened a browser");
+    };
+    let before = trace.alive();
+    assert!(
+        before.iter().any(|p| p.comm == "chromedriver")
+            && before.iter().any(|p| p.comm == "chromium"),
+        "the copy's chromedriver and browser should be running: {before:?}"
+    );
+    child.kill().expect("SIGKILL the copy");
+    child.wait().expect("reap the copy");
+
+    // chromedriver follows its owner within moments; nothing waits on it but the kernel.
+    let until = std::time::Instant::now() + BROWSER_TIMEOUT;
+    while trace.alive().iter().any(|p| p.comm == "chromedriver") {
+        assert!(
+            std::time::Instant::now() < until,
+            "chromedriver outlived the test process that started it: {:?}",
+            trace.alive()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The next driver's start sweeps what the dead owner left.
+    let driver = Driver::start();
+    let until = std::time::Instant::now() + BROWSER_TIMEOUT;
+    while !trace.alive().is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "left behind by a killed test process after the next driver started: {:?}",
+            trace.alive()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(driver);
+}

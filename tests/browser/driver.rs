@@ -38,7 +38,7 @@ const CHROMIUM_FLAGS: &[&str] = &[
 ];
 
 /// The environment variable every process started by a driver inherits.
-const MARKER_KEY: &str = "YOI_BROWSER_DRIVER";
+pub(crate) const MARKER_KEY: &str = "YOI_BROWSER_DRIVER";
 
 /// How long chromedriver may take to report it is listening and ready.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -70,6 +70,20 @@ pub struct DriverTrace {
 }
 
 impl DriverTrace {
+    /// The trace another process printed (`pgid` and `marker`), to find its driver's processes.
+    pub fn parse(text: &str) -> Option<DriverTrace> {
+        let (pgid, marker) = text.trim().split_once(' ')?;
+        Some(DriverTrace {
+            pgid: pgid.parse().ok()?,
+            marker: marker.to_string(),
+        })
+    }
+
+    /// The form [`DriverTrace::parse`] reads.
+    pub fn to_line(&self) -> String {
+        format!("{} {}", self.pgid, self.marker)
+    }
+
     /// chromedriver's process group, which Chromium and its helpers join.
     pub fn pgid(&self) -> i32 {
         self.pgid
@@ -105,6 +119,7 @@ impl Driver {
     pub fn start() -> Driver {
         let chromedriver = find_binary("chromedriver");
         let chromium = find_binary("chromium");
+        sweep_orphans();
         let home = tempfile::Builder::new()
             .prefix("yoi-browser-")
             .tempdir()
@@ -126,10 +141,22 @@ impl Driver {
             .env("XDG_CONFIG_HOME", &config)
             .env("XDG_CACHE_HOME", &cache)
             .env(MARKER_KEY, &marker_value)
+            .env(procs::OWNER_KEY, procs::own_token())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(File::create(&stderr_path).expect("create chromedriver's stderr file"))
             .process_group(0);
+        // chromedriver dies with the thread that started it, even when this process is killed
+        // outright and `Drop` never runs; the browsers it leaves are swept by the next start.
+        // SAFETY: prctl only sets a flag on the child; it allocates nothing between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         let mut child = command.spawn().unwrap_or_else(|e| {
             panic!(
                 "cannot start {}: {e}; install it with `{INSTALL_HINT}`",
@@ -264,6 +291,40 @@ impl Drop for Driver {
             eprintln!("{message}");
         } else {
             panic!("{message}");
+        }
+    }
+}
+
+/// SIGKILL every browser process whose owning test process is gone (a test binary killed with
+/// SIGKILL never runs `Drop`), and remove the temporary directories they used.
+fn sweep_orphans() {
+    let orphans = procs::orphans();
+    for (p, _) in &orphans {
+        // SAFETY: kill only sends a signal; a process already gone answers ESRCH.
+        unsafe {
+            libc::kill(p.pid, libc::SIGKILL);
+        }
+    }
+    if !orphans.is_empty() {
+        eprintln!(
+            "killed {} browser processes left by a test process that is gone: {:?}",
+            orphans.len(),
+            orphans
+                .iter()
+                .map(|(p, _)| (p.pid, &p.comm))
+                .collect::<Vec<_>>()
+        );
+    }
+    let tmp = std::env::temp_dir();
+    for dir in orphans.iter().filter_map(|(_, home)| home.as_deref()) {
+        let dir = Path::new(dir);
+        let ours = dir.parent() == Some(tmp.as_path())
+            && dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("yoi-browser-"));
+        if ours {
+            let _ = fs::remove_dir_all(dir);
         }
     }
 }

@@ -5,9 +5,11 @@
 //! group with its own `HOME` and `TMPDIR` inside a temporary directory, and dropping the driver
 //! (also on a panic's unwind) SIGKILLs the group and waits until no process of it, nor any
 //! process carrying the driver's environment marker, is left. Sessions are plain HTTP to
-//! chromedriver on 127.0.0.1, so no TLS stack is linked. Cleanup needs `Drop` to run: a test
-//! binary killed outright (SIGKILL, or Ctrl-C, which does not reach chromedriver's own group)
-//! leaves its browsers running.
+//! chromedriver on 127.0.0.1, so no TLS stack is linked. A test binary killed outright (SIGKILL,
+//! or Ctrl-C, which does not reach chromedriver's own group) never runs `Drop`: chromedriver
+//! still dies with it (its parent-death signal), and every process it started carries the
+//! owning test process's pid and start time, so the next driver's start kills those whose owner
+//! is gone (`a_killed_test_process_leaves_no_browser_behind` in tests/browser_smoke.rs).
 //!
 //! The harness refuses to skip: missing `chromium` or `chromedriver` is a test failure naming
 //! the install command. It waits on fixed points (chromedriver's start line, `/status` ready, an

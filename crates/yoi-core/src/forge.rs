@@ -306,6 +306,46 @@ pub fn pr_body(brief: &str, ticket: &str, closes: Option<u64>) -> String {
     format!("{cut}{note}{tail}")
 }
 
+/// The check result a `check_run` or `status` webhook payload carries, with the SHA it is for;
+/// the same reading as the poll's (`yoi_forge::github`), so the two land in one row. `yoi serve`'s
+/// receiver and the simulation's webhooks read payloads with it.
+pub fn check_of(event: &str, payload: &serde_json::Value) -> Option<gate::CheckResult> {
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    match event {
+        "check_run" => {
+            let r = &payload["check_run"];
+            let conclusion = if r["status"].as_str() == Some("completed") {
+                gate::Conclusion::of_check_run(Some(r["conclusion"].as_str().unwrap_or("failure")))
+            } else {
+                gate::Conclusion::Pending
+            };
+            Some(gate::CheckResult {
+                name: text(&r["name"])?,
+                sha: text(&r["head_sha"])?,
+                kind: gate::CheckKind::CheckRun,
+                conclusion,
+                at: text(&r["completed_at"])
+                    .or_else(|| text(&r["started_at"]))
+                    .unwrap_or_default(),
+                url: text(&r["html_url"]),
+                title: text(&r["output"]["title"]),
+                summary: text(&r["output"]["summary"]),
+            })
+        }
+        "status" => Some(gate::CheckResult {
+            name: text(&payload["context"])?,
+            sha: text(&payload["sha"])?,
+            kind: gate::CheckKind::Status,
+            conclusion: gate::Conclusion::of_status(payload["state"].as_str().unwrap_or("error")),
+            at: text(&payload["updated_at"]).unwrap_or_default(),
+            url: text(&payload["target_url"]),
+            title: text(&payload["description"]),
+            summary: None,
+        }),
+        _ => None,
+    }
+}
+
 /// The board card's word for a ticket's pull request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

@@ -30,7 +30,6 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::json;
 use subtle::ConstantTimeEq;
-use yoi_core::forge::gate::{CheckKind, CheckResult, Conclusion};
 use yoi_core::forge::{ForgeSection, TOKEN_ENV};
 use yoi_db::Db;
 use yoi_engine::assignments::{forge_tick, ForgeEnv, ForgeTick};
@@ -120,44 +119,9 @@ pub fn routes(rt: Arc<ForgeRuntime>, db: Db) -> Router {
         .with_state(Receiver { rt, db })
 }
 
-/// The check result a `check_run` or `status` payload carries, with the SHA it is for; the
-/// same reading as the poll's (`yoi_forge::github`), so the two land in one row.
-pub fn check_of(event: &str, payload: &serde_json::Value) -> Option<CheckResult> {
-    let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
-    match event {
-        "check_run" => {
-            let r = &payload["check_run"];
-            let conclusion = if r["status"].as_str() == Some("completed") {
-                Conclusion::of_check_run(Some(r["conclusion"].as_str().unwrap_or("failure")))
-            } else {
-                Conclusion::Pending
-            };
-            Some(CheckResult {
-                name: text(&r["name"])?,
-                sha: text(&r["head_sha"])?,
-                kind: CheckKind::CheckRun,
-                conclusion,
-                at: text(&r["completed_at"])
-                    .or_else(|| text(&r["started_at"]))
-                    .unwrap_or_default(),
-                url: text(&r["html_url"]),
-                title: text(&r["output"]["title"]),
-                summary: text(&r["output"]["summary"]),
-            })
-        }
-        "status" => Some(CheckResult {
-            name: text(&payload["context"])?,
-            sha: text(&payload["sha"])?,
-            kind: CheckKind::Status,
-            conclusion: Conclusion::of_status(payload["state"].as_str().unwrap_or("error")),
-            at: text(&payload["updated_at"]).unwrap_or_default(),
-            url: text(&payload["target_url"]),
-            title: text(&payload["description"]),
-            summary: None,
-        }),
-        _ => None,
-    }
-}
+/// The check result a `check_run` or `status` payload carries (the simulation's webhooks are
+/// read by the same function).
+pub use yoi_core::forge::check_of;
 
 /// Whether `signature` (`sha256=<hex>`) is the HMAC of `body` under `secret`, compared in
 /// constant time.

@@ -118,6 +118,11 @@ fn main_inner() -> Result<ExitCode, String> {
                 "  spending: {} attempts rate-limited, {} claims held back by a budget or a pause, {} budgets added to",
                 st.rate_limited, st.limited_claims, st.grants
             );
+            let f = &st.forge;
+            println!(
+                "  forge: {} tickets ending in a pull request, {} driver passes, {} pull requests opened, {} merged, {} check results, {} reviews and comments, {} person pushes, webhooks {} taken / {} sent twice / {} lost, {} faults",
+                f.tickets, f.passes, f.prs_opened, f.prs_merged, f.check_results, f.reviews, f.person_pushes, f.webhooks_taken, f.webhooks_repeated, f.webhooks_lost, f.faults
+            );
             println!("  invariant violations: {}", out.failures.len());
             for (seed, v) in &out.failures {
                 println!("  seed {seed}: {v}");

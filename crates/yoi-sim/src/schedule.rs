@@ -153,6 +153,37 @@ pub enum Action {
     Grant {
         t: u32,
     },
+    /// A person creates a ticket whose flow ends in a pull request (docs/forge.md), depending
+    /// on `deps` earlier ones.
+    CreatePr {
+        deps: u32,
+    },
+    /// One pass of the forge driver (`forge_tick`), as `yoi serve` runs it every `poll_secs`.
+    ForgePass,
+    /// CI reports on the head of the pull request `p` stands for: `ci` or `lint`, passed,
+    /// failed or running (`how`).
+    Ci {
+        p: u32,
+        how: u32,
+    },
+    /// A person pushes to the branch of the pull request `p` stands for.
+    PersonPush {
+        p: u32,
+    },
+    /// People review, comment on or close the pull request `p` stands for (`how`).
+    PrReview {
+        p: u32,
+        how: u32,
+    },
+    /// The oldest waiting webhook is delivered, delivered twice, overtaken by the next, or
+    /// lost (`how`).
+    Webhook {
+        how: u32,
+    },
+    /// The forge fails its next calls or loses an answer (`how`).
+    ForgeFault {
+        how: u32,
+    },
 }
 
 /// Weights of the actions drawn from a seed: enough routing, sweeping and pod work that
@@ -213,6 +244,19 @@ const WEIGHTS: &[(u32, Draw)] = &[
     }),
     (2, |r| Action::RateLimit { p: r.below(64) }),
     (1, |r| Action::Grant { t: r.below(64) }),
+    (2, |r| Action::CreatePr { deps: dep_count(r) }),
+    (2, |_| Action::ForgePass),
+    (2, |r| Action::Ci {
+        p: r.below(64),
+        how: r.below(64),
+    }),
+    (1, |r| Action::PersonPush { p: r.below(64) }),
+    (1, |r| Action::PrReview {
+        p: r.below(64),
+        how: r.below(64),
+    }),
+    (1, |r| Action::Webhook { how: r.below(64) }),
+    (1, |r| Action::ForgeFault { how: r.below(64) }),
 ];
 
 fn dep_count(r: &mut Rng) -> u32 {
@@ -286,6 +330,13 @@ impl fmt::Display for Action {
             Crash { nth } => write!(f, "crash {nth}"),
             RateLimit { p } => write!(f, "rate-limit {p}"),
             Grant { t } => write!(f, "grant {t}"),
+            CreatePr { deps } => write!(f, "create-pr {deps}"),
+            ForgePass => write!(f, "forge"),
+            Ci { p, how } => write!(f, "ci {p} {how}"),
+            PersonPush { p } => write!(f, "person-push {p}"),
+            PrReview { p, how } => write!(f, "pr-review {p} {how}"),
+            Webhook { how } => write!(f, "webhook {how}"),
+            ForgeFault { how } => write!(f, "forge-fault {how}"),
         }
     }
 }
@@ -307,8 +358,9 @@ impl FromStr for Action {
             return Err("an empty line is not an action".into());
         };
         let want = match verb {
-            "route" | "sweep" | "dirty" | "clean" | "race-merge" | "restart" | "offers" => 0,
-            "relate" | "unrelate" | "finish" | "invoke" => 2,
+            "route" | "sweep" | "dirty" | "clean" | "race-merge" | "restart" | "offers"
+            | "forge" => 0,
+            "relate" | "unrelate" | "finish" | "invoke" | "ci" | "pr-review" => 2,
             _ => 1,
         };
         if arity != want {
@@ -366,6 +418,19 @@ impl FromStr for Action {
             "crash" => Crash { nth: num(1)? },
             "rate-limit" => RateLimit { p: num(1)? },
             "grant" => Grant { t: num(1)? },
+            "create-pr" => CreatePr { deps: num(1)? },
+            "forge" => ForgePass,
+            "ci" => Ci {
+                p: num(1)?,
+                how: num(2)?,
+            },
+            "person-push" => PersonPush { p: num(1)? },
+            "pr-review" => PrReview {
+                p: num(1)?,
+                how: num(2)?,
+            },
+            "webhook" => Webhook { how: num(1)? },
+            "forge-fault" => ForgeFault { how: num(1)? },
             v => return Err(format!("`{v}` is not an action")),
         })
     }

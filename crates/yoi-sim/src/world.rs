@@ -13,6 +13,9 @@
 //! - `engine_loops`: the router's step and the service's sweep;
 //! - `pods`: the pods' claims, heartbeats and results, the stale-result check among them;
 //! - `faults`: git events on the target and crashes at write points;
+//! - `forge`, `forge_hub` and `forge_invariants`: tickets that end in a pull request, driven
+//!   by the engine's `forge_tick` against a simulated GitHub, with CI, people and webhooks,
+//!   and the three invariants of the forge;
 //! - `reference_model`: which actor an action is and the edges it may take;
 //! - `invariants`: the checks after every step;
 //! - `procedures`: workflows invoked, offered, accepted and rejected, and the check that no
@@ -26,6 +29,9 @@
 
 mod engine_loops;
 mod faults;
+mod forge;
+mod forge_hub;
+mod forge_invariants;
 mod invariants;
 mod people;
 mod pods;
@@ -98,6 +104,8 @@ pub struct Stats {
     pub limited_claims: usize,
     /// Budgets a person added to.
     pub grants: usize,
+    /// The forge's side: pull requests, CI results, people's pushes and reviews, webhooks.
+    pub forge: forge::ForgeStats,
 }
 
 impl Stats {
@@ -116,6 +124,7 @@ impl Stats {
         self.rate_limited += o.rate_limited;
         self.limited_claims += o.limited_claims;
         self.grants += o.grants;
+        self.forge.add(&o.forge);
     }
 }
 
@@ -138,6 +147,8 @@ pub struct World {
     outbox: BTreeMap<i64, String>,
     /// The workflow and flow files a person put there, and the offers decided.
     procedures: procedures::Procedures,
+    /// The simulated GitHub and what the forge's invariants remember.
+    forge: forge::ForgeSide,
     pub stats: Stats,
     /// Print each line of the trace as it happens (`YOI_SIM_TRACE=1`).
     echo: bool,
@@ -200,6 +211,7 @@ impl World {
         }
         self.check_branches()?;
         self.check_procedures()?;
+        self.check_forge()?;
         if crashed || action == Action::Restart {
             self.check_outbox()?;
         }
@@ -264,6 +276,25 @@ impl World {
             }
             RateLimit { p } => self.pod_rate_limited(p),
             Grant { t } => self.grant(t),
+            CreatePr { deps } => self.create_pr_ticket(deps),
+            ForgePass => {
+                self.forge_pass();
+                Ok(())
+            }
+            Ci { p, how } => {
+                self.ci_reports(p, how);
+                Ok(())
+            }
+            PersonPush { p } => self.person_pushes(p),
+            PrReview { p, how } => {
+                self.person_reviews(p, how);
+                Ok(())
+            }
+            Webhook { how } => self.webhook(how),
+            ForgeFault { how } => {
+                self.forge_fault(how);
+                Ok(())
+            }
         }
     }
 

@@ -42,10 +42,14 @@ fn a_batch_of_seeded_schedules_keeps_every_invariant() {
 
 #[test]
 fn a_seed_replays_the_same_run() {
-    let a = run(&generate(11, 150)).unwrap();
-    let b = run(&generate(11, 150)).unwrap();
-    assert_eq!(a, b);
-    assert!(a.accepted > 0, "{a:?}");
+    // The first seed from 11 whose schedule starts work (which seed that is follows the
+    // actions' weights), run twice.
+    let (seed, a) = (11..31)
+        .map(|s| (s, run(&generate(s, 150)).unwrap()))
+        .find(|(_, a)| a.accepted > 0)
+        .expect("one of 20 schedules starts work");
+    let b = run(&generate(seed, 150)).unwrap();
+    assert_eq!(a, b, "seed {seed}");
 }
 
 #[test]

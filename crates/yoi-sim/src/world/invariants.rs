@@ -220,6 +220,10 @@ impl World {
         };
         let commit = merge.get("commit").unwrap_or_default().to_string();
         let target = merge.get("target_ref").unwrap_or("main").to_string();
+        // Merged through its pull request: on the forge's target, not the local one.
+        if let Some(checked) = self.forge_merged(id, &commit, &target) {
+            return checked;
+        }
         let head = ygit::resolve_commit(&self.repo, &target)
             .map_err(|e| broken("merge", format!("{id}: the target {target}: {e}")))?;
         if !ygit::is_ancestor(&self.repo, &commit, &head).unwrap_or(false) {

@@ -431,6 +431,10 @@ impl World {
         let dir = &w.workdir;
         if w.assignment.step == "integrate" {
             git(dir, &["merge", "-q", "--no-edit", "-X", "theirs", "main"])?;
+            // A person's commits on the pull request's branch, as the round's feedback asks.
+            if let Some(r) = super::forge::forge_ref_in(w.feedback.as_deref()) {
+                git(dir, &["merge", "-q", "--no-edit", "-X", "theirs", &r])?;
+            }
         }
         let a = &w.assignment;
         std::fs::create_dir_all(dir.join("work")).map_err(|e| e.to_string())?;

@@ -95,6 +95,13 @@ impl World {
         Ok(())
     }
 
+    /// A procedure file a person wrote by hand outside these actions (the forge's flow).
+    pub(super) fn remember_hand_written(&mut self, rel: &str, text: &str) {
+        self.procedures
+            .files
+            .insert(rel.to_string(), sha256_hex(text.as_bytes()));
+    }
+
     /// A person comments on the ticket `t` stands for: an invocation or an instruction (`how`).
     /// A refused invocation writes nothing.
     pub(super) fn say(&mut self, t: u32, how: u32) -> Result<(), Broken> {

@@ -82,8 +82,11 @@ fn base_repo(into: &Path) -> Result<(), String> {
             yoi_engine::store::init(&repo, "main").map_err(|e| e.to_string())?;
             let config = repo.join(".yoi/workspace.toml");
             let text = std::fs::read_to_string(&config).map_err(|e| e.to_string())?;
-            std::fs::write(&config, text + super::spending::BUDGET_CONFIG)
-                .map_err(|e| e.to_string())?;
+            std::fs::write(
+                &config,
+                text + super::spending::BUDGET_CONFIG + super::forge::FORGE_CONFIG,
+            )
+            .map_err(|e| e.to_string())?;
             git(&repo, &["add", "-A"])?;
             git(&repo, &["commit", "-q", "-m", "base"])?;
             let rt = runtime().map_err(|e| e.to_string())?;
@@ -148,6 +151,7 @@ impl World {
         let rt = runtime().map_err(|e| setup(&e))?;
         let faults = Faults::new(&repo);
         let live = Live::open(&repo, rt.handle().clone(), &faults)?;
+        let forge = super::forge::ForgeSide::new(dir.path(), &repo).map_err(|e| setup(&e))?;
         let mut world = World {
             live: Some(live),
             rt,
@@ -161,6 +165,7 @@ impl World {
             refused: Vec::new(),
             outbox: BTreeMap::new(),
             procedures: Default::default(),
+            forge,
             stats: Stats::default(),
             echo: std::env::var_os("YOI_SIM_TRACE").is_some(),
             trace: Vec::new(),

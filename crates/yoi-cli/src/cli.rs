@@ -214,7 +214,7 @@ pub enum WorkflowCommand {
 #[derive(Debug, Subcommand)]
 pub enum PodCommand {
     /// Run a pod: register, claim the role's work, run the agent, report; until SIGTERM.
-    Run(PodRunArgs),
+    Run(Box<PodRunArgs>),
     /// Pods that are running or stopped within the last hour.
     List {
         #[arg(long)]
@@ -239,6 +239,11 @@ pub struct PodRunArgs {
     /// (`sha256:HEX`, as `yoi serve --tls-self-signed` prints it).
     #[arg(long, value_name = "sha256:HEX")]
     pub pin: Option<String>,
+    /// Work without the server's disk: keep a cache of the repository in DIR, fetch each
+    /// claim's commit over the server's git, and push a coder's result to its attempt ref (an
+    /// `https://` server is trusted for git by `--ca`).
+    #[arg(long, value_name = "DIR", conflicts_with = "pin")]
+    pub cache: Option<std::path::PathBuf>,
     /// A file holding the pod token (keep it 0600). Without it or `--token-fd`, the YOI_TOKEN
     /// environment variable; never on the command line, where every process could read it.
     #[arg(long, conflicts_with = "token_fd")]

@@ -29,6 +29,7 @@ pub mod process;
 pub mod profiles;
 pub mod prompt;
 pub mod rate_limit;
+pub mod remote;
 pub mod sandbox;
 pub mod tls;
 mod verify;
@@ -54,6 +55,9 @@ pub struct PodSettings {
     pub server: String,
     /// Which certificate an `https://` server may show (`--ca`, `--pin`; the web's roots).
     pub trust: tls::Trust,
+    /// Work in a cache of the pod's own, fetched and pushed over the server's git, instead of
+    /// the folder the claim names (`--cache DIR`).
+    pub remote: Option<remote::RemoteGit>,
     pub token: String,
     /// The pod's name (a nonce is added by the server).
     pub name: String,
@@ -144,11 +148,34 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
             Err(e) => return Err(e.into()),
         };
         let claimed = std::time::Instant::now();
-        let Some(work) = work else {
+        let Some(mut work) = work else {
             if settings.once {
                 break;
             }
             continue;
+        };
+        // Without the server's disk: the claim's commit fetched into the pod's own cache.
+        let checkout = match &settings.remote {
+            None => None,
+            Some(r) => match remote::prepare(r, &settings.server, &settings.token, &mut work) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::error!(assignment = %work.assignment.id, error = %e, "the claim's commit could not be fetched");
+                    let _ = client.fail(
+                        &pod,
+                        &work.assignment.id,
+                        work.assignment.fence,
+                        &format!("the pod could not fetch the claim's commit: {e}"),
+                        true,
+                        None,
+                    );
+                    summary.failed += 1;
+                    if settings.once {
+                        break;
+                    }
+                    continue;
+                }
+            },
         };
         // A verify is the brief's validation commands, run by yoi, whatever agent the
         // workspace names for the verifier: an agent's `done` never stands in for them.
@@ -185,6 +212,7 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
                 summary.failed += 1;
             }
         }
+        drop(checkout);
         if settings.once {
             break;
         }

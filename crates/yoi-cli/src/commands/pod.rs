@@ -104,9 +104,22 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         .map_err(CliError::Refused)?;
     tracing::info!(sandbox = %sandbox.enforcement().map(|e| e.describe()).unwrap_or_default(), "the pod's sandbox");
     let agent_label = yoi_pod::agent_label(&agent, &profile);
+    // Absolute: git runs in the cache, not here.
+    let absolute = |p: &std::path::PathBuf| {
+        std::path::absolute(p)
+            .map_err(|e| CliError::Usage(format!("the path {}: {e}", p.display())))
+    };
+    let remote = match &a.cache {
+        Some(cache) => Some(yoi_pod::remote::RemoteGit {
+            cache: absolute(cache)?,
+            ca_file: a.ca.as_ref().map(absolute).transpose()?,
+        }),
+        None => None,
+    };
     let settings = yoi_pod::PodSettings {
         server,
         trust,
+        remote,
         token: token.trim().to_string(),
         name,
         host,

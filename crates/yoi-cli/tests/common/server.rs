@@ -48,13 +48,29 @@ impl Server {
     /// [`Server::spawn_with_env`] run by the user `uid` (a root test's second user), or by the
     /// test's own user when `None`.
     pub fn spawn_as(repo: &Repo, listen: &str, env: &[(&str, &str)], uid: Option<u32>) -> Server {
+        Server::spawn_with(repo, &["--listen", listen], env, uid)
+    }
+
+    /// A server over HTTPS with a certificate it makes (`--tls-self-signed`) on loopback; its
+    /// `tls: sha256:…` line is the next [`Server::stdout_line`] after the login link.
+    pub fn spawn_tls(repo: &Repo) -> Server {
+        Server::spawn_with(
+            repo,
+            &["--listen", "127.0.0.1:0", "--tls-self-signed"],
+            &[],
+            None,
+        )
+    }
+
+    fn spawn_with(repo: &Repo, args: &[&str], env: &[(&str, &str)], uid: Option<u32>) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_yoi"));
         if let Some(uid) = uid {
             use std::os::unix::process::CommandExt;
             command.uid(uid).gid(uid);
         }
         let mut child = command
-            .args(["serve", "--listen", listen])
+            .arg("serve")
+            .args(args)
             .envs(env.iter().copied())
             .current_dir(repo.path())
             .env("USER", "tester")
@@ -77,7 +93,10 @@ impl Server {
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
-        let addr = match line.trim().strip_prefix("listening on http://") {
+        let line = line
+            .trim()
+            .replacen("listening on https://", "listening on http://", 1);
+        let addr = match line.strip_prefix("listening on http://") {
             Some(a) => a.to_string(),
             None => {
                 let log: Vec<String> = log.try_iter().collect();

@@ -1,0 +1,160 @@
+//! A pod on "another host" (docs/pods.md, "Pods on other hosts"): `yoi pod run --cache DIR`
+//! with no copy of the server's repository fetches its claim's commit over the server's git
+//! (HTTPS, trusted by `--ca`), runs the scripted agent in a detached worktree of its own cache,
+//! pushes the result to its attempt ref and reports it; the server moves the ticket branch to
+//! exactly that commit. Run as root, the pod is a second unix user (`nobody`) whose folder and
+//! `HOME` are its own and who cannot read the server's workspace, so a shared-disk shortcut
+//! fails the test.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::pods::{
+    as_user, fake_agent, git, no_supervised_pods, queued_ticket, runnable_by, workspace,
+};
+use common::server::Server;
+use common::Repo;
+
+#[test]
+fn a_pod_without_the_servers_disk_fetches_works_pushes_and_its_commit_lands_on_the_branch() {
+    let (repo, _) = workspace("write hello.txt hello\\n\ndone greeted from afar\n", 60);
+    no_supervised_pods(&repo);
+    let id = queued_ticket(&repo);
+    let mut server = Server::spawn_tls(&repo);
+    let _login = server.stdout_line();
+    let tls = server.stdout_line();
+    assert!(tls.starts_with("tls: sha256:"), "{tls}");
+
+    // The pod host: a workspace of its own (for the agent's profile), its own cache and HOME.
+    let host = Repo::init();
+    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534u32);
+    let script = host.path().join("agent-script.txt");
+    std::fs::write(
+        &script,
+        "write hello.txt hello\\n\ndone greeted from afar\n",
+    )
+    .unwrap();
+    let config = host.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\n[agents.fake]\nprogram = \"{}\"\nargv = [\"{{program}}\", \"{}\"]\nstdin = \"prompt_file\"\noutput = \"text\"\ntimeout_secs = 60\n",
+            fake_agent().display(),
+            script.display()
+        ),
+    )
+    .unwrap();
+    std::fs::copy(
+        repo.path().join(".yoi/local/tls/cert.pem"),
+        host.path().join("server.pem"),
+    )
+    .unwrap();
+    let token = repo
+        .yoi(&[
+            "token",
+            "create",
+            "--name",
+            "far-coder",
+            "--scope",
+            "pod:coder",
+        ])
+        .ok()
+        .stdout;
+    std::fs::write(host.path().join("token"), token.trim()).unwrap();
+    if let Some(uid) = uid {
+        // The server's workspace is its owner's alone, as a home folder on another host is.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        for p in [env!("CARGO_BIN_EXE_yoi"), fake_agent().to_str().unwrap()] {
+            if let Err(e) = runnable_by(uid, Path::new(p)) {
+                panic!("the second user ({uid}) cannot run {p}: {e}");
+            }
+        }
+        let status = Command::new("chown")
+            .args(["-R", &format!("{uid}:{uid}")])
+            .arg(host.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let listed = as_user(Command::new("ls"), Some(uid))
+            .arg(repo.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(
+            !listed.success(),
+            "the pod's user reads the server's workspace"
+        );
+    }
+
+    let url = format!("https://{}", server.addr);
+    let out = as_user(Command::new(env!("CARGO_BIN_EXE_yoi")), uid)
+        .args([
+            "pod",
+            "run",
+            "--role",
+            "coder",
+            "--agent",
+            "fake",
+            "--name",
+            "far",
+            "--server",
+            &url,
+            "--ca",
+            "server.pem",
+            "--cache",
+            "cache",
+            "--token-file",
+            "token",
+            "--once",
+            "--wait-ms",
+            "30000",
+        ])
+        .current_dir(host.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", host.path())
+        .env("USER", "far")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("1 completed"), "{stderr}");
+
+    // The branch is at the commit the pod pushed to its attempt ref, which says hello.
+    let branch = format!("yoi/{id}-say-hello");
+    let head = git(repo.path(), &["rev-parse", &branch]);
+    let refs = git(
+        repo.path(),
+        &[
+            "for-each-ref",
+            "--format=%(objectname) %(refname)",
+            "refs/yoi/attempts/",
+        ],
+    );
+    let (pushed, name) = refs
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("no attempt ref: {refs:?}"));
+    assert!(
+        name.starts_with(&format!("refs/yoi/attempts/{id}/")),
+        "{refs}"
+    );
+    assert_eq!(head, pushed);
+    assert_eq!(
+        git(repo.path(), &["show", &format!("{head}:hello.txt")]),
+        "hello"
+    );
+    // The attempt's worktree is gone from the cache; the cache stays for the next claim.
+    assert!(host.path().join("cache/.git/HEAD").is_file());
+    let left: Vec<_> = std::fs::read_dir(host.path().join("cache/attempts"))
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "worktrees left: {left:?}");
+    server.terminate();
+    let _ = server.child.wait();
+}

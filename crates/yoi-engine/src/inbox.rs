@@ -151,6 +151,8 @@ pub fn of_ticket(index: &DbIndex, ticket: &TicketId) -> Result<Vec<InboxEntry>, 
 pub fn ticket_entries(t: &InboxTicket) -> Vec<InboxEntry> {
     let service = Principal::orchestrator().author();
     let mut open: Vec<InboxEntry> = Vec::new();
+    // The head of the ticket's pull request as the thread last recorded it.
+    let mut pr_head: Option<&str> = None;
     for e in &t.events {
         match e.kind.as_str() {
             "attention" => {
@@ -192,6 +194,21 @@ pub fn ticket_entries(t: &InboxTicket) -> Vec<InboxEntry> {
                 use yoi_core::forge::action;
                 match e.attr("action") {
                     Some(action::PUSHED | action::PERSON_PUSHED) => {
+                        pr_head = match e.attr("action") {
+                            Some(action::PERSON_PUSHED) => e.attr("remote"),
+                            _ => e.attr("head"),
+                        };
+                        open.retain(|x| x.reason != InboxReason::PrReview)
+                    }
+                    // A person answered the wait with a round instead of an approval: changes
+                    // requested on the head, or a `/yoi fix`. The coder works next, not them.
+                    Some(action::REVIEW)
+                        if e.attr("state") == Some("ChangesRequested")
+                            && (pr_head.is_none() || e.attr("commit") == pr_head) =>
+                    {
+                        open.retain(|x| x.reason != InboxReason::PrReview)
+                    }
+                    Some(action::FIX_REQUESTED) => {
                         open.retain(|x| x.reason != InboxReason::PrReview)
                     }
                     Some(action::MERGED | action::CLOSED) => open.retain(|x| {
@@ -415,6 +432,45 @@ mod tests {
         let entry = &ticket_entries(&t)[1];
         assert!(entry.command.contains("yoi ticket budget"), "{entry:?}");
         assert_eq!(entry.action.label, "Add to its budget");
+    }
+
+    #[test]
+    fn a_pr_review_entry_closes_when_a_person_asks_for_a_round_on_its_head() {
+        let s = Principal::orchestrator().author();
+        let waits = |extra: Vec<InboxEvent>| {
+            let mut events = vec![
+                event("p", "forge_pr", &s, &[("action", "pushed"), ("head", "h2")]),
+                event("w", "attention", &s, &[("reason", "pr_review")]),
+            ];
+            events.extend(extra);
+            ticket("inprogress", events)
+        };
+        let review = |state: &str, commit: &str| {
+            event(
+                "r",
+                "forge_pr",
+                &s,
+                &[("action", "review"), ("state", state), ("commit", commit)],
+            )
+        };
+        assert_eq!(reasons(&waits(vec![])), vec![InboxReason::PrReview]);
+        // Changes requested on the head: a round follows, nobody's review is awaited.
+        assert!(reasons(&waits(vec![review("ChangesRequested", "h2")])).is_empty());
+        // On an older head, or an approval that does not open the gate: it still waits.
+        assert_eq!(
+            reasons(&waits(vec![review("ChangesRequested", "h1")])),
+            vec![InboxReason::PrReview]
+        );
+        assert_eq!(
+            reasons(&waits(vec![review("Approved", "h1")])),
+            vec![InboxReason::PrReview]
+        );
+        assert_eq!(
+            reasons(&waits(vec![review("Commented", "h2")])),
+            vec![InboxReason::PrReview]
+        );
+        let fix = event("f", "forge_pr", &s, &[("action", "fix_requested")]);
+        assert!(reasons(&waits(vec![fix])).is_empty());
     }
 
     #[test]

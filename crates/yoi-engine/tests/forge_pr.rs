@@ -658,6 +658,28 @@ fn failing_checks_use_the_rounds_and_then_a_person_decides() {
 }
 
 #[test]
+fn a_change_request_on_the_head_closes_the_review_entry_and_starts_a_round() {
+    let s = setup(|f| f.required_approvals = 1);
+    let (id, head) = s.approved("Say hello", 0);
+    asg::flow_tick(&s.f.ws, &s.f.db, at(100)).unwrap();
+    s.tick(200);
+    let entries = || yoi_engine::inbox::inbox(&s.f.ws, &s.f.db).unwrap().entries;
+    let reasons = || entries().iter().map(|e| e.reason).collect::<Vec<_>>();
+    assert_eq!(reasons(), vec![InboxReason::PrReview]);
+    let number = s.fake.pulls()[0].number;
+    s.fake
+        .add_review(number, "alice", "CHANGES_REQUESTED", &head);
+    let t = s.tick(300);
+    assert_eq!(t.sent_back, vec![id.to_string()], "{t:?}");
+    // The coder works next, not a reviewer: nothing waits for a person's review.
+    assert!(
+        !reasons().contains(&InboxReason::PrReview),
+        "{:?}",
+        entries()
+    );
+}
+
+#[test]
 fn a_pull_request_waiting_for_approval_is_in_the_inbox_until_it_merges() {
     let s = setup(|f| f.required_approvals = 1);
     let (id, head) = s.approved("Say hello", 0);
@@ -697,10 +719,14 @@ fn a_pull_request_waiting_for_approval_is_in_the_inbox_until_it_merges() {
             .count()
     };
     assert_eq!(said("pr_review"), 1);
-    // An approval for an older commit does not count; one for the head merges it.
+    // An approval for an older commit does not count (the entry stays: the head still waits
+    // for a review); one for the head merges it.
     s.fake.add_review(number, "alice", "APPROVED", &s.f.base);
     s.tick(400);
     assert!(!s.fake.pulls()[0].merged);
+    let open = entries();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].reason, InboxReason::PrReview);
     s.fake.add_review(number, "alice", "APPROVED", &head);
     assert_eq!(s.tick(500).merged, vec![id.to_string()]);
     asg::flow_tick(&s.f.ws, &s.f.db, at(600)).unwrap();

@@ -123,6 +123,10 @@ fn main_inner() -> Result<ExitCode, String> {
                 "  forge: {} tickets ending in a pull request, {} driver passes, {} pull requests opened, {} merged, {} check results, {} reviews and comments, {} person pushes, webhooks {} taken / {} sent twice / {} lost, {} faults",
                 f.tickets, f.passes, f.prs_opened, f.prs_merged, f.check_results, f.reviews, f.person_pushes, f.webhooks_taken, f.webhooks_repeated, f.webhooks_lost, f.faults
             );
+            println!(
+                "  people in the loop: {} questions asked, {} answered, {} notifications received",
+                st.questions, st.answers, st.notified
+            );
             println!("  invariant violations: {}", out.failures.len());
             for (seed, v) in &out.failures {
                 println!("  seed {seed}: {v}");

@@ -184,6 +184,15 @@ pub enum Action {
     ForgeFault {
         how: u32,
     },
+    /// The agent of the pod `p` stands for asks a person a question and ends its attempt
+    /// `blocked` (docs/inbox.md, "Agents ask").
+    Ask {
+        p: u32,
+    },
+    /// A person answers the open question of the ticket `t` stands for.
+    Answer {
+        t: u32,
+    },
 }
 
 /// Weights of the actions drawn from a seed: enough routing, sweeping and pod work that
@@ -257,6 +266,8 @@ const WEIGHTS: &[(u32, Draw)] = &[
     }),
     (1, |r| Action::Webhook { how: r.below(64) }),
     (1, |r| Action::ForgeFault { how: r.below(64) }),
+    (2, |r| Action::Ask { p: r.below(64) }),
+    (2, |r| Action::Answer { t: r.below(64) }),
 ];
 
 fn dep_count(r: &mut Rng) -> u32 {
@@ -337,6 +348,8 @@ impl fmt::Display for Action {
             PrReview { p, how } => write!(f, "pr-review {p} {how}"),
             Webhook { how } => write!(f, "webhook {how}"),
             ForgeFault { how } => write!(f, "forge-fault {how}"),
+            Ask { p } => write!(f, "ask {p}"),
+            Answer { t } => write!(f, "answer {t}"),
         }
     }
 }
@@ -431,6 +444,8 @@ impl FromStr for Action {
             },
             "webhook" => Webhook { how: num(1)? },
             "forge-fault" => ForgeFault { how: num(1)? },
+            "ask" => Ask { p: num(1)? },
+            "answer" => Answer { t: num(1)? },
             v => return Err(format!("`{v}` is not an action")),
         })
     }

@@ -18,6 +18,8 @@
 //!   and the three invariants of the forge;
 //! - `reference_model`: which actor an action is and the edges it may take;
 //! - `invariants`: the checks after every step;
+//! - `notifications`: each sweep's notifications to a simulated channel, and the checks that
+//!   the inbox's open questions are the threads' and that nothing is told twice;
 //! - `procedures`: workflows invoked, offered, accepted and rejected, and the check that no
 //!   workflow or flow file changes without a person's approval;
 //! - `settle`: the end of a schedule and the checks that hold only then.
@@ -33,6 +35,7 @@ mod forge;
 mod forge_hub;
 mod forge_invariants;
 mod invariants;
+mod notifications;
 mod people;
 mod pods;
 mod procedures;
@@ -106,6 +109,12 @@ pub struct Stats {
     pub grants: usize,
     /// The forge's side: pull requests, CI results, people's pushes and reviews, webhooks.
     pub forge: forge::ForgeStats,
+    /// Results whose agent asked a person a question (the attempt ends `blocked`).
+    pub questions: usize,
+    /// Questions a person answered.
+    pub answers: usize,
+    /// Notifications the simulated channel received.
+    pub notified: usize,
 }
 
 impl Stats {
@@ -125,6 +134,9 @@ impl Stats {
         self.limited_claims += o.limited_claims;
         self.grants += o.grants;
         self.forge.add(&o.forge);
+        self.questions += o.questions;
+        self.answers += o.answers;
+        self.notified += o.notified;
     }
 }
 
@@ -149,6 +161,8 @@ pub struct World {
     procedures: procedures::Procedures,
     /// The simulated GitHub and what the forge's invariants remember.
     forge: forge::ForgeSide,
+    /// The simulated notification channel's receiver.
+    told: notifications::Told,
     pub stats: Stats,
     /// Print each line of the trace as it happens (`YOI_SIM_TRACE=1`).
     echo: bool,
@@ -212,6 +226,10 @@ impl World {
         self.check_branches()?;
         self.check_procedures()?;
         self.check_forge()?;
+        self.check_inbox()?;
+        if action == Action::Sweep {
+            self.check_told()?;
+        }
         if crashed || action == Action::Restart {
             self.check_outbox()?;
         }
@@ -295,6 +313,8 @@ impl World {
                 self.forge_fault(how);
                 Ok(())
             }
+            Ask { p } => self.pod_asks(p),
+            Answer { t } => self.answer(t),
         }
     }
 

@@ -89,3 +89,15 @@ fn a_step_held_over_its_budget_does_not_keep_another_role_from_its_work() {
     assert_eq!((st.accepted, st.merged), (3, 2), "{st:?}");
     assert!(st.limited_claims > 0, "{st:?}");
 }
+
+#[test]
+fn a_question_a_crash_kept_from_the_thread_is_written_by_the_sweep_and_answered() {
+    let st = regression("question-lost-in-a-crash.txt");
+    // Asked once, the crash after the row ended `blocked`, answered once, then merged.
+    assert_eq!(
+        (st.questions, st.crashes, st.answers, st.merged),
+        (1, 1, 1, 1),
+        "{st:?}"
+    );
+    assert!(st.notified >= 1, "the question reached the channel: {st:?}");
+}

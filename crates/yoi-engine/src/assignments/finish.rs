@@ -380,20 +380,9 @@ fn asked(
     spent(ws, index, &row, Some(&pod_row), now);
     record(ws, &row, "blocked", None, Some(report), Some(&reason), now)?;
     drop_attempt_worktree(ws, &row);
-    let attrs: Vec<(&str, String)> = vec![
-        ("assignment", row.id.clone()),
-        ("step", row.step.clone()),
-        ("role", row.role.clone()),
-        ("attempt", row.attempt.to_string()),
-    ];
-    let ctx = Ctx::new(Principal::orchestrator(), now);
-    // Questions asked through the MCP tool are in the thread already.
-    if report.questions.iter().any(|q| !q.trim().is_empty()) {
-        match ops::ask(ws, &ctx, &row.ticket, &attrs, &report.questions) {
-            Ok(_) | Err(yoi_store::StoreError::StaleState { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
+    // Questions asked through the MCP tool are in the thread already. Should this server die
+    // before the question is written, the flow sweep writes it (`recover_question`).
+    super::questions::record_question(ws, &row, report, now)?;
     drop(guard);
     let place = work_place(ws, &ticket_of(&row)?)?;
     let head = yoi_git::resolve_commit(ws.root(), &place.branch)?;

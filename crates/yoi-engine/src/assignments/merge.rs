@@ -66,6 +66,17 @@ pub fn flow_tick(
             continue;
         };
         let _guard = results_lock();
+        // A blocked attempt whose question a dying server never wrote: written now, so the
+        // step waits for an answer a person can see.
+        match super::questions::recover_question(ws, index, &ticket, now) {
+            Ok(true) => {
+                tracing::warn!(ticket = %t, "wrote the question a blocked attempt left unrecorded")
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(ticket = %t, error = %e, "could not check the ticket's blocked attempt")
+            }
+        }
         match advance(ws, index, &ticket, now) {
             Ok(Advanced::Next(a)) => tick.handed_out.push(a.id),
             Ok(Advanced::Merged(ev)) => {

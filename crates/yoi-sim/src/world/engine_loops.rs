@@ -1,7 +1,7 @@
 //! The engine's background loops, driven one step at a time on the simulated clock, as the
 //! server's loops drive them: the router's `Orchestrator::step`, and the service's sweep,
-//! which is `expire_due` then `flow_tick` (with its merges), as `yoi serve` runs them every
-//! second.
+//! which is `expire_due` then `flow_tick` (with its merges) then a notification sweep, as
+//! `yoi serve` runs them every second.
 //!
 //! A loop's error is a line of the trace, not a violation: the server logs it and goes on,
 //! and whether the step left the workspace right is for the checks after it (the reference
@@ -54,5 +54,6 @@ impl World {
             Ok(_) => {}
             Err(e) => self.note(format!("  the flow tick failed: {e}")),
         }
+        self.notify();
     }
 }

@@ -143,10 +143,13 @@ impl World {
                     }
                     if swept && live.is_empty() {
                         let last = mine.iter().max_by_key(|r| (r.updated_ms, r.attempt));
+                        // A blocked attempt waits for its answer, then for the router's step.
                         let waits = last.is_some_and(|r| {
                             matches!(
                                 r.status,
-                                AssignmentStatus::Failed | AssignmentStatus::Expired
+                                AssignmentStatus::Failed
+                                    | AssignmentStatus::Expired
+                                    | AssignmentStatus::Blocked
                             )
                         });
                         if !waits {

@@ -129,6 +129,58 @@ impl World {
         })
     }
 
+    /// A person answers the open question of the ticket `t` stands for: among the tickets with
+    /// one, but among all when `t % 4 == 3` (refused then, unless it has one). An answer moves
+    /// no ticket; the orchestrator hands the step that asked out again.
+    pub(super) fn answer(&mut self, t: u32) -> Result<(), Broken> {
+        let mut asked = Vec::new();
+        for id in &self.tickets {
+            if self.open_question(id)?.is_some() {
+                asked.push(id.clone());
+            }
+        }
+        let id = match (t % 4, asked.is_empty()) {
+            (3, _) | (_, true) => match self.pick(t, &[]) {
+                Some(id) => id,
+                None => return Ok(()),
+            },
+            _ => asked[(t / 4) as usize % asked.len()].clone(),
+        };
+        let before = self.state_of(&id)?;
+        let ctx = self.ctx();
+        let result = ops::answer(&self.live().ws, &ctx, id.as_str(), "Take the simple way.");
+        let after = self.state_of(&id)?;
+        if before != after {
+            return Err(broken(
+                "model",
+                format!("answering {id} moved it {before} -> {after}"),
+            ));
+        }
+        match result {
+            Ok(_) => {
+                self.stats.answers += 1;
+                self.note(format!("  {id}: answered"));
+            }
+            Err(e) => {
+                self.stats.human_refusals += 1;
+                self.note(format!("  {id}: answer refused: {e}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The id of the question on `id` that waits for an answer, read from its thread.
+    pub(super) fn open_question(&self, id: &TicketId) -> Result<Option<String>, Broken> {
+        let thread = self
+            .live()
+            .ws
+            .read_thread(id)
+            .map_err(|e| broken("files", format!("{id}: the thread does not read: {e}")))?;
+        Ok(ops::open_question(&thread)
+            .and_then(|q| q.id())
+            .map(str::to_string))
+    }
+
     /// A person's operation on the ticket `t` stands for; on success the ticket is in the
     /// state the model expects, on refusal it has not moved.
     fn human_to(

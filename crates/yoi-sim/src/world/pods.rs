@@ -252,6 +252,35 @@ impl World {
         Ok(())
     }
 
+    /// The agent of the pod `p` stands for, if it is at work and not paused, cannot go on
+    /// without a person: its attempt ends `YOI-RESULT: blocked` with one `YOI-QUESTION:` line
+    /// and its step waits for the answer (docs/inbox.md, "Agents ask").
+    pub(super) fn pod_asks(&mut self, p: u32) -> Result<(), Broken> {
+        let k = self.pod(p);
+        let Some(h) = self.pods[k].held.take_if(|h| !h.paused) else {
+            return Ok(());
+        };
+        let a = &h.work.assignment;
+        let report = Report {
+            outcome: ReportOutcome::Blocked,
+            summary: Some("a decision the brief does not make".into()),
+            questions: vec![format!(
+                "Attempt {} of {} on {}: which way?",
+                a.attempt, a.step, h.work.ticket
+            )],
+            usage: Some(super::spending::usage_of(
+                super::spending::profile_of(self.pods[k].name),
+                a.attempt as u32,
+            )),
+            ..Report::default()
+        };
+        let (id, fence) = (a.id.clone(), a.fence);
+        // Counted as asked whatever becomes of the result (a crash may cut its sending short).
+        self.stats.questions += 1;
+        self.send(k, &id, fence, Outcome::Complete(Box::new(report)))?;
+        Ok(())
+    }
+
     /// The pod `p` stands for reports its work failed, if it is at work and not paused. A coder
     /// on an odd attempt first commits part of the work and then runs past its timeout: its
     /// report keeps the work for the next attempt (docs/pods.md, "Retries keep the work").
@@ -431,8 +460,10 @@ impl World {
         let dir = &w.workdir;
         if w.assignment.step == "integrate" {
             git(dir, &["merge", "-q", "--no-edit", "-X", "theirs", "main"])?;
-            // A person's commits on the pull request's branch, as the round's feedback asks.
-            if let Some(r) = super::forge::forge_ref_in(w.feedback.as_deref()) {
+            // A person's commits on the pull request's branch, as the round's feedback asks;
+            // one coder in seven does not, as an agent may ignore what it is told.
+            let asked = super::forge::forge_ref_in(w.feedback.as_deref());
+            if let Some(r) = asked.filter(|_| how % 7 != 4) {
                 git(dir, &["merge", "-q", "--no-edit", "-X", "theirs", &r])?;
             }
         }

@@ -41,7 +41,8 @@ pub(super) fn actor_of(a: Action) -> Actor {
         | Retry { .. }
         | Relate { .. }
         | Unrelate { .. }
-        | Grant { .. } => Actor::Human,
+        | Grant { .. }
+        | Answer { .. } => Actor::Human,
         Route => Actor::Router,
         Sweep => Actor::Service,
         _ => Actor::Nobody,

@@ -83,12 +83,16 @@ impl World {
                     .map_err(|e| broken("db", e.to_string()))?;
             let last = rows.iter().max_by_key(|r| (r.created_ms, r.id.clone()));
             // Held over its budget, or paused agents: it waits on a person's grant or on time.
+            // An agent that asked waits on a person only while its question is open: once
+            // answered, the step must have been handed out again.
             let waits = last.is_some_and(|r| {
                 matches!(
                     r.status,
                     AssignmentStatus::Failed | AssignmentStatus::Expired
                 )
-            }) || self.waits_on_budget_or_time(t)?;
+            }) || (last.is_some_and(|r| r.status == AssignmentStatus::Blocked)
+                && self.open_question(t)?.is_some())
+                || self.waits_on_budget_or_time(t)?;
             if !waits {
                 return Err(broken(
                     "stuck",
@@ -140,6 +144,7 @@ impl World {
                 self.check_merged(&id)?;
             }
         }
+        self.check_all_told()?;
         Ok(())
     }
 }

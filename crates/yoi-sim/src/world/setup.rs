@@ -30,6 +30,8 @@ pub(super) struct Live {
     pub(super) ws: Workspace,
     pub(super) db: DbIndex,
     pub(super) orch: Orchestrator,
+    /// Which deliveries this server promised already (`yoi serve`'s notification loop).
+    pub(super) notifier: yoi_engine::notify::Notifier,
 }
 
 impl Live {
@@ -39,7 +41,12 @@ impl Live {
         let (db, _) = DbIndex::attach(&mut ws, index_bridge(rt))
             .map_err(|e| broken("restart", e.to_string()))?;
         let orch = Orchestrator::of(&ws);
-        Ok(Live { ws, db, orch })
+        Ok(Live {
+            ws,
+            db,
+            orch,
+            notifier: Default::default(),
+        })
     }
 
     fn close(self) {
@@ -166,6 +173,7 @@ impl World {
             outbox: BTreeMap::new(),
             procedures: Default::default(),
             forge,
+            told: Default::default(),
             stats: Stats::default(),
             echo: std::env::var_os("YOI_SIM_TRACE").is_some(),
             trace: Vec::new(),

@@ -1,10 +1,10 @@
 //! A pod on "another host" (docs/pods.md, "Pods on other hosts"): `yoi pod run --cache DIR`
 //! with no copy of the server's repository fetches its claim's commit over the server's git
 //! (HTTPS, trusted by `--ca`), runs the scripted agent in a detached worktree of its own cache,
-//! pushes the result to its attempt ref and reports it; the server moves the ticket branch to
-//! exactly that commit. Run as root, the pod is a second unix user (`nobody`) whose folder and
-//! `HOME` are its own and who cannot read the server's workspace, so a shared-disk shortcut
-//! fails the test.
+//! pushes the result to its attempt ref and reports it; the server's own verifier and reviewer
+//! pods pass exactly that commit, it is merged, and the ticket's attempt refs are deleted. Run
+//! as root, the pod is a second unix user (`nobody`) whose folder and `HOME` are its own and who
+//! cannot read the server's workspace, so a shared-disk shortcut fails the test.
 
 mod common;
 
@@ -12,14 +12,19 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pods::{
-    as_user, fake_agent, git, no_supervised_pods, queued_ticket, runnable_by, workspace,
+    as_user, fake_agent, git, no_supervised_pods, queued_ticket, runnable_by, state_of, until,
+    workspace_with_reviewer,
 };
 use common::server::Server;
 use common::Repo;
 
 #[test]
-fn a_pod_without_the_servers_disk_fetches_works_pushes_and_its_commit_lands_on_the_branch() {
-    let (repo, _) = workspace("write hello.txt hello\\n\ndone greeted from afar\n", 60);
+fn a_pod_without_the_servers_disk_fetches_works_and_pushes_and_the_flow_merges_its_commit() {
+    // The coder is remote; the server's own verifier and reviewer pods take the later steps.
+    let repo = workspace_with_reviewer(
+        "write hello.txt hello\\n\ndone greeted from afar\n",
+        "say YOI-VERDICT: approve\ndone reviewed\n",
+    );
     no_supervised_pods(&repo);
     let id = queued_ticket(&repo);
     let mut server = Server::spawn_tls(&repo);
@@ -126,28 +131,40 @@ fn a_pod_without_the_servers_disk_fetches_works_pushes_and_its_commit_lands_on_t
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("1 completed"), "{stderr}");
 
-    // The branch is at the commit the pod pushed to its attempt ref, which says hello.
-    let branch = format!("yoi/{id}-say-hello");
-    let head = git(repo.path(), &["rev-parse", &branch]);
-    let refs = git(
-        repo.path(),
-        &[
-            "for-each-ref",
-            "--format=%(objectname) %(refname)",
-            "refs/yoi/attempts/",
-        ],
-    );
-    let (pushed, name) = refs
-        .split_once(' ')
-        .unwrap_or_else(|| panic!("no attempt ref: {refs:?}"));
+    // The commit the pod reported is the one it pushed, and the flow merges it: the local
+    // verifier and reviewer pass it, main takes it, and the ticket's attempt refs are gone.
+    let rows = repo
+        .yoi(&["assignment", "list", "--ticket", &id, "--json"])
+        .ok()
+        .stdout;
+    let rows: serde_json::Value = serde_json::from_str(&rows).unwrap();
+    let implement = rows["assignments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["step"] == "implement" && a["status"] == "completed")
+        .unwrap_or_else(|| panic!("no completed implement attempt: {rows}"))
+        .clone();
+    let result: serde_json::Value = match &implement["result"] {
+        serde_json::Value::String(text) => serde_json::from_str(text).unwrap(),
+        other => other.clone(),
+    };
+    let pushed = result["commit"].as_str().unwrap().to_string();
+    until("the ticket to be merged", || state_of(&repo, &id) == "done");
+    let ancestor = Command::new("git")
+        .args(["merge-base", "--is-ancestor", &pushed, "main"])
+        .current_dir(repo.path())
+        .status()
+        .unwrap();
     assert!(
-        name.starts_with(&format!("refs/yoi/attempts/{id}/")),
-        "{refs}"
+        ancestor.success(),
+        "main does not hold the pushed commit {pushed}"
     );
-    assert_eq!(head, pushed);
+    assert_eq!(git(repo.path(), &["show", "main:hello.txt"]), "hello");
     assert_eq!(
-        git(repo.path(), &["show", &format!("{head}:hello.txt")]),
-        "hello"
+        git(repo.path(), &["for-each-ref", "refs/yoi/attempts/"]),
+        "",
+        "attempt refs left after the merge"
     );
     // The attempt's worktree is gone from the cache; the cache stays for the next claim.
     assert!(host.path().join("cache/.git/HEAD").is_file());

@@ -3,7 +3,8 @@
 //! checked out (so a retried start can reuse it); anything else is refused with what was found.
 //! [`delete_branch`] undoes a creation: it removes a branch only while it still points at the
 //! commit it was created at and no worktree has it checked out, so no later work is dropped.
-//! [`branch_exists`] and [`list_branches`] only read.
+//! [`branch_exists`] and [`list_branches`] only read. [`delete_refs_under`] clears a folder of
+//! refs the server alone writes (a ticket's attempt refs), never a branch.
 
 use std::path::{Path, PathBuf};
 
@@ -205,4 +206,39 @@ pub(crate) fn checked_out_in(
         }
     }
     Ok(found)
+}
+
+/// Delete every reference whose full name starts with `prefix`, which must lie below `refs/`
+/// and outside `refs/heads/` and `refs/tags/` (`refs/yoi/attempts/<ticket>/`); how many were
+/// deleted.
+pub fn delete_refs_under(repo_root: &Path, prefix: &str) -> Result<usize, GitError> {
+    let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "delete refs", e);
+    if !prefix.starts_with("refs/")
+        || prefix.starts_with("refs/heads/")
+        || prefix.starts_with("refs/tags/")
+        || !prefix.ends_with('/')
+    {
+        return Err(fail(&format!(
+            "{prefix:?} is not a folder of refs yoi owns"
+        )));
+    }
+    let repo = repo::open(repo_root)?;
+    let platform = repo.references().map_err(|e| fail(&e))?;
+    let mut names = Vec::new();
+    for reference in platform.all().map_err(|e| fail(&e))? {
+        let reference = reference.map_err(|e| fail(&e))?;
+        let name = reference.name().as_bstr().to_string();
+        if name.starts_with(prefix) {
+            names.push(name);
+        }
+    }
+    for name in &names {
+        if let Some(r) = repo
+            .try_find_reference(name.as_str())
+            .map_err(|e| fail(&e))?
+        {
+            r.delete().map_err(|e| fail(&e))?;
+        }
+    }
+    Ok(names.len())
 }

@@ -2,8 +2,8 @@ mod common;
 
 use common::{git, small_repo};
 use yoi_git::{
-    add_worktree, branch_exists, create_branch, delete_branch, discover, list_branches,
-    resolve_commit, BranchOutcome, GitError,
+    add_worktree, branch_exists, create_branch, delete_branch, delete_refs_under, discover,
+    list_branches, resolve_commit, BranchOutcome, GitError,
 };
 
 #[test]
@@ -226,4 +226,34 @@ fn list_branches_of_a_repository_without_commits_is_empty() {
     git(dir.path(), &["init", "-q", "-b", "main"]);
     assert!(list_branches(dir.path(), "").unwrap().is_empty());
     assert!(!branch_exists(dir.path(), "main").unwrap());
+}
+
+#[test]
+fn delete_refs_under_clears_one_tickets_attempt_refs_and_refuses_branches() {
+    let (_dir, repo, head) = small_repo();
+    for r in [
+        "refs/yoi/attempts/T1/1.1",
+        "refs/yoi/attempts/T1/2.2",
+        "refs/yoi/attempts/T12/1.1",
+    ] {
+        git(&repo, &["update-ref", r, &head]);
+    }
+    assert_eq!(
+        delete_refs_under(&repo, "refs/yoi/attempts/T1/").unwrap(),
+        2
+    );
+    let left = git(&repo, &["for-each-ref", "--format=%(refname)", "refs/yoi/"]);
+    assert_eq!(
+        left.trim(),
+        "refs/yoi/attempts/T12/1.1",
+        "another ticket's ref stays"
+    );
+    assert_eq!(
+        delete_refs_under(&repo, "refs/yoi/attempts/T1/").unwrap(),
+        0
+    );
+    for bad in ["refs/heads/", "refs/tags/", "HEAD", "refs/yoi/attempts/T12"] {
+        assert!(delete_refs_under(&repo, bad).is_err(), "{bad}");
+    }
+    assert!(branch_exists(&repo, "main").unwrap());
 }

@@ -422,6 +422,11 @@ fn finish_done(
             tracing::warn!(branch = %place.branch, error = %e, "kept the branch of a merged ticket");
         }
     }
+    // Remote pods' pushed results (docs/pods.md) are merged or stale now.
+    let attempts = format!("{}{}/", super::attempt_ref::PREFIX, ticket.as_str());
+    if let Err(e) = yoi_git::delete_refs_under(repo, &attempts) {
+        tracing::warn!(refs = %attempts, error = %e, "kept the attempt refs of a merged ticket");
+    }
     Ok(true)
 }
 

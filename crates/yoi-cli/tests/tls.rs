@@ -269,14 +269,14 @@ fn a_pod_elsewhere_trusts_the_self_signed_server_by_ca_or_pin_and_a_wrong_pin_is
         pods_named(&repo, "verifier-0") == 1
     });
 
-    // Plain HTTP to the TLS port gets no answer: the connection is closed.
+    // Plain HTTP to the TLS port gets no answer: the connection is closed (the write itself may
+    // already meet the closed connection).
     let mut plain = std::net::TcpStream::connect(&server.addr).unwrap();
-    write!(
+    let _ = write!(
         plain,
         "GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n",
         server.addr
-    )
-    .unwrap();
+    );
     let mut answer = Vec::new();
     let _ = plain.read_to_end(&mut answer);
     assert!(
@@ -286,7 +286,7 @@ fn a_pod_elsewhere_trusts_the_self_signed_server_by_ca_or_pin_and_a_wrong_pin_is
 }
 
 #[test]
-fn the_cli_reaches_its_own_tls_server_and_the_certificate_outlives_a_restart() {
+fn the_cli_and_the_mcp_relay_reach_their_own_tls_server_and_the_certificate_outlives_a_restart() {
     let repo = Repo::init();
     let server = TlsServer::start(&repo, "127.0.0.1:0");
     // A mutation goes through the API (the server records it), over HTTPS with the pin from
@@ -296,6 +296,17 @@ fn the_cli_reaches_its_own_tls_server_and_the_certificate_outlives_a_restart() {
     assert!(shown.stdout.contains("Over TLS"), "{}", shown.stdout);
     let link = repo.yoi(&["dashboard", "--no-open"]).ok().stdout;
     assert!(link.contains("https://127.0.0.1:"), "{link}");
+    // The stdio relay for MCP clients reaches it the same way.
+    let relayed = repo
+        .yoi_stdin(
+            &["mcp"],
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n",
+        )
+        .ok();
+    assert!(
+        relayed.stdout.contains("\"protocolVersion\""),
+        "{relayed:?}"
+    );
     let first = server.fingerprint.clone();
     drop(server);
     let again = TlsServer::start(&repo, "127.0.0.1:0");

@@ -21,10 +21,19 @@ pub fn run(env: &Env, a: &McpArgs) -> Result<(), CliError> {
         None => env.files_if_any("yoi mcp")?,
     };
     let local = ws.as_ref().map(|w| w.local_dir());
+    // The workspace's own server over TLS: exactly the certificate it wrote into server.json.
+    let mut trust = yoi_pod::tls::Trust::Roots;
     let base = match (&a.server, &local) {
         (Some(url), _) => url.trim_end_matches('/').to_string(),
         (None, Some(local)) => match server_file::live(local) {
-            Some(info) => format!("http://{}", info.address),
+            Some(info) => {
+                if let Some(pin) = &info.tls_fingerprint {
+                    trust = yoi_pod::tls::Trust::Pin(
+                        yoi_pod::tls::parse_pin(pin).map_err(CliError::Refused)?,
+                    );
+                }
+                info.base_url()
+            }
             None => {
                 return Err(CliError::Refused(
                     "no yoi server is running for this workspace; start `yoi serve` first (`yoi mcp` forwards every message to its /mcp)".into(),
@@ -57,11 +66,11 @@ pub fn run(env: &Env, a: &McpArgs) -> Result<(), CliError> {
             "no token: pass --token-file FILE, set YOI_TOKEN, or run inside a workspace with .yoi/local/admin.token".into(),
         )
     })?;
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_connect(Some(std::time::Duration::from_secs(5)))
-        .build()
-        .into();
+    let agent = trust.agent(
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(std::time::Duration::from_secs(5))),
+    );
     let url = format!("{base}/mcp");
     let mut version: Option<String> = None;
     let stdin = std::io::stdin();

@@ -163,7 +163,9 @@ impl AgentProfile {
                 if self.base_url.is_some() {
                     out.files.push(RunFile {
                         path: "gemini-home/.gemini/settings.json".into(),
-                        contents: r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}}"#
+                        // yoi's MCP server too: Gemini CLI expands `${YOI_*}` in its
+                        // settings from the variables the pod sets (docs/mcp.md).
+                        contents: r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}, "mcpServers": {"yoi": {"httpUrl": "${YOI_SERVER}/mcp", "headers": {"Authorization": "Bearer ${YOI_TOKEN}"}}}}"#
                             .into(),
                         env: Some(("GEMINI_CLI_HOME".into(), "gemini-home".into())),
                     });
@@ -250,6 +252,31 @@ pub struct RunFile {
 }
 
 /// `s` as a TOML basic string, which is also a JSON string.
+impl AgentProfile {
+    /// What hands yoi's MCP server (`SERVER/mcp`, docs/mcp.md) to this CLI, with the attempt's
+    /// token read from `YOI_TOKEN` by the CLI itself, so the token is never in an argv or a
+    /// file. Claude Code's is in its built-in argv (`--mcp-config`, which expands `${YOI_*}`)
+    /// and OpenCode's in its built-in `OPENCODE_CONFIG_CONTENT` (`{env:YOI_*}`); Codex gets
+    /// `-c mcp_servers.yoi.*` overrides here. Gemini CLI reads MCP servers only from user and
+    /// workspace settings (its system files must be root's), so it gets yoi's in the home of
+    /// its own that a `base_url` gives it ([`AgentProfile::endpoint_settings`]). Aider speaks
+    /// no MCP, and a profile of one's own adds its own.
+    pub fn mcp_settings(&self, server: &str) -> EndpointSettings {
+        let mut out = EndpointSettings::default();
+        if self.endpoint == Some(Endpoint::Codex) {
+            let url = format!("{}/mcp", server.trim_end_matches('/'));
+            for c in [
+                format!("mcp_servers.yoi.url={}", quoted(&url)),
+                "mcp_servers.yoi.bearer_token_env_var=\"YOI_TOKEN\"".to_string(),
+            ] {
+                out.args.push("-c".to_string());
+                out.args.push(c);
+            }
+        }
+        out
+    }
+}
+
 fn quoted(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
@@ -471,6 +498,16 @@ mod endpoint_tests {
             .files;
         assert_eq!(files[0].path, "gemini-home/.gemini/settings.json");
         assert!(files[0].contents.contains("\"gemini-api-key\""));
+        // The same home hands it yoi's MCP server, which Gemini CLI reads from user settings
+        // only; the token stays in the variable it expands.
+        let settings: serde_json::Value = serde_json::from_str(&files[0].contents).unwrap();
+        assert_eq!(
+            settings["mcpServers"]["yoi"],
+            serde_json::json!({
+                "httpUrl": "${YOI_SERVER}/mcp",
+                "headers": {"Authorization": "Bearer ${YOI_TOKEN}"}
+            })
+        );
         assert_eq!(
             files[0].env,
             Some(("GEMINI_CLI_HOME".to_string(), "gemini-home".to_string()))
@@ -535,5 +572,32 @@ mod endpoint_tests {
             .contains("endpoint"));
         let none = AgentProfile::default().endpoint_settings(&env()).unwrap();
         assert_eq!(none, EndpointSettings::default());
+    }
+    #[test]
+    fn codex_is_handed_yois_mcp_server_with_the_token_left_in_its_variable() {
+        let s = profile(Endpoint::Codex).mcp_settings("http://127.0.0.1:7070/");
+        assert_eq!(
+            s.args,
+            [
+                "-c",
+                "mcp_servers.yoi.url=\"http://127.0.0.1:7070/mcp\"",
+                "-c",
+                "mcp_servers.yoi.bearer_token_env_var=\"YOI_TOKEN\"",
+            ]
+        );
+        assert!(s.env.is_empty() && s.files.is_empty());
+        // The others take it from their argv or settings, Aider not at all.
+        for e in [
+            Endpoint::Anthropic,
+            Endpoint::Gemini,
+            Endpoint::Openai,
+            Endpoint::Opencode,
+        ] {
+            assert_eq!(
+                profile(e).mcp_settings("http://127.0.0.1:7070"),
+                EndpointSettings::default(),
+                "{e:?}"
+            );
+        }
     }
 }

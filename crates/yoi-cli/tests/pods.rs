@@ -1147,3 +1147,44 @@ fn agent_check_names_what_an_endpoint_becomes_without_its_key() {
         "Codex gets its provider as -c overrides"
     );
 }
+
+/// `yoi agent check` says whether and how each CLI is handed yoi's MCP server: the four that
+/// speak MCP are, Gemini CLI only with the home a `base_url` gives it, Aider never.
+#[test]
+fn agent_check_says_how_each_agent_gets_the_mcp_server() {
+    let repo = common::Repo::init();
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\n[agents.claude]\nprogram = \"/bin/true\"\n[agents.codex]\nprogram = \"/bin/true\"\n[agents.opencode]\nprogram = \"/bin/true\"\n[agents.aider]\nprogram = \"/bin/true\"\n[agents.gemini]\nprogram = \"/bin/true\"\n[agents.gemini-local]\nprogram = \"/bin/true\"\nendpoint = \"gemini\"\nbase_url = \"http://127.0.0.1:9\"\n"
+        ),
+    )
+    .unwrap();
+    let check = |agent: &str| {
+        let out = common::run_yoi(repo.path(), &["agent", "check", agent, "--json"], None);
+        let v: serde_json::Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{agent}: {e}: {}", out.stdout));
+        (
+            v["mcp"].as_bool().unwrap(),
+            v["mcp_detail"].as_str().unwrap().to_string(),
+        )
+    };
+    for (agent, how) in [
+        ("claude", "in its argv"),
+        ("codex", "-c mcp_servers.yoi.*"),
+        ("opencode", "in its configuration variable"),
+        ("gemini-local", "settings of the home"),
+    ] {
+        let (handed, detail) = check(agent);
+        assert!(handed && detail.contains(how), "{agent}: {detail}");
+    }
+    let (handed, detail) = check("gemini");
+    assert!(
+        !handed && detail.contains("~/.gemini/settings.json"),
+        "{detail}"
+    );
+    let (handed, detail) = check("aider");
+    assert!(!handed && detail.contains("trailer lines"), "{detail}");
+}

@@ -99,13 +99,18 @@ pub(crate) fn run_one(
     // The endpoint the profile names, in what this CLI reads (added as written: a URL is no
     // placeholder).
     let yoi_agent::profile::EndpointSettings {
-        args: endpoint_args,
+        args: mut endpoint_args,
         env: mut endpoint_env,
-        files: endpoint_files,
+        files: mut endpoint_files,
         model: endpoint_model,
     } = p.endpoint_settings(&settings.env).map_err(|e| {
         RunError::Unusable(format!("agent profile `{}`: {e}", settings.profile_name))
     })?;
+    // yoi's MCP server, for the CLIs that take it by flag or file (docs/mcp.md).
+    let mcp = p.mcp_settings(&settings.server);
+    endpoint_args.extend(mcp.args);
+    endpoint_env.extend(mcp.env);
+    endpoint_files.extend(mcp.files);
     for f in &endpoint_files {
         let path = run_dir.join(&f.path);
         if let Some(dir) = path.parent() {

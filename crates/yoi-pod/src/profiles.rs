@@ -310,7 +310,9 @@ pub fn builtins() -> BTreeMap<String, AgentProfile> {
                 ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
                 (
                     "OPENCODE_CONFIG_CONTENT",
-                    r#"{"share":"disabled","autoupdate":false}"#,
+                    // yoi's MCP server with the attempt's token, which OpenCode reads from
+                    // the variables the pod sets (docs/mcp.md).
+                    r#"{"share":"disabled","autoupdate":false,"mcp":{"yoi":{"type":"remote","url":"{env:YOI_SERVER}/mcp","headers":{"Authorization":"Bearer {env:YOI_TOKEN}"}}}}"#,
                 ),
                 (
                     "OPENCODE_PERMISSION",
@@ -621,6 +623,22 @@ pub fn fill(element: &str, v: &Vars) -> Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// How a profile's agent is handed yoi's MCP server (docs/mcp.md), for `yoi agent check`:
+/// `Ok(how)` when it is, `Err(why not)` when it is not. Each way was checked with the CLI
+/// version named, by the real-CLI pod tests (`cargo test -p yoi-cli --test pods the_real`).
+pub fn mcp_wiring(p: &AgentProfile) -> Result<String, String> {
+    let in_argv = p.argv.iter().any(|a| a.contains("${YOI_SERVER}/mcp"));
+    let in_env = p.env.values().any(|v| v.contains("{env:YOI_SERVER}/mcp"));
+    match p.endpoint {
+        _ if in_argv => Ok("yoi's MCP server in its argv, the token from YOI_TOKEN (checked with Claude Code 2.1.197)".into()),
+        _ if in_env => Ok("yoi's MCP server in its configuration variable, the token from YOI_TOKEN (checked with OpenCode 1.18.33)".into()),
+        Some(Endpoint::Codex) => Ok("yoi's MCP server by `-c mcp_servers.yoi.*`, the token from YOI_TOKEN (checked with Codex 0.171.0)".into()),
+        Some(Endpoint::Gemini) if p.base_url.is_some() => Ok("yoi's MCP server in the settings of the home its base_url gives it, the token from YOI_TOKEN (checked with Gemini CLI 0.61.0)".into()),
+        Some(Endpoint::Gemini) => Err("not handed: Gemini CLI reads MCP servers from user settings only; add `\"mcpServers\": {\"yoi\": {\"httpUrl\": \"${YOI_SERVER}/mcp\", \"headers\": {\"Authorization\": \"Bearer ${YOI_TOKEN}\"}}}` to ~/.gemini/settings.json (docs/mcp.md)".into()),
+        _ => Err("not handed: this agent reaches yoi through its trailer lines and the API's skill and workflow routes (docs/mcp.md)".into()),
+    }
 }
 
 /// What the profile's CLI says its version is (`version_argv`, its first line, at most 80

@@ -96,9 +96,10 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
             let version = found
                 .as_ref()
                 .and_then(|_| yoi_pod::profiles::version(&profile));
+            let mcp = yoi_pod::profiles::mcp_wiring(&profile);
             if json {
                 output::json(
-                    &serde_json::json!({ "name": name, "valid": true, "program": found, "version": version, "sandbox": sandbox_line, "sandbox_ok": enforced.is_ok() }),
+                    &serde_json::json!({ "name": name, "valid": true, "program": found, "version": version, "sandbox": sandbox_line, "sandbox_ok": enforced.is_ok(), "mcp": mcp.is_ok(), "mcp_detail": match &mcp { Ok(m) | Err(m) => m } }),
                 );
             } else {
                 println!("profile: valid");
@@ -110,6 +111,10 @@ pub fn run(env: &Env, cmd: AgentCommand) -> Result<(), CliError> {
                     println!("version: {v}");
                 }
                 println!("sandbox: {sandbox_line}");
+                match &mcp {
+                    Ok(how) => println!("mcp: {how}"),
+                    Err(why) => println!("mcp: {why}"),
+                }
                 // What the endpoint settings become for this CLI: names, never values.
                 let pod_env: Vec<(String, String)> = std::env::vars().collect();
                 match profile.endpoint_settings(&pod_env) {

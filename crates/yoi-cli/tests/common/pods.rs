@@ -899,10 +899,14 @@ pub fn codex_case() -> RealCase {
         program: codex,
         endpoint: || responses_calling("printf 'hello from codex\\n' > greeting.txt", DONE),
         model: Some("gpt-5-codex"),
+        // yoi's MCP server is a tool namespace of its own (`mcp__yoi`).
         answered: |r| {
             r.contains("function_call_output")
                 && r.contains("Process exited with code 0")
                 && r.contains("Bearer sk-yoi-test")
+                && r.contains("\"name\":\"mcp__yoi\"")
+                && r.contains("\"name\":\"my_ticket\"")
+                && r.contains("\"name\":\"ask_question\"")
         },
         agent_label: "codex-cli 0.171.0",
         tokens: Some((1400, 40)),
@@ -928,11 +932,14 @@ pub fn gemini_case() -> RealCase {
             )
         },
         model: Some("gemini-2.5-pro"),
+        // yoi's MCP tools are declared to the model beside its own (`mcp_yoi_my_ticket`).
         answered: |r| {
             r.starts_with("POST /v1beta/models/gemini-2.5-pro:streamGenerateContent")
                 && r.contains("functionResponse")
                 && r.to_ascii_lowercase()
                     .contains("x-goog-api-key: sk-yoi-test")
+                && r.contains("\"name\":\"mcp_yoi_my_ticket\"")
+                && r.contains("\"name\":\"mcp_yoi_ask_question\"")
         },
         agent_label: "gemini 0.61.0",
         tokens: Some((1400, 40)),
@@ -958,10 +965,13 @@ pub fn opencode_case() -> RealCase {
             )
         },
         model: Some("m-1"),
+        // yoi's MCP tools are offered under the server's name (`yoi_my_ticket`).
         answered: |r| {
             r.starts_with("POST /v1/chat/completions")
                 && r.contains("\"role\":\"tool\"")
                 && r.contains("Bearer sk-yoi-test")
+                && r.contains("\"name\":\"yoi_my_ticket\"")
+                && r.contains("\"name\":\"yoi_ask_question\"")
         },
         agent_label: "opencode 1.18.33",
         tokens: Some((1400, 40)),

@@ -101,3 +101,12 @@ fn a_question_a_crash_kept_from_the_thread_is_written_by_the_sweep_and_answered(
     );
     assert!(st.notified >= 1, "the question reached the channel: {st:?}");
 }
+
+#[test]
+fn a_round_that_leaves_out_a_persons_commits_is_never_pushed() {
+    let st = regression("round-leaves-out-a-persons-commits.txt");
+    // The person's commit stayed on the pull request's branch at every step (the invariant
+    // `person-commit-lost`); the round that ignored it was sent back, not pushed.
+    assert_eq!((st.accepted, st.forge.prs_opened), (1, 1), "{st:?}");
+    assert!(st.forge.person_pushes >= 1, "{st:?}");
+}

@@ -7,7 +7,8 @@
 //! a crash, a lost answer or a restart between any two calls ends in the same place:
 //! 1. push the approved commit to the ticket branch with `--force-with-lease` on the head yoi
 //!    last saw there; a person's push in between is never overwritten — it is fetched,
-//!    recorded, and the ticket goes back to its coder (`integrate`) to build on it;
+//!    recorded, and the ticket goes back to its coder (`integrate`) to build on it — and a head
+//!    that does not hold every commit a person pushed is never pushed (it goes back again);
 //! 2. open the pull request, or find the one that exists for the branch;
 //! 3. post yoi's verdicts on the head as commit statuses (`yoi/verify`, `yoi/review`);
 //! 4. evaluate the gate for the exact head (`yoi_core::forge::gate`): every required check
@@ -179,6 +180,9 @@ fn early_one(
         return Ok(()); // Nothing to show yet.
     }
     let rec = pr_record(ws, ticket)?;
+    if person_left_out(repo, &rec, &place.branch, &head).is_some() {
+        return Ok(()); // The `pr` step sends the work back to take their commits in.
+    }
     if rec.remote_head.as_deref() != Some(head.as_str()) {
         let pusher = Push {
             repo,
@@ -276,6 +280,9 @@ pub struct PrRecord {
     pub url: Option<String>,
     /// The forge issue the ticket came from.
     pub issue: Option<u64>,
+    /// Every head a person pushed, as yoi fetched it (`person_pushed`), with the branch it was
+    /// pushed to (`None` in events written before the branch was recorded).
+    pub people: Vec<(Option<String>, String)>,
 }
 
 /// Read the `forge_pr` events of a ticket.
@@ -289,7 +296,12 @@ pub fn pr_record(ws: &Workspace, ticket: &TicketId) -> Result<PrRecord, StoreErr
     {
         match e.get("action") {
             Some(action::PUSHED) => r.remote_head = e.get("head").map(str::to_string),
-            Some(action::PERSON_PUSHED) => r.remote_head = e.get("remote").map(str::to_string),
+            Some(action::PERSON_PUSHED) => {
+                r.remote_head = e.get("remote").map(str::to_string);
+                let branch = e.get("branch").map(str::to_string);
+                r.people
+                    .extend(e.get("remote").map(|h| (branch, h.to_string())));
+            }
             Some(action::ISSUE) => r.issue = e.get("number").and_then(|n| n.parse().ok()),
             Some(action::OPENED) => {
                 r.number = e.get("number").and_then(|n| n.parse().ok());
@@ -299,6 +311,22 @@ pub fn pr_record(ws: &Workspace, ticket: &TicketId) -> Result<PrRecord, StoreErr
         }
     }
     Ok(r)
+}
+
+/// The first head a person pushed to the branch that `head` does not hold. Pushing `head`
+/// would drop their commits: the lease only says nobody pushed since yoi last looked, not that
+/// the round built on what they pushed (an agent may ignore the feedback that asked it to).
+fn person_left_out(
+    repo: &std::path::Path,
+    rec: &PrRecord,
+    branch: &str,
+    head: &str,
+) -> Option<String> {
+    rec.people
+        .iter()
+        .filter(|(b, _)| b.as_deref().is_none_or(|b| b == branch))
+        .find(|(_, p)| !yoi_git::is_ancestor(repo, p, head).unwrap_or(false))
+        .map(|(_, p)| p.clone())
 }
 
 /// Record a fact once; whether this call wrote it (false: it was already there).
@@ -441,7 +469,18 @@ fn pr_one(
         token: env.token,
         scratch: &env.scratch,
     };
-    // 1. The push, unless the remote branch is already at the head.
+    // 1. The push, unless the remote branch is already at the head; never of a head that leaves
+    // out a person's commits (the round goes back to the coder to merge them in).
+    if let Some(theirs) = person_left_out(repo, &rec, &place.branch, &head) {
+        let reason = format!(
+            "{head} leaves out {theirs}, which a person pushed to `{b}`: merge `refs/yoi/forge/{b}` ({theirs}) into the ticket branch, keeping their commits, then finish",
+            b = place.branch
+        );
+        if send_back(ServiceStep::Integrate.as_str(), Role::Coder, &head, reason)? {
+            tick.sent_back.push(t.into());
+        }
+        return Ok(());
+    }
     if rec.remote_head.as_deref() != Some(head.as_str()) {
         let landed = match push::push(&pusher)? {
             Pushed::Done => true,
@@ -935,6 +974,7 @@ fn person_pushed(
             ("action", action::PERSON_PUSHED.into()),
             ("remote", remote.clone()),
             ("local", head.into()),
+            ("branch", pusher.branch.into()),
         ],
         &body,
         now,

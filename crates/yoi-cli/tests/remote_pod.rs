@@ -2,7 +2,8 @@
 //! with no copy of the server's repository fetches its claim's commit over the server's git
 //! (HTTPS, trusted by `--ca`), runs the scripted agent in a detached worktree of its own cache,
 //! pushes the result to its attempt ref and reports it; the server's own verifier and reviewer
-//! pods pass exactly that commit, it is merged, and the ticket's attempt refs are deleted. Run
+//! pods pass exactly that commit, it is merged, and the ticket's attempt refs are deleted; a
+//! cache found broken is made again. Run
 //! as root, the pod is a second unix user (`nobody`) whose folder and `HOME` are its own and who
 //! cannot read the server's workspace, so a shared-disk shortcut fails the test.
 
@@ -69,6 +70,9 @@ fn a_pod_without_the_servers_disk_fetches_works_and_pushes_and_the_flow_merges_i
         .ok()
         .stdout;
     std::fs::write(host.path().join("token"), token.trim()).unwrap();
+    // A cache left broken (a crash mid-clone, a full disk): the pod makes it again.
+    std::fs::create_dir_all(host.path().join("cache/.git")).unwrap();
+    std::fs::write(host.path().join("cache/.git/HEAD"), "not a ref\n").unwrap();
     if let Some(uid) = uid {
         // The server's workspace is its owner's alone, as a home folder on another host is.
         use std::os::unix::fs::PermissionsExt;
@@ -130,6 +134,10 @@ fn a_pod_without_the_servers_disk_fetches_works_and_pushes_and_the_flow_merges_i
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("1 completed"), "{stderr}");
+    assert!(
+        stderr.contains("making it again"),
+        "the broken cache was not remade: {stderr}"
+    );
 
     // The commit the pod reported is the one it pushed, and the flow merges it: the local
     // verifier and reviewer pass it, main takes it, and the ticket's attempt refs are gone.

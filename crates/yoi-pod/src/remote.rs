@@ -33,8 +33,8 @@ pub(crate) struct Checkout {
 impl Drop for Checkout {
     fn drop(&mut self) {
         let _ = Command::new("git")
-            .arg("-C")
-            .arg(&self.cache)
+            .arg("--git-dir")
+            .arg(self.cache.join(".git"))
             .args(["worktree", "remove", "--force"])
             .arg(&self.dir)
             .stdin(Stdio::null())
@@ -151,8 +151,9 @@ fn init(cache: &Path) -> Result<(), String> {
     }
 }
 
-/// `git -C DIR ARGS` with the token and trust of `remote`; its stdout, or its stderr as the
-/// error.
+/// `git ARGS` in the repository at `dir` — named by `--git-dir`, so a broken cache is an error
+/// and never a repository git finds further up — with the token and trust of `remote`; its
+/// stdout, or its stderr as the error.
 fn git(remote: &RemoteGit, token: &str, dir: &Path, args: &[String]) -> Result<String, String> {
     let mut config = vec![(
         "http.extraHeader".to_string(),
@@ -162,8 +163,8 @@ fn git(remote: &RemoteGit, token: &str, dir: &Path, args: &[String]) -> Result<S
         config.push(("http.sslCAInfo".into(), ca.display().to_string()));
     }
     let mut cmd = Command::new("git");
-    cmd.arg("-C")
-        .arg(dir)
+    cmd.arg("--git-dir")
+        .arg(dir.join(".git"))
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_CONFIG_COUNT", config.len().to_string())

@@ -11,8 +11,9 @@
 //! - `yoi --local ticket list --ready --json` (the first page a person sees) and with `--all`;
 //! - `yoi --local ticket show ID --json` of one ticket;
 //! - `yoi reindex --full`, and `yoi ticket doctor --json` run again (its cache);
-//! - the first doctor after a clone: `git clone` of the repository (not timed), then
-//!   `yoi ticket doctor --json` in the clone, which has no database and no doctor cache.
+//! - the first doctor after a clone: `yoi ticket doctor --json` in a `git clone` of the
+//!   repository (made once, not timed), its `.yoi/local` removed before each round, so it has
+//!   no database and no doctor cache.
 //!
 //! Then `yoi serve` runs for the workspace (routing and supervised pods off, so the tickets stay
 //! as the local reads saw them) and, once its database has been quiet for a second:
@@ -174,11 +175,15 @@ fn measure(yoi: &Path, tickets: usize, runs: usize) -> Row {
     for _ in 0..runs {
         for ((_, cmd, may_fail), s) in local.iter().zip(&mut samples) {
             if cmd.is_empty() {
-                // A fresh clone each round: no .yoi/local, so no database and no cache.
-                let _ = std::fs::remove_dir_all(&copy);
-                let from = root.to_str().expect("a UTF-8 path");
-                let into = copy.to_str().expect("a UTF-8 path");
-                yoi_testkit::git(clone.path(), &["clone", "-q", from, into]);
+                // A clone as git made it: no .yoi/local, so no database and no cache. Cloned
+                // once; each round removes what the last doctor left (removing a clone of
+                // 100,000 tickets takes minutes on a disk that discards every freed block).
+                if !copy.exists() {
+                    let from = root.to_str().expect("a UTF-8 path");
+                    let into = copy.to_str().expect("a UTF-8 path");
+                    yoi_testkit::git(clone.path(), &["clone", "-q", from, into]);
+                }
+                let _ = std::fs::remove_dir_all(copy.join(".yoi/local"));
                 s.push(run(&copy, &doctor, true));
             } else {
                 s.push(run(root, cmd, *may_fail));

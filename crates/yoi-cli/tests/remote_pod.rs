@@ -3,7 +3,7 @@
 //! (HTTPS, trusted by `--ca`), runs the scripted agent in a detached worktree of its own cache,
 //! pushes the result to its attempt ref and reports it; the server's own verifier and reviewer
 //! pods pass exactly that commit, it is merged, and the ticket's attempt refs are deleted; a
-//! cache found broken is made again. Run
+//! cache found broken is made again. On SQLite and on PostgreSQL. Run
 //! as root, the pod is a second unix user (`nobody`) whose folder and `HOME` are its own and who
 //! cannot read the server's workspace, so a shared-disk shortcut fails the test.
 
@@ -21,6 +21,16 @@ use common::Repo;
 
 #[test]
 fn a_pod_without_the_servers_disk_fetches_works_and_pushes_and_the_flow_merges_its_commit() {
+    remote_flow(None);
+}
+
+#[test]
+fn the_same_remote_flow_on_postgres() {
+    remote_flow(Some(yoi_testkit::pg::database()));
+}
+
+/// The flow of the module's doc, on SQLite or (with its URL) on PostgreSQL.
+fn remote_flow(postgres: Option<String>) {
     // The coder is remote; the server's own verifier and reviewer pods take the later steps.
     let repo = workspace_with_reviewer(
         "write hello.txt hello\\n\ndone greeted from afar\n",
@@ -28,6 +38,12 @@ fn a_pod_without_the_servers_disk_fetches_works_and_pushes_and_the_flow_merges_i
     );
     no_supervised_pods(&repo);
     let id = queued_ticket(&repo);
+    if let Some(url) = &postgres {
+        // The workspace moves to PostgreSQL with its tokens; the server then runs on it.
+        repo.yoi(&["db", "copy", "--to", url]).ok();
+        let named = std::fs::read_to_string(repo.path().join(".yoi/local/database.url")).unwrap();
+        assert_eq!(named.trim(), url.as_str());
+    }
     let mut server = Server::spawn_tls(&repo);
     let _login = server.stdout_line();
     let tls = server.stdout_line();
@@ -169,11 +185,10 @@ fn a_pod_without_the_servers_disk_fetches_works_and_pushes_and_the_flow_merges_i
         "main does not hold the pushed commit {pushed}"
     );
     assert_eq!(git(repo.path(), &["show", "main:hello.txt"]), "hello");
-    assert_eq!(
-        git(repo.path(), &["for-each-ref", "refs/yoi/attempts/"]),
-        "",
-        "attempt refs left after the merge"
-    );
+    // The merge's tidy-up, right after the ticket is done, deletes them.
+    until("the ticket's attempt refs to be deleted", || {
+        git(repo.path(), &["for-each-ref", "refs/yoi/attempts/"]).is_empty()
+    });
     // The attempt's worktree is gone from the cache; the cache stays for the next claim.
     assert!(host.path().join("cache/.git/HEAD").is_file());
     let left: Vec<_> = std::fs::read_dir(host.path().join("cache/attempts"))

@@ -133,9 +133,19 @@ impl Sender for Adapters {
     }
 }
 
-/// Where people reach this server's dashboard, for links in messages.
+/// Where people reach this server's dashboard, for links in messages: `https` when the running
+/// server serves TLS (its server.json names a certificate), and an address a browser can open
+/// for a wildcard listen (never `0.0.0.0`).
 pub fn link_base(state: &AppState) -> String {
-    format!("http://{}", state.ws.config.server.listen)
+    let tls = yoi_store::server_file::read(&state.ws.local_dir())
+        .is_some_and(|info| info.tls_fingerprint.is_some());
+    let scheme = if tls { "https" } else { "http" };
+    let listen = &state.ws.config.server.listen;
+    let host = listen
+        .parse()
+        .map(|a| crate::listen::reachable(a).to_string())
+        .unwrap_or_else(|_| listen.clone());
+    format!("{scheme}://{host}")
 }
 
 /// Start the notification loops (none without `[[notify]]` entries).

@@ -282,5 +282,12 @@ fn a_question_asked_while_the_server_is_killed_reaches_the_webhook_and_the_deskt
         "the question's entry closed: {inbox}"
     );
     assert_eq!((r.got("/hook").len(), desk.got().len()), (2, 2));
+
+    // A sample to the desktop through the same adapter, on the bus in the environment.
+    let out = common::run_yoi_env(repo.path(), &["notify", "test", "desk"], &env).ok();
+    assert!(out.stdout.starts_with("sent to desk"), "{}", out.stdout);
+    assert!(out.stdout.contains("D-Bus Notify: id 3"), "{}", out.stdout);
+    assert_eq!(desk.got().len(), 3);
+    assert_eq!(desk.got()[2]["app_name"], "yoi");
     drop(server);
 }

@@ -295,10 +295,7 @@ impl World {
             RateLimit { p } => self.pod_rate_limited(p),
             Grant { t } => self.grant(t),
             CreatePr { deps } => self.create_pr_ticket(deps),
-            ForgePass => {
-                self.forge_pass();
-                Ok(())
-            }
+            ForgePass => self.forge_pass(),
             Ci { p, how } => {
                 self.ci_reports(p, how);
                 Ok(())

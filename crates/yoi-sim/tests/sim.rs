@@ -110,3 +110,16 @@ fn a_round_that_leaves_out_a_persons_commits_is_never_pushed() {
     assert_eq!((st.accepted, st.forge.prs_opened), (1, 1), "{st:?}");
     assert!(st.forge.person_pushes >= 1, "{st:?}");
 }
+
+#[test]
+fn a_ticket_accepted_again_whose_pull_request_was_closed_waits_on_a_person() {
+    let st = regression("closed-pr-after-reacceptance.txt");
+    // Accepted twice; its pull request closed unmerged, so nothing merges and it waits on a
+    // person (the check after a sweep no longer takes the first acceptance's cancelled row for
+    // the latest attempt).
+    assert_eq!(
+        (st.accepted, st.merged, st.forge.prs_opened),
+        (2, 0, 1),
+        "{st:?}"
+    );
+}

@@ -175,13 +175,13 @@ impl World {
 
     /// One pass of the forge driver: the engine's `forge_tick`, as `yoi serve` runs it every
     /// `poll_secs` and when a webhook wakes it.
-    pub(super) fn forge_pass(&mut self) {
+    pub(super) fn forge_pass(&mut self) -> Result<(), Broken> {
         let now = self.now();
         self.forge.hub.set_now(now.unix_millis());
         let l = self.live();
         let Some(section) = l.ws.config.forge.clone() else {
             self.note("  no [forge] section");
-            return;
+            return Ok(());
         };
         let token = Secret::new("sim-token");
         let env = ForgeEnv {
@@ -210,6 +210,7 @@ impl World {
             }
             Err(e) => self.note(format!("  the forge pass failed: {e}")),
         }
+        self.check_person_pushes_named()
     }
 
     /// CI reports on the head of the pull request `p` stands for: `ci` (a check run) or
@@ -424,8 +425,7 @@ impl World {
         }
         self.stats.forge.webhooks_taken += 1;
         self.note(format!("  webhook {} ({}) accepted", d.id, d.event));
-        self.forge_pass();
-        Ok(())
+        self.forge_pass()
     }
 
     /// The forge fails its next calls, by `how`: two, five, or one carried out whose answer
@@ -683,6 +683,21 @@ mod tests {
         w.forge.hub.open_change(&again).unwrap();
         let err = w.step(Action::Advance { ms: 10 }).unwrap_err();
         assert_eq!(err.kind, "one-pr-per-ticket", "{err:?}");
+    }
+
+    #[test]
+    fn a_persons_push_yoi_made_up_is_caught() {
+        let (mut w, _, _) = opened();
+        let id = w.tickets[0].clone();
+        let ctx = yoi_engine::store::Ctx::new(yoi_core::Principal::orchestrator(), w.now());
+        let attrs = [
+            ("action", "person_pushed".to_string()),
+            ("remote", "0".repeat(40)),
+        ];
+        yoi_engine::store::ops::record_forge(&w.live().ws, &ctx, id.as_str(), &attrs, "made up")
+            .unwrap();
+        let err = w.step(Action::ForgePass).unwrap_err();
+        assert_eq!(err.kind, "phantom-person-push", "{err:?}");
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! - **no person's commit is lost** (`person-commit-lost`): every commit a person pushed to a
 //!   pull request's branch stays reachable from that branch on the forge, and a merge of the
 //!   branch holds every one pushed before it;
-//! - **one pull request per ticket** (`one-pr-per-ticket`), whatever its branches.
+//! - **one pull request per ticket** (`one-pr-per-ticket`), whatever its branches;
+//! - and what yoi says of people is true: a `person_pushed` event names a commit a person
+//!   pushed (`phantom-person-push`, after each driver pass).
 //!
 //! A ticket done through its pull request is held to its merge on the forge's target, not the
 //! local one (`forge_merged`, called by `check_merged`).
@@ -60,6 +62,32 @@ impl World {
                             .collect::<Vec<_>>()
                     ),
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// yoi says a person pushed only what a person did push: every `person_pushed` event
+    /// names a commit people pushed (`phantom-person-push`). Checked after each driver pass.
+    pub(super) fn check_person_pushes_named(&self) -> Result<(), Broken> {
+        let l = self.live();
+        for t in &self.tickets {
+            let Ok(thread) = l.ws.read_thread(t) else {
+                continue;
+            };
+            for e in &thread.events {
+                if e.kind.as_str() != yoi_core::forge::EVENT
+                    || e.get("action") != Some(yoi_core::forge::action::PERSON_PUSHED)
+                {
+                    continue;
+                }
+                let remote = e.get("remote").unwrap_or_default();
+                if !self.forge.person_commits.iter().any(|(_, c)| c == remote) {
+                    return Err(broken(
+                        "phantom-person-push",
+                        format!("{t}: yoi recorded that a person pushed {remote}, which no person pushed"),
+                    ));
+                }
             }
         }
         Ok(())

@@ -142,7 +142,13 @@ impl World {
                         }
                     }
                     if swept && live.is_empty() {
-                        let last = mine.iter().max_by_key(|r| (r.updated_ms, r.attempt));
+                        // Cancelled rows are an earlier acceptance's, and the index stamps a
+                        // cancellation it applies with the wall clock, which is later than any
+                        // simulated time: they never stand for the latest attempt.
+                        let last = mine
+                            .iter()
+                            .filter(|r| r.status != AssignmentStatus::Cancelled)
+                            .max_by_key(|r| (r.updated_ms, r.attempt));
                         // A blocked attempt waits for its answer, then for the router's step.
                         let waits = last.is_some_and(|r| {
                             matches!(

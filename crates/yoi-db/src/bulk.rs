@@ -364,11 +364,21 @@ async fn not_in_outbox(
 ) -> Result<Vec<OutboxRow>, StoreError> {
     let keys: Vec<String> = outbox.iter().map(|(key, ..)| key.clone()).collect();
     let mut known = HashSet::new();
-    for chunk in keys.chunks(MAX_PARAMS) {
-        let sql = format!(
-            "SELECT event_id FROM outbox WHERE event_id IN ({})",
+    // Anonymous parameters on SQLite, as `insert_rows` binds them: named ones cost the square
+    // of their count to bind, and a 25,000-event tail asks about every key.
+    let anonymous = conn.backend_name() == "SQLite";
+    let per = if anonymous {
+        MAX_PARAMS_SQLITE
+    } else {
+        MAX_PARAMS_PG
+    };
+    for chunk in keys.chunks(per) {
+        let list = if anonymous {
+            vec!["?"; chunk.len()].join(", ")
+        } else {
             super::placeholders(1, chunk.len())
-        );
+        };
+        let sql = format!("SELECT event_id FROM outbox WHERE event_id IN ({list})");
         for r in super::among(&sql, chunk)
             .fetch_all(&mut *conn)
             .await

@@ -8,8 +8,9 @@
 //! database: the ceiling of this server on this machine), `GET /api/v1/tickets/{id}` of one
 //! ticket, the same for 1,000 and for every ticket in turn (a HAR file of those requests, each
 //! connection walking it), and `GET /api/v1/tickets?limit=50`, once the router has finished its
-//! first pass over the backlog. The table gives requests/s,
-//! p50 and p99, and each read's share of the ceiling.
+//! first pass over the backlog; then the MCP server's `tools/call` (issue 35): `show_ticket` of
+//! the same ticket and of 1,000 in turn, and `list_tickets` with a limit of 50 (POSTs from HAR
+//! files). The table gives requests/s, p50 and p99, and each read's share of the ceiling.
 
 use std::process::Command;
 
@@ -131,6 +132,62 @@ fn main() {
             base: format!("http://{addr}"),
         }
     };
+    // The MCP server's calls (issue 35), as autocannon sends a body: a HAR file of POSTs.
+    let mcp_har = |name: &str, calls: Vec<serde_json::Value>| {
+        let entries: Vec<serde_json::Value> = calls
+            .into_iter()
+            .map(|params| {
+                let body = serde_json::json!({
+                    "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params,
+                });
+                serde_json::json!({ "request": {
+                    "method": "POST",
+                    "url": format!("http://{addr}/mcp"),
+                    "httpVersion": "HTTP/1.1",
+                    "headers": [
+                        {"name": "content-type", "value": "application/json"},
+                        {"name": "accept", "value": "application/json, text/event-stream"},
+                        {"name": "mcp-protocol-version", "value": "2025-06-18"},
+                    ],
+                    "queryString": [],
+                    "cookies": [],
+                    "headersSize": -1,
+                    "bodySize": -1,
+                    "postData": {"mimeType": "application/json", "text": body.to_string()},
+                }})
+            })
+            .collect();
+        let file = root.join(format!("{name}.har"));
+        let log = serde_json::json!({ "log": { "version": "1.2", "entries": entries } });
+        std::fs::write(&file, log.to_string()).unwrap();
+        Target::Har {
+            file,
+            base: format!("http://{addr}"),
+        }
+    };
+    let show = |id: &str| serde_json::json!({"name": "show_ticket", "arguments": {"id": id}});
+    // autocannon counts answers that are not 2xx, and a tool's failure is a 200 with
+    // `isError`: each call is made once first and must succeed.
+    for params in [
+        show(id),
+        serde_json::json!({"name": "list_tickets", "arguments": {"limit": 50}}),
+    ] {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let answer: serde_json::Value = ureq::post(&format!("http://{addr}/mcp"))
+            .header("authorization", &format!("Bearer {token}"))
+            .header("accept", "application/json, text/event-stream")
+            .send_json(&body)
+            .expect("the MCP call is answered")
+            .body_mut()
+            .read_json()
+            .expect("a JSON-RPC answer");
+        assert_eq!(
+            answer["result"]["isError"],
+            serde_json::json!(false),
+            "{params}: {answer}"
+        );
+    }
+    let step = (ids.len() / 1000).max(1);
     let targets = [
         (
             "GET /healthz",
@@ -155,6 +212,31 @@ fn main() {
         (
             "GET /api/v1/tickets?limit=50",
             Target::Url(format!("http://{addr}/api/v1/tickets?limit=50")),
+            Some(token.as_str()),
+        ),
+        (
+            "MCP `show_ticket` of the same ticket",
+            mcp_har("mcp-show-1", vec![show(id)]),
+            Some(token.as_str()),
+        ),
+        (
+            "MCP `show_ticket`, 1,000 tickets in turn",
+            mcp_har(
+                "mcp-show-1000",
+                ids.iter()
+                    .step_by(step)
+                    .take(1000)
+                    .map(|i| show(i))
+                    .collect(),
+            ),
+            Some(token.as_str()),
+        ),
+        (
+            "MCP `list_tickets` (limit 50)",
+            mcp_har(
+                "mcp-list",
+                vec![serde_json::json!({"name": "list_tickets", "arguments": {"limit": 50}})],
+            ),
             Some(token.as_str()),
         ),
     ];

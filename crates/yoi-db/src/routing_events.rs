@@ -79,11 +79,11 @@ impl Db {
             .collect::<Vec<_>>()
             .join(" UNION ALL ");
         let window = sqlx::query(&format!("{window} ORDER BY 1"))
-        .bind(id.as_str())
-        .bind(start)
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(db_err)?;
+            .bind(id.as_str())
+            .bind(start)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?;
         before
             .iter()
             .chain(window.iter())

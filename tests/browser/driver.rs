@@ -116,6 +116,7 @@ impl DriverTrace {
 impl Driver {
     /// Start chromedriver on a free loopback port and wait until its `/status` reports ready.
     /// Panics, naming the install command, when `chromedriver` or `chromium` is not on `PATH`.
+    /// Call it on the thread that keeps the driver: chromedriver dies with that thread.
     pub fn start() -> Driver {
         let chromedriver = find_binary("chromedriver");
         let chromium = find_binary("chromium");
@@ -148,6 +149,8 @@ impl Driver {
             .process_group(0);
         // chromedriver dies with the thread that started it, even when this process is killed
         // outright and `Drop` never runs; the browsers it leaves are swept by the next start.
+        // So a driver is started on the thread that keeps it (a test's own thread), never on a
+        // pool thread that may end first, such as tokio's `spawn_blocking`.
         // SAFETY: prctl only sets a flag on the child; it allocates nothing between fork and exec.
         unsafe {
             command.pre_exec(|| {

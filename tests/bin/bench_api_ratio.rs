@@ -105,58 +105,8 @@ fn main() {
     let waited =
         yoi_tests::wait_for_router_rest(&addr, &token, std::time::Duration::from_secs(600));
     println!("router resting after {:.1} s", waited.as_secs_f64());
-    let har = |n: usize| {
-        let step = (ids.len() / n).max(1);
-        let entries: Vec<serde_json::Value> = ids
-            .iter()
-            .step_by(step)
-            .take(n)
-            .map(|id| {
-                serde_json::json!({ "request": {
-                    "method": "GET",
-                    "url": format!("http://{addr}/api/v1/tickets/{id}"),
-                    "httpVersion": "HTTP/1.1",
-                    "headers": [],
-                    "queryString": [],
-                    "cookies": [],
-                    "headersSize": -1,
-                    "bodySize": 0,
-                }})
-            })
-            .collect();
-        let file = root.join(format!("tickets-{n}.har"));
-        let log = serde_json::json!({ "log": { "version": "1.2", "entries": entries } });
-        std::fs::write(&file, log.to_string()).unwrap();
-        Target::Har {
-            file,
-            base: format!("http://{addr}"),
-        }
-    };
-    // The MCP server's calls (issue 35), as autocannon sends a body: a HAR file of POSTs.
-    let mcp_har = |name: &str, calls: Vec<serde_json::Value>| {
-        let entries: Vec<serde_json::Value> = calls
-            .into_iter()
-            .map(|params| {
-                let body = serde_json::json!({
-                    "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params,
-                });
-                serde_json::json!({ "request": {
-                    "method": "POST",
-                    "url": format!("http://{addr}/mcp"),
-                    "httpVersion": "HTTP/1.1",
-                    "headers": [
-                        {"name": "content-type", "value": "application/json"},
-                        {"name": "accept", "value": "application/json, text/event-stream"},
-                        {"name": "mcp-protocol-version", "value": "2025-06-18"},
-                    ],
-                    "queryString": [],
-                    "cookies": [],
-                    "headersSize": -1,
-                    "bodySize": -1,
-                    "postData": {"mimeType": "application/json", "text": body.to_string()},
-                }})
-            })
-            .collect();
+    // A HAR file of requests for autocannon to walk (each connection in turn).
+    let har_file = |name: &str, entries: Vec<serde_json::Value>| {
         let file = root.join(format!("{name}.har"));
         let log = serde_json::json!({ "log": { "version": "1.2", "entries": entries } });
         std::fs::write(&file, log.to_string()).unwrap();
@@ -164,6 +114,29 @@ fn main() {
             file,
             base: format!("http://{addr}"),
         }
+    };
+    let har = |n: usize| {
+        let step = (ids.len() / n).max(1);
+        let entries = ids
+            .iter()
+            .step_by(step)
+            .take(n)
+            .map(|id| har_request("GET", &format!("http://{addr}/api/v1/tickets/{id}"), None))
+            .collect();
+        har_file(&format!("tickets-{n}"), entries)
+    };
+    // The MCP server's calls (issue 35), as autocannon sends a body: a HAR file of POSTs.
+    let mcp_har = |name: &str, calls: Vec<serde_json::Value>| {
+        let entries = calls
+            .into_iter()
+            .map(|params| {
+                let body = serde_json::json!({
+                    "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params,
+                });
+                har_request("POST", &format!("http://{addr}/mcp"), Some(&body))
+            })
+            .collect();
+        har_file(name, entries)
     };
     let show = |id: &str| serde_json::json!({"name": "show_ticket", "arguments": {"id": id}});
     // autocannon counts answers that are not 2xx, and a tool's failure is a 200 with
@@ -266,4 +239,29 @@ fn main() {
         );
     }
     server.stop();
+}
+
+/// One HAR request entry; a JSON `body` is sent with the headers an MCP client sends.
+fn har_request(method: &str, url: &str, body: Option<&serde_json::Value>) -> serde_json::Value {
+    let mut request = serde_json::json!({
+        "method": method,
+        "url": url,
+        "httpVersion": "HTTP/1.1",
+        "headers": [],
+        "queryString": [],
+        "cookies": [],
+        "headersSize": -1,
+        "bodySize": 0,
+    });
+    if let Some(body) = body {
+        request["headers"] = serde_json::json!([
+            {"name": "content-type", "value": "application/json"},
+            {"name": "accept", "value": "application/json, text/event-stream"},
+            {"name": "mcp-protocol-version", "value": "2025-06-18"},
+        ]);
+        request["bodySize"] = serde_json::json!(-1);
+        request["postData"] =
+            serde_json::json!({"mimeType": "application/json", "text": body.to_string()});
+    }
+    serde_json::json!({ "request": request })
 }

@@ -13,6 +13,8 @@ pub struct Proc {
     pub pgid: i32,
     pub comm: String,
     pub state: char,
+    /// Clock ticks since boot when it started: with the pid, names the process for good.
+    pub start: u64,
 }
 
 /// Every live process in group `pgid` or with `marker` (a `KEY=VALUE` entry) in its environment.
@@ -41,12 +43,15 @@ fn stat(pid: i32) -> Option<Proc> {
     let state = rest.next()?.chars().next()?;
     let ppid = rest.next()?.parse().ok()?;
     let pgid = rest.next()?.parse().ok()?;
+    // Field 22; `state`, `ppid` and `pgid` were fields 3 to 5.
+    let start = rest.nth(16)?.parse().ok()?;
     Some(Proc {
         pid,
         ppid,
         pgid,
         comm,
         state,
+        start,
     })
 }
 
@@ -71,10 +76,7 @@ pub(crate) fn own_token() -> String {
 
 /// A process's start time in clock ticks since boot (field 22 of `/proc/<pid>/stat`).
 fn start_time(pid: i32) -> Option<u64> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let close = text.rfind(')')?;
-    // Field 3 (state) is the first after the parenthesis, so field 22 is the 20th.
-    text[close + 1..].split_whitespace().nth(19)?.parse().ok()
+    stat(pid).map(|p| p.start)
 }
 
 /// Whether the owner a token names is still the same running process.

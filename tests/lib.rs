@@ -1,5 +1,6 @@
 //! Shared helpers for yoi's end-to-end tests and their helper programs.
 
+pub mod autocannon;
 pub mod fuzz;
 pub mod generate;
 pub mod history;
@@ -162,6 +163,19 @@ pub fn disable_routing(root: &Path) {
         text.replace("\nenabled = true\n", "\nenabled = false\n"),
     )
     .expect("write workspace.toml");
+}
+
+/// [`disable_routing`], and no supervised pods (`coder`, `verifier`, `reviewer` = 0): a server
+/// on `root` whose numbers are its own.
+pub fn no_routing_no_pods(root: &Path) {
+    let config = root.join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).expect("read workspace.toml");
+    let text = text
+        .replace("enabled = true", "enabled = false")
+        .replace("coder = 1", "coder = 0")
+        .replace("verifier = 1", "verifier = 0")
+        .replace("reviewer = 1", "reviewer = 0");
+    std::fs::write(&config, text).expect("write workspace.toml");
 }
 
 /// Wait until the router of the server at `addr` has caught up with the backlog and rests

@@ -11,68 +11,15 @@
 //! first pass over the backlog; then the MCP server's `tools/call` (issue 35): `show_ticket` of
 //! the same ticket and of 1,000 in turn, and `list_tickets` with a limit of 50 (POSTs from HAR
 //! files). The table gives requests/s, p50 and p99, and each read's share of the ceiling.
+//!
+//! Those rows are closed loops: each connection sends its next request the moment the last is
+//! answered, so the server always has CONNECTIONS requests waiting and the p99 is mostly that
+//! queue. `YOI_BENCH_RATES=1000,5000` adds, for each rate, the same connections paced to that
+//! many requests a second in all (autocannon's `-R`) for `/healthz`, the REST read and the MCP
+//! calls: the latency a call sees when the clients are busy but the server is not saturated.
 
-use std::process::Command;
-
+use yoi_tests::autocannon::{self, Target};
 use yoi_tests::yoi_serve;
-
-struct Load {
-    rps: f64,
-    p50: f64,
-    p99: f64,
-    errors: u64,
-    non2xx: u64,
-}
-
-/// Where autocannon's requests come from: one URL, or a HAR file of many (for the URL's host).
-enum Target {
-    Url(String),
-    Har {
-        file: std::path::PathBuf,
-        base: String,
-    },
-}
-
-fn autocannon(
-    tool: &str,
-    target: &Target,
-    token: Option<&str>,
-    connections: usize,
-    seconds: u64,
-) -> Load {
-    let mut cmd = Command::new(tool);
-    cmd.args(["-c", &connections.to_string(), "-d", &seconds.to_string()]);
-    cmd.args(["--json", "--renderStatusCodes"]);
-    if let Some(t) = token {
-        cmd.args(["-H", &format!("authorization=Bearer {t}")]);
-    }
-    match target {
-        Target::Url(url) => cmd.arg(url),
-        Target::Har { file, base } => cmd.arg("--har").arg(file).arg(base),
-    };
-    let out = cmd
-        .output()
-        .expect("autocannon runs (npm install -g autocannon)");
-    assert!(
-        out.status.success(),
-        "autocannon failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("autocannon --json prints JSON");
-    let num = |p: &str| {
-        v.pointer(p)
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(0.0)
-    };
-    Load {
-        rps: num("/requests/average"),
-        p50: num("/latency/p50"),
-        p99: num("/latency/p99"),
-        errors: num("/errors") as u64 + num("/timeouts") as u64,
-        non2xx: num("/non2xx") as u64,
-    }
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -84,7 +31,7 @@ fn main() {
         .map(|s| s.parse().expect(usage))
         .unwrap_or(10_000);
     let connections: usize = args.get(4).map(|s| s.parse().expect(usage)).unwrap_or(50);
-    let tool = std::env::var("AUTOCANNON").unwrap_or_else(|_| "autocannon".into());
+    let tool = autocannon::tool();
 
     let (dir, token) = yoi_tests::generated_workspace(&yoi, tickets);
     let root = dir.path();
@@ -216,27 +163,46 @@ fn main() {
     println!(
         "autocannon, {connections} connections, {seconds} s each after a 2 s warm-up, one after another"
     );
-    println!("| request | requests/s | p50 | p99 | of /healthz | errors |");
-    println!("|---|---|---|---|---|---|");
+    let rates: Vec<u64> = std::env::var("YOI_BENCH_RATES")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| {
+            r.trim()
+                .parse()
+                .expect("YOI_BENCH_RATES: requests/s, comma-separated")
+        })
+        .collect();
+    println!("| request | paced at | requests/s | p50 | p99 | of /healthz | errors |");
+    println!("|---|---|---|---|---|---|---|");
     let mut ceiling = None;
-    for (name, target, token) in &targets {
-        let _ = autocannon(&tool, target, *token, connections, 2);
-        let l = autocannon(&tool, target, *token, connections, seconds);
-        let share = match ceiling {
-            None => {
-                ceiling = Some(l.rps);
-                "1.00".to_string()
+    let paced =
+        |n: &str| n == "GET /healthz" || n == "GET /api/v1/tickets/{id}" || n.starts_with("MCP");
+    for rate in std::iter::once(None).chain(rates.iter().copied().map(Some)) {
+        for (name, target, token) in &targets {
+            if rate.is_some() && !paced(name) {
+                continue;
             }
-            Some(c) => format!("{:.3}", l.rps / c),
-        };
-        println!(
-            "| {name} | {:.0} | {:.1} ms | {:.1} ms | {share} | {} ({} not 2xx) |",
-            l.rps,
-            l.p50,
-            l.p99,
-            l.errors + l.non2xx,
-            l.non2xx
-        );
+            let _ = autocannon::run_paced(&tool, target, *token, connections, 2, rate);
+            let l = autocannon::run_paced(&tool, target, *token, connections, seconds, rate);
+            let share = match (rate, ceiling) {
+                (Some(_), _) => "-".to_string(),
+                (None, None) => {
+                    ceiling = Some(l.rps);
+                    "1.00".to_string()
+                }
+                (None, Some(c)) => format!("{:.3}", l.rps / c),
+            };
+            println!(
+                "| {name} | {} | {:.0} | {:.1} ms | {:.1} ms | {share} | {} ({} not 2xx) |",
+                rate.map_or("closed loop".to_string(), |r| format!("{r}/s")),
+                l.rps,
+                l.p50,
+                l.p99,
+                l.errors + l.non2xx,
+                l.non2xx
+            );
+        }
     }
     server.stop();
 }

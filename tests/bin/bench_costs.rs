@@ -82,13 +82,9 @@ fn main() {
     let root = dir.path();
     yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
     yoi_store::init(root, "main").unwrap();
+    yoi_tests::no_routing_no_pods(root);
     let cfg = root.join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("enabled = true", "enabled = false")
-        .replace("coder = 1", "coder = 0")
-        .replace("verifier = 1", "verifier = 0")
-        .replace("reviewer = 1", "reviewer = 0");
+    let text = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(
         &cfg,
         format!("{text}\n[budget]\nday_usd = 5000.0\nticket_usd = 50.0\n"),

@@ -70,14 +70,7 @@ fn main() {
     let made = generate(root, tickets, tickets * 2);
     println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
     // No routing and no pods: the numbers are the dashboard's alone.
-    let cfg = root.join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&cfg).unwrap();
-    let text = text
-        .replace("enabled = true", "enabled = false")
-        .replace("coder = 1", "coder = 0")
-        .replace("verifier = 1", "verifier = 0")
-        .replace("reviewer = 1", "reviewer = 0");
-    std::fs::write(&cfg, text).unwrap();
+    yoi_tests::no_routing_no_pods(root);
     let token = yoi_init(&yoi, root);
 
     let started = Instant::now();

@@ -12,9 +12,11 @@
 //!   after those 20-event appends, and against `cat` of the long thread files;
 //! - with `yoi serve` on each (no routing, no pods), REQUESTS (default 100) sequential requests
 //!   of the board `/`, `/queue`, `/tickets` and `GET /api/v1/tickets?limit=50`, alternating
-//!   between the two servers: p50 and p95 of each, and long / short of the medians;
+//!   between the two servers (each pair in turn order): p50 and p95 of each, each server's
+//!   CPU time per request, and long / short of the medians and of the CPU times;
 //! - `GET /api/v1/tickets/{id}` of a long-thread ticket: the default answer (the latest 100
-//!   events) against `?all=true` (the whole thread, streamed), time and bytes, and the
+//!   events; kept after the first), a page at a cursor asked for the first time (what making
+//!   a page costs), against `?all=true` (the whole thread, streamed), time and bytes, and the
 //!   server's peak RSS before and after the whole threads are read.
 
 use std::path::Path;
@@ -41,14 +43,7 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 fn workspace(yoi: &Path, root: &Path, tickets: usize) -> (Vec<String>, String) {
     yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
     yoi_store::init(root, "main").unwrap();
-    let cfg = root.join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("enabled = true", "enabled = false")
-        .replace("coder = 1", "coder = 0")
-        .replace("verifier = 1", "verifier = 0")
-        .replace("reviewer = 1", "reviewer = 0");
-    std::fs::write(&cfg, text).unwrap();
+    yoi_tests::no_routing_no_pods(root);
     let ws = yoi_tests::open(root);
     let alice = Ctx::new(
         Principal::human("alice"),
@@ -158,6 +153,19 @@ fn first_read(yoi: &Path, root: &Path) -> f64 {
         String::from_utf8_lossy(&out.stderr)
     );
     secs
+}
+
+/// The CPU time the process `pid` has used so far, every thread's, in nanoseconds
+/// (`/proc/PID/task/*/schedstat`): the work a server did, apart from the time it waited.
+fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 fn peak_rss_kib(pid: u32) -> u64 {
@@ -314,25 +322,38 @@ fn main() {
             t.elapsed().as_secs_f64()
         );
     }
+    // Each pair of requests in turn order (short first, then long first), so neither server
+    // always answers right after the other; besides the times, each server's CPU time per
+    // request (its own work, whatever the other processes on the machine do to the wait).
+    let (short_pid, long_pid) = (short_srv.served.0.id(), long_srv.served.0.id());
     for path in ["/", "/queue", "/tickets", "/api/v1/tickets?limit=50"] {
         let (mut s, mut l) = (Vec::new(), Vec::new());
         for _ in 0..5 {
             short_srv.get(&agent, path);
             long_srv.get(&agent, path);
         }
-        for _ in 0..requests {
-            s.push(short_srv.get(&agent, path).0);
-            l.push(long_srv.get(&agent, path).0);
+        let (s_cpu, l_cpu) = (cpu_ns(short_pid), cpu_ns(long_pid));
+        for i in 0..requests {
+            if i % 2 == 0 {
+                s.push(short_srv.get(&agent, path).0);
+                l.push(long_srv.get(&agent, path).0);
+            } else {
+                l.push(long_srv.get(&agent, path).0);
+                s.push(short_srv.get(&agent, path).0);
+            }
         }
+        let per = |now: u64, was: u64| now.saturating_sub(was) as f64 / 1e6 / requests as f64;
+        let (s_cpu, l_cpu) = (per(cpu_ns(short_pid), s_cpu), per(cpu_ns(long_pid), l_cpu));
         s.sort_by(f64::total_cmp);
         l.sort_by(f64::total_cmp);
         println!(
-            "{path:<28} short threads p50 {:>6.2} ms p95 {:>6.2} ms | long threads p50 {:>6.2} ms p95 {:>6.2} ms | long/short {:.2}",
+            "{path:<28} short threads p50 {:>6.2} ms p95 {:>6.2} ms cpu {s_cpu:.2} ms | long threads p50 {:>6.2} ms p95 {:>6.2} ms cpu {l_cpu:.2} ms | long/short p50 {:.2} cpu {:.2}",
             pct(&s, 0.5),
             pct(&s, 0.95),
             pct(&l, 0.5),
             pct(&l, 0.95),
-            pct(&l, 0.5) / pct(&s, 0.5)
+            pct(&l, 0.5) / pct(&s, 0.5),
+            l_cpu / s_cpu
         );
     }
 
@@ -348,6 +369,15 @@ fn main() {
         page_bytes = b;
     }
     page.sort_by(f64::total_cmp);
+    // Pages no answer was kept for (each ends at a cursor asked for the first time): what a
+    // page costs to make.
+    let mut fresh = Vec::new();
+    for i in 0..requests {
+        let before = per - 1 - i % per;
+        let path = format!("/api/v1/tickets/{id}?before={before}");
+        fresh.push(long_srv.get(&agent, &path).0);
+    }
+    fresh.sort_by(f64::total_cmp);
     let mut whole = Vec::new();
     let mut whole_bytes = 0;
     for _ in 0..5 {
@@ -358,9 +388,12 @@ fn main() {
     whole.sort_by(f64::total_cmp);
     println!(
         "GET /api/v1/tickets/{{id}}, {per} events: latest 100 p50 {:.2} ms p95 {:.2} ms, {page_bytes} bytes; \
+         a page not kept before (?before=P) p50 {:.2} ms p95 {:.2} ms; \
          ?all=true p50 {:.1} ms, {whole_bytes} bytes; server peak RSS {:.1} MiB before, {:.1} MiB after",
         pct(&page, 0.5),
         pct(&page, 0.95),
+        pct(&fresh, 0.5),
+        pct(&fresh, 0.95),
         pct(&whole, 0.5),
         rss_before as f64 / 1024.0,
         peak_rss_kib(pid) as f64 / 1024.0

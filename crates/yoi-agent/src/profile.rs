@@ -259,7 +259,8 @@ impl AgentProfile {
     /// and OpenCode's in its built-in `OPENCODE_CONFIG_CONTENT` (`{env:YOI_*}`); Codex gets
     /// `-c mcp_servers.yoi.*` overrides here. Gemini CLI reads MCP servers only from user and
     /// workspace settings (its system files must be root's), so it gets yoi's in the home of
-    /// its own that a `base_url` gives it ([`AgentProfile::endpoint_settings`]). Aider speaks
+    /// its own that a `base_url` gives it ([`AgentProfile::endpoint_settings`]), or without one
+    /// in a home the pod makes in the run folder from the person's `~/.gemini`. Aider speaks
     /// no MCP, and a profile of one's own adds its own.
     pub fn mcp_settings(&self, server: &str) -> EndpointSettings {
         let mut out = EndpointSettings::default();

@@ -240,9 +240,10 @@ pub struct PodRunArgs {
     #[arg(long, value_name = "sha256:HEX")]
     pub pin: Option<String>,
     /// Work without the server's disk: keep a cache of the repository in DIR, fetch each
-    /// claim's commit over the server's git, and push a coder's result to its attempt ref (an
-    /// `https://` server is trusted for git by `--ca`).
-    #[arg(long, value_name = "DIR", conflicts_with = "pin")]
+    /// claim's commit over the server's git, and push a coder's result to its attempt ref (git
+    /// trusts an `https://` server as the pod does: `--ca`, or `--pin` as the key of the
+    /// certificate it names).
+    #[arg(long, value_name = "DIR")]
     pub cache: Option<std::path::PathBuf>,
     /// A file holding the pod token (keep it 0600). Without it or `--token-fd`, the YOI_TOKEN
     /// environment variable; never on the command line, where every process could read it.

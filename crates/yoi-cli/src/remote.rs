@@ -187,6 +187,19 @@ impl Remote {
         self.send("POST", ticket_path(id, "/retry"), Some(body))
     }
 
+    /// One forge pass in the server, with the credential it holds (`POST /forge/sync`).
+    pub fn forge_sync(
+        &self,
+        import_only: bool,
+    ) -> Result<yoi_server::forge::ForgeSynced, CliError> {
+        let path = if import_only {
+            "/forge/sync?import_only=true"
+        } else {
+            "/forge/sync"
+        };
+        self.send("POST", path.into(), None)
+    }
+
     /// A state operation; `Accept` and `Complete` have no route (yoi itself performs them).
     pub fn transition(
         &self,

@@ -4,7 +4,8 @@
 //! loses no update, a disabled button that says why, approving a skill proposal, accepting a
 //! workflow offer and invoking the workflow, a keyboard-only run, the core flows with
 //! JavaScript off, forged requests refused with nothing written, and a ticket written on the
-//! New ticket page, checked before it is marked ready, with JavaScript and without.
+//! New ticket page, checked before it is marked ready, with JavaScript and without (and with
+//! JavaScript, checked as it is typed, its dependency found by search).
 
 #[path = "../../../tests/browser/mod.rs"]
 mod browser;
@@ -824,4 +825,62 @@ async fn a_ticket_written_in_the_dashboard_is_checked_before_it_is_marked_ready(
         assert!(show["body"].as_str().unwrap().contains("`true`"), "{show}");
         c.close().await.unwrap();
     }
+}
+
+/// With JavaScript, the New ticket page checks and previews the brief as it is typed, without a
+/// button or a reload, and the dependency field finds an open ticket by a word of its title;
+/// picking it puts its id in the field, and the ticket is created depending on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_javascript_a_brief_is_checked_as_it_is_typed_and_a_dependency_found_by_search() {
+    let mut site = Site::new();
+    let dep = site.ready_ticket("Paint the greeting sign", None);
+    site.start();
+    let driver = Driver::start();
+    let c = driver.session(true).await;
+    log_in(&c, &site).await;
+    c.goto(&format!("{}/tickets/new", site.base()))
+        .await
+        .unwrap();
+    wait_for(&c, "#new-body", BROWSER_TIMEOUT).await;
+    mark_page(&c).await;
+    fill(&c, "#new-title", "Checked while typed").await;
+    fill(
+        &c,
+        "#new-body",
+        "## Intent\nGreet.\n\n## Acceptance criteria\n- it greets warmly\n",
+    )
+    .await;
+    wait_until_text(&c, "#lint-missing", "Validation", BROWSER_TIMEOUT).await;
+    wait_until_text(&c, "#preview", "it greets warmly", BROWSER_TIMEOUT).await;
+    fill(
+        &c,
+        "#new-body",
+        "## Intent\nGreet.\n\n## Acceptance criteria\n- it greets warmly\n\n## Validation\n`true`\n",
+    )
+    .await;
+    wait_for(&c, "#lint-ready", BROWSER_TIMEOUT).await;
+    fill(&c, "#new-deps", "greeting").await;
+    let pick = format!("#dep-results button[data-id=\"{dep}\"]");
+    wait_for(&c, &pick, BROWSER_TIMEOUT).await;
+    assert!(
+        same_page(&c).await,
+        "the check and the search reloaded nothing"
+    );
+    click(&c, &pick).await;
+    let deps = c
+        .find(Locator::Css("#new-deps"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert_eq!(deps.trim(), dep);
+    click(&c, "#create").await;
+    wait_until_text(&c, ".flash.ok", "created in planning", BROWSER_TIMEOUT).await;
+    let url = c.current_url().await.unwrap();
+    let id = url.path().trim_start_matches("/tickets/").to_string();
+    let show = site.yoi(&["ticket", "show", &id, "--json"]);
+    assert!(show.contains(&dep), "{show}");
+    c.close().await.unwrap();
 }

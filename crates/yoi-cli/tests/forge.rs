@@ -359,6 +359,65 @@ fn forge_import_sync_and_status_from_the_command_line() {
     fake.assert_conforming();
 }
 
+/// `yoi forge sync` and `yoi forge import` print the same words and exit with the same status
+/// through a running server (`POST /api/v1/forge/sync`) as on the files without one, and through
+/// the server the pass is the server's: it runs with the credential the server read at start,
+/// so the command needs none (the token file is gone by then).
+#[test]
+fn forge_sync_through_a_server_prints_what_it_prints_without_one() {
+    let script = |with_server: bool| -> Vec<String> {
+        let (repo, fake) = forge_workspace();
+        let config = repo.path().join(".yoi/workspace.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        let text = text.replace("poll_secs = 1\n", "poll_secs = 3600\n");
+        std::fs::write(&config, format!("{text}import_label = \"yoi\"\n")).unwrap();
+        fake.set_permission("maintainer", "write");
+        fake.set_permission("drive-by", "read");
+        let server = with_server.then(|| {
+            let s = Server::start(&repo);
+            // The driver's first pass (at start) has looked for labelled issues.
+            until("the server's first forge pass", || {
+                fake.requests().iter().any(|r| r.path.ends_with("/issues"))
+            });
+            std::fs::remove_file(repo.path().join(".yoi/local/github-token")).unwrap();
+            s
+        });
+        let mut outs = vec![repo.yoi(&["forge", "sync"]).normalized()];
+        let wanted = fake.add_issue("Greet in French", "Say bonjour.", "reporter");
+        fake.label_issue(wanted, "yoi", "maintainer");
+        let unwanted = fake.add_issue("Delete everything", "Please.", "drive-by");
+        fake.label_issue(unwanted, "yoi", "drive-by");
+        outs.push(repo.yoi(&["forge", "import"]).normalized());
+        outs.push(repo.yoi(&["forge", "sync", "--json"]).normalized());
+        outs.push(repo.yoi(&["forge", "import", "--json"]).normalized());
+        if with_server {
+            // Without a server the command would need the token file, which is gone.
+            let local = repo.yoi(&["--local", "forge", "sync"]);
+            assert_eq!(local.code, 1, "{local:?}");
+            assert!(local.stderr.contains("[forge]"), "{}", local.stderr);
+        }
+        drop(server);
+        fake.assert_conforming();
+        outs
+    };
+    let files = script(false);
+    let served = script(true);
+    assert_eq!(files, served);
+    assert!(files[0].contains("nothing to do"), "{}", files[0]);
+    assert!(files[1].contains("imported issue #"), "{}", files[1]);
+    assert!(files[1].contains("who has no write access"), "{}", files[1]);
+
+    // Refusals read the same too: no [forge] in the workspace.
+    let refused = |with_server: bool| {
+        let plain = Repo::init();
+        let _server = with_server.then(|| Server::start(&plain));
+        let out = plain.yoi(&["forge", "sync"]);
+        assert_eq!(out.code, 1, "{out:?}");
+        out.normalized()
+    };
+    assert_eq!(refused(false), refused(true));
+}
+
 /// Webhook accepted → thread event (BENCHMARKS.md): with polling an hour apart, only the
 /// webhook can make the server look. For each of four tickets in turn, CI's `check_run`
 /// success for the pull request's head is delivered, and the time until the ticket's thread

@@ -1,7 +1,8 @@
 //! The server's repository over git's smart HTTP behind pod tokens (docs/pods.md, "Pods on
 //! other hosts"): a pod token fetches its claim's commit into a clone of its own and pushes its
 //! result to its claim's attempt ref; a push to `refs/heads/main`, to another fence's ref, with
-//! another role's token, and after the claim ended is refused before git writes anything — the
+//! another role's token, by another incarnation of the same pod name and token, and after the
+//! claim ended is refused before git writes anything — the
 //! refs stay as they were. Every git command is the real git CLI against the real server.
 
 mod common;
@@ -119,6 +120,28 @@ fn a_pod_token_fetches_its_claim_and_pushes_only_to_its_own_live_attempt_ref() {
         assert!(!ok, "{why}: pushed");
         assert!(err.contains("403"), "{why}: {err}");
     }
+    // A second pod under the same token and name is another incarnation: naming itself, as
+    // yoi's pods do, it cannot set the first one's claim's ref.
+    let (status, body) = post(&coder, "/pods", serde_json::json!({ "name": "far" }));
+    assert_eq!(status, 201, "{body}");
+    let twin = body["pod"]["id"].as_str().unwrap().to_string();
+    assert_ne!(twin, pod);
+    let (ok, err) = git_as(
+        far.path(),
+        &coder,
+        &[
+            "-c",
+            &format!("http.extraHeader=Yoi-Pod: {twin}"),
+            "push",
+            "-q",
+            &url,
+            &format!("HEAD:{attempt_ref}"),
+        ],
+    );
+    assert!(
+        !ok && err.contains("403"),
+        "another incarnation's push: {err}"
+    );
     assert_eq!(
         git(repo.path(), &["for-each-ref"]),
         refs_before,

@@ -956,6 +956,46 @@ fn the_real_gemini_cli_implements_a_ticket_as_a_normal_user() {
     implements_a_ticket(gemini_case(), RunAs::NormalUser);
 }
 
+/// Without a `base_url` Gemini CLI runs with the person's own `~/.gemini` (their login, their
+/// settings), which yoi does not write: the pod hands it yoi's MCP server in a home of the
+/// run's own that mirrors that folder. The person's endpoint and key come from their own
+/// configuration here (the profile's `env` and the pod's environment), as they would for a
+/// person with a gateway of their own.
+#[test]
+fn the_real_gemini_cli_without_a_base_url_gets_the_mcp_server_beside_the_persons_settings() {
+    let (base, seen) = (gemini_case().endpoint)();
+    let settings =
+        r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}, "ui": {"hideTips": true}}"#;
+    let run = RealCoder::run_at_home(
+        "gemini",
+        &format!(
+            "program = \"{}\"\nmodel = \"gemini-2.5-pro\"\ntimeout_secs = 300\nenv = {{ GOOGLE_GEMINI_BASE_URL = \"{base}\" }}",
+            gemini()
+        ),
+        RunAs::Tester,
+        &[("GEMINI_API_KEY", "sk-yoi-test")],
+        &[
+            (".gemini/settings.json", settings),
+            (".gemini/installation_id", "the-persons-install"),
+        ],
+    );
+    assert_eq!(run.on_branch("greeting.txt"), "hello from gemini");
+    let requests = seen.lock().unwrap().clone();
+    assert!(
+        requests.iter().any(|r| (gemini_case().answered)(r)),
+        "Gemini CLI was offered yoi's MCP tools and used its own: {:?}",
+        requests
+            .iter()
+            .map(|r| r.lines().next())
+            .collect::<Vec<_>>()
+    );
+    // The person's own settings are as they were.
+    assert_eq!(
+        std::fs::read_to_string(run.home.path().join(".gemini/settings.json")).unwrap(),
+        settings
+    );
+}
+
 #[test]
 fn the_real_opencode_implements_a_ticket_in_the_sandbox_against_a_local_endpoint() {
     implements_a_ticket(opencode_case(), RunAs::Tester);
@@ -1149,7 +1189,8 @@ fn agent_check_names_what_an_endpoint_becomes_without_its_key() {
 }
 
 /// `yoi agent check` says whether and how each CLI is handed yoi's MCP server: the four that
-/// speak MCP are, Gemini CLI only with the home a `base_url` gives it, Aider never.
+/// speak MCP are (Gemini CLI in a home of the run's own, with a `base_url` or without), Aider
+/// never.
 #[test]
 fn agent_check_says_how_each_agent_gets_the_mcp_server() {
     let repo = common::Repo::init();
@@ -1181,10 +1222,7 @@ fn agent_check_says_how_each_agent_gets_the_mcp_server() {
         assert!(handed && detail.contains(how), "{agent}: {detail}");
     }
     let (handed, detail) = check("gemini");
-    assert!(
-        !handed && detail.contains("~/.gemini/settings.json"),
-        "{detail}"
-    );
+    assert!(handed && detail.contains("mirrors ~/.gemini"), "{detail}");
     let (handed, detail) = check("aider");
     assert!(!handed && detail.contains("trailer lines"), "{detail}");
 }

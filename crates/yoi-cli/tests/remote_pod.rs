@@ -3,7 +3,8 @@
 //! (HTTPS, trusted by `--ca`), runs the scripted agent in a detached worktree of its own cache,
 //! pushes the result to its attempt ref and reports it; the server's own verifier and reviewer
 //! pods pass exactly that commit, it is merged, and the ticket's attempt refs are deleted; a
-//! cache found broken is made again. On SQLite and on PostgreSQL. Run
+//! cache found broken is made again. On SQLite (trusting `--ca`) and on PostgreSQL (trusting
+//! `--pin`, which git takes as the pinned certificate's key). Run
 //! as root, the pod is a second unix user (`nobody`) whose folder and `HOME` are its own and who
 //! cannot read the server's workspace, so a shared-disk shortcut fails the test.
 
@@ -117,6 +118,17 @@ fn remote_flow(postgres: Option<String>) {
     }
 
     let url = format!("https://{}", server.addr);
+    // On SQLite the pod (and its git) trusts the certificate's file; on PostgreSQL its pin, which
+    // git takes as the pinned certificate's key.
+    let pin = tls
+        .strip_prefix("tls: ")
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let trust = match &postgres {
+        None => ["--ca", "server.pem"],
+        Some(_) => ["--pin", pin.as_str()],
+    };
     let out = as_user(Command::new(env!("CARGO_BIN_EXE_yoi")), uid)
         .args([
             "pod",
@@ -129,8 +141,8 @@ fn remote_flow(postgres: Option<String>) {
             "far",
             "--server",
             &url,
-            "--ca",
-            "server.pem",
+            trust[0],
+            trust[1],
             "--cache",
             "cache",
             "--token-file",

@@ -95,7 +95,8 @@ impl RoutingDecision {
         }
     }
 
-    fn reason(&self) -> String {
+    /// Why, in one sentence (the `Reason:` line).
+    pub fn reason(&self) -> String {
         match self {
             RoutingDecision::BlockedByDependency { blockers } => {
                 let n = blockers.len();
@@ -137,7 +138,7 @@ impl RoutingDecision {
     }
 
     /// The facts checked, one rendered line each (without the `- ` bullet).
-    fn evidence(&self) -> Vec<String> {
+    pub fn evidence(&self) -> Vec<String> {
         match self {
             RoutingDecision::BlockedByDependency { blockers } => {
                 blockers.iter().map(|b| one_line(&b.to_string())).collect()
@@ -181,7 +182,8 @@ impl RoutingDecision {
         }
     }
 
-    fn next_action(&self) -> &'static str {
+    /// What happens next, in one sentence (the `Next action:` line).
+    pub fn next_action(&self) -> &'static str {
         match self {
             RoutingDecision::BlockedByDependency { .. } => {
                 "wait; the ticket is re-evaluated when a blocker changes state."
@@ -213,6 +215,37 @@ impl RoutingDecision {
         }
     }
 
+    /// [`evidence`](Self::evidence) as a page lists it: each line with the ticket it names
+    /// (a blocker, a conflicting ticket) taken out of the text, so the page can link it.
+    pub fn facts(&self) -> Vec<Fact> {
+        let tickets: Vec<&TicketId> = match self {
+            RoutingDecision::BlockedByDependency { blockers } => {
+                blockers.iter().map(|b| &b.ticket).collect()
+            }
+            RoutingDecision::WaitingConflict { with } => with.iter().map(|(t, _)| t).collect(),
+            _ => Vec::new(),
+        };
+        self.evidence()
+            .into_iter()
+            .enumerate()
+            .map(|(i, line)| match tickets.get(i) {
+                Some(t) => Fact {
+                    text: line
+                        .strip_prefix(t.as_str())
+                        .unwrap_or(&line)
+                        .trim_start_matches(':')
+                        .trim()
+                        .to_string(),
+                    ticket: Some((*t).clone()),
+                },
+                None => Fact {
+                    ticket: None,
+                    text: line,
+                },
+            })
+            .collect()
+    }
+
     /// The event body; see the module doc for the shape.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -236,6 +269,15 @@ impl RoutingDecision {
         let json = serde_json::to_string(self).unwrap_or_default();
         format!("{}\n{DATA_FENCE}\n{json}\n```\n", self.render())
     }
+}
+
+/// One fact a decision checked (see [`RoutingDecision::facts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    /// The ticket the fact is about, if it names one.
+    pub ticket: Option<TicketId>,
+    /// The rest of the fact: `via depends_on (state: queued)`, `write scope overlap on src/**`.
+    pub text: String,
 }
 
 /// The opening line of the data block in a decision event body.

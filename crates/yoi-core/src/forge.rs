@@ -55,6 +55,9 @@ pub mod action {
     /// The issue the ticket came from is closed with its merged pull request (`number`, `by`:
     /// `yoi`, or `forge` when GitHub's `Closes #N` had closed it).
     pub const ISSUE_CLOSED: &str = "issue_closed";
+    /// The ticket was accepted again and its open pull request goes on with the new attempt
+    /// (`number`, `head`: the new attempt's first head there); yoi said so on the pull request.
+    pub const CONTINUED: &str = "continued";
 }
 
 /// The command a pull-request comment starts with to ask yoi for a round.
@@ -416,7 +419,16 @@ impl PrFacts {
             Some(action::PUSHED) => self.remote_head = owned("head"),
             Some(action::PERSON_PUSHED) => self.remote_head = owned("remote"),
             Some(action::OPENED) => {
-                self.number = attr("number").and_then(|n| n.parse().ok());
+                let number = attr("number").and_then(|n| n.parse().ok());
+                if self.number.is_some() && number != self.number {
+                    // A new attempt's own pull request (the earlier one ended before the ticket
+                    // was accepted again): what was said of the earlier one is not of this one.
+                    *self = PrFacts {
+                        remote_head: self.remote_head.take(),
+                        ..PrFacts::default()
+                    };
+                }
+                self.number = number;
                 self.url = owned("url");
             }
             Some(action::MERGED) => self.merged = true,

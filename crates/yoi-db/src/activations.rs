@@ -33,7 +33,7 @@ impl Db {
             .execute(self.pool())
             .await
             .map_err(db_err)?;
-        Ok(())
+        crate::answer_epoch::bump(self.pool()).await
     }
 
     /// The activations recorded for a ticket's assignments or the ticket, oldest first.

@@ -267,6 +267,7 @@ impl Db {
                     q = q.bind(pod.to_string()).bind(a.to_string());
                 }
                 q.execute(&mut *conn).await.map_err(db_err)?;
+                crate::answer_epoch::bump(&mut *conn).await?;
             }
             Ok(out)
         }
@@ -285,6 +286,9 @@ impl Db {
         .execute(self.pool())
         .await
         .map_err(db_err)?;
+        if done.rows_affected() > 0 {
+            crate::answer_epoch::bump(self.pool()).await?;
+        }
         Ok(done.rows_affected())
     }
 
@@ -318,6 +322,9 @@ impl Db {
         .execute(self.pool())
         .await
         .map_err(db_err)?;
+        if done.rows_affected() > 0 {
+            crate::answer_epoch::bump(self.pool()).await?;
+        }
         Ok(done.rows_affected() == 1)
     }
 
@@ -413,6 +420,7 @@ impl Db {
             let Some(row) = row.as_ref().map(assignment).transpose()? else {
                 return Ok(None);
             };
+            crate::answer_epoch::bump(&mut *conn).await?;
             if let Some(next) = next {
                 insert(&mut conn, next).await?;
             }
@@ -475,6 +483,9 @@ impl Db {
         .execute(self.pool())
         .await
         .map_err(db_err)?;
+        if done.rows_affected() > 0 {
+            crate::answer_epoch::bump(self.pool()).await?;
+        }
         Ok(done.rows_affected() == 1)
     }
 
@@ -533,6 +544,9 @@ impl Db {
             .execute(self.pool())
             .await
             .map_err(db_err)?;
+        if done.rows_affected() > 0 {
+            crate::answer_epoch::bump(self.pool()).await?;
+        }
         Ok(done.rows_affected() > 0)
     }
 
@@ -546,6 +560,9 @@ impl Db {
         .execute(self.pool())
         .await
         .map_err(db_err)?;
+        if done.rows_affected() > 0 {
+            crate::answer_epoch::bump(self.pool()).await?;
+        }
         Ok(done.rows_affected())
     }
 
@@ -643,7 +660,7 @@ pub(crate) async fn cancel_open(
     ticket: &str,
     now_ms: i64,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    let done = sqlx::query(
         "UPDATE assignments SET status = 'cancelled', updated_ms = $2 \
           WHERE ticket_id = $1 AND status IN ('held', 'pending', 'claimed')",
     )
@@ -652,6 +669,9 @@ pub(crate) async fn cancel_open(
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
+    if done.rows_affected() > 0 {
+        crate::answer_epoch::bump(&mut *conn).await?;
+    }
     Ok(())
 }
 
@@ -689,7 +709,7 @@ async fn insert(conn: &mut sqlx::AnyConnection, a: &Assignment) -> Result<(), St
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
-    Ok(())
+    crate::answer_epoch::bump(&mut *conn).await
 }
 
 fn assignment(r: &sqlx::any::AnyRow) -> Result<Assignment, StoreError> {

@@ -261,7 +261,7 @@ pub(super) async fn append_snapshots<'s>(
 
     let mut events = Vec::new();
     let mut outbox: Vec<OutboxRow> = Vec::new();
-    let mut touched: Vec<(&str, String)> = Vec::new();
+    let mut touched: Vec<(&str, String, i64)> = Vec::new();
     let mut threads = Vec::new();
     for s in candidates {
         let id = s.id.as_str();
@@ -288,7 +288,7 @@ pub(super) async fn append_snapshots<'s>(
             events.push(event_row(id.into(), position, key, e));
             outbox.push(outbox_row(id, key, e));
         }
-        touched.push((id, item.updated_at.to_string()));
+        touched.push((id, item.updated_at.to_string(), s.thread_events()));
         threads.push(file_row(id.into(), thread));
     }
     if touched.is_empty() {
@@ -299,20 +299,33 @@ pub(super) async fn append_snapshots<'s>(
     // between tickets keeps its row, as in the whole rewrite).
     let outbox = not_in_outbox(conn, outbox).await?;
 
-    for chunk in touched.chunks(MAX_PARAMS / 3) {
+    // Each ticket's last change and its thread's new count (its thread reads cleanly).
+    for chunk in touched.chunks(MAX_PARAMS / 5) {
+        let n = chunk.len();
         let mut sql = String::from("UPDATE tickets SET updated_at = CASE id");
-        for i in 0..chunk.len() {
+        for i in 0..n {
             sql.push_str(&format!(" WHEN ${} THEN ${}", 2 * i + 1, 2 * i + 2));
+        }
+        sql.push_str(" END, thread_events = CASE id");
+        for i in 0..n {
+            sql.push_str(&format!(
+                " WHEN ${} THEN ${}",
+                2 * n + 2 * i + 1,
+                2 * n + 2 * i + 2
+            ));
         }
         sql.push_str(&format!(
             " END WHERE id IN ({})",
-            super::placeholders(2 * chunk.len() + 1, chunk.len())
+            super::placeholders(4 * n + 1, n)
         ));
         let mut q = sqlx::query(&sql);
-        for (id, at) in chunk {
+        for (id, at, _) in chunk {
             q = q.bind(id.to_string()).bind(at.clone());
         }
-        for (id, _) in chunk {
+        for (id, _, count) in chunk {
+            q = q.bind(id.to_string()).bind(*count);
+        }
+        for (id, ..) in chunk {
             q = q.bind(id.to_string());
         }
         q.execute(&mut *conn).await.map_err(db_err)?;
@@ -504,6 +517,7 @@ impl<'a> Rows<'a> {
                 item.queued_at.map(|t| t.to_string()).into(),
                 body.into(),
                 search.into(),
+                s.thread_events().into(),
             ]);
         }
         for r in &s.relations {
@@ -606,6 +620,7 @@ pub(super) async fn write_rows(
         settled,
     } = rows;
     outbox.retain(|(key, ..)| known.insert(key.clone()));
+    let mut cancelled = 0;
     for chunk in settled.chunks(500) {
         let sql = format!(
             "UPDATE assignments SET status = 'cancelled', updated_ms = $1 \
@@ -616,13 +631,16 @@ pub(super) async fn write_rows(
         for id in chunk {
             q = q.bind(id.as_str());
         }
-        q.execute(&mut *conn).await.map_err(db_err)?;
+        cancelled += q.execute(&mut *conn).await.map_err(db_err)?.rows_affected();
+    }
+    if cancelled > 0 {
+        crate::answer_epoch::bump(&mut *conn).await?;
     }
     insert_rows(
         conn,
-        "INSERT INTO tickets (id, title, state, created_at, updated_at, target_ref, flow, readiness, priority, queued_by, queued_at, body, search_text)",
+        "INSERT INTO tickets (id, title, state, created_at, updated_at, target_ref, flow, readiness, priority, queued_by, queued_at, body, search_text, thread_events)",
         "",
-        13,
+        14,
         tickets,
     )
     .await?;

@@ -1,5 +1,5 @@
-//! PostgreSQL's commit stamp ([`Db::commit_stamp`]), read in rounds shared by every request
-//! that settles ([`crate::read_your_writes`]).
+//! The answer epoch and PostgreSQL's commit stamp ([`Db::answer_stamps`]), read in rounds
+//! shared by every request that settles ([`crate::read_your_writes`]).
 //!
 //! A request may rely on a stamp only if it was read after the request arrived: then every
 //! write that finished before the request is in it. One query per request would make the
@@ -10,14 +10,16 @@
 //! two round trips. A failed query answers `None`: nothing may be cached by those requests.
 
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
+use crate::answer_epoch::Stamps;
 use crate::Db;
 
 /// Rounds of reading the commit stamp.
 pub(crate) struct Rounds {
     state: Mutex<State>,
-    /// The last finished round and what it read.
-    done: tokio::sync::watch::Sender<(u64, Option<u128>)>,
+    /// The last finished round, what it read and when it began.
+    done: tokio::sync::watch::Sender<(u64, Option<(Stamps, Instant)>)>,
 }
 
 #[derive(Default)]
@@ -38,8 +40,9 @@ impl Rounds {
         })
     }
 
-    /// A stamp read after this call began (`None`: the database could not say).
-    pub(crate) async fn stamp(self: &Arc<Self>, db: &Db) -> Option<u128> {
+    /// Stamps read after this call began, and when that read began (`None`: the database
+    /// could not say).
+    pub(crate) async fn stamp(self: &Arc<Self>, db: &Db) -> Option<(Stamps, Instant)> {
         let mut done = self.done.subscribe();
         let mine = {
             let mut s = lock(&self.state);
@@ -62,10 +65,11 @@ impl Rounds {
     fn start(self: &Arc<Self>, db: Db, round: u64) {
         let rounds = self.clone();
         tokio::spawn(async move {
-            let stamp = match db.commit_stamp().await {
-                Ok(s) => s,
+            let began = Instant::now();
+            let stamp = match db.answer_stamps().await {
+                Ok(s) => Some((s, began)),
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot read PostgreSQL's commit stamp; not caching");
+                    tracing::warn!(error = %e, "cannot read the answer epoch; not caching");
                     None
                 }
             };

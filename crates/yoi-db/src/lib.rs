@@ -16,6 +16,7 @@
 //! answer and token caches exact.
 
 mod activations;
+pub mod answer_epoch;
 mod assignments;
 mod blocking;
 mod board;
@@ -31,6 +32,7 @@ mod lists;
 pub mod notify;
 mod outbox;
 mod pods;
+pub mod queue_reads;
 mod read_ahead;
 pub mod read_your_writes;
 mod reindex;
@@ -38,6 +40,8 @@ mod routing_events;
 mod snapshot;
 pub mod spend;
 mod sync_calls;
+mod thread_page;
+pub mod ticket_answers;
 pub mod ticket_detail;
 mod tokens;
 pub mod watch;
@@ -69,6 +73,7 @@ pub use pods::{PodRow, PodState};
 pub use read_ahead::SpanReader;
 pub use reindex::{IndexStats, ReindexMode};
 pub use snapshot::{event_key, event_key_of, indexed_plan, plan_key};
+pub use thread_page::ThreadPage;
 pub use tokens::{
     admin_token_name, hash_secret, is_admin_token_name, new_secret, write_secret_file, Scope,
     TokenInfo, ADMIN_TOKEN_FILE, SESSION_PREFIX,
@@ -155,6 +160,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         16,
         "events_latest_of_kind",
         include_str!("../../../migrations/0016_events_latest_of_kind.sql"),
+    ),
+    (
+        17,
+        "answer_epoch",
+        include_str!("../../../migrations/0017_answer_epoch.sql"),
+    ),
+    (
+        18,
+        "thread_events",
+        include_str!("../../../migrations/0018_thread_events.sql"),
     ),
 ];
 

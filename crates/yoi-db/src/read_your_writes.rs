@@ -14,24 +14,31 @@
 //! must queue with the caller's other writers (the server's writer turn) and hold the workspace
 //! lock like any operation.
 //!
-//! The same drain makes two caches exact:
-//! - **Tokens**: a token found in the database is kept until the database changes. Revoking a
-//!   token writes the database, so the next request after a revocation, from any process,
-//!   looks the token up again.
-//! - **Answers** (a ticket's JSON, a list page): kept until anything watched changes. Each
-//!   answer says how it met the kept ones ([`Kept`]; the server sends it as `Cache-Status`).
-//!   The two caches may keep at the same moments, so a hit also says that the request's token
-//!   is kept.
+//! The same drain makes three caches exact:
+//! - **Tokens**: a token found in the database is kept until the answer epoch moves
+//!   (`answer_epoch.rs`). Revoking a token moves it, so the next request after a revocation,
+//!   from any process, looks the token up again.
+//! - **Answers about tickets** (a ticket's JSON, a list page; `ticket_answers.rs`): a ticket's
+//!   answer is kept until that ticket's files (or those of a ticket it shows) change, or the
+//!   answer epoch moves; a list until any ticket's files change. Writes to other tickets, a
+//!   pod's heartbeat, a claim that found nothing leave them kept.
+//! - **Other answers** (the inbox, the MCP server's reads): kept until anything watched
+//!   changes, the database included.
 //!
-//! One gap is closed by waiting: SQLite makes a commit visible to readers slightly after its
-//! last write to the log (the shared-memory index is updated after the write), so a read in
-//! that instant could compute an old answer after the event was drained. Nothing is cached
-//! until the database has been quiet for [`QUIET`].
+//! Each answer says how it met the kept ones ([`Kept`]; the server sends it as
+//! `Cache-Status`).
 //!
-//! A PostgreSQL index cannot be watched. With it, the database's part of a generation is its
-//! commit stamp, read after the request arrived (`commit_rounds.rs`): one query in flight at a
-//! time answers every request waiting. A commit is visible to every later snapshot once its
-//! writer has been told it committed, so no quiet time is needed there.
+//! The answer epoch is read from the database after the request arrived, in rounds shared by
+//! every request waiting (`commit_rounds.rs`): one query in flight at a time. A commit is
+//! visible to every later read once its writer has been told it committed. With SQLite a
+//! reading is used again without a query while the database file has seen no write since
+//! [`QUIET`] before that reading began: SQLite makes a commit visible to readers slightly
+//! after its last write to the log (the shared-memory index is updated after the write), and
+//! [`QUIET`] bounds that gap. The other answers are cached with SQLite only once the database
+//! has been quiet for [`QUIET`], for the same reason.
+//!
+//! A PostgreSQL index cannot be watched. With it, the database's part of the other answers'
+//! generation is its commit stamp, read in the same rounds.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -42,7 +49,9 @@ use std::time::Duration;
 use yoi_core::TicketId;
 use yoi_store::{StoreError, Workspace};
 
+use crate::answer_epoch::Stamps;
 use crate::commit_rounds::Rounds;
+use crate::ticket_answers::{Made, TicketAnswers};
 use crate::watch::FileWatch;
 use crate::{Db, IndexStats, TokenInfo};
 
@@ -64,8 +73,10 @@ type Generation = (u64, u128);
 /// What a request may rely on once [`ReadYourWrites::settle`] returned.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct View {
-    /// Answers may be cached at this generation (`None`: not now).
+    /// Other answers may be cached at this generation (`None`: not now).
     answers: Option<Generation>,
+    /// Answers about tickets may be cached, computed at this clock (`None`: not now).
+    tickets: Option<u64>,
     /// Tokens may be cached at this generation (`None`: not now).
     tokens: Option<Generation>,
 }
@@ -87,6 +98,9 @@ pub enum Kept {
 struct Pending {
     tickets: BTreeSet<TicketId>,
     lost: bool,
+    /// A change that may reach answers about other tickets than its own (see
+    /// [`crate::watch::Polled::relations`]) is waiting to be told to the kept answers.
+    relations: bool,
 }
 
 struct Cache<V> {
@@ -159,10 +173,14 @@ pub struct ReadYourWrites<A> {
     restartable: bool,
     /// The embedded SQLite database the watch sees.
     db_file: Option<std::path::PathBuf>,
-    /// The rounds that read PostgreSQL's commit stamp (`None`: not PostgreSQL).
-    rounds: Option<Arc<Rounds>>,
+    /// The rounds that read the answer epoch (and PostgreSQL's commit stamp).
+    rounds: Arc<Rounds>,
+    postgres: bool,
+    /// The last reading of the rounds, and when it began.
+    reading: Mutex<Option<(Stamps, std::time::Instant)>>,
     pending: tokio::sync::Mutex<Pending>,
     answers: Mutex<Cache<A>>,
+    about_tickets: Mutex<TicketAnswers<A>>,
     /// One computation per missing answer: requests for the same answer wait for it.
     computing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     tokens: Mutex<Cache<TokenInfo>>,
@@ -188,11 +206,14 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
         ReadYourWrites {
             restartable: watch.is_some(),
             db_file,
-            rounds: postgres.then(Rounds::new),
+            rounds: Rounds::new(),
+            postgres,
+            reading: Mutex::new(None),
             watch: Mutex::new(watch.map(|w| (1, w))),
             started: AtomicU64::new(1),
             pending: tokio::sync::Mutex::new(Pending::default()),
             answers: Mutex::new(Cache::new()),
+            about_tickets: Mutex::new(TicketAnswers::new()),
             computing: Mutex::new(HashMap::new()),
             tokens: Mutex::new(Cache::new()),
         }
@@ -225,10 +246,13 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
         };
         let mut pending = self.pending.lock().await;
         let mut polled = watch.poll();
+        // What changed, for the kept answers about tickets: told once the index holds it.
+        let mut changed: BTreeSet<TicketId> = BTreeSet::new();
         // The index's own writes below are events too; a few rounds settle them.
         for _ in 0..3 {
             pending.tickets.extend(polled.tickets.drain(..));
             pending.lost |= polled.lost;
+            pending.relations |= polled.relations;
             if polled.broken {
                 self.drop_watch(ws);
                 pending.lost = true;
@@ -236,47 +260,84 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
             if pending.lost {
                 write_index(None).await?;
                 pending.lost = false;
+                pending.relations = true;
                 pending.tickets.clear();
             } else if !pending.tickets.is_empty() {
                 let ids: Vec<TicketId> = pending.tickets.iter().cloned().collect();
                 // Most changes are this reader's own writes, already in the index: a look at
                 // the fingerprints, no write.
-                let (changed, gone) = db.stale_tickets(ws, &ids).await?;
-                if !changed.is_empty() || !gone.is_empty() {
-                    let stale: Vec<TicketId> = changed.into_iter().chain(gone).collect();
+                let (stale, gone) = db.stale_tickets(ws, &ids).await?;
+                if !stale.is_empty() || !gone.is_empty() {
+                    let stale: Vec<TicketId> = stale.into_iter().chain(gone).collect();
                     write_index(Some(stale)).await?;
                 }
-                pending.tickets.clear();
+                changed.extend(std::mem::take(&mut pending.tickets));
             } else {
                 break;
             }
             polled = watch.poll();
+        }
+        // Told before the lock is let go, so no request that settles after this one is served
+        // an answer these changes dropped.
+        if !changed.is_empty() || pending.relations {
+            let changed: Vec<TicketId> = changed.into_iter().collect();
+            lock(&self.about_tickets).changed(&changed, std::mem::take(&mut pending.relations));
         }
         if polled.broken {
             self.drop_watch(ws);
         }
         pending.tickets.extend(polled.tickets.drain(..));
         pending.lost |= polled.lost || polled.broken;
+        pending.relations |= polled.relations;
         if !pending.tickets.is_empty() || pending.lost || polled.broken {
             return Ok(View::default());
         }
+        // The answer epoch: read now, or (SQLite) the last reading, when the database file saw
+        // no write since QUIET before it began.
+        let db_quiet_since = |began: std::time::Instant| {
+            polled
+                .last_db_write
+                .is_none_or(|w| began.checked_duration_since(w).is_some_and(|d| d >= QUIET))
+        };
+        let kept_reading = (!self.postgres)
+            .then(|| *lock(&self.reading))
+            .flatten()
+            .filter(|(_, began)| db_quiet_since(*began));
+        let files = (epoch << 40) + polled.generation;
         // Other requests settle while this one waits for the database.
         drop(pending);
-        let files = (epoch << 40) + polled.generation;
-        if let Some(rounds) = &self.rounds {
-            let Some(stamp) = rounds.stamp(db).await else {
-                return Ok(View::default());
-            };
+        let stamps = match kept_reading {
+            Some((stamps, _)) => stamps,
+            None => {
+                let Some((stamps, began)) = self.rounds.stamp(db).await else {
+                    return Ok(View::default());
+                };
+                let mut reading = lock(&self.reading);
+                if reading.is_none_or(|(_, b)| b < began) {
+                    *reading = Some((stamps, began));
+                }
+                stamps
+            }
+        };
+        let tickets = {
+            let mut about = lock(&self.about_tickets);
+            about.epoch(stamps.epoch);
+            about.clock()
+        };
+        let tokens = Some((0, stamps.epoch as u128));
+        if let Some(commit) = stamps.commit {
             return Ok(View {
-                answers: Some((files, stamp)),
-                tokens: Some((0, stamp)),
+                answers: Some((files, commit)),
+                tickets: Some(tickets),
+                tokens,
             });
         }
         let quiet = polled.last_db_write.is_none_or(|t| t.elapsed() >= QUIET);
         let cacheable = self.db_file.is_some() && quiet;
         Ok(View {
             answers: cacheable.then_some((files, 0)),
-            tokens: cacheable.then_some(((epoch << 40) + polled.db_generation, 0)),
+            tickets: self.db_file.is_some().then_some(tickets),
+            tokens: self.db_file.is_some().then_some(tokens).flatten(),
         })
     }
 
@@ -309,29 +370,91 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
         if view.answers.is_none() {
             return compute().await.map(|b| (b, Kept::Bypass));
         }
+        self.in_turn(
+            &key,
+            || kept(&key),
+            compute,
+            |b: A| {
+                let size = key.len() + b.as_ref().len();
+                lock(&self.answers).keep(view.answers, key.clone(), b.clone(), size, ANSWER_BUDGET);
+                b
+            },
+        )
+        .await
+    }
+
+    /// An answer about tickets for `key`: kept if nothing it was made from changed since
+    /// it was made, else `compute`d (once, however many requests ask for it meanwhile) and
+    /// kept when it may be. `compute` says what the answer was made from.
+    pub async fn answer_about_tickets<E, F, Fut>(
+        &self,
+        view: View,
+        key: String,
+        compute: F,
+    ) -> Result<(A, Kept), E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(A, Made), E>>,
+    {
+        let Some(at) = view.tickets else {
+            return compute().await.map(|(b, _)| (b, Kept::Bypass));
+        };
+        let kept = |key: &str| lock(&self.about_tickets).get(key).map(|b| (b, Kept::Hit));
+        if let Some(b) = kept(&key) {
+            return Ok(b);
+        }
+        self.in_turn(
+            &key,
+            || kept(&key),
+            compute,
+            |(b, made): (A, Made)| {
+                let size = key.len() + b.as_ref().len();
+                lock(&self.about_tickets).keep(
+                    at,
+                    key.clone(),
+                    b.clone(),
+                    made,
+                    size,
+                    ANSWER_BUDGET,
+                );
+                b
+            },
+        )
+        .await
+    }
+
+    /// One computation of `key` at a time, however many requests ask for it meanwhile: wait
+    /// for the key's turn, take what the one before kept (`kept`), else `compute` and `keep`
+    /// while still holding the turn, so those waiting find it.
+    async fn in_turn<T, E, Fut>(
+        &self,
+        key: &str,
+        kept: impl Fn() -> Option<(A, Kept)>,
+        compute: impl FnOnce() -> Fut,
+        keep: impl FnOnce(T) -> A,
+    ) -> Result<(A, Kept), E>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
         let gate = lock(&self.computing)
-            .entry(key.clone())
+            .entry(key.to_string())
             .or_default()
             .clone();
         // Forgotten however this ends, also when the request is dropped while it waits.
         let _forget = Forget {
             computing: &self.computing,
-            key: &key,
+            key,
             gate: &gate,
         };
         let _turn = gate.lock().await;
-        if let Some(b) = kept(&key) {
+        if let Some(b) = kept() {
             return Ok(b);
         }
-        let made = compute().await;
-        if let Ok(b) = &made {
-            let size = key.len() + b.as_ref().len();
-            lock(&self.answers).keep(view.answers, key.clone(), b.clone(), size, ANSWER_BUDGET);
-        }
-        made.map(|b| (b, Kept::Miss))
+        let made = compute().await?;
+        Ok((keep(made), Kept::Miss))
     }
 
-    /// A kept live token for this secret hash, if the database did not change since.
+    /// A kept live token for this secret hash, if the answer epoch did not move since.
     pub fn token(&self, view: View, hash: &str) -> Option<TokenInfo> {
         lock(&self.tokens).get(view.tokens, hash)
     }

@@ -503,8 +503,8 @@ async fn write_snapshot(
         let body = item.body_text().to_string();
         let search = format!("{}\n{}", item.title, body).to_lowercase();
         sqlx::query(
-            "INSERT INTO tickets (id, title, state, created_at, updated_at, target_ref, flow, readiness, priority, queued_by, queued_at, body, search_text) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            "INSERT INTO tickets (id, title, state, created_at, updated_at, target_ref, flow, readiness, priority, queued_by, queued_at, body, search_text, thread_events) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(id)
         .bind(item.title.clone())
@@ -519,6 +519,7 @@ async fn write_snapshot(
         .bind(item.queued_at.map(|t| t.to_string()))
         .bind(body)
         .bind(search)
+        .bind(s.thread_events())
         .execute(&mut *conn)
         .await
         .map_err(db_err)?;

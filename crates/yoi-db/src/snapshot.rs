@@ -178,6 +178,15 @@ impl Snapshot {
     pub(crate) fn broken(&self) -> bool {
         self.item.is_none() && !self.files.is_empty()
     }
+
+    /// The index's `thread_events`: how many events thread.md holds when it read without an
+    /// issue, else -1 (`thread_page.rs` then reads the file).
+    pub(crate) fn thread_events(&self) -> i64 {
+        match self.thread_clean {
+            true => i64::try_from(self.events.len()).unwrap_or(-1),
+            false => -1,
+        }
+    }
 }
 
 /// Whether a folder, as [`look_at`] saw it, holds a ticket: item.md or thread.md is a file, or

@@ -413,6 +413,34 @@ impl DbIndex {
     ) -> Result<Option<Vec<yoi_core::thread::Event>>, StoreError> {
         self.run(self.db.routing_events(id))
     }
+
+    pub fn queue_rows(&self, limit: usize) -> Result<crate::queue_reads::QueueRows, StoreError> {
+        self.run(self.db.queue_rows(limit))
+    }
+
+    pub fn indexed_items(
+        &self,
+        ids: &[TicketId],
+    ) -> Result<std::collections::BTreeMap<TicketId, yoi_core::Item>, StoreError> {
+        self.run(self.db.indexed_items(ids))
+    }
+
+    pub fn relations_touching(
+        &self,
+        ids: &[TicketId],
+    ) -> Result<Vec<yoi_core::relation::Relation>, StoreError> {
+        self.run(self.db.relations_touching(ids))
+    }
+
+    pub fn thread_page(
+        &self,
+        ws: &yoi_store::Workspace,
+        id: &TicketId,
+        limit: usize,
+        before: Option<usize>,
+    ) -> Result<Option<crate::ThreadPage>, StoreError> {
+        self.run(self.db.thread_page(ws, id, limit, before))
+    }
 }
 
 /// The pool itself.

@@ -2,7 +2,9 @@
 //! files (item, thread, plan, resolution) read through the store, joined with what only the
 //! database knows (every attempt of every step, the skills activated for it) and the relation
 //! view from the index when the index knows the ticket. The API carries a page of the thread
-//! ([`EventWindow`]) or streams it whole from [`ticket_detail_parts`].
+//! ([`EventWindow`]), from the index's rows when they are provably the file's
+//! ([`ticket_detail_page`]: its cost does not follow the thread's length), or streams it whole
+//! from [`ticket_detail_parts`].
 //!
 //! The database is passed in, never found on the workspace: a caller without one (a test
 //! double of the index, a store-only tool) gets the files' answer and no attempts.
@@ -280,20 +282,65 @@ pub fn ticket_detail(
     Ok(detail)
 }
 
-/// [`ticket_detail`] with only the events of `window` (and `events_before` set for them).
+/// [`ticket_detail`] with only the events of `window` (and `events_before` set for them): a
+/// page of the thread from the index's rows when they are provably the file's
+/// ([`crate::Db::thread_page`]), so its cost does not follow the thread's length; else read
+/// from the file, the same answer.
 pub fn ticket_detail_window(
     ws: &Workspace,
     index: Option<&DbIndex>,
     query: &str,
     window: EventWindow,
 ) -> Result<TicketDetail, StoreError> {
-    let (mut detail, events) = ticket_detail_parts(ws, index, query)?;
+    let id = ws.resolve(query)?;
+    if let (Some(index), EventWindow::Latest { limit, before }) = (index, window) {
+        if let Some(detail) = ticket_detail_page(ws, index, &id, limit, before)? {
+            return Ok(detail);
+        }
+    }
+    let (mut detail, events) = parts_of(ws, index, id)?;
     let range = window.range(events.len());
     detail.events_before = (range.start > 0).then_some(range.start);
     detail.events = events[range].iter().map(EventDetail::from).collect();
     Ok(detail)
 }
 
+/// [`ticket_detail_window`]'s answer from the index's page of the thread, or `None` when the
+/// index cannot give it exactly (the file is then read). Public so tests can tell which
+/// answered.
+pub fn ticket_detail_page(
+    ws: &Workspace,
+    index: &DbIndex,
+    id: &TicketId,
+    limit: usize,
+    before: Option<usize>,
+) -> Result<Option<TicketDetail>, StoreError> {
+    let Some(page) = index.thread_page(ws, id, limit, before)? else {
+        return Ok(None);
+    };
+    // The ticket's other files are read as `read_ticket` reads them (the same errors), the
+    // thread apart.
+    let item = ws.read_item(id)?;
+    ws.read_relations(id)?;
+    let plan = ws.read_plan(id)?;
+    let resolution = ws.read_resolution(id)?;
+    let Ok(updated_at) = Timestamp::parse(&page.updated_at) else {
+        return Ok(None);
+    };
+    let mut detail = head(
+        ws,
+        Some(index),
+        id.clone(),
+        item,
+        updated_at,
+        plan,
+        resolution,
+    )?;
+    detail.events_total = page.total;
+    detail.events_before = (page.start > 0).then_some(page.start);
+    detail.events = page.events;
+    Ok(Some(detail))
+}
 /// [`ticket_detail`] without its events (`events` empty, `events_total` set), and the thread's
 /// events as read: what an answer that streams the whole thread starts from, so no copy of
 /// every event is made before the first is sent.
@@ -303,7 +350,32 @@ pub fn ticket_detail_parts(
     query: &str,
 ) -> Result<(TicketDetail, Vec<Event>), StoreError> {
     let id = ws.resolve(query)?;
+    parts_of(ws, index, id)
+}
+
+fn parts_of(
+    ws: &Workspace,
+    index: Option<&DbIndex>,
+    id: TicketId,
+) -> Result<(TicketDetail, Vec<Event>), StoreError> {
     let t = ws.read_ticket(&id)?;
+    let updated_at = t.item.last_changed(&t.thread.events);
+    let mut detail = head(ws, index, id, t.item, updated_at, t.plan, t.resolution)?;
+    detail.events_total = t.thread.events.len();
+    detail.thread_issues = t.thread.issues;
+    Ok((detail, t.thread.events))
+}
+
+/// Everything of the answer but the thread's (`events` empty, `events_total` 0, no issues).
+fn head(
+    ws: &Workspace,
+    index: Option<&DbIndex>,
+    id: TicketId,
+    item: yoi_core::item::Item,
+    updated_at: Timestamp,
+    plan: Vec<yoi_core::plan::PlanRecord>,
+    resolution: Option<String>,
+) -> Result<TicketDetail, StoreError> {
     let relations = relation_view_indexed(ws, index, &id)?;
     let attempts = attempts_of(index, &id)?;
     let running_flow = (!attempts.is_empty())
@@ -318,8 +390,7 @@ pub fn ticket_detail_parts(
             steps: f.steps.into_iter().map(|s| s.id).collect(),
             max_rounds: f.max_rounds,
         });
-    let item = t.item;
-    let detail = TicketDetail {
+    Ok(TicketDetail {
         missing_brief_sections: yoi_core::brief::missing_required(item.body_text())
             .iter()
             .map(|s| s.heading())
@@ -328,7 +399,7 @@ pub fn ticket_detail_parts(
         target_ref: item.effective_target_ref(),
         extra_keys: item.extra.iter().map(|(k, _)| k.clone()).collect(),
         id,
-        updated_at: item.last_changed(&t.thread.events),
+        updated_at,
         title: item.title,
         state: item.state,
         created_at: item.created_at,
@@ -339,14 +410,13 @@ pub fn ticket_detail_parts(
         flow: item.flow,
         priority: item.priority,
         relations,
-        plan: t.plan,
-        resolution: t.resolution,
+        plan,
+        resolution,
         events: Vec::new(),
-        events_total: t.thread.events.len(),
+        events_total: 0,
         events_before: None,
-        thread_issues: t.thread.issues,
+        thread_issues: Vec::new(),
         running_flow,
         attempts,
-    };
-    Ok((detail, t.thread.events))
+    })
 }

@@ -253,6 +253,9 @@ impl Db {
         .execute(self.pool())
         .await
         .map_err(db_err)?;
+        if done.rows_affected() > 0 {
+            crate::answer_epoch::bump(self.pool()).await?;
+        }
         Ok(done.rows_affected() > 0)
     }
 
@@ -276,6 +279,9 @@ impl Db {
         .execute(self.pool())
         .await
         .map_err(db_err)?;
+        if done.rows_affected() > 0 {
+            crate::answer_epoch::bump(self.pool()).await?;
+        }
         Ok(done.rows_affected() > 0)
     }
 }
@@ -309,11 +315,14 @@ impl Db {
         // Each clone has its own (clones of one workspace share its database and its tokens):
         // one clone's `yoi init` never takes another's token away.
         let name = admin_token_name(local_dir);
-        sqlx::query("DELETE FROM tokens WHERE name = $1")
+        let gone = sqlx::query("DELETE FROM tokens WHERE name = $1")
             .bind(&name)
             .execute(self.pool())
             .await
             .map_err(db_err)?;
+        if gone.rows_affected() > 0 {
+            crate::answer_epoch::bump(self.pool()).await?;
+        }
         let (_, secret) = self
             .create_token(&name, &Scope::Human, principal, now_ms)
             .await?;

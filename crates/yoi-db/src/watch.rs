@@ -38,6 +38,11 @@ pub struct Polled {
     pub last_db_write: Option<Instant>,
     /// Tickets whose folder saw a write since the last poll (each reported once).
     pub tickets: Vec<TicketId>,
+    /// Since the last poll, a write that may change what is said about tickets other than
+    /// the one it was made to: a relations file was written (relations are shown from both
+    /// ends), or a ticket folder or an `artifacts/` folder appeared or went (what it held
+    /// arrived or left unseen).
+    pub relations: bool,
     /// The watch lost track since the last poll: look at every file.
     pub lost: bool,
     /// The watch can no longer see every write (the tickets folder or the database's folder
@@ -68,6 +73,7 @@ struct Inner {
     generation: u64,
     db_generation: u64,
     dirty: BTreeSet<TicketId>,
+    relations: bool,
     lost: bool,
     broken: bool,
     last_db_write: Option<Instant>,
@@ -94,6 +100,7 @@ impl FileWatch {
             db_generation: inner.db_generation,
             last_db_write: inner.last_db_write,
             tickets: std::mem::take(&mut inner.dirty).into_iter().collect(),
+            relations: std::mem::take(&mut inner.relations),
             lost: std::mem::take(&mut inner.lost),
             broken: inner.broken,
         }
@@ -177,6 +184,7 @@ mod imp {
             generation: 0,
             db_generation: 0,
             dirty: BTreeSet::new(),
+            relations: false,
             lost: false,
             broken: false,
             last_db_write: None,
@@ -307,6 +315,7 @@ mod imp {
                 if is_dir && appeared && watch_ticket(inner, &id).is_err() {
                     inner.lose(true);
                 }
+                inner.relations |= is_dir;
                 inner.dirty.insert(id);
             }
             Some(Watched::Ticket(id)) => {
@@ -317,10 +326,17 @@ mod imp {
                         inner.lose(true);
                     }
                 }
+                // The folder itself moved or went, or its `artifacts/` did.
+                inner.relations |= (is_dir && name == ARTIFACTS)
+                    || ev.mask & (libc::IN_DELETE_SELF | libc::IN_MOVE_SELF) != 0;
                 inner.dirty.insert(id);
             }
             Some(Watched::Artifacts(id)) => {
                 let id = id.clone();
+                // `relations.json`, or the temporary file it is renamed from; or the
+                // folder itself moved or went.
+                inner.relations |= name.contains("relations")
+                    || ev.mask & (libc::IN_DELETE_SELF | libc::IN_MOVE_SELF) != 0;
                 inner.dirty.insert(id);
             }
             Some(Watched::DbDir) => {

@@ -158,6 +158,7 @@ on_both_backends!(
     file_fingerprints_read_back_whole_in_batches_of_any_size,
     linked_folders_and_damaged_artifacts_are_broken_until_repaired,
     a_long_thread_arriving_by_hand_is_indexed_whole_and_the_board_reads_its_latest,
+    a_page_of_a_thread_from_the_index_is_the_page_the_file_gives,
 );
 
 /// The rows of one ticket's events, in thread order, as the index holds them.
@@ -355,6 +356,167 @@ fn a_long_thread_arriving_by_hand_is_indexed_whole_and_the_board_reads_its_lates
         (count, first, last, moved_rows),
         "nothing added"
     );
+}
+
+/// The answer of `limit` events before `before` as the thread file gives it (the reference the
+/// index's page must equal).
+fn page_from_file(
+    ws: &Workspace,
+    index: &DbIndex,
+    id: &TicketId,
+    limit: usize,
+    before: Option<usize>,
+) -> serde_json::Value {
+    use yoi_db::ticket_detail::{ticket_detail_parts, EventDetail, EventWindow};
+    let (mut d, events) = ticket_detail_parts(ws, Some(index), id.as_str()).unwrap();
+    let range = EventWindow::Latest { limit, before }.range(events.len());
+    d.events_before = (range.start > 0).then_some(range.start);
+    d.events = events[range].iter().map(EventDetail::from).collect();
+    serde_json::to_value(d).unwrap()
+}
+
+/// The index's page of the same, `None` when the index declines.
+fn page_from_index(
+    ws: &Workspace,
+    index: &DbIndex,
+    id: &TicketId,
+    limit: usize,
+    before: Option<usize>,
+) -> Option<serde_json::Value> {
+    yoi_db::ticket_detail::ticket_detail_page(ws, index, id, limit, before)
+        .unwrap()
+        .map(|d| serde_json::to_value(d).unwrap())
+}
+
+/// Issue 45: the API's page of a thread comes from the index's rows, and is then, field for
+/// field, the page the file gives — for every window (the latest, walked back with the cursor,
+/// before the start, past the end), events without an id, repeated and quoted attributes,
+/// unknown kinds, and after a comment's group commit appended to the rows. The index declines
+/// (and the file answers) while the thread changed behind it, for a page holding an event
+/// whose id another ticket's row holds, and for a thread with an issue.
+fn a_page_of_a_thread_from_the_index_is_the_page_the_file_gives(b: Backend) {
+    use yoi_core::thread::{render_thread, Event, EventKind};
+    let fx = Fx::new(b);
+    let long = fx.create("Long-lived", &[]);
+    let other = fx.create("Other", &[&long]);
+    let moved = fx.first_event(&other);
+    let n = 400;
+    let events: Vec<Event> = (0..n)
+        .map(|i| {
+            let e = match i % 7 {
+                0 => Event::new(EventKind::parse("custom_kind"), "Unknown kind.")
+                    .with_attr("author", "alice")
+                    .with_attr("note", "a \"quoted\" value -- with --> in it"),
+                1 => {
+                    let mut e = Event::new(EventKind::Comment, "Repeated attributes.")
+                        .with_attr("author", "bob");
+                    e.attrs.push(("note".into(), "first".into()));
+                    e.attrs.push(("note".into(), "second".into()));
+                    e
+                }
+                2 => Event::new(EventKind::Comment, "").with_attr("author", "alice"),
+                _ => Event::new(EventKind::Comment, &format!("Note {i}.\n\n---\nnot a rule"))
+                    .with_attr("author", "alice"),
+            };
+            let e = e.with_attr("at", format!("2026-12-01T00:{:02}:{:02}Z", i / 60, i % 60));
+            // Every 50th event was written without an id (indexed by its position).
+            match i % 50 {
+                49 => e,
+                _ => e.with_attr("id", format!("01KPAGE{i:019}")),
+            }
+        })
+        .collect();
+    let path = fx.ws.path_of(&long, "thread.md");
+    let append = |events: &[Event]| {
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push('\n');
+        text.push_str(&render_thread(events));
+        std::fs::write(&path, text).unwrap();
+    };
+    append(&events[..n / 2]);
+    // Behind the index's back: it declines until it has read the file again.
+    assert_eq!(page_from_index(&fx.ws, &fx.index, &long, 100, None), None);
+    append(&events[n / 2..]);
+    let (ws, index, _) = fx.reopen();
+    let total = ws.read_thread(&long).unwrap().events.len();
+    assert_eq!(total, 1 + n);
+
+    let same = |limit: usize, before: Option<usize>| {
+        let want = page_from_file(&ws, &index, &long, limit, before);
+        let got = page_from_index(&ws, &index, &long, limit, before);
+        assert_eq!(got.as_ref(), Some(&want), "limit {limit} before {before:?}");
+        want
+    };
+    let mut cursor = same(100, None)["events_before"].as_u64();
+    let mut walked = 100;
+    while let Some(before) = cursor {
+        let page = same(100, Some(before as usize));
+        walked += page["events"].as_array().unwrap().len();
+        cursor = page["events_before"].as_u64();
+    }
+    assert_eq!(walked, total);
+    for (limit, before) in [
+        (1, None),
+        (1000, None),
+        (7, Some(0)),
+        (7, Some(3)),
+        (2, Some(total + 50)),
+        (100, Some(usize::MAX)),
+    ] {
+        same(limit, before);
+    }
+    // The default answer through the public entry point is the same page.
+    let window = yoi_db::ticket_detail::EventWindow::Latest {
+        limit: 100,
+        before: None,
+    };
+    let answer =
+        yoi_db::ticket_detail::ticket_detail_window(&ws, Some(&index), long.as_str(), window)
+            .unwrap();
+    assert_eq!(
+        serde_json::to_value(answer).unwrap(),
+        page_from_file(&ws, &index, &long, 100, None)
+    );
+
+    // A comment's group commit appends to the rows; the page still equals the file's.
+    ops::comment(
+        &ws,
+        &alice(),
+        long.as_str(),
+        &CommentRequest {
+            kind: "comment".into(),
+            body: "After the pull.".into(),
+        },
+    )
+    .unwrap();
+    same(100, None);
+
+    // An event whose id the other ticket's row holds is not indexed here: a page holding it
+    // is read from the file, a page before it still from the index.
+    append(&[Event::new(EventKind::Comment, "Moved here by hand.")
+        .with_attr("id", moved)
+        .with_attr("author", "alice")]);
+    let (ws, index, _) = fx.reopen();
+    assert_eq!(page_from_index(&ws, &index, &long, 100, None), None);
+    let answer =
+        yoi_db::ticket_detail::ticket_detail_window(&ws, Some(&index), long.as_str(), window)
+            .unwrap();
+    assert_eq!(
+        serde_json::to_value(answer).unwrap(),
+        page_from_file(&ws, &index, &long, 100, None)
+    );
+    same(100, Some(total));
+
+    // A torn append: the thread has an issue, which only the file can name.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("\n<!-- event: comment id: 01KPAGETORN00000000000000 author: alice -->\n\nhalf");
+    std::fs::write(&path, text).unwrap();
+    let (ws, index, _) = fx.reopen();
+    assert_eq!(page_from_index(&ws, &index, &long, 100, Some(10)), None);
+    let answer =
+        yoi_db::ticket_detail::ticket_detail_window(&ws, Some(&index), long.as_str(), window)
+            .unwrap();
+    assert!(!answer.thread_issues.is_empty());
 }
 
 /// A ticket folder or artifacts/ folder replaced by a symbolic link, and a relations.json that
@@ -1708,7 +1870,7 @@ impl Fx {
 
     fn index_rows(&self) -> Vec<String> {
         let queries = [
-            "SELECT id, title, state, created_at, updated_at, COALESCE(target_ref, '-'), COALESCE(flow, '-'), COALESCE(readiness, '-'), COALESCE(priority, '-'), COALESCE(queued_by, '-'), COALESCE(queued_at, '-'), body, search_text FROM tickets ORDER BY id",
+            "SELECT id, title, state, created_at, updated_at, COALESCE(target_ref, '-'), COALESCE(flow, '-'), COALESCE(readiness, '-'), COALESCE(priority, '-'), COALESCE(queued_by, '-'), COALESCE(queued_at, '-'), body, search_text, CAST(thread_events AS TEXT) FROM tickets ORDER BY id",
             "SELECT ticket_id, kind, target, COALESCE(note, '-'), author, at FROM relations ORDER BY ticket_id, kind, target",
             "SELECT ticket_id, id, kind, COALESCE(related_ticket, '-'), at, record FROM plan_records ORDER BY ticket_id, id",
             "SELECT id, ticket_id, CAST(position AS TEXT), kind, COALESCE(author, '-'), COALESCE(at, '-'), attrs, COALESCE(heading, '-'), body FROM events ORDER BY ticket_id, position",

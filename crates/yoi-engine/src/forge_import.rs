@@ -16,8 +16,10 @@ use yoi_forge::{Forge, ForgeError};
 use yoi_store::ops::{self, CreateRequest};
 use yoi_store::{Ctx, StoreError, Workspace};
 
-/// What one import pass did.
-#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+/// What one import pass did (what `POST /api/v1/forge/sync` answers in `imported`).
+#[derive(
+    Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 pub struct Imported {
     /// (issue number, new ticket id).
     pub created: Vec<(u64, String)>,

@@ -18,7 +18,8 @@
 //!   `budget_reached`;
 //! - any state change closes every entry of the ticket — the ticket moved on — and one the
 //!   service made into `planning` opens a `routing_failed` entry that the next state change
-//!   closes;
+//!   closes; a state change item.md does not show (the last one, when its `to` is not the
+//!   ticket's state: an operation that died between its two writes) closes and opens nothing;
 //! - whatever the events say, attention entries are open only while the ticket is queued or in
 //!   progress, and `routing_failed` only while it is in planning (a hand edit of item.md wins);
 //! - every pending skill proposal is an entry without a ticket;
@@ -147,13 +148,27 @@ pub fn of_ticket(index: &DbIndex, ticket: &TicketId) -> Result<Vec<InboxEntry>, 
         .collect())
 }
 
+/// Where the ticket's events record a state change its item.md does not show: the last
+/// `state_changed`, when its `to` is not the ticket's state (an operation interrupted between
+/// its thread event and its item.md; the store's `ops::unapplied_state_change` is the same rule
+/// over a whole thread).
+fn unapplied_state_change(t: &InboxTicket) -> Option<usize> {
+    let (i, e) = t
+        .events
+        .iter()
+        .enumerate()
+        .rfind(|(_, e)| e.kind == "state_changed")?;
+    (e.attr("to") != Some(t.state.as_str())).then_some(i)
+}
+
 /// The rule: the entries open at the end of one ticket's events (see the module doc).
 pub fn ticket_entries(t: &InboxTicket) -> Vec<InboxEntry> {
     let service = Principal::orchestrator().author();
     let mut open: Vec<InboxEntry> = Vec::new();
     // The head of the ticket's pull request as the thread last recorded it.
     let mut pr_head: Option<&str> = None;
-    for e in &t.events {
+    let unapplied = unapplied_state_change(t);
+    for (i, e) in t.events.iter().enumerate() {
         match e.kind.as_str() {
             "attention" => {
                 let reason = InboxReason::of_attention(e.attr("reason").unwrap_or_default());
@@ -217,6 +232,8 @@ pub fn ticket_entries(t: &InboxTicket) -> Vec<InboxEntry> {
                     _ => {}
                 }
             }
+            // A state change item.md does not show ended nothing: the ticket never moved.
+            "state_changed" if Some(i) == unapplied => {}
             "state_changed" => {
                 open.clear();
                 if e.author.as_deref() == Some(service.as_str()) && e.attr("to") == Some("planning")
@@ -548,5 +565,48 @@ mod tests {
         let mut closed = asked(vec![]);
         closed.state = "done".into();
         assert!(reasons(&closed).is_empty());
+    }
+
+    #[test]
+    fn a_state_change_item_md_does_not_show_ends_no_question_and_no_attention() {
+        let s = Principal::orchestrator().author();
+        let away = |id: &str| {
+            event(
+                id,
+                "state_changed",
+                "human:alice",
+                &[("from", "inprogress"), ("to", "planning")],
+            )
+        };
+        // A return to planning that died between its thread event and item.md: the ticket is
+        // still in progress, and its step still waits for the answer.
+        let torn = ticket(
+            "inprogress",
+            vec![
+                event("a", "attention", &s, &[("reason", "merge_deferred")]),
+                event("q1", "question", &s, &[("step", "implement")]),
+                away("s1"),
+            ],
+        );
+        assert_eq!(
+            reasons(&torn),
+            vec![InboxReason::MergeDeferred, InboxReason::AgentQuestion]
+        );
+        // Only the last state change can be the interrupted one: one that did happen, followed
+        // by the acceptance that brought the ticket back, ends the question.
+        let back = ticket(
+            "inprogress",
+            vec![
+                event("q1", "question", &s, &[("step", "implement")]),
+                away("s1"),
+                event(
+                    "s2",
+                    "state_changed",
+                    &s,
+                    &[("from", "queued"), ("to", "inprogress")],
+                ),
+            ],
+        );
+        assert!(reasons(&back).is_empty());
     }
 }

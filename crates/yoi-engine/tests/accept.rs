@@ -422,3 +422,83 @@ fn a_ticket_accepted_again_never_gets_a_folder_an_earlier_acceptance_was_given()
         .collect();
     assert_eq!(live, vec![Some(third.worktree.display().to_string())]);
 }
+
+/// A person takes `id` back to planning, maybe retitles it, and queues it again.
+fn requeue(f: &Fixture, id: &yoi_core::TicketId, title: Option<&str>) {
+    let ctx = f.human();
+    let back = TransitionRequest {
+        reason: Some("rethink".into()),
+        ..TransitionRequest::default()
+    };
+    ops::return_to_planning(&f.ws, &ctx, id.as_str(), &back).unwrap();
+    if let Some(title) = title {
+        let edit = EditRequest {
+            title: Some(title.into()),
+            body: None,
+        };
+        ops::edit(&f.ws, &ctx, id.as_str(), &edit).unwrap();
+    }
+    let req = TransitionRequest::default();
+    ops::mark_ready(&f.ws, &ctx, id.as_str(), &req).unwrap();
+    ops::queue(&f.ws, &ctx, id.as_str(), &req).unwrap();
+}
+
+#[test]
+fn a_ticket_accepted_again_goes_on_on_its_branch_and_an_untouched_one_moves_to_the_new_base() {
+    let f = Fixture::new();
+    let id = f.queued("Again", BRIEF, &[]);
+    let first = f.accept(&id);
+
+    // Work lands on the branch (as the server records a coder's result), then the ticket goes
+    // back, is retitled and queued again: the new acceptance is on the same branch, from its
+    // head, so nothing of the first attempt (nor of its pull request) is left behind.
+    std::fs::write(first.worktree.join("work.txt"), "work\n").unwrap();
+    git(&first.worktree, &["add", "work.txt"]);
+    git(&first.worktree, &["commit", "-qm", "work"]);
+    let work = git(&first.worktree, &["rev-parse", "HEAD"])
+        .trim()
+        .to_string();
+    git(
+        &f.repo,
+        &["update-ref", &format!("refs/heads/{}", first.branch), &work],
+    );
+    requeue(&f, &id, Some("Again, better"));
+    let d = router::decide(&f.ws, &id, 10).unwrap().unwrap();
+    assert_eq!(
+        d,
+        RoutingDecision::ImplementationReady {
+            branch: first.branch.clone(),
+            base_commit: work.clone(),
+        }
+    );
+    let second = f.accept(&id);
+    assert_eq!(
+        (second.branch.as_str(), second.branch_created),
+        (first.branch.as_str(), false)
+    );
+    assert_eq!(git(&second.worktree, &["rev-parse", "HEAD"]).trim(), work);
+    let rows = f.assignments(&id);
+    let live = rows.iter().find(|a| a.id == second.assignment).unwrap();
+    assert_eq!(live.head_commit.as_deref(), Some(work.as_str()));
+
+    // A ticket whose branch holds nothing of its own, while its target moved on: accepted again
+    // from the new target, its branch moved there (it held nothing to keep).
+    let other = f.queued("Untouched", BRIEF, &[]);
+    let made = f.accept(&other);
+    std::fs::write(f.repo.join("README.md"), "moved on\n").unwrap();
+    git(&f.repo, &["commit", "-qam", "the target moves"]);
+    let target = git(&f.repo, &["rev-parse", "HEAD"]).trim().to_string();
+    requeue(&f, &other, None);
+    let again = f.accept(&other);
+    assert_eq!(again.branch, made.branch);
+    assert_eq!(again.base_commit, target);
+    assert_eq!(
+        git(
+            &f.repo,
+            &["rev-parse", &format!("refs/heads/{}", made.branch)]
+        )
+        .trim(),
+        target
+    );
+    assert_eq!(f.state(&other), State::Inprogress);
+}

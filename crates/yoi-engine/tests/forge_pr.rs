@@ -416,6 +416,153 @@ fn a_persons_push_to_the_pull_request_is_kept_and_built_on() {
     assert_eq!(s.fake.pulls().len(), 1);
 }
 
+/// A ticket returned to planning while its pull request is open, then queued and accepted
+/// again, goes on on the branch it had (docs/routing.md): the new attempt starts at the
+/// branch's head, its head is pushed to the same pull request under the lease of yoi's last
+/// push (no second pull request, no person's push made up, no round sent back), the people on
+/// it are told once, and it merges with exactly the new head.
+#[test]
+fn a_ticket_accepted_again_goes_on_with_its_open_pull_request() {
+    use yoi_store::ops::{self, TransitionRequest};
+    let s = setup(|_| {});
+    s.fake.set_ruleset_checks("main", &["ci"]);
+    let (id, first) = s.approved("Say hello", 0);
+    let t = s.tick(100);
+    assert_eq!(t.opened, vec![id.to_string()], "{t:?}");
+    let pull = s.fake.pulls()[0].clone();
+    assert_eq!(pull.head_sha, first);
+
+    let ctx = s.f.human();
+    let back = TransitionRequest {
+        reason: Some("the brief needs another look".into()),
+        ..TransitionRequest::default()
+    };
+    ops::return_to_planning(&s.f.ws, &ctx, id.as_str(), &back).unwrap();
+    assert!(s.pr_row(&id).is_none(), "the pr step ends with the return");
+    // The pull request is left as it is while the ticket is in planning.
+    let t = s.tick(150);
+    assert_eq!(t, asg::ForgeTick::default());
+    let req = TransitionRequest::default();
+    ops::mark_ready(&s.f.ws, &ctx, id.as_str(), &req).unwrap();
+    ops::queue(&s.f.ws, &ctx, id.as_str(), &req).unwrap();
+
+    // Accepted again: on the same branch, from its head (the first attempt's work is kept).
+    let again = s.f.accept(&id);
+    assert_eq!(again.branch, pull.head);
+    assert_eq!(again.base_commit, first);
+    assert!(!again.branch_created);
+    let second = s.implement(200, "again.txt");
+    assert_eq!(
+        git(&s.f.repo, &["rev-parse", &format!("{second}^")]).trim(),
+        first
+    );
+    s.verify_and_review(210);
+
+    let t = s.tick(300);
+    assert_eq!(t.pushed, vec![id.to_string()], "{t:?}");
+    assert!(t.opened.is_empty() && t.sent_back.is_empty(), "{t:?}");
+    let pulls = s.fake.pulls();
+    assert_eq!(pulls.len(), 1, "one pull request per ticket");
+    assert_eq!(pulls[0].number, pull.number);
+    assert_eq!(pulls[0].head_sha, second);
+    let told: Vec<_> = s
+        .fake
+        .comments()
+        .into_iter()
+        .filter(|(n, _, body)| *n == pull.number && body.contains("accepted ticket"))
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].2.contains(&second), "{}", told[0].2);
+
+    // Green at the new head: merged with exactly it, and said once only.
+    s.fake.add_check_run(&second, "ci", Some("success"));
+    let t = s.tick(400);
+    assert_eq!(t.merged, vec![id.to_string()], "{t:?}");
+    let merge_call = s
+        .fake
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("/merge"))
+        .unwrap();
+    assert_eq!(merge_call.body["sha"], second.as_str());
+    asg::flow_tick(&s.f.ws, &s.f.db, at(500)).unwrap();
+    assert_eq!(s.f.state(&id), State::Done);
+    let actions: Vec<String> = s.forge_events(&id).into_iter().map(|(a, _)| a).collect();
+    assert_eq!(
+        actions,
+        [
+            "pushed",
+            "opened",
+            "waiting",
+            "pushed",
+            "continued",
+            "waiting",
+            "merged"
+        ]
+    );
+    let comments = s.fake.comments().len();
+    s.tick(600);
+    assert_eq!(s.fake.comments().len(), comments);
+    s.fake.assert_conforming();
+}
+
+/// A pull request a person closed while the ticket was back in planning was the earlier
+/// attempt's: accepted again, the ticket opens a pull request of its own for the branch (the
+/// closed one is never taken for it, nor reopened), and nobody is asked about the closed one.
+#[test]
+fn a_pull_request_closed_before_the_ticket_is_accepted_again_gives_way_to_a_new_one() {
+    use yoi_store::ops::{self, TransitionRequest};
+    let s = setup(|_| {});
+    s.fake.set_ruleset_checks("main", &["ci"]);
+    let (id, first) = s.approved("Say hello", 0);
+    s.tick(100);
+    let old = s.fake.pulls()[0].clone();
+    let ctx = s.f.human();
+    let back = TransitionRequest {
+        reason: Some("start over".into()),
+        ..TransitionRequest::default()
+    };
+    ops::return_to_planning(&s.f.ws, &ctx, id.as_str(), &back).unwrap();
+    s.fake.close_pull(old.number);
+    let req = TransitionRequest::default();
+    ops::mark_ready(&s.f.ws, &ctx, id.as_str(), &req).unwrap();
+    ops::queue(&s.f.ws, &ctx, id.as_str(), &req).unwrap();
+    let again = s.f.accept(&id);
+    assert_eq!(again.base_commit, first);
+    let second = s.implement(200, "again.txt");
+    s.verify_and_review(210);
+
+    let t = s.tick(300);
+    assert_eq!(t.opened, vec![id.to_string()], "{t:?}");
+    let pulls = s.fake.pulls();
+    assert_eq!(pulls.len(), 2);
+    assert_eq!(pulls[0].state, "closed", "never reopened");
+    assert_eq!(
+        (pulls[1].head.as_str(), pulls[1].head_sha.as_str()),
+        (old.head.as_str(), second.as_str())
+    );
+    assert_eq!(pulls[1].state, "open");
+    let thread = s.f.ws.read_thread(&id).unwrap();
+    assert!(!thread
+        .events
+        .iter()
+        .any(|e| e.get("reason") == Some(asg::pr::PR_CLOSED)));
+    // What people see is the new pull request's, not the closed one's.
+    let st = asg::pr::status(&s.f.ws, &s.f.db, id.as_str()).unwrap();
+    assert_eq!(
+        (st.number, st.state.as_str(), st.badge),
+        (Some(pulls[1].number), "open", asg::pr::Badge::Open)
+    );
+    s.fake.add_check_run(&second, "ci", Some("success"));
+    let t = s.tick(400);
+    assert_eq!(t.merged, vec![id.to_string()], "{t:?}");
+    assert!(s.fake.pulls()[1].merged);
+    let st = asg::pr::status(&s.f.ws, &s.f.db, id.as_str()).unwrap();
+    assert_eq!(st.number, Some(pulls[1].number));
+    assert_eq!(st.state, "merged");
+    s.fake.assert_conforming();
+}
+
 #[test]
 fn an_outsiders_yoi_fix_starts_nothing_and_a_collaborators_starts_a_round() {
     let s = setup(|_| {});

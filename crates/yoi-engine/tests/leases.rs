@@ -163,6 +163,31 @@ fn silent_claims_expire_into_fresh_worktrees_and_three_open_the_circuit_until_a_
 }
 
 #[test]
+fn an_expired_attempts_pushed_ref_is_deleted_and_no_other() {
+    let f = Fixture::new();
+    let id = f.queued("Push me", BRIEF, &[]);
+    f.accept(&id);
+    let pod = asg::register_pod(&f.db, &coder(), P, at(0)).unwrap();
+    let work = asg::claim(&f.ws, &f.db, &coder(), &pod.id, LEASE, at(0))
+        .unwrap()
+        .unwrap();
+    let (attempt, fence) = (work.assignment.attempt, work.assignment.fence);
+    // Its own ref, as a remote pod's push leaves it, and one whose name starts the same.
+    let pushed = format!("refs/yoi/attempts/{id}/{attempt}.{fence}");
+    let other = format!("refs/yoi/attempts/{id}/{attempt}.{fence}0");
+    for name in [&pushed, &other] {
+        git(&f.repo, &["update-ref", name, &f.base]);
+    }
+    let out = asg::expire_due(&f.ws, &f.db, at(10_001)).unwrap();
+    assert_eq!(out.expired.len(), 1);
+    let refs = git(
+        &f.repo,
+        &["for-each-ref", "--format=%(refname)", "refs/yoi/attempts/"],
+    );
+    assert_eq!(refs.trim(), other);
+}
+
+#[test]
 fn doctor_names_a_lease_past_due_and_a_silent_pod() {
     let f = Fixture::new();
     let id = f.queued("Doctor me", BRIEF, &[]);

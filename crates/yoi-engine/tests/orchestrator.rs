@@ -246,3 +246,73 @@ fn a_restart_in_the_middle_of_a_pass_routes_the_rest_once_and_repeats_nothing() 
         );
     }
 }
+
+/// Work on the ticket's branch, as the server records a coder's result: a commit made in the
+/// worktree of its latest acceptance, and the branch moved to it. Returns the commit.
+fn work_on_branch(f: &Fixture, id: &TicketId, file: &str) -> String {
+    let plan = f.ws.read_plan(id).unwrap();
+    let accepted = yoi_store::latest_accepted(plan.iter()).unwrap();
+    let branch = accepted.branch.clone().unwrap();
+    let wt = f.repo.join(accepted.worktree.as_deref().unwrap());
+    std::fs::write(wt.join(file), "work\n").unwrap();
+    yoi_testkit::git(&wt, &["add", file]);
+    yoi_testkit::git(&wt, &["commit", "-q", "-m", file]);
+    let head = yoi_testkit::git(&wt, &["rev-parse", "HEAD"])
+        .trim()
+        .to_string();
+    yoi_testkit::git(
+        &f.repo,
+        &["update-ref", &format!("refs/heads/{branch}"), &head],
+    );
+    head
+}
+
+/// A person takes an in-progress ticket back to planning and queues it again.
+fn return_and_requeue(f: &Fixture, id: &TicketId, at: Timestamp) {
+    let ctx = Ctx::new(Principal::human("alice"), at);
+    let back = TransitionRequest {
+        reason: Some("rethink".into()),
+        ..TransitionRequest::default()
+    };
+    ops::return_to_planning(&f.ws, &ctx, id.as_str(), &back).unwrap();
+    let req = TransitionRequest::default();
+    ops::mark_ready(&f.ws, &ctx, id.as_str(), &req).unwrap();
+    ops::queue(&f.ws, &ctx, id.as_str(), &req).unwrap();
+}
+
+/// A ticket returned to planning with work on its branch and queued again is accepted again by
+/// the running orchestrator's next step, and by a restarted one's catch-up, the same way: on
+/// the branch it had, from that branch's head (docs/routing.md, "A ticket accepted again").
+/// Before, the branch it had made failed every acceptance (`create_branch`: it exists at
+/// another commit) until the circuit opened, live or restarted.
+#[test]
+fn a_ticket_queued_again_is_accepted_again_live_and_after_a_restart_alike() {
+    let f = Fixture::new();
+    let id = f.queued("Twice", BRIEF, &[]);
+    let clock = FakeClock::new();
+    let mut o = orchestrator(&f);
+    step(&f, &mut o, &clock, 0);
+    assert_eq!(f.state(&id), State::Inprogress);
+    let first = work_on_branch(&f, &id, "one.txt");
+
+    // Live: the same orchestrator, woken by the queue event.
+    return_and_requeue(&f, &id, clock.at(1_000));
+    let out = step(&f, &mut o, &clock, 1_001);
+    assert_eq!(out.routed, 1, "{out:?}");
+    assert_eq!(f.state(&id), State::Inprogress, "{:?}", kinds(&f, &id));
+    let plan = f.ws.read_plan(&id).unwrap();
+    let live = yoi_store::latest_accepted(plan.iter()).unwrap().clone();
+    assert_eq!(live.base_commit.as_deref(), Some(first.as_str()));
+    let second = work_on_branch(&f, &id, "two.txt");
+
+    // Restarted: a new orchestrator's catch-up.
+    return_and_requeue(&f, &id, clock.at(2_000));
+    let mut o = orchestrator(&f);
+    step(&f, &mut o, &clock, 2_001);
+    assert_eq!(f.state(&id), State::Inprogress, "{:?}", kinds(&f, &id));
+    let plan = f.ws.read_plan(&id).unwrap();
+    let restarted = yoi_store::latest_accepted(plan.iter()).unwrap().clone();
+    assert_eq!(restarted.branch, live.branch);
+    assert_eq!(restarted.base_commit.as_deref(), Some(second.as_str()));
+    assert!(!kinds(&f, &id).iter().any(|k| k == "acceptance_failed"));
+}

@@ -119,3 +119,90 @@ fn the_queue_from_the_index_shows_what_the_whole_threads_show() {
     assert_eq!(v.circuit.step_failures["resolve_target_ref"], 4);
     assert!(by_id(&quiet).latest_decision.is_none());
 }
+
+#[test]
+fn the_queue_from_the_index_decides_blockers_capacity_and_conflicts_as_the_files_do() {
+    let f = Fixture::new();
+    let scoped = format!("{BRIEF}\n## Write scope\n- src/**\n");
+    let t = TransitionRequest::default();
+    // In progress, with a write scope every other scoped ticket overlaps.
+    let working = f.queued("Working", &scoped, &[]);
+    f.accept(&working);
+    let first = f.queued("First in the queue", BRIEF, &[]);
+    let _overlaps = f.queued("Overlaps the work", &scoped, &[]);
+    // Blocked by a queued ticket it depends on, and by a planning ticket that blocks it.
+    let waits = f.queued("Waits", BRIEF, &[]);
+    let relate = |from: &TicketId, kind, to: &TicketId| {
+        let req = ops::RelationRequest {
+            kind,
+            target: to.to_string(),
+            note: None,
+        };
+        ops::add_relation(&f.ws, &f.human(), from.as_str(), &req).unwrap();
+    };
+    relate(&waits, yoi_core::relation::RelationKind::DependsOn, &first);
+    let planning = ops::create(
+        &f.ws,
+        &f.human(),
+        &ops::CreateRequest {
+            title: "Still planned".into(),
+            body: BRIEF.into(),
+            depends_on: vec![],
+        },
+    )
+    .unwrap()
+    .ticket;
+    relate(&planning, yoi_core::relation::RelationKind::Blocks, &waits);
+    for i in 0..3 {
+        let id = ops::create(
+            &f.ws,
+            &f.human(),
+            &ops::CreateRequest {
+                title: format!("Ready {i}"),
+                body: BRIEF.into(),
+                depends_on: vec![],
+            },
+        )
+        .unwrap()
+        .ticket;
+        ops::mark_ready(&f.ws, &f.human(), id.as_str(), &t).unwrap();
+    }
+    let last = f.queued("Beyond the page", BRIEF, &[]);
+    let json = |v: &yoi_engine::routing::view::QueueView| serde_json::to_value(v).unwrap();
+    // Room for more (conflicts are looked at) and none (capacity decides); a page of three.
+    for max in [4, 1] {
+        let files = queue_view(&f.ws, max, 3).unwrap();
+        let indexed = queue_view_indexed(&f.ws, Some(&f.db), max, 3).unwrap();
+        assert_eq!(json(&indexed), json(&files), "max_inprogress {max}");
+        assert_eq!((indexed.queued_total, indexed.queued.len()), (4, 3));
+        assert_eq!((indexed.ready_total, indexed.ready.len()), (3, 3));
+        assert_eq!(indexed.capacity.in_progress, 1);
+        assert!(indexed.queued.iter().all(|e| e.view.ticket != last));
+        let kinds: Vec<String> = indexed
+            .queued
+            .iter()
+            .map(|e| e.view.would_decide.as_ref().unwrap().kind.clone())
+            .collect();
+        let expected = match max {
+            4 => [
+                "implementation_ready",
+                "waiting_conflict",
+                "blocked_by_dependency",
+            ],
+            _ => [
+                "waiting_capacity",
+                "waiting_capacity",
+                "blocked_by_dependency",
+            ],
+        };
+        assert_eq!(kinds, expected, "max_inprogress {max}");
+        let blockers: Vec<&TicketId> = indexed.queued[2]
+            .view
+            .blockers
+            .iter()
+            .map(|b| &b.ticket)
+            .collect();
+        assert_eq!(blockers.len(), 2);
+        assert!(blockers.contains(&&first) && blockers.contains(&&planning));
+    }
+}

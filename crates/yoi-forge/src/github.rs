@@ -401,7 +401,9 @@ impl Forge for GitHub {
     }
 
     fn open_change(&self, new: &NewChange) -> Result<ChangeRequest, ForgeError> {
-        if let Some(c) = self.find_change(&new.head)? {
+        // Not an earlier attempt's, which ended: this attempt's own.
+        let ours = |c: &ChangeRequest| new.earlier.is_none_or(|e| c.number > e);
+        if let Some(c) = self.find_change(&new.head)?.filter(ours) {
             return Ok(c);
         }
         let path = format!("{}/pulls", self.repo_path());
@@ -416,7 +418,7 @@ impl Forge for GitHub {
         match a.status {
             201 => change_of(&a.body, &path),
             // Opened by a call whose answer was lost: find it rather than fail.
-            422 => match self.find_change(&new.head)? {
+            422 => match self.find_change(&new.head)?.filter(ours) {
                 Some(c) => Ok(c),
                 None => Err(refused("POST", &path, &a)),
             },

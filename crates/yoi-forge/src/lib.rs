@@ -122,6 +122,10 @@ pub struct NewChange {
     pub base: String,
     pub body: String,
     pub draft: bool,
+    /// The pull request an earlier attempt of the same branch had, which ended (merged or
+    /// closed) before the ticket was accepted again: it, and any older one, is never taken for
+    /// this one (docs/forge.md, "A ticket returned to planning and accepted again").
+    pub earlier: Option<u64>,
 }
 
 /// A commit status's state.

@@ -81,6 +81,7 @@ fn new_change(branch: &str) -> NewChange {
         base: "main".into(),
         body: "The brief.".into(),
         draft: false,
+        earlier: None,
     }
 }
 

@@ -208,6 +208,27 @@ pub(crate) fn checked_out_in(
     Ok(found)
 }
 
+/// Delete the one reference `name`, which must lie below `refs/` and outside `refs/heads/` and
+/// `refs/tags/` (`refs/yoi/attempts/<ticket>/<attempt>.<fence>`); whether it was there.
+pub fn delete_ref(repo_root: &Path, name: &str) -> Result<bool, GitError> {
+    let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "delete a ref", e);
+    if !name.starts_with("refs/")
+        || name.starts_with("refs/heads/")
+        || name.starts_with("refs/tags/")
+        || name.ends_with('/')
+    {
+        return Err(fail(&format!("{name:?} is not a ref yoi owns")));
+    }
+    let repo = repo::open(repo_root)?;
+    match repo.try_find_reference(name).map_err(|e| fail(&e))? {
+        Some(r) => {
+            r.delete().map_err(|e| fail(&e))?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
 /// Delete every reference whose full name starts with `prefix`, which must lie below `refs/`
 /// and outside `refs/heads/` and `refs/tags/` (`refs/yoi/attempts/<ticket>/`); how many were
 /// deleted.

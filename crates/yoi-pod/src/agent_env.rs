@@ -64,6 +64,55 @@ pub(crate) fn agent_env(
     env
 }
 
+/// The files and variables that make the agent's own HTTPS to the server (`$YOI_SERVER`: its
+/// MCP over HTTP, a script calling the API) trust what the pod trusts, when that is not the
+/// web's roots: `--ca`'s certificates or the one a pin names, written to the run folder as
+/// `server-ca.pem`. Node CLIs (Claude Code, Gemini CLI, Codex's launcher, OpenCode's Bun) add
+/// `NODE_EXTRA_CA_CERTS` to their roots. OpenSSL, Python (`requests`, httpx) and Rust CLIs
+/// read one file in place of their roots (`SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`), so those get
+/// `ca-bundle.pem`: the roots the agent had (its `SSL_CERT_FILE`, else the system's bundle)
+/// followed by the server's. Without a bundle of roots to start from only the Node variable is
+/// set: replacing the roots would cut the agent off from its model's provider.
+pub(crate) fn server_trust(
+    settings: &PodSettings,
+    env: &[(String, String)],
+    run_dir: &Path,
+) -> Result<Vec<(String, String)>, String> {
+    let Some(pem) = crate::tls::server_certificates_pem(&settings.trust, &settings.server)? else {
+        return Ok(Vec::new());
+    };
+    let ca = run_dir.join("server-ca.pem");
+    std::fs::write(&ca, &pem).map_err(|e| format!("{}: {e}", ca.display()))?;
+    let mut vars = vec![("NODE_EXTRA_CA_CERTS".to_string(), ca.display().to_string())];
+    let had = env
+        .iter()
+        .find(|(k, _)| k == "SSL_CERT_FILE")
+        .map(|(_, v)| v.clone());
+    let roots = had
+        .into_iter()
+        .chain(SYSTEM_BUNDLES.iter().map(|p| p.to_string()));
+    if let Some(roots) = roots.filter_map(|p| std::fs::read_to_string(p).ok()).next() {
+        let bundle = run_dir.join("ca-bundle.pem");
+        std::fs::write(&bundle, format!("{}\n{pem}", roots.trim_end()))
+            .map_err(|e| format!("{}: {e}", bundle.display()))?;
+        for name in ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"] {
+            vars.push((name.to_string(), bundle.display().to_string()));
+        }
+    } else {
+        tracing::warn!("no bundle of roots found to add the server's certificate to; only NODE_EXTRA_CA_CERTS is set for the agent");
+    }
+    Ok(vars)
+}
+
+/// Where distributions keep the bundle of the web's roots (Debian and Ubuntu, Fedora and
+/// RHEL, Alpine and macOS's OpenSSL, openSUSE).
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+    "/etc/ssl/ca-bundle.pem",
+];
+
 /// Since git 2.47, a commit ends by starting `git maintenance run --auto --detach`, which
 /// leaves the agent's process group (it calls `setsid`) and so would outlive the kill ladder,
 /// working on the repository's objects after the run ended. Maintenance still runs, but in the

@@ -31,7 +31,10 @@ use yoi_core::Role;
 use yoi_core::report::{CostSource, Report, ReportOutcome, Usage, Verdict};
 
 use crate::agent_env::agent_env;
-use crate::attempt::{confirm_claim, prepare_run, step_timeout, stream_log, Lease, Reported};
+use crate::attempt::{
+    confirm_claim, lease_of, passing, prepare_run, step_timeout, stream_log, within_lease, Gave,
+    Lease, Reported,
+};
 use crate::client::{Client, ClientError, Work};
 use crate::process::{self, Ended, Spec, Watch};
 use crate::prompt::render_prompt;
@@ -111,6 +114,11 @@ pub(crate) fn run_one(
     endpoint_args.extend(mcp.args);
     endpoint_env.extend(mcp.env);
     endpoint_files.extend(mcp.files);
+    if let Some(home) = gemini_without_home(settings, &endpoint_env) {
+        if let Some(own) = crate::gemini_home::make(&home, &run_dir)? {
+            endpoint_env.push(("GEMINI_CLI_HOME".into(), own.display().to_string()));
+        }
+    }
     for f in &endpoint_files {
         let path = run_dir.join(&f.path);
         if let Some(dir) = path.parent() {
@@ -162,6 +170,18 @@ pub(crate) fn run_one(
             "agent profile `{}` cannot run on this pod: its program `{}` is not installed here (not a file, nor on the agent's PATH); `yoi agent check {}` says the same",
             settings.profile_name, p.program, settings.profile_name
         )));
+    }
+    // The agent's own HTTPS to this server trusts what the pod trusts.
+    match crate::agent_env::server_trust(settings, &env, &run_dir) {
+        Ok(vars) => {
+            for (k, v) in vars {
+                env.retain(|(ek, _)| *ek != k);
+                env.push((k, v));
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the agent is not given the server's certificate")
+        }
     }
     for (k, v) in endpoint_env.iter().chain(&confined.env) {
         env.retain(|(ek, _)| ek != k);
@@ -271,9 +291,25 @@ pub(crate) fn run_one(
     let (commit, agent_commits) = if Role::Coder.is(&a.role) {
         bring_in_commits(work, &confined.objects)?;
         let settled = settle_commits(work, &settings.profile_name)?;
-        // Without the server's disk, the server finds the result on its attempt ref.
+        // Without the server's disk, the server finds the result on its attempt ref. A push
+        // cut short (a network drop, a restart, a connection lost mid-pack) is made again
+        // while the claim may be live; git writes no ref of a pack it did not receive whole.
         if let (Some(r), Some(c)) = (&settings.remote, &settled.0) {
-            crate::remote::push(r, &settings.server, &settings.token, work, c)?;
+            let pushed = within_lease(
+                client,
+                pod,
+                a,
+                (lease.answered, lease_of(work)),
+                5,
+                "pushing the result",
+                |e: &String| !e.contains(" 403"),
+                || crate::remote::push(r, &settings.server, &settings.token, pod, work, c),
+            );
+            match pushed {
+                Ok(()) => {}
+                Err(Gave::Lost) => return Ok(Reported::Lost),
+                Err(Gave::Up(e)) => return Err(RunError::Other(e)),
+            }
         }
         settled
     } else {
@@ -364,13 +400,30 @@ pub(crate) fn run_one(
     }
     // The reason says why where people look: with the end of what the agent wrote on stderr.
     let reason = reason.map(|r| crate::explain::with_stderr(r, &stderr));
+    // Reported again while the claim may be live, after a network drop or a restart.
+    let again = |what, call: &mut dyn FnMut() -> Result<Reported, ClientError>| {
+        within_lease(
+            client,
+            pod,
+            a,
+            (lease.answered, lease_of(work)),
+            3,
+            what,
+            passing,
+            call,
+        )
+    };
     let sent = match reason {
-        None => client
-            .complete(pod, &a.id, a.fence, &report)
-            .map(|_| Reported::Completed),
-        Some(reason) => client
-            .fail(pod, &a.id, a.fence, &reason, true, Some(&report))
-            .map(|_| Reported::Failed),
+        None => again("reporting the result", &mut || {
+            client
+                .complete(pod, &a.id, a.fence, &report)
+                .map(|_| Reported::Completed)
+        }),
+        Some(reason) => again("reporting the failure", &mut || {
+            client
+                .fail(pod, &a.id, a.fence, &reason, true, Some(&report))
+                .map(|_| Reported::Failed)
+        }),
     };
     // The pod's own share of the attempt, apart from the agent's: what `cargo bench -p yoi-cli --bench agent_overhead` reads.
     tracing::info!(
@@ -382,8 +435,8 @@ pub(crate) fn run_one(
     );
     match sent {
         Ok(r) => Ok(r),
-        Err(ClientError::Lost { .. }) => Ok(Reported::Lost),
-        Err(e) => Err(RunError::Other(e.to_string())),
+        Err(Gave::Lost | Gave::Up(ClientError::Lost { .. })) => Ok(Reported::Lost),
+        Err(Gave::Up(e)) => Err(RunError::Other(e.to_string())),
     }
 }
 
@@ -493,4 +546,28 @@ fn follow_up(
     };
     tracing::info!(argv = ?spec.argv, "asking the agent for its missing trailer lines");
     run_turn(&spec, lease, p, &vars)
+}
+
+/// The person's home, when the profile runs Gemini CLI with it: the `gemini` endpoint and no
+/// `GEMINI_CLI_HOME` from the endpoint's settings (a `base_url` gives one), the profile or the
+/// pod's environment. yoi's MCP server then goes in a home of the run's own
+/// ([`crate::gemini_home`]).
+fn gemini_without_home(
+    settings: &PodSettings,
+    endpoint_env: &[(String, String)],
+) -> Option<std::path::PathBuf> {
+    const VAR: &str = "GEMINI_CLI_HOME";
+    let p = &settings.profile;
+    if p.endpoint != Some(yoi_agent::profile::Endpoint::Gemini)
+        || endpoint_env.iter().any(|(k, _)| k == VAR)
+        || p.env.contains_key(VAR)
+        || settings.env.iter().any(|(k, _)| k == VAR)
+    {
+        return None;
+    }
+    settings
+        .env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, h)| std::path::PathBuf::from(h))
 }

@@ -6,7 +6,10 @@
 //! has already given away never starts an agent or a command. While a child runs, [`Lease`]
 //! heartbeats at the interval the server asked for; a 409 marks the lease lost and makes the
 //! runner kill the group at once, and the attempt then reports nothing ([`Reported::Lost`]).
-//! Other heartbeat failures are retried, since the lease covers a server restart. An agent that
+//! Other heartbeat failures are retried, since the lease covers a server restart. So are the
+//! calls that end an attempt — pushing its result, reporting it ([`within_lease`]) — for as
+//! long as the claim may still be live: a network drop or a restart between the agent's end and
+//! the report loses nothing the lease still covers. An agent that
 //! streams its usage ([`UsageProbe`]) has it read from its output at each heartbeat and sent
 //! along; when the server answers that a budget is passed, the runner ends the agent
 //! ([`Watch::end_now`]) and the reason is kept for the attempt's failure. This module decides
@@ -35,6 +38,8 @@ pub(crate) struct Lease<'a> {
     fence: i64,
     every: Duration,
     last: Instant,
+    /// When the server last answered a heartbeat (or the claim, before the first).
+    pub(crate) answered: Instant,
     pub(crate) lost: bool,
     stop: &'a AtomicBool,
     probe: Option<UsageProbe>,
@@ -82,6 +87,7 @@ impl<'a> Lease<'a> {
             fence: work.assignment.fence,
             every: Duration::from_millis(work.heartbeat_ms.max(100) as u64),
             last: Instant::now(),
+            answered: Instant::now(),
             lost: false,
             stop,
             probe: None,
@@ -107,8 +113,12 @@ impl Watch for Lease<'_> {
             .client
             .heartbeat_with(self.pod, self.id, self.fence, usage.as_ref())
         {
-            Ok(None) => true,
+            Ok(None) => {
+                self.answered = Instant::now();
+                true
+            }
             Ok(Some(reason)) => {
+                self.answered = Instant::now();
                 tracing::warn!(assignment = %self.id, %reason, "the server said to stop the agent");
                 self.halted.get_or_insert(reason);
                 true
@@ -199,4 +209,78 @@ pub(crate) fn step_timeout(settings: &PodSettings, work: &Work) -> Duration {
         .and_then(|s| s.timeout_secs)
         .unwrap_or(settings.profile.timeout_secs);
     Duration::from_secs(secs.max(1))
+}
+
+/// Why [`within_lease`] stopped trying.
+pub(crate) enum Gave<E> {
+    /// The claim is gone: the server said so (409), or the lease passed with no answer from
+    /// it, so it has expired the claim or is about to. Report nothing more.
+    Lost,
+    /// The last error: one that is not passing, or the tries ran out while the server answered.
+    Up(E),
+}
+
+/// Run `call` until it succeeds, trying again after a pause while its error is one a network
+/// drop or a server restart makes (`passing`), for as long as the claim may still be live:
+/// until a lease has passed since the server last answered (`answered`, sent before the
+/// server's own clock started the lease, so the pod stops first), or after `tries` failures
+/// while the server answers its heartbeats (a fault that is not passing). A 409 on a heartbeat
+/// in between means another attempt holds the step now, and nothing is tried again.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn within_lease<T, E: std::fmt::Display>(
+    client: &Client,
+    pod: &str,
+    a: &client::AssignmentInfo,
+    (mut answered, lease): (Instant, Duration),
+    tries: u32,
+    what: &str,
+    passing: impl Fn(&E) -> bool,
+    mut call: impl FnMut() -> Result<T, E>,
+) -> Result<T, Gave<E>> {
+    let mut failures = 0;
+    let mut pause = Duration::from_millis(250);
+    loop {
+        let e = match call() {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        failures += 1;
+        if !passing(&e) {
+            return Err(Gave::Up(e));
+        }
+        if answered.elapsed() >= lease {
+            tracing::warn!(assignment = %a.id, error = %e, "{what} failed and the lease has passed without an answer; the claim is lost");
+            return Err(Gave::Lost);
+        }
+        tracing::warn!(assignment = %a.id, error = %e, "{what} failed; trying again while the lease may hold");
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_secs(2));
+        match client.heartbeat(pod, &a.id, a.fence) {
+            Ok(()) => {
+                answered = Instant::now();
+                if failures >= tries {
+                    return Err(Gave::Up(e));
+                }
+            }
+            Err(ClientError::Lost { message }) => {
+                tracing::warn!(assignment = %a.id, %message, "the claim was lost while {what} was retried");
+                return Err(Gave::Lost);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Whether `e` is one a network drop or a server restart makes: no answer, or a 5xx.
+pub(crate) fn passing(e: &ClientError) -> bool {
+    match e {
+        ClientError::Unreachable { .. } => true,
+        ClientError::Refused { status, .. } => *status >= 500,
+        ClientError::Lost { .. } => false,
+    }
+}
+
+/// How long `work`'s claim lasts without a heartbeat.
+pub(crate) fn lease_of(work: &Work) -> Duration {
+    Duration::from_millis(work.lease_ms.max(1000) as u64)
 }

@@ -25,6 +25,7 @@ mod attempt;
 pub mod client;
 pub mod contract;
 mod explain;
+mod gemini_home;
 pub mod process;
 pub mod profiles;
 pub mod prompt;
@@ -112,6 +113,13 @@ pub struct PodSummary {
 /// Run the pod until `stop` is set (or after one assignment with `once`).
 pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodError> {
     let client = Client::new(&settings.server, &settings.token, &settings.trust);
+    // A cache is one pod's; a second pod given it is refused before it registers.
+    let _cache = settings
+        .remote
+        .as_ref()
+        .map(remote::lock)
+        .transpose()
+        .map_err(PodError::Setup)?;
     let reg = client.register(
         &settings.name,
         &settings.host,
@@ -125,6 +133,22 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
         settings.profile.provider.as_deref(),
     )?;
     let pod = reg.pod.id.clone();
+    // git cannot pin a certificate's fingerprint; it pins that certificate's key.
+    let pinned;
+    let settings = match (&settings.remote, &settings.trust) {
+        (Some(r), tls::Trust::Pin(pin))
+            if r.pinned_key.is_none() && settings.server.starts_with("https://") =>
+        {
+            let key = tls::git_pinned_key(*pin, &settings.server).map_err(PodError::Setup)?;
+            let mut owned = settings.clone();
+            if let Some(r) = owned.remote.as_mut() {
+                r.pinned_key = Some(key);
+            }
+            pinned = owned;
+            &pinned
+        }
+        _ => settings,
+    };
     tracing::info!(pod = %pod, role = %reg.pod.role, agent = %settings.profile_name, "pod registered");
     let mut summary = PodSummary {
         pod: pod.clone(),

@@ -636,7 +636,7 @@ pub fn mcp_wiring(p: &AgentProfile) -> Result<String, String> {
         _ if in_env => Ok("yoi's MCP server in its configuration variable, the token from YOI_TOKEN (checked with OpenCode 1.18.33)".into()),
         Some(Endpoint::Codex) => Ok("yoi's MCP server by `-c mcp_servers.yoi.*`, the token from YOI_TOKEN (checked with Codex 0.171.0)".into()),
         Some(Endpoint::Gemini) if p.base_url.is_some() => Ok("yoi's MCP server in the settings of the home its base_url gives it, the token from YOI_TOKEN (checked with Gemini CLI 0.61.0)".into()),
-        Some(Endpoint::Gemini) => Err("not handed: Gemini CLI reads MCP servers from user settings only; add `\"mcpServers\": {\"yoi\": {\"httpUrl\": \"${YOI_SERVER}/mcp\", \"headers\": {\"Authorization\": \"Bearer ${YOI_TOKEN}\"}}}` to ~/.gemini/settings.json (docs/mcp.md)".into()),
+        Some(Endpoint::Gemini) => Ok("yoi's MCP server in the settings of a home of the run's own that mirrors ~/.gemini (each entry linked, settings.json with `mcpServers.yoi` added), the token from YOI_TOKEN (checked with Gemini CLI 0.61.0); settings yoi cannot read as plain JSON are left alone and the server is not handed".into()),
         _ => Err("not handed: this agent reaches yoi through its trailer lines and the API's skill and workflow routes (docs/mcp.md)".into()),
     }
 }

@@ -6,9 +6,15 @@
 //!
 //! git runs as the git CLI, as argv, with the pod token in an `http.extraHeader` given through
 //! `GIT_CONFIG_*` variables of that one process (never argv, never a file), nothing asked of a
-//! terminal, and the server's certificate trusted through `--ca` (git cannot pin a fingerprint).
+//! terminal, and the server's certificate trusted through `--ca`, or under `--pin` by git's
+//! `http.pinnedPubkey`: the key of the certificate the pin names, read from a pinned handshake.
 //! A cache that git cannot use is removed and made again. Each attempt's worktree is removed
 //! when the attempt ends.
+//!
+//! A cache is one pod's: the pod holds an exclusive lock on `DIR/yoi-pod.lock` for as long as
+//! it runs ([`lock`]), and a second pod given the same `--cache` is refused before it
+//! registers. Two pods sharing one would fetch into and remake the repository under each
+//! other's live worktrees.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,6 +28,9 @@ pub struct RemoteGit {
     pub cache: PathBuf,
     /// The PEM file the server's certificate is trusted by (`--ca`), for `https://`.
     pub ca_file: Option<PathBuf>,
+    /// The key git pins instead (`http.pinnedPubkey`, [`crate::tls::git_pinned_key`]), when the
+    /// pod trusts the server by `--pin`: filled in by the pod once it has registered.
+    pub pinned_key: Option<String>,
 }
 
 /// An attempt's worktree in the cache, removed when dropped.
@@ -64,8 +73,14 @@ pub(crate) fn prepare(
     if let Err(first) = fetch(&remote.cache) {
         // A cache git cannot use (corrupt, half-written) is made again, once.
         tracing::warn!(cache = %remote.cache.display(), error = %first, "the cache failed a fetch; making it again");
-        std::fs::remove_dir_all(&remote.cache)
-            .map_err(|e| format!("removing the cache {}: {e}", remote.cache.display()))?;
+        // Its repository and worktrees go; the lock file the pod holds stays.
+        for part in [".git", "attempts"] {
+            let path = remote.cache.join(part);
+            if path.exists() {
+                std::fs::remove_dir_all(&path)
+                    .map_err(|e| format!("removing {}: {e}", path.display()))?;
+            }
+        }
         init(&remote.cache)?;
         fetch(&remote.cache)?;
     }
@@ -94,11 +109,52 @@ pub(crate) fn prepare(
     })
 }
 
-/// Push a coder's `commit` to its attempt ref.
+/// A pod's hold on its cache, released when dropped (or when the pod's process ends).
+#[derive(Debug)]
+pub struct CacheLock {
+    _file: std::fs::File,
+}
+
+/// Take the cache for this pod alone: an exclusive `flock` on `DIR/yoi-pod.lock`, which names
+/// the holder's pid. Refused when another process holds it.
+pub fn lock(remote: &RemoteGit) -> Result<CacheLock, String> {
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsRawFd;
+    let cache = &remote.cache;
+    std::fs::create_dir_all(cache)
+        .map_err(|e| format!("making the cache {}: {e}", cache.display()))?;
+    let path = cache.join("yoi-pod.lock");
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: flock on a descriptor this function owns; it changes no memory.
+    let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    if !taken {
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        return Err(format!(
+            "the cache {} is in use by another pod (pid {}): give each pod its own --cache",
+            cache.display(),
+            holder.trim()
+        ));
+    }
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = write!(file, "{}", std::process::id());
+    Ok(CacheLock { _file: file })
+}
+
+/// Push a coder's `commit` to its attempt ref, naming the pod incarnation `pod` (`Yoi-Pod`), so
+/// the server takes it only for that incarnation's claim.
 pub(crate) fn push(
     remote: &RemoteGit,
     server: &str,
     token: &str,
+    pod: &str,
     work: &Work,
     commit: &str,
 ) -> Result<(), String> {
@@ -112,6 +168,8 @@ pub(crate) fn push(
         token,
         &remote.cache,
         &[
+            "-c".into(),
+            format!("http.extraHeader=Yoi-Pod: {pod}"),
             "push".into(),
             "--quiet".into(),
             url(server),
@@ -161,6 +219,12 @@ fn git(remote: &RemoteGit, token: &str, dir: &Path, args: &[String]) -> Result<S
     )];
     if let Some(ca) = &remote.ca_file {
         config.push(("http.sslCAInfo".into(), ca.display().to_string()));
+    }
+    if let Some(key) = &remote.pinned_key {
+        // curl checks the pinned key on every connection, also without verification; names
+        // and issuers are not checked, as for the pod's own pin.
+        config.push(("http.sslVerify".into(), "false".into()));
+        config.push(("http.pinnedPubkey".into(), key.clone()));
     }
     let mut cmd = Command::new("git");
     cmd.arg("--git-dir")

@@ -284,9 +284,185 @@ impl Transport for PinnedTransport {
     }
 }
 
+/// The certificates an agent must trust to reach this server over HTTPS, as PEM: those of
+/// `--ca`, or the one certificate a pin names, taken from a handshake with the server (`url`)
+/// whose leaf has that fingerprint. `None` for the web's roots (the agent's own roots serve)
+/// and for `http://`.
+pub fn server_certificates_pem(trust: &Trust, url: &str) -> Result<Option<String>, String> {
+    if !url.starts_with("https://") {
+        return Ok(None);
+    }
+    let ders: Vec<Vec<u8>> = match trust {
+        Trust::Roots => return Ok(None),
+        Trust::Ca(certs) => certs.iter().map(|c| c.der().to_vec()).collect(),
+        Trust::Pin(pin) => vec![pinned_leaf(*pin, url)?],
+    };
+    Ok(Some(ders.iter().map(|d| pem_of(d)).collect()))
+}
+
+/// The server's leaf certificate (DER), from a handshake that accepts only the pinned one.
+fn pinned_leaf(pin: [u8; 32], url: &str) -> Result<Vec<u8>, String> {
+    let rest = url.trim_start_matches("https://");
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = match authority.rsplit_once(':') {
+        Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) && !h.is_empty() => h,
+        _ => authority,
+    };
+    let address = if authority.contains(':') && !authority.ends_with(']') {
+        authority.to_string()
+    } else {
+        format!("{authority}:443")
+    };
+    let name = ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']'))
+        .map_err(|_| format!("{host} is not a valid TLS name"))?
+        .to_owned();
+    let tls = PinnedTls::new(pin);
+    let mut conn = ClientConnection::new(tls.config.clone(), name).map_err(|e| e.to_string())?;
+    let mut sock = std::net::TcpStream::connect(&address).map_err(|e| format!("{address}: {e}"))?;
+    let _ = sock.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    while conn.is_handshaking() {
+        conn.complete_io(&mut sock)
+            .map_err(|e| format!("the TLS handshake with {address}: {e}"))?;
+    }
+    let leaf = conn
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|c| c.as_ref().to_vec())
+        .ok_or_else(|| format!("{address} showed no certificate"))?;
+    conn.send_close_notify();
+    let _ = conn.complete_io(&mut sock);
+    Ok(leaf)
+}
+
+/// What git (libcurl) is given to trust the server a pin names: `http.pinnedPubkey`'s
+/// `sha256//BASE64` of the public key of the certificate with that fingerprint, taken from a
+/// handshake with the server (`url`) that accepts only that certificate. curl checks a pinned
+/// key on every connection, also with `http.sslVerify=false`, which the pod sets beside it so
+/// names and issuers are not checked (as for the pod's own pin).
+pub fn git_pinned_key(pin: [u8; 32], url: &str) -> Result<String, String> {
+    let leaf = pinned_leaf(pin, url)?;
+    let spki = public_key_info(&leaf)
+        .ok_or("the server's certificate could not be read for its public key")?;
+    Ok(format!("sha256//{}", base64(&Sha256::digest(spki))))
+}
+
+/// The SubjectPublicKeyInfo of an X.509 certificate's DER, whole (tag and length included):
+/// the seventh element of the TBSCertificate, or the sixth without the optional `[0]` version.
+fn public_key_info(der: &[u8]) -> Option<&[u8]> {
+    /// The element at the start of `buf`: (its header's length, its whole length).
+    fn element(buf: &[u8]) -> Option<(usize, usize)> {
+        let first = *buf.get(1)?;
+        let (header, len) = if first < 0x80 {
+            (2, first as usize)
+        } else {
+            let n = (first & 0x7f) as usize;
+            if n == 0 || n > 4 {
+                return None;
+            }
+            let len = buf
+                .get(2..2 + n)?
+                .iter()
+                .fold(0usize, |l, b| l << 8 | *b as usize);
+            (2 + n, len)
+        };
+        (header + len <= buf.len()).then_some((header, header + len))
+    }
+    let (h, _) = element(der)?; // Certificate
+    let tbs = &der[h..];
+    let (h, whole) = element(tbs)?; // TBSCertificate
+    let mut at = &tbs[h..whole];
+    if at.first() == Some(&0xa0) {
+        at = &at[element(at)?.1..];
+    }
+    // serialNumber, signature, issuer, validity, subject
+    for _ in 0..5 {
+        at = &at[element(at)?.1..];
+    }
+    (at.first() == Some(&0x30)).then(|| element(at).map(|(_, w)| &at[..w]))?
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (*b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A certificate's DER bytes as a PEM block.
+fn pem_of(der: &[u8]) -> String {
+    let b64 = base64(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap_or_default());
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{fingerprint, parse_pin};
+    use super::{base64, fingerprint, parse_pin, pem_of, public_key_info};
+    use sha2::{Digest, Sha256};
+
+    /// A self-signed P-256 certificate made by openssl, and what `openssl x509 -pubkey | openssl
+    /// pkey -pubin -outform der | openssl dgst -sha256 -binary | base64` says of its key.
+    const OPENSSL_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBcjCCARegAwIBAgIUd3sOK4M/gY81K8ggBMF3tuLs/T8wCgYIKoZIzj0EAwIw
+DjEMMAoGA1UEAwwDZm9vMB4XDTI2MTIwNTAyMjcxMFoXDTI2MTIwNjAyMjcxMFow
+DjEMMAoGA1UEAwwDZm9vMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE+Do/C/j+
+m9J7ZaL/CbUtsJutmQHe6GrtRbf4wOwRtn3HTf5K0vgRseyJT9Iza4KhzJMoSRXG
+MrZftcY2ZIo2HqNTMFEwHQYDVR0OBBYEFEIfPb5tqTKUOHI5XPiyl0ikyu2lMB8G
+A1UdIwQYMBaAFEIfPb5tqTKUOHI5XPiyl0ikyu2lMA8GA1UdEwEB/wQFMAMBAf8w
+CgYIKoZIzj0EAwIDSQAwRgIhAI8VGK4NegCNeV08pDO1Qh2WWV6ODza7182Shfik
+cUswAiEA7HOqLz9E+w3cLb3msyHo/VIcTosM4/66vfrt+lCfzEo=
+-----END CERTIFICATE-----
+";
+
+    #[test]
+    fn the_public_key_git_pins_is_the_one_openssl_names() {
+        let der = match ureq::tls::parse_pem(OPENSSL_CERT.as_bytes()).next() {
+            Some(Ok(ureq::tls::PemItem::Certificate(c))) => c.der().to_vec(),
+            _ => panic!("not read as a certificate"),
+        };
+        let spki = public_key_info(&der).unwrap();
+        assert_eq!(
+            base64(&Sha256::digest(spki)),
+            "6bOVwJE6mRI+6M2S/JAC3WnRMBTWs1U92ULkIrSHCyw="
+        );
+        assert_eq!(public_key_info(&der[..40]), None);
+        assert_eq!(public_key_info(b""), None);
+    }
+
+    #[test]
+    fn a_certificate_reads_back_from_its_pem() {
+        for der in [
+            &b"a"[..],
+            b"ab",
+            b"abc",
+            b"abcd",
+            &[0u8, 255, 7, 128, 9][..],
+        ] {
+            let pem = pem_of(der);
+            let read: Vec<_> = ureq::tls::parse_pem(pem.as_bytes()).collect();
+            match &read[..] {
+                [Ok(ureq::tls::PemItem::Certificate(c))] => assert_eq!(c.der(), der),
+                _ => panic!("{pem}: not read back as one certificate"),
+            }
+        }
+    }
 
     #[test]
     fn a_pin_reads_as_printed_and_a_bad_one_says_the_form() {

@@ -15,7 +15,10 @@ use std::time::Instant;
 use yoi_core::report::{CheckResult, Report, ReportOutcome, Usage};
 
 use crate::agent_env::agent_env;
-use crate::attempt::{confirm_claim, prepare_run, step_timeout, stream_log, Lease, Reported};
+use crate::attempt::{
+    confirm_claim, lease_of, passing, prepare_run, step_timeout, stream_log, within_lease, Gave,
+    Lease, Reported,
+};
 use crate::client::{Client, ClientError, Work};
 use crate::process::{self, Ended, Spec};
 use crate::{sandbox, PodSettings};
@@ -143,9 +146,20 @@ pub(crate) fn run_verify(
         agent: Some(settings.agent_label.clone()),
         ..Report::default()
     };
-    match client.complete(pod, &a.id, a.fence, &report) {
+    // Reported again while the claim may be live, after a network drop or a restart.
+    let sent = within_lease(
+        client,
+        pod,
+        a,
+        (lease.answered, lease_of(work)),
+        3,
+        "reporting the verification",
+        passing,
+        || client.complete(pod, &a.id, a.fence, &report),
+    );
+    match sent {
         Ok(_) => Ok(Reported::Completed),
-        Err(ClientError::Lost { .. }) => Ok(Reported::Lost),
-        Err(e) => Err(e.to_string()),
+        Err(Gave::Lost | Gave::Up(ClientError::Lost { .. })) => Ok(Reported::Lost),
+        Err(Gave::Up(e)) => Err(e.to_string()),
     }
 }

@@ -82,6 +82,7 @@ actions! {
     OpenDashboard = "open a dashboard session": [Human];
     InvokeWorkflow = "invoke an auto_invoke workflow for its own attempt": [Agent];
     DecideOffer = "look for, accept or reject workflow offers": [Human];
+    SyncForge = "run a forge pass": [Human];
 }
 
 /// The authenticated caller.

@@ -228,6 +228,53 @@ pub fn walk(
     Ok(forge_tick(ws, index, &env, at)?)
 }
 
+/// What one pass asked for by a person did (`yoi forge sync` and `yoi forge import`, in the CLI
+/// or through `POST /api/v1/forge/sync`): the issues imported, and the driver's pass unless
+/// only the import was asked for.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ForgeSynced {
+    pub imported: yoi_engine::forge_import::Imported,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<ForgeTick>,
+}
+
+/// Why a pass a person asked for did not run. Every one is a refusal (422 through the API, exit
+/// status 1 in the CLI), with the same words in both.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("no [forge] section in .yoi/workspace.toml: see docs/forge.md to set one up")]
+    NotConfigured,
+    #[error("[forge] names no import_label: set `import_label = \"yoi\"` to import the issues carrying it")]
+    NoImportLabel,
+    #[error("importing issues: {0}")]
+    Import(yoi_engine::forge_import::ImportError),
+    #[error("the forge pass: {0}")]
+    Pass(PassError),
+}
+
+/// One pass now, as a person asks for it: labelled issues in as tickets, then (unless
+/// `import_only`) every pending `pr` step one step further — the very functions the driver
+/// runs. Blocking. Beside the driver this is safe: every step is idempotent.
+pub fn sync(
+    ws: &yoi_store::Workspace,
+    index: &yoi_db::DbIndex,
+    rt: Option<&ForgeRuntime>,
+    import_only: bool,
+    at: yoi_core::Timestamp,
+) -> Result<ForgeSynced, SyncError> {
+    let rt = rt.ok_or(SyncError::NotConfigured)?;
+    if import_only && rt.section.import_label.is_none() {
+        return Err(SyncError::NoImportLabel);
+    }
+    let imported = import(ws, rt, at).map_err(SyncError::Import)?;
+    let pass = if import_only {
+        None
+    } else {
+        Some(walk(ws, index, rt, at).map_err(SyncError::Pass)?)
+    };
+    Ok(ForgeSynced { imported, pass })
+}
+
 /// Why a pass of [`walk`] did not run: the credential (a GitHub App's installation token could
 /// not be had), or the engine.
 #[derive(Debug, thiserror::Error)]

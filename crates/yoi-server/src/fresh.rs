@@ -12,6 +12,7 @@ use std::future::Future;
 use axum::body::Bytes;
 use yoi_core::TicketId;
 use yoi_db::read_your_writes::{Kept, ReadYourWrites, View};
+use yoi_db::ticket_answers::Made;
 use yoi_db::{IndexStats, ReindexMode};
 use yoi_store::StoreError;
 
@@ -36,6 +37,28 @@ where
     let (bytes, kept) = state
         .fresh
         .answer(view, key, || async move { compute().await.map(|b| b.0) })
+        .await?;
+    Ok(JsonBytes(bytes, kept))
+}
+
+/// An answer about tickets for `key` (`yoi_db::ticket_answers`): kept until what `compute`
+/// says it was made from changes, else computed (once, however many requests ask for it
+/// meanwhile) and kept when `view` allows.
+pub async fn answer_about_tickets<F, Fut>(
+    state: &AppState,
+    view: View,
+    key: String,
+    compute: F,
+) -> Result<JsonBytes, ApiError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<(JsonBytes, Made), ApiError>>,
+{
+    let (bytes, kept) = state
+        .fresh
+        .answer_about_tickets(view, key, || async move {
+            compute().await.map(|(b, made)| (b.0, made))
+        })
         .await?;
     Ok(JsonBytes(bytes, kept))
 }

@@ -95,6 +95,7 @@ pub fn router(state: AppState) -> Router {
         .route("/tickets/{id}/retry", post(routes::routing::retry))
         .route("/tickets/{id}/cost", get(routes::pods::ticket_cost))
         .route("/tickets/{id}/forge", get(routes::forge_status::show))
+        .route("/forge/sync", post(routes::forge_sync::sync))
         .route("/tickets/{id}/budget", post(routes::spend::add))
         .route("/tickets/{id}/answer", post(routes::routing::answer))
         .route("/costs", get(routes::spend::costs))
@@ -331,7 +332,8 @@ pub async fn serve_with_tls(
         "yoi server listening"
     );
     let lease = index.server_lease().map(Arc::<str>::from);
-    let state = AppState::watched(ws, index, fresh);
+    let mut state = AppState::watched(ws, index, fresh);
+    state.forge = forge.clone();
     let lost = Arc::new(tokio::sync::Notify::new());
     let heartbeat = lease
         .map(|nonce| server_lease::spawn(state.clone(), nonce, addr.to_string(), lost.clone()));

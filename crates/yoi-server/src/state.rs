@@ -49,6 +49,8 @@ pub struct AppState {
     pub fresh: Arc<crate::fresh::Fresh>,
     /// Live-event streams open, per token (`[server] max_streams_per_token`).
     pub streams: Arc<crate::routes::events::Streams>,
+    /// The forge of `[forge]`, its credential read at start (`None` without the section).
+    pub forge: Option<Arc<crate::forge::ForgeRuntime>>,
 }
 
 /// The most mutations one group commit runs; the rest wait for the next turn, which each of
@@ -108,6 +110,7 @@ impl AppState {
             ui: Arc::default(),
             fresh: Arc::new(fresh),
             streams: Arc::default(),
+            forge: None,
         }
     }
 

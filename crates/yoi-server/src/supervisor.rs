@@ -5,7 +5,11 @@
 //!   `--pin <its certificate>` over HTTPS) with a pod
 //!   token for its role on descriptor 3 (`--token-fd 3`), created when the server starts (named
 //!   `supervisor-R`; the previous start's token of that name is revoked first). The token never
-//!   appears on a command line.
+//!   appears on a command line. It expires [`TOKEN_TTL`] after it was made, and the server
+//!   moves that end forward every [`TOKEN_RENEW`] while it runs ([`renew_tokens`]): a pod that
+//!   works for days never loses its claims to an expired token, and the token of a server that
+//!   died without a restart — its pods orphaned, the token perhaps copied — stops working
+//!   within the TTL instead of living until the next start revokes it.
 //! - Each pod runs in its own process group with stdin from `/dev/null` and its output in
 //!   `.yoi/local/logs/pods/R-<i>.log`.
 //! - A pod that exits is restarted after a backoff: 1 s, doubling to 60 s, back to 1 s once a
@@ -25,6 +29,13 @@ use yoi_db::Scope;
 
 use crate::auth::now;
 use crate::state::AppState;
+
+/// How long a supervised pod's token lives unless its server renews it.
+pub const TOKEN_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// How often the server renews its pods' tokens: well within [`TOKEN_TTL`], so a renewal
+/// that fails a few times in a row (a busy database) still does not let one expire.
+pub const TOKEN_RENEW: Duration = Duration::from_secs(60);
 
 /// How to start a pod: the program and the arguments before `--role`.
 #[derive(Debug, Clone)]
@@ -53,6 +64,7 @@ pub fn spawn(
 async fn run(state: AppState, launcher: PodLauncher, server_url: Upstream) {
     let cfg = state.ws.config.clone();
     let mut slots = Vec::new();
+    let mut names = Vec::new();
     for (role, count) in [
         (Role::Coder, cfg.roles.coder),
         (Role::Verifier, cfg.roles.verifier),
@@ -64,13 +76,14 @@ async fn run(state: AppState, launcher: PodLauncher, server_url: Upstream) {
         if count == 0 {
             continue;
         }
-        let token = match role_token(&state, role).await {
+        let (name, token) = match role_token(&state, role).await {
             Ok(t) => t,
             Err(e) => {
                 tracing::error!(%role, error = %e, "could not make a token for the role's pods; none are started");
                 continue;
             }
         };
+        names.push(name);
         for i in 0..count {
             let slot = Slot {
                 state: state.clone(),
@@ -88,13 +101,39 @@ async fn run(state: AppState, launcher: PodLauncher, server_url: Upstream) {
     if !slots.is_empty() {
         tracing::info!(pods = slots.len(), "pod supervisor started");
     }
+    let renewal = (!names.is_empty()).then(|| tokio::spawn(renew_tokens(state.clone(), names)));
     for s in slots {
         let _ = s.await;
     }
+    if let Some(r) = renewal {
+        r.abort();
+    }
 }
 
-/// A fresh pod token for `role`, revoking the one the previous start made.
-async fn role_token(state: &AppState, role: Role) -> Result<String, yoi_store::StoreError> {
+/// Move the end of the tokens `names` to [`TOKEN_TTL`] from now, every [`TOKEN_RENEW`], until
+/// the server starts closing.
+async fn renew_tokens(state: AppState, names: Vec<String>) {
+    let mut closing = state.closing.subscribe();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(TOKEN_RENEW) => {}
+            _ = closing.changed() => return,
+        }
+        let until = now().unix_millis() + TOKEN_TTL.as_millis() as i64;
+        for name in &names {
+            if let Err(e) = state.db().expire_token(name, until).await {
+                tracing::warn!(token = %name, error = %e, "could not renew a pod token; trying again in a minute");
+            }
+        }
+    }
+}
+
+/// A fresh pod token for `role` that expires in [`TOKEN_TTL`], revoking the one the previous
+/// start made: its name and secret.
+async fn role_token(
+    state: &AppState,
+    role: Role,
+) -> Result<(String, String), yoi_store::StoreError> {
     // Token names are unique forever (a revoked one keeps its name), so each start makes its
     // own and revokes every earlier start's: a restarted server — after a crash too — always
     // gets tokens for its pods, and the dead server's pods lose theirs.
@@ -111,7 +150,9 @@ async fn role_token(state: &AppState, role: Role) -> Result<String, yoi_store::S
     let (_, secret) = db
         .create_token(&name, &Scope::Pod(role), &name, now_ms)
         .await?;
-    Ok(secret)
+    db.expire_token(&name, now_ms + TOKEN_TTL.as_millis() as i64)
+        .await?;
+    Ok((name, secret))
 }
 
 struct Slot {

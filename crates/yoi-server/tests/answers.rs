@@ -358,6 +358,15 @@ fn real_answers_validate_against_the_document() {
             None,
             200,
         ),
+        // No `[forge]` here: the pass is refused, with the error body the document names.
+        (
+            "post",
+            "/api/v1/forge/sync",
+            "/api/v1/forge/sync".into(),
+            &h,
+            None,
+            422,
+        ),
         (
             "get",
             "/api/v1/workflow-offers",

@@ -4,7 +4,8 @@
 //! missing signature is 401 and recorded nowhere, a redelivery does nothing, an event yoi does
 //! not use is acknowledged and ignored, and a body over 25 MiB is 413. Delivery ids and the
 //! check results webhooks carry are kept in the database: a redelivery after a restart does
-//! nothing, and of reordered results the newer stays.
+//! nothing, and of reordered results the newer stays. `POST /api/v1/forge/sync` runs a pass
+//! for a person only.
 
 mod common;
 
@@ -192,6 +193,66 @@ fn a_forge_whose_token_file_others_can_read_refuses_to_start() {
         "{text}"
     );
     assert!(!text.contains("ghp_x"));
+}
+
+/// `POST /api/v1/forge/sync` runs a pass of the forge driver for a person and for nobody else;
+/// without `[forge]`, or with `import_only` and no `import_label`, it is refused (422) with the
+/// words `yoi forge sync` prints.
+#[test]
+fn a_forge_pass_is_run_for_a_person_only_and_refused_without_a_forge() {
+    let s = server();
+    for scope in ["read", "pod:coder", "pod:intake", "pod:orchestrator"] {
+        s.post("/api/v1/forge/sync")
+            .token(s.tokens.for_scope(scope))
+            .send()
+            .expect_error(403, "forbidden");
+    }
+    s.post("/api/v1/forge/sync")
+        .send()
+        .expect_error(401, "unauthorized");
+    // Nothing is pending and no label is imported: a pass that did nothing.
+    let done = s
+        .post("/api/v1/forge/sync")
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    let none: Vec<String> = Vec::new();
+    assert_eq!(
+        done,
+        serde_json::json!({
+            "imported": {"created": none, "edited": none, "refused": none},
+            "pass": {"pushed": none, "opened": none, "waiting": none, "merged": none, "sent_back": none, "retried": none},
+        })
+    );
+    // A parameter that does not parse is a JSON 400, like every route's.
+    s.post("/api/v1/forge/sync?import_only=maybe")
+        .token(&s.tokens.human)
+        .send()
+        .expect_error(400, "invalid");
+    let e = s
+        .post("/api/v1/forge/sync?import_only=true")
+        .token(&s.tokens.human)
+        .send()
+        .expect_error(422, "refused");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("names no import_label"),
+        "{e}"
+    );
+    s.stop();
+    let plain = Server::start(Backend::Sqlite);
+    let e = plain
+        .post("/api/v1/forge/sync")
+        .token(&plain.tokens.human)
+        .send()
+        .expect_error(422, "refused");
+    assert_eq!(
+        e["message"],
+        "no [forge] section in .yoi/workspace.toml: see docs/forge.md to set one up"
+    );
+    plain.stop();
 }
 
 #[test]

@@ -36,6 +36,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/router"),
     ("get", "/api/v1/tickets/{id}/cost"),
     ("get", "/api/v1/tickets/{id}/forge"),
+    ("post", "/api/v1/forge/sync"),
     ("post", "/api/v1/tickets/{id}/budget"),
     ("post", "/api/v1/tickets/{id}/answer"),
     ("get", "/api/v1/notify/log"),

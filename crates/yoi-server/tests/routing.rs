@@ -11,6 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::dashboard::{log_in, page};
 use common::{git, Backend, Server, COMPLETE_BRIEF};
 use serde_json::{json, Value};
 use yoi_core::decision::parse_kind;
@@ -181,6 +182,19 @@ fn blocked_then_unblocked_when_the_dependency_is_closed(backend: Backend) {
     let view = routing(&s, &b);
     assert_eq!(view["blockers"][0]["ticket"], a.as_str());
     assert_eq!(view["would_decide"]["kind"], "blocked_by_dependency");
+    // The queue page lists the decision as data, not its Markdown: the reason, each blocker
+    // linked with how it blocks, and the next action.
+    let cookie = log_in(&s);
+    let q = page(&s, &cookie, "/queue");
+    for part in [
+        "<dt>Reason</dt><dd>1 open dependency must finish first.</dd>".to_string(),
+        format!("<li><a href=\"/tickets/{a}\">"),
+        "via depends_on (state: inprogress)</li>".to_string(),
+        "<dt>Next action</dt><dd>wait; the ticket is re-evaluated when a blocker changes state.</dd>"
+            .to_string(),
+    ] {
+        assert!(q.contains(&part), "{part} in {q}");
+    }
 
     // Nothing changes: another look writes nothing.
     s.post(&format!("/api/v1/tickets/{b}/comments"))

@@ -103,6 +103,24 @@ fn a_question_a_crash_kept_from_the_thread_is_written_by_the_sweep_and_answered(
 }
 
 #[test]
+fn a_question_stays_open_when_a_return_to_planning_dies_before_item_md() {
+    let st = regression("question-closed-by-an-interrupted-return.txt");
+    // Asked once; the return crashed after its thread event, so the ticket stayed in progress
+    // with its question open; answered once, handed out again, merged.
+    assert_eq!(
+        (
+            st.questions,
+            st.crashes,
+            st.answers,
+            st.human_refusals,
+            st.merged
+        ),
+        (1, 1, 1, 0, 1),
+        "{st:?}"
+    );
+}
+
+#[test]
 fn a_round_that_leaves_out_a_persons_commits_is_never_pushed() {
     let st = regression("round-leaves-out-a-persons-commits.txt");
     // The person's commit stayed on the pull request's branch at every step (the invariant

@@ -3,18 +3,21 @@
 //! results the database keeps (`yoi_engine::assignments::pr::status`, what
 //! `GET /api/v1/tickets/{id}/forge` answers); it asks nothing of the forge.
 //!
-//! `yoi forge sync [--json]`: one pass of the forge driver now, in this process — labelled
-//! issues in as tickets, then every pending pull request one step further — with the same
-//! functions `yoi serve` runs every `[forge] poll_secs` (`yoi_server::forge::{import, walk}`).
-//! `yoi forge import [--json]`: the import alone. Beside a running server this is safe: every
-//! step of a pass is idempotent (facts under operation ids, compare-and-swap on assignments,
-//! pushes with a lease), so two passes never do a thing twice. The credential is read as the
-//! server reads it (the token file, or `YOI_GITHUB_TOKEN`) and never printed.
+//! `yoi forge sync [--json]`: one pass of the forge driver now — labelled issues in as tickets,
+//! then every pending pull request one step further — with the same function `yoi serve`'s
+//! driver runs every `[forge] poll_secs` (`yoi_server::forge::sync`). `yoi forge import
+//! [--json]`: the import alone. With a server running for the workspace the pass runs there
+//! (`POST /api/v1/forge/sync`, with the credential it read at start, in its turn for writes);
+//! otherwise here, reading the credential as the server does (the token file, or
+//! `YOI_GITHUB_TOKEN`), never printed, as with `--local`. Either way the answer prints the same. (A pass in this
+//! process beside a server would be safe too — every step is idempotent: facts under operation
+//! ids, compare-and-swap on assignments, pushes with a lease — but it is the server's to run.)
 
 use crate::cli::ForgeCommand;
 use crate::context::{now, Env};
 use crate::error::CliError;
 use crate::output;
+use crate::remote::Remote;
 use yoi_engine::assignments::pr::{blocker_text, status, Badge};
 
 pub fn run(env: &Env, cmd: ForgeCommand) -> Result<(), CliError> {
@@ -105,44 +108,27 @@ fn show(env: &Env, ticket: &str, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-/// What `sync` and `import` print with `--json`.
-#[derive(serde::Serialize)]
-struct Synced {
-    imported: yoi_engine::forge_import::Imported,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pass: Option<yoi_engine::assignments::ForgeTick>,
-}
-
 fn sync(env: &Env, walk: bool, json: bool) -> Result<(), CliError> {
     let command = if walk {
         "yoi forge sync"
     } else {
         "yoi forge import"
     };
-    let (ws, index) = env.workspace_with_index(command)?;
-    let Some(rt) = yoi_server::forge::from_workspace(&ws)
-        .map_err(|e| CliError::Refused(format!("[forge]: {e}")))?
-    else {
-        return Err(CliError::Refused(
-            "no [forge] section in .yoi/workspace.toml: see docs/forge.md to set one up".into(),
-        ));
+    let ws = env.files_only(command)?;
+    let server = match env.local {
+        true => None,
+        false => Remote::find(&ws.local_dir(), None)?,
     };
-    if !walk && rt.section.import_label.is_none() {
-        return Err(CliError::Refused(
-            "[forge] names no import_label: set `import_label = \"yoi\"` to import the issues carrying it".into(),
-        ));
-    }
-    let imported = yoi_server::forge::import(&ws, &rt, now())
-        .map_err(|e| CliError::Refused(format!("importing issues: {e}")))?;
-    let pass = if walk {
-        Some(
-            yoi_server::forge::walk(&ws, &index, &rt, now())
-                .map_err(|e| CliError::Refused(format!("the forge pass: {e}")))?,
-        )
-    } else {
-        None
+    let out = match server {
+        Some(remote) => remote.forge_sync(!walk)?,
+        None => {
+            let (ws, index) = env.workspace_with_index(command)?;
+            let rt = yoi_server::forge::from_workspace(&ws)
+                .map_err(|e| CliError::Refused(format!("[forge]: {e}")))?;
+            yoi_server::forge::sync(&ws, &index, rt.as_deref(), !walk, now())
+                .map_err(|e| CliError::Refused(e.to_string()))?
+        }
     };
-    let out = Synced { imported, pass };
     if json {
         output::json(&out);
         return Ok(());

@@ -113,6 +113,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         Some(cache) => Some(yoi_pod::remote::RemoteGit {
             cache: absolute(cache)?,
             ca_file: a.ca.as_ref().map(absolute).transpose()?,
+            pinned_key: None,
         }),
         None => None,
     };

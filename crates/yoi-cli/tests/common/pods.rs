@@ -113,6 +113,24 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
     out
 }
 
+/// `pid`, its parent and its command line, for a failure's message.
+pub fn describe_process(pid: u32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let ppid = stat
+        .rsplit_once(')')
+        .and_then(|(_, r)| r.split_whitespace().nth(1))
+        .unwrap_or("?")
+        .to_string();
+    let parent = std::fs::read(format!("/proc/{ppid}/cmdline")).unwrap_or_default();
+    let words = |b: &[u8]| String::from_utf8_lossy(b).replace('\0', " ");
+    format!(
+        "{pid} `{}` (parent {ppid} `{}`)",
+        words(&cmdline).trim(),
+        words(&parent).trim()
+    )
+}
+
 /// Whether the user `uid` can run `path` (and the interpreter its `#!` line names): every
 /// folder above it searchable and the file itself executable, asked of the kernel as that
 /// user; else the first place that is not.
@@ -688,6 +706,29 @@ impl RealCoder {
         env: &[(&str, &str)],
         during: impl FnOnce(&Repo, &Server) -> Box<dyn std::any::Any>,
     ) -> RealCoder {
+        RealCoder::run_full(agent, config, who, env, &[], during)
+    }
+
+    /// [`RealCoder::run`] with `home_files` (a path under the home folder, its contents) in the
+    /// person's home, as their own configuration.
+    pub fn run_at_home(
+        agent: &str,
+        config: &str,
+        who: RunAs,
+        env: &[(&str, &str)],
+        home_files: &[(&str, &str)],
+    ) -> RealCoder {
+        RealCoder::run_full(agent, config, who, env, home_files, |_, _| Box::new(()))
+    }
+
+    fn run_full(
+        agent: &str,
+        config: &str,
+        who: RunAs,
+        env: &[(&str, &str)],
+        home_files: &[(&str, &str)],
+        during: impl FnOnce(&Repo, &Server) -> Box<dyn std::any::Any>,
+    ) -> RealCoder {
         let (repo, _) = workspace("", 30);
         no_supervised_pods(&repo);
         let path = repo.path().join(".yoi/workspace.toml");
@@ -701,6 +742,11 @@ impl RealCoder {
             "[user]\n\tname = agent user\n\temail = agent@yoi.invalid\n",
         )
         .unwrap();
+        for (path, contents) in home_files {
+            let path = home.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, contents).unwrap();
+        }
         let uid = who.uid();
         if let Some(uid) = uid {
             // yoi and the CLI must be reachable by the second user, as they are by a person
@@ -744,9 +790,13 @@ impl RealCoder {
         let worktrees = std::fs::canonicalize(repo.path())
             .unwrap()
             .join(".worktree");
+        let left: Vec<String> = processes_working_in(&worktrees)
+            .into_iter()
+            .map(describe_process)
+            .collect();
         assert_eq!(
-            processes_working_in(&worktrees),
-            Vec::<u32>::new(),
+            left,
+            Vec::<String>::new(),
             "nothing the agent started outlives its attempt"
         );
         RealCoder {

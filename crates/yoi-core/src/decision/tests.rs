@@ -277,3 +277,39 @@ fn a_flow_that_cannot_run_returns_to_planning_with_each_problem() {
     let back = read_decision(&d.render_event()).unwrap();
     assert_eq!(back.data, Some(d));
 }
+
+#[test]
+fn facts_are_the_evidence_lines_with_the_ticket_they_name_taken_out() {
+    let blocked = RoutingDecision::BlockedByDependency {
+        blockers: vec![
+            blocker(A, "depends_on", Some(State::Queued)),
+            blocker(B, "blocked_by", None),
+        ],
+    };
+    let facts = blocked.facts();
+    assert_eq!(facts.len(), blocked.evidence().len());
+    assert_eq!(facts[0].ticket, Some(id(A)));
+    assert_eq!(facts[0].text, "via depends_on (state: queued)");
+    assert_eq!(facts[1].ticket, Some(id(B)));
+    assert!(facts[1].text.starts_with("via blocked_by"), "{facts:?}");
+    let conflict = RoutingDecision::WaitingConflict {
+        with: vec![(id(A), "write scope overlap on src/**".into())],
+    };
+    assert_eq!(
+        conflict.facts(),
+        vec![Fact {
+            ticket: Some(id(A)),
+            text: "write scope overlap on src/**".into()
+        }]
+    );
+    let capacity = RoutingDecision::WaitingCapacity {
+        in_progress: 4,
+        max: 4,
+    };
+    let facts = capacity.facts();
+    assert!(facts.iter().all(|f| f.ticket.is_none()));
+    assert_eq!(
+        facts.iter().map(|f| f.text.clone()).collect::<Vec<_>>(),
+        capacity.evidence()
+    );
+}

@@ -2,7 +2,8 @@
 //! its result, `refs/yoi/attempts/<ticket>/<attempt>.<fence>`, and who may push there.
 //!
 //! A push is allowed only to the ref of a **live claim** — claimed, at that attempt and fence,
-//! with an unexpired lease — **held by a pod registered with the pushing token**. Every other
+//! with an unexpired lease — **held by a pod registered with the pushing token**, and by the
+//! incarnation the push names when it names one (`Yoi-Pod`, as yoi's pods do). Every other
 //! ref (a branch, a tag, another claim's ref, an ended claim's), and every deletion, is refused
 //! here, before git receives anything. The ref only carries objects: the ticket branch still
 //! moves only through [`super::complete`], by compare-and-swap, with every check a local
@@ -87,10 +88,13 @@ impl std::fmt::Display for PushRefusal {
 }
 
 /// Whether `caller` may set `name` (to a commit; `delete` when the update removes it) at
-/// `now_ms`: the claim it belongs to, or why not.
+/// `now_ms`: the claim it belongs to, or why not. A push that names its pod incarnation
+/// (`pod`, the `Yoi-Pod` header yoi's pods send) may set only that incarnation's claim's ref,
+/// so two pods sharing a token (two under one name) cannot set each other's.
 pub fn may_push(
     index: &DbIndex,
     caller: &PodCaller,
+    pod: Option<&str>,
     name: &str,
     delete: bool,
     now_ms: i64,
@@ -110,11 +114,14 @@ pub fn may_push(
         if !live {
             continue;
         }
-        let Some(pod) = a.claimed_by.as_deref() else {
+        let Some(holder) = a.claimed_by.as_deref() else {
             continue;
         };
+        if pod.is_some_and(|p| p != holder) {
+            continue;
+        }
         if index
-            .pod(pod)?
+            .pod(holder)?
             .is_some_and(|p| p.token_id == caller.token_id)
         {
             return Ok(Ok(a));

@@ -403,8 +403,11 @@ fn asked_through_mcp(ws: &Workspace, index: &DbIndex, id: &str) -> bool {
     let Ok(ticket) = ticket_of(&a) else {
         return false;
     };
+    let Ok(item) = ws.read_item(&ticket) else {
+        return false;
+    };
     ws.read_thread(&ticket).is_ok_and(|thread| {
-        ops::open_question(&thread).is_some_and(|q| q.get("assignment") == Some(id))
+        ops::open_question(&thread, item.state).is_some_and(|q| q.get("assignment") == Some(id))
     })
 }
 

@@ -48,6 +48,12 @@ pub fn expire_due(
         tracing::warn!(assignment = %row.id, ticket = %row.ticket, attempt = row.attempt, "lease expired");
         record(ws, &row, "expired", None, None, Some(&reason), now)?;
         super::finish::drop_attempt_worktree(ws, &row);
+        // A result a pod without the server's disk pushed and never reported goes with its
+        // attempt (docs/pods.md, "Faults"); a push after this is refused.
+        let pushed = super::attempt_ref::AttemptRef::of(&row).name();
+        if let Err(e) = yoi_git::delete_ref(ws.root(), &pushed) {
+            tracing::warn!(reference = %pushed, error = %e, "could not delete the expired attempt's ref");
+        }
         if next.is_none() {
             open_circuit(
                 ws,

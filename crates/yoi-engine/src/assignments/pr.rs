@@ -69,8 +69,10 @@ pub struct ForgeEnv<'a> {
     pub scratch: PathBuf,
 }
 
-/// What one [`forge_tick`] did, by ticket.
-#[derive(Debug, Default, Clone, PartialEq, serde::Serialize)]
+/// What one [`forge_tick`] did, by ticket (what `POST /api/v1/forge/sync` answers in `pass`).
+#[derive(
+    Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 pub struct ForgeTick {
     pub pushed: Vec<String>,
     pub opened: Vec<String>,
@@ -229,6 +231,7 @@ fn early_one(
             base: target,
             body: yoi_core::forge::pr_body(&item.body, t, rec.issue),
             draft: true,
+            earlier: None,
         })?;
         note(
             ws,
@@ -283,18 +286,29 @@ pub struct PrRecord {
     /// Every head a person pushed, as yoi fetched it (`person_pushed`), with the branch it was
     /// pushed to (`None` in events written before the branch was recorded).
     pub people: Vec<(Option<String>, String)>,
+    /// How many times the ticket was accepted after its pull request was opened, and whether
+    /// the pull request was said to go on since the latest of them (`continued`).
+    pub accepted_since_open: usize,
+    pub continued: bool,
 }
 
 /// Read the `forge_pr` events of a ticket.
 pub fn pr_record(ws: &Workspace, ticket: &TicketId) -> Result<PrRecord, StoreError> {
     let thread = ws.read_thread(ticket)?;
     let mut r = PrRecord::default();
-    for e in thread
-        .events
-        .iter()
-        .filter(|e| e.kind.as_str() == yoi_core::forge::EVENT)
-    {
+    for e in &thread.events {
+        if e.kind == yoi_core::thread::EventKind::StateChanged
+            && e.get("to") == Some(yoi_core::State::Inprogress.as_str())
+            && r.number.is_some()
+        {
+            r.accepted_since_open += 1;
+            r.continued = false;
+        }
+        if e.kind.as_str() != yoi_core::forge::EVENT {
+            continue;
+        }
         match e.get("action") {
+            Some(action::CONTINUED) => r.continued = true,
             Some(action::PUSHED) => r.remote_head = e.get("head").map(str::to_string),
             Some(action::PERSON_PUSHED) => {
                 r.remote_head = e.get("remote").map(str::to_string);
@@ -304,7 +318,12 @@ pub fn pr_record(ws: &Workspace, ticket: &TicketId) -> Result<PrRecord, StoreErr
             }
             Some(action::ISSUE) => r.issue = e.get("number").and_then(|n| n.parse().ok()),
             Some(action::OPENED) => {
-                r.number = e.get("number").and_then(|n| n.parse().ok());
+                let number = e.get("number").and_then(|n| n.parse().ok());
+                if number != r.number {
+                    r.accepted_since_open = 0;
+                    r.continued = false;
+                }
+                r.number = number;
                 r.url = e.get("url").map(str::to_string);
             }
             _ => {}
@@ -486,7 +505,19 @@ fn pr_one(
             Pushed::Done => true,
             // Refused: someone pushed — or a push of ours landed and a crash lost its record,
             // in which case the remote is exactly at the head.
-            Pushed::LeaseRefused { .. } => push::fetch(&pusher)?.as_deref() == Some(head.as_str()),
+            Pushed::LeaseRefused { .. } => match push::fetch(&pusher)? {
+                Some(found) => found == head,
+                // The branch is gone from the remote (deleted after its pull request merged,
+                // or by a person): nothing is there to keep — every head a person pushed is in
+                // `head` (checked above) — so it is pushed anew, on the lease that it is absent.
+                None => {
+                    let anew = Push {
+                        lease: None,
+                        ..pusher
+                    };
+                    push::push(&anew)? == Pushed::Done
+                }
+            },
         };
         if !landed {
             return person_pushed(ws, env, &pusher, ticket, &head, now, tick, &send_back);
@@ -508,10 +539,20 @@ fn pr_one(
         )?;
         tick.pushed.push(t.into());
     }
-    // 2. The pull request, opened once.
-    let pr = match rec.number {
-        Some(n) => env.forge.change(n)?,
-        None => {
+    // 2. The pull request, opened once — or once again, when the one the thread records ended
+    // (merged or closed) before the ticket was accepted again: that one was an earlier
+    // attempt's, and this attempt opens its own.
+    let known = match rec.number {
+        Some(n) => Some(env.forge.change(n)?),
+        None => None,
+    };
+    let earlier = known
+        .as_ref()
+        .filter(|pr| rec.accepted_since_open > 0 && !rec.continued && pr.state != ChangeState::Open)
+        .map(|pr| pr.number);
+    let pr = match (known, earlier) {
+        (Some(pr), None) => pr,
+        (_, earlier) => {
             let closes = rec.issue;
             let pr = env.forge.open_change(&NewChange {
                 title: item.title.clone(),
@@ -519,6 +560,7 @@ fn pr_one(
                 base: target.clone(),
                 body: yoi_core::forge::pr_body(&item.body, t, closes),
                 draft: false,
+                earlier,
             })?;
             note(
                 ws,
@@ -583,6 +625,11 @@ fn pr_one(
     if pr.head_sha != head {
         // Someone pushed to the pull request's branch after yoi did.
         return person_pushed(ws, env, &pusher, ticket, &head, now, tick, &send_back);
+    }
+    // The ticket was accepted again since the pull request opened: it goes on with the new
+    // attempt (same branch, docs/routing.md), and the people on it are told so, once.
+    if rec.accepted_since_open > 0 && !rec.continued {
+        continued(ws, env, ticket, &pr, &head, rec.accepted_since_open, now)?;
     }
     // A draft (`open = "early"`) is marked ready now that yoi verified and reviewed its head.
     if pr.draft {
@@ -782,6 +829,45 @@ fn pr_one(
             Ok(())
         }
     }
+}
+
+/// Say on the pull request, and record, that the ticket was accepted again and `pr` goes on
+/// with the new attempt's `head`. The comment comes first, so a failure is tried again by the
+/// next pass; `nth` (the acceptances since it opened) keys the fact.
+fn continued(
+    ws: &Workspace,
+    env: &ForgeEnv<'_>,
+    ticket: &TicketId,
+    pr: &yoi_forge::ChangeRequest,
+    head: &str,
+    nth: usize,
+    now: Timestamp,
+) -> Result<(), StepError> {
+    let t = ticket.as_str();
+    env.forge.comment(
+        pr.number,
+        &format!(
+            "yoi accepted ticket {t} again (it had been returned to planning). This pull request \
+             goes on with the new attempt on the same branch: its head is now {head}, which yoi \
+             verified and reviewed. Earlier reviews and checks are for earlier commits."
+        ),
+    )?;
+    note(
+        ws,
+        ticket,
+        format!("forge-continued-{t}-{}-{nth}", pr.number),
+        &[
+            ("action", action::CONTINUED.into()),
+            ("number", pr.number.to_string()),
+            ("head", head.into()),
+        ],
+        &format!(
+            "The ticket was accepted again; pull request #{} ({}) goes on with the new attempt at {head}.",
+            pr.number, pr.url
+        ),
+        now,
+    )?;
+    Ok(())
 }
 
 /// An `attention` event for a person (the inbox shows it), written once under `op` when given.

@@ -122,6 +122,13 @@ pub fn status(ws: &Workspace, index: &DbIndex, query: &str) -> Result<ForgeStatu
         facts.observe(|k| e.get(k));
         let action = e.get("action").unwrap_or_default().to_string();
         match action.as_str() {
+            // A new attempt's own pull request: the earlier one's end and reviews are not its.
+            action::OPENED if e.get("number").and_then(|n| n.parse().ok()) == rec.number => {
+                out.state = "open".into();
+                out.merged_sha = None;
+                out.merge_method = None;
+                reviews.clear();
+            }
             action::MERGED => {
                 out.state = "merged".into();
                 out.merged_sha = e.get("sha").map(str::to_string);

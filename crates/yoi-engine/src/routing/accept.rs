@@ -16,6 +16,11 @@
 //! was cancelled may still be running in the earlier folder, and must never commit under the
 //! new attempt. The earlier folder is removed when nothing was done in it (clean, at its base)
 //! and left for a person otherwise.
+//!
+//! A branch is not: a ticket accepted again continues on the branch its latest acceptance made
+//! (routing's `branch_and_start`), at its head when work was done on it, so nothing an earlier
+//! attempt or a person pushed to it is left behind and its pull request goes on. Only the server
+//! moves that branch (by compare-and-swap, with the current fence), so no stale pod can.
 
 use std::path::{Path, PathBuf};
 
@@ -313,6 +318,7 @@ impl Job<'_> {
         let step = FailAt::Branch;
         clear_leftovers(db, id, repo, &worktree, branch, base_commit)
             .map_err(|e| (FailAt::Worktree, e))?;
+        move_untouched(ws, id, branch, base_commit).map_err(|e| (step, e))?;
         let outcome =
             yoi_git::create_branch(repo, branch, base_commit).map_err(|e| (step, e.to_string()))?;
         if outcome == BranchOutcome::Created {
@@ -403,6 +409,32 @@ impl Job<'_> {
             packet_hash: packet.content_hash.clone(),
         })
     }
+}
+
+/// A ticket accepted again whose branch holds nothing its new `base` lacks (nothing was done on
+/// it, or it was merged) while the target has moved on: the branch is deleted, by
+/// compare-and-swap on its commit, so the new acceptance makes it again at `base`. A branch
+/// holding commits the target lacks is never moved (routing starts the new acceptance at its
+/// head), nor one that no acceptance of this ticket made.
+fn move_untouched(ws: &Workspace, id: &TicketId, branch: &str, base: &str) -> Result<(), String> {
+    let repo = ws.root();
+    let Ok(head) = yoi_git::resolve_commit(repo, &format!("refs/heads/{branch}")) else {
+        return Ok(());
+    };
+    if head == base {
+        return Ok(());
+    }
+    let plan = ws.read_plan(id).map_err(|e| e.to_string())?;
+    let ours = plan
+        .iter()
+        .filter_map(|r| r.accepted_plan.as_ref())
+        .any(|p| p.branch.as_deref() == Some(branch));
+    if !ours || !yoi_git::is_ancestor(repo, &head, base).unwrap_or(false) {
+        return Ok(()); // `create_branch` says what is there.
+    }
+    yoi_git::delete_branch(repo, branch, &head).map_err(|e| e.to_string())?;
+    tracing::info!(ticket = %id, %branch, from = %head, to = %base, "moved the untouched branch of an earlier acceptance to the new base");
+    Ok(())
 }
 
 /// The folder of a new acceptance of `id`: `<root>/<name>`, or the first of `<name>-2`, `-3`, …

@@ -163,15 +163,44 @@ pub fn decide_for(
         .effective_target_ref()
         .unwrap_or_else(|| ws.config.workspace.default_target.clone());
     match yoi_git::resolve_commit(ws.root(), &target) {
-        Ok(base_commit) => Ok(Some(RoutingDecision::ImplementationReady {
-            branch: super::branch_name(id, &item.title),
-            base_commit,
-        })),
+        Ok(base) => {
+            let (branch, base_commit) = branch_and_start(ws, &plan, id, &item.title, base);
+            Ok(Some(RoutingDecision::ImplementationReady {
+                branch,
+                base_commit,
+            }))
+        }
         Err(e) => Ok(Some(RoutingDecision::AcceptanceFailed {
             step: RESOLVE_TARGET.into(),
             error: format!("target ref `{target}`: {e}"),
             attempt: circuit.consecutive + 1,
         })),
+    }
+}
+
+/// The branch an acceptance of `id` works on, and the commit it starts at (docs/routing.md, "A
+/// ticket accepted again"). A ticket accepted before continues on the branch its latest
+/// acceptance made, whatever its title says now: at the branch's head when it holds commits the
+/// target `base` lacks — the earlier attempts' work and what people pushed to its pull request
+/// stay the ticket's, and its pull request goes on with the new attempt — else at `base` (the
+/// branch holds nothing the target lacks — nothing was done on it, or it was merged — and the
+/// acceptance moves it there; or it is gone). Otherwise `yoi/<id>-<slug>` at `base`.
+fn branch_and_start(
+    ws: &Workspace,
+    plan: &[yoi_core::plan::PlanRecord],
+    id: &TicketId,
+    title: &str,
+    base: String,
+) -> (String, String) {
+    let Some(branch) = yoi_store::latest_accepted(plan.iter()).and_then(|p| p.branch.clone())
+    else {
+        return (super::branch_name(id, title), base);
+    };
+    match yoi_git::resolve_commit(ws.root(), &format!("refs/heads/{branch}")) {
+        Ok(head) if !yoi_git::is_ancestor(ws.root(), &head, &base).unwrap_or(false) => {
+            (branch, head)
+        }
+        _ => (branch, base),
     }
 }
 

@@ -200,24 +200,33 @@ pub fn queue_view(
     queue_view_indexed(ws, None, max_inprogress, limit)
 }
 
-/// [`queue_view`], each queued ticket's routing events read from `index` when it holds the
-/// ticket (`yoi_db`'s `routing_events`: the latest decision and the circuit's window, a few
-/// index steps) instead of its whole thread, so a long thread does not make the queue slower.
+/// [`queue_view`] read from `index` when given: which tickets are queued, in progress and
+/// ready, the items and relations deciding for the listed tickets needs ([`from_index`]), and
+/// each listed ticket's routing events (`yoi_db`'s `routing_events`: the latest decision and
+/// the circuit's window, a few index steps) instead of its whole thread. Nothing on the page
+/// then grows with the tree or with a thread's length but the lists of ids; what it says is
+/// what reading the files says (`tests/queue_index.rs`).
 pub fn queue_view_indexed(
     ws: &Workspace,
     index: Option<&crate::db::DbIndex>,
     max_inprogress: usize,
     limit: usize,
 ) -> Result<QueueView, StoreError> {
-    let snap = Snapshot::load(ws)?;
+    let parts = match index {
+        Some(index) => from_index(index, limit, max_inprogress)?,
+        None => from_files(ws, limit)?,
+    };
+    let snap = &parts.snap;
     let capacity = Capacity {
         in_progress: snap.in_progress(),
         max: max_inprogress,
     };
     let mut queued = Vec::new();
-    let order = snap.queued();
-    for id in order.iter().take(limit) {
-        let item = &snap.items[id];
+    for id in parts.queued.iter().take(limit) {
+        // Gone from the index between its two reads: the next page lists it again.
+        let Some(item) = snap.items.get(id) else {
+            continue;
+        };
         // A thread.md yoi cannot read makes the ticket broken: the page lists it as such.
         let indexed = match index {
             Some(index) => index.routing_events(id)?,
@@ -236,12 +245,17 @@ pub fn queue_view_indexed(
             },
         };
         // So does a damaged plan file (deciding reads it).
-        let would = match decide_for(ws, &snap, id, item, &thread, max_inprogress) {
+        let would = match decide_for(ws, snap, id, item, &thread, max_inprogress) {
             Ok(would) => would,
             Err(StoreError::Invalid { .. }) => continue,
             Err(e) => return Err(e),
         };
-        let blockers = snap.blockers(ws, id);
+        // Deciding found them already when they decided; looking at every finished one on
+        // disk again would double the page's file reads.
+        let blockers = match &would {
+            Some(RoutingDecision::BlockedByDependency { blockers }) => blockers.clone(),
+            _ => snap.blockers(ws, id),
+        };
         queued.push(QueueEntry {
             title: item.title.clone(),
             queued_at: item.queued_at.map(|t| t.to_string()),
@@ -249,17 +263,87 @@ pub fn queue_view_indexed(
             view: view_of(id.clone(), item, &thread, would, blockers, capacity.clone()),
         });
     }
+    Ok(QueueView {
+        queued,
+        queued_total: parts.queued.len(),
+        ready_total: parts.ready_total,
+        ready: parts.ready,
+        capacity,
+    })
+}
+
+/// What the queue page decides from: a snapshot holding at least the tickets deciding for the
+/// listed ones reads, every queued ticket in routing order, and the first ready ones.
+struct QueueParts {
+    snap: Snapshot,
+    queued: Vec<TicketId>,
+    ready: Vec<(TicketId, String)>,
+    ready_total: usize,
+}
+
+/// Every ticket's item and the whole relation graph, from the files.
+fn from_files(ws: &Workspace, limit: usize) -> Result<QueueParts, StoreError> {
+    let snap = Snapshot::load(ws)?;
     let ready: Vec<(TicketId, String)> = snap
         .items
         .iter()
         .filter(|(_, i)| i.state == State::Ready)
         .map(|(id, i)| (id.clone(), i.title.clone()))
         .collect();
-    Ok(QueueView {
-        queued,
-        queued_total: order.len(),
+    Ok(QueueParts {
+        queued: snap.queued(),
         ready_total: ready.len(),
         ready: ready.into_iter().take(limit).collect(),
-        capacity,
+        snap,
+    })
+}
+
+/// A snapshot of only what deciding for the first `limit` queued tickets reads of other
+/// tickets (`decide_for`): the items of those tickets and of every ticket related to a listed
+/// one (its state makes it a blocker or not), the relations of the listed ones, and every
+/// ticket in progress — whole while fewer than `max_inprogress` are (their write scopes decide
+/// conflicts), else only as in progress: with no slot free, deciding stops at capacity and
+/// reads nothing else of them. The router's own pass loads the whole snapshot from the files;
+/// this one is for reading, never for routing.
+fn from_index(
+    index: &crate::db::DbIndex,
+    limit: usize,
+    max_inprogress: usize,
+) -> Result<QueueParts, StoreError> {
+    let rows = index.queue_rows(limit)?;
+    let listed: Vec<TicketId> = rows.queued.iter().take(limit).cloned().collect();
+    let relations = index.relations_touching(&listed)?;
+    let full = rows.in_progress.len() < max_inprogress;
+    let mut ids: Vec<TicketId> = listed;
+    if full {
+        ids.extend(rows.in_progress.iter().cloned());
+    }
+    for r in &relations {
+        ids.push(r.ticket_id.clone());
+        ids.push(r.target.clone());
+    }
+    ids.sort();
+    ids.dedup();
+    let mut items = index.indexed_items(&ids)?;
+    for id in &rows.in_progress {
+        items.entry(id.clone()).or_insert_with(|| {
+            let mut only_state = yoi_core::Item::new(
+                String::new(),
+                yoi_core::Timestamp::from_unix_millis(0),
+                String::new(),
+            );
+            only_state.state = State::Inprogress;
+            only_state
+        });
+    }
+    let snap = Snapshot {
+        items,
+        graph: yoi_core::relation::RelationGraph::from_owned(relations),
+    };
+    Ok(QueueParts {
+        snap,
+        queued: rows.queued,
+        ready: rows.ready,
+        ready_total: rows.ready_total,
     })
 }

@@ -34,7 +34,7 @@ pub mod events;
         crate::routes::pods::register, crate::routes::pods::list, crate::routes::pods::claim,
         crate::routes::pods::heartbeat, crate::routes::pods::complete, crate::routes::pods::fail,
         crate::routes::pods::log, crate::routes::pods::list_assignments, crate::routes::pods::ticket_cost,
-        crate::routes::forge_status::show,
+        crate::routes::forge_status::show, crate::routes::forge_sync::sync,
         crate::routes::inbox::list,
         crate::routes::inbox::notify_log,
         crate::routes::spend::add, crate::routes::routing::answer, crate::routes::spend::costs, crate::routes::spend::limits,
@@ -50,6 +50,7 @@ pub mod events;
         (name = "pods", description = "Pods: registration, claims with leases and fences, heartbeats, results and logs."),
         (name = "inbox", description = "The inbox: everything that waits on a person."),
         (name = "events", description = "Live events (server-sent events) from the outbox."),
+        (name = "forge", description = "The forge: a pass of the pull-request driver on a person's request."),
         (name = "service", description = "Health, readiness, doctor and this document."),
     ),
     modifiers(&Bearer, &ErrorResponses)

@@ -118,13 +118,23 @@ pub async fn receive_pack(
         }
     };
     let now_ms = crate::auth::now().unix_millis();
+    // yoi's pods name their incarnation, so two sharing a token cannot set each other's refs.
+    let pod = headers
+        .get("yoi-pod")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let st = s.clone();
     let refusals = tokio::task::spawn_blocking(move || {
         let mut refusals = Vec::new();
         for u in &updates {
-            if let Err(r) =
-                asg::attempt_ref::may_push(&st.index, &caller, &u.name, u.delete, now_ms)?
-            {
+            if let Err(r) = asg::attempt_ref::may_push(
+                &st.index,
+                &caller,
+                pod.as_deref(),
+                &u.name,
+                u.delete,
+                now_ms,
+            )? {
                 refusals.push(r.to_string());
             }
         }
@@ -170,7 +180,8 @@ enum Parsed {
 }
 
 /// The ref updates at the start of a receive-pack request: pkt-lines `OLD NEW REF` (the first
-/// with `\0` and capabilities after it) up to a flush packet.
+/// with `\0` and capabilities after it) up to a flush packet; none for git's probe (a bare
+/// flush).
 fn commands(buf: &[u8]) -> Parsed {
     let mut at = 0;
     let mut updates = Vec::new();
@@ -185,11 +196,9 @@ fn commands(buf: &[u8]) -> Parsed {
             return Parsed::Bad("the push is not git's pkt-line format".into());
         };
         if len == 0 {
-            return if updates.is_empty() {
-                Parsed::Bad("the push updates no ref".into())
-            } else {
-                Parsed::Done(updates)
-            };
+            // A bare flush is git's probe before a large push (one bigger than its
+            // `http.postBuffer`): it updates no ref, and git answers it with nothing.
+            return Parsed::Done(updates);
         }
         if len < 4 {
             return Parsed::Bad("the push is not git's pkt-line format".into());
@@ -391,6 +400,7 @@ mod tests {
             );
         }
         assert!(matches!(commands(b"zzzz"), Parsed::Bad(_)));
-        assert!(matches!(commands(b"0000"), Parsed::Bad(_)));
+        // git's probe before a large push: no update, passed to git, which writes nothing.
+        assert!(matches!(commands(b"0000"), Parsed::Done(u) if u.is_empty()));
     }
 }

@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 use yoi_core::Principal;
+use yoi_db::ticket_answers::Made;
 use yoi_db::Scope;
 use yoi_engine::person_ops::PersonOp;
 use yoi_engine::skills as glue;
@@ -443,11 +444,18 @@ pub async fn post(
                 Ok(()) => match &who {
                     // Reads answer the same to every person: kept as the REST reads are, while
                     // nothing they read changed (`crate::fresh`).
-                    Audience::Person(_)
-                        if tool.name == "list_tickets" || tool.name == "show_ticket" =>
-                    {
+                    Audience::Person(_) if tool.name == "show_ticket" => {
                         let key = format!("mcp/{}/{}", tool.name, Value::Object(args.clone()));
-                        kept(&s, &c, key, person_call(&s, &c, tool.name, &args)).await
+                        let id = text(&args, "id").unwrap_or_default();
+                        kept(&s, &c, key, show(&s, &id, flag(&args, "thread"), None)).await
+                    }
+                    Audience::Person(_) if tool.name == "list_tickets" => {
+                        let key = format!("mcp/{}/{}", tool.name, Value::Object(args.clone()));
+                        let list = async {
+                            let text = person_call(&s, &c, tool.name, &args).await?;
+                            Ok((text, Made::AnyTicket))
+                        };
+                        kept(&s, &c, key, list).await
                     }
                     Audience::Person(_) => person_call(&s, &c, tool.name, &args).await,
                     Audience::Agent(own) => agent_call(&s, &c, own, tool.name, &args).await,
@@ -492,11 +500,11 @@ async fn kept(
     s: &AppState,
     c: &Caller,
     key: String,
-    read: impl std::future::Future<Output = Result<String, String>>,
+    read: impl std::future::Future<Output = Result<(String, Made), String>>,
 ) -> Result<String, String> {
-    let answer = crate::fresh::answer(s, c.view, key, || async move {
+    let answer = crate::fresh::answer_about_tickets(s, c.view, key, || async move {
         match read.await {
-            Ok(text) => crate::fresh::JsonBytes::of(&text),
+            Ok((text, made)) => Ok((crate::fresh::JsonBytes::of(&text)?, made)),
             Err(why) => Err(ApiError::bad_request(why)),
         }
     })
@@ -615,7 +623,9 @@ async fn person_call(
             }
             Ok(out)
         }
-        "show_ticket" => show(s, &id, flag(args, "thread"), None).await,
+        "show_ticket" => show(s, &id, flag(args, "thread"), None)
+            .await
+            .map(|(t, _)| t),
         "inbox" => {
             let inbox = s
                 .read_indexed(yoi_engine::inbox::inbox)
@@ -713,13 +723,15 @@ fn strings(args: &Map<String, Value>, k: &str) -> Vec<String> {
 }
 
 /// A ticket as short text: state, blockers, latest attempt, open inbox entries, the brief;
-/// the thread only when asked. `attempt` marks the caller's own attempt.
+/// the thread only when asked. `attempt` marks the caller's own attempt. With it, what the text
+/// was made from: the ticket's own rows (its inbox entries come from them) and the other ends
+/// of its relations, as for the REST answer.
 async fn show(
     s: &AppState,
     id: &str,
     thread: bool,
     attempt: Option<&str>,
-) -> Result<String, String> {
+) -> Result<(String, Made), String> {
     let q = id.to_string();
     // One blocking read: the detail and this ticket's own inbox entries (not the whole inbox).
     let (d, entries) = s
@@ -786,7 +798,7 @@ async fn show(
             ));
         }
     }
-    Ok(out)
+    Ok((out, crate::routes::tickets::made_from(id, &d)))
 }
 
 async fn agent_call(
@@ -805,7 +817,9 @@ async fn agent_call(
         .ok_or_else(|| format!("refused: assignment {own} is gone"))?;
     let ticket = a.ticket.clone();
     match tool {
-        "my_ticket" => show(s, &ticket, flag(args, "thread"), Some(own)).await,
+        "my_ticket" => show(s, &ticket, flag(args, "thread"), Some(own))
+            .await
+            .map(|(t, _)| t),
         "read_packet" => {
             let t = ticket.clone();
             let frozen = s

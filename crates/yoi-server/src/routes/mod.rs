@@ -3,6 +3,7 @@
 pub mod events;
 pub mod flows;
 pub mod forge_status;
+pub mod forge_sync;
 pub mod git;
 pub mod health;
 pub mod inbox;

@@ -8,6 +8,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use yoi_core::state::State as TicketState;
+use yoi_db::ticket_answers::Made;
 use yoi_db::ticket_detail::EventWindow;
 use yoi_engine::workflows::invoke;
 use yoi_store::ops::{
@@ -175,7 +176,11 @@ pub async fn list(
     Params(p): Params<ListParams>,
 ) -> Result<crate::fresh::JsonBytes, ApiError> {
     let key = format!("list?{}", query.0.unwrap_or_default());
-    crate::fresh::answer(&s, c.view, key, || list_page(s.clone(), p)).await
+    let state = s.clone();
+    crate::fresh::answer_about_tickets(&s, c.view, key, || async move {
+        Ok((list_page(state, p).await?, Made::AnyTicket))
+    })
+    .await
 }
 
 async fn list_page(s: AppState, p: ListParams) -> Result<crate::fresh::JsonBytes, ApiError> {
@@ -276,16 +281,36 @@ pub async fn show(
     let key = format!("ticket/{id}?limit={limit}&before={before:?}");
     let window = EventWindow::Latest { limit, before };
     let state = s.clone();
-    crate::fresh::answer(&s, c.view, key, || async move {
+    crate::fresh::answer_about_tickets(&s, c.view, key, || async move {
+        let asked = id.clone();
         let detail = state
             .read_indexed(move |ws, index| {
                 yoi_db::ticket_detail::ticket_detail_window(ws, Some(index), &id, window)
             })
             .await?;
-        crate::fresh::JsonBytes::of(&detail)
+        Ok((
+            crate::fresh::JsonBytes::of(&detail)?,
+            made_from(&asked, &detail),
+        ))
     })
     .await
     .map(IntoResponse::into_response)
+}
+
+/// What a ticket's answer was made from: the ticket and every ticket its relations show. Asked
+/// by a short id, any ticket (a new ticket may make the short id ambiguous).
+pub(crate) fn made_from(asked: &str, detail: &yoi_db::ticket_detail::TicketDetail) -> Made {
+    if asked != detail.id.as_str() {
+        return Made::AnyTicket;
+    }
+    let r = &detail.relations;
+    let mut tickets: Vec<yoi_core::TicketId> = std::iter::once(detail.id.clone())
+        .chain(r.relations.iter().map(|e| e.other.clone()))
+        .chain(r.blockers.iter().map(|b| b.ticket.clone()))
+        .collect();
+    tickets.sort();
+    tickets.dedup();
+    Made::Tickets(tickets)
 }
 
 /// The ticket with every event of its thread, streamed: the answer without its events first,

@@ -1,5 +1,6 @@
-//! The dashboard's two static files, embedded in the binary and served at content-hashed
-//! addresses, so a browser caches each version for good and never runs a stale script.
+//! The dashboard's static files, embedded in the binary and served at content-hashed
+//! addresses, so a browser caches each version for good and never runs a stale script: the
+//! stylesheet, the live script every page loads, and the New ticket page's own script.
 
 use std::sync::LazyLock;
 
@@ -9,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 pub const CSS: &str = include_str!("../../../../web/static/app.css");
 pub const JS: &str = include_str!("../../../../web/static/live.js");
+pub const BRIEF_JS: &str = include_str!("../../../../web/static/brief.js");
 
 fn hashed(stem: &str, ext: &str, body: &str) -> String {
     let h = yoi_core::sha256_hex(body.as_bytes());
@@ -17,6 +19,7 @@ fn hashed(stem: &str, ext: &str, body: &str) -> String {
 
 pub static CSS_URL: LazyLock<String> = LazyLock::new(|| hashed("app", "css", CSS));
 pub static JS_URL: LazyLock<String> = LazyLock::new(|| hashed("live", "js", JS));
+pub static BRIEF_JS_URL: LazyLock<String> = LazyLock::new(|| hashed("brief", "js", BRIEF_JS));
 
 /// `GET /static/{file}`: only the current versions exist.
 pub async fn serve(Path(file): Path<String>) -> Response {
@@ -25,6 +28,8 @@ pub async fn serve(Path(file): Path<String>) -> Response {
         (CSS, "text/css; charset=utf-8")
     } else if path == *JS_URL {
         (JS, "text/javascript; charset=utf-8")
+    } else if path == *BRIEF_JS_URL {
+        (BRIEF_JS, "text/javascript; charset=utf-8")
     } else {
         return (StatusCode::NOT_FOUND, "no such file").into_response();
     };

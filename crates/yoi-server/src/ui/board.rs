@@ -13,7 +13,7 @@ use yoi_core::TicketId;
 use yoi_db::CardFacts;
 use yoi_store::query::{ListFilter, TicketSummary};
 
-use super::page::{age, html, short, state_label, Chrome, UiError};
+use super::page::{age, html, short, state_label, Chrome, LiveMark, UiError};
 use super::session::Viewer;
 use crate::auth::now;
 use crate::state::AppState;
@@ -291,6 +291,7 @@ pub async fn board(
     v: Viewer,
     Query(f): Query<Filters>,
 ) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let p = f.parse()?;
     let counts = s.db().count_by_state().await.map_err(UiError::from_store)?;
     let shown: Vec<TicketState> = LANES
@@ -359,7 +360,7 @@ pub async fn board(
             paged,
         });
     }
-    let chrome = Chrome::new(&s, &v, "Board", "board").await?;
+    let chrome = Chrome::new(&s, &v, mark, "Board", "board").await?;
     let broken = crate::routes::tickets::broken_tickets(&s).await?;
     let api_query = {
         let mut q = vec!["state=all".to_string()];

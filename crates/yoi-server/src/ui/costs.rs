@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::response::Response;
 use yoi_db::spend::{BudgetHold, Pause, Spent, SpentBy, SpentRow};
 
-use super::page::{html, Chrome, UiError};
+use super::page::{html, Chrome, LiveMark, UiError};
 use super::session::Viewer;
 use crate::auth::now;
 use crate::state::AppState;
@@ -152,6 +152,7 @@ fn chart(rows: &[(i64, String, Spent)], today: i64, day_budget: Option<f64>) -> 
 }
 
 pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let now_ms = now().unix_millis();
     let today = now_ms.div_euclid(DAY_MS);
     let since = (today - DAYS + 1) * DAY_MS;
@@ -183,7 +184,7 @@ pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiEr
         .collect();
     let holds = db.budget_holds().await.map_err(UiError::from_store)?;
     let b = &s.ws.config.budget;
-    let chrome = Chrome::new(&s, &v, "Costs", "costs").await?;
+    let chrome = Chrome::new(&s, &v, mark, "Costs", "costs").await?;
     Ok(html(&CostsPage {
         chrome,
         chart: chart(&rows, today, b.day_usd),

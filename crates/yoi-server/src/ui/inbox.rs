@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::response::Response;
 use yoi_engine::inbox::{self, InboxEntry};
 
-use super::page::{age, html, short, Chrome, UiError};
+use super::page::{age, html, short, Chrome, LiveMark, UiError};
 use super::session::Viewer;
 use crate::auth::now;
 use crate::state::AppState;
@@ -50,6 +50,7 @@ async fn kept(s: &AppState, v: &Viewer) -> Result<inbox::Inbox, UiError> {
 }
 
 pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let found = kept(&s, &v).await?;
     let now_ms = now().unix_millis();
     let rows = found
@@ -73,7 +74,7 @@ pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiEr
             d,
         })
         .collect();
-    let chrome = Chrome::new(&s, &v, "Inbox", "inbox").await?;
+    let chrome = Chrome::new(&s, &v, mark, "Inbox", "inbox").await?;
     Ok(html(&InboxPage {
         chrome,
         rows,

@@ -48,6 +48,7 @@ pub fn routes() -> Router<AppState> {
             "/tickets/new",
             get(new_ticket::page).post(new_ticket::submit),
         )
+        .route("/tickets/new/preview", post(new_ticket::preview))
         .route("/tickets/{id}/check", post(new_ticket::check_edit))
         .route("/tickets/{id}", get(ticket::page))
         .route("/tickets/{id}/act", post(actions::act))
@@ -78,6 +79,7 @@ pub fn routes() -> Router<AppState> {
         .route("/fragments/cards", get(board::cards_fragment))
         .route("/fragments/counts", get(board::counts_fragment))
         .route("/fragments/ticket/{id}", get(ticket::fragment))
+        .route("/fragments/ticket-picks", get(new_ticket::picks_fragment))
         .route("/live/events", get(live_events))
         .route("/static/{file}", get(assets::serve))
         .layer(middleware::from_fn(guard::headers))

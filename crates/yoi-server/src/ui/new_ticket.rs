@@ -4,7 +4,10 @@
 //! preview and check of an edit to a planning ticket before it is saved).
 //!
 //! Everything is server-rendered: the preview is the body rendered as the ticket page renders
-//! it, and the lint is `yoi_core::brief::lint`, the rule `mark-ready` applies. "Create and mark
+//! it, and the lint is `yoi_core::brief::lint`, the rule `mark-ready` applies. With JavaScript
+//! (`web/static/brief.js`) the same check follows typing (`POST /tickets/new/preview`, the
+//! check's fragment alone) and the dependency field searches the open tickets
+//! (`GET /fragments/ticket-picks?q=`); nothing is written by either. "Create and mark
 //! ready" is offered only once a check showed every required section filled; the store's guard
 //! still decides (a brief changed after its check is refused there, and says so). Creating runs
 //! the same `ops::create` and `ops::mark_ready` as the API and the CLI, with the form's
@@ -12,7 +15,7 @@
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use yoi_core::brief::{self, Lint};
 use yoi_core::state::State as TicketState;
@@ -20,7 +23,7 @@ use yoi_store::ops::{self, CreateRequest, TransitionRequest};
 use yoi_store::query::ListFilter;
 
 use super::actions::Form;
-use super::page::{html, short, Chrome, Flash, UiError};
+use super::page::{html, short, Chrome, Flash, LiveMark, UiError};
 use super::session::Viewer;
 use crate::state::AppState;
 
@@ -67,19 +70,54 @@ impl Checked {
     }
 }
 
+/// The check and the preview alone, for the page's script.
+#[derive(Template)]
+#[template(path = "fragments/brief_check.html")]
+pub struct BriefCheckFragment {
+    pub c: Checked,
+}
+
+impl BriefCheckFragment {
+    pub fn headings(&self, sections: &[brief::Section]) -> String {
+        headings(sections)
+    }
+}
+
+/// Open tickets matching what was typed in the dependency field.
+#[derive(Template)]
+#[template(path = "fragments/picks.html")]
+pub struct PicksFragment {
+    pub picks: Vec<Pick>,
+}
+
+fn headings(sections: &[brief::Section]) -> String {
+    sections
+        .iter()
+        .map(|s| s.heading())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl NewTicketPage {
+    /// The address of the page's own script.
+    pub fn brief_js(&self) -> &'static str {
+        super::assets::BRIEF_JS_URL.as_str()
+    }
+
     /// Headings, comma-separated, for the page.
     pub fn headings(&self, sections: &[brief::Section]) -> String {
-        sections
-            .iter()
-            .map(|s| s.heading())
-            .collect::<Vec<_>>()
-            .join(", ")
+        headings(sections)
     }
 }
 
 /// The open tickets (newest first, at most 200) offered as dependencies.
 async fn picks(s: &AppState) -> Result<Vec<Pick>, UiError> {
+    search(s, &[], 200).await
+}
+
+/// The open tickets whose title or brief holds every word of `words` (all of them when there
+/// are none), newest first, at most `limit`.
+async fn search(s: &AppState, words: &[String], limit: usize) -> Result<Vec<Pick>, UiError> {
     let filter = ListFilter {
         states: Some(vec![
             TicketState::Planning,
@@ -92,7 +130,7 @@ async fn picks(s: &AppState) -> Result<Vec<Pick>, UiError> {
     };
     let page = s
         .db()
-        .list_ordered(&filter, &[], None, 200, true)
+        .list_ordered(&filter, words, None, limit, true)
         .await
         .map_err(UiError::from_store)?;
     Ok(page
@@ -107,7 +145,8 @@ async fn picks(s: &AppState) -> Result<Vec<Pick>, UiError> {
 }
 
 async fn render(s: &AppState, v: &Viewer, d: Draft, title: &str) -> Result<Response, UiError> {
-    let chrome = Chrome::new(s, v, title, "tickets").await?;
+    let mark = LiveMark::take(s).await?;
+    let chrome = Chrome::new(s, v, mark, title, "tickets").await?;
     let picks = picks(s).await?;
     Ok(html(&NewTicketPage { chrome, d, picks }))
 }
@@ -224,4 +263,44 @@ pub async fn check_edit(
         page.op = op.to_string();
     }
     render(&s, &v, page, &format!("Edit {}", short(&id))).await
+}
+
+/// `POST /tickets/new/preview`: the check and the preview of the form's `body`, as "Preview
+/// and check" shows them (the fragment only; nothing is written).
+pub async fn preview(
+    State(_s): State<AppState>,
+    v: Viewer,
+    body: Bytes,
+) -> Result<Response, UiError> {
+    let form = Form::parse(&body);
+    v.check_csrf(form.get("csrf"))?;
+    let c = Checked::of(form.raw("body").unwrap_or(""));
+    Ok(html(&BriefCheckFragment { c }))
+}
+
+/// The query of `GET /fragments/ticket-picks`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct PicksQuery {
+    pub q: String,
+}
+
+/// `GET /fragments/ticket-picks?q=WORDS`: at most 20 open tickets whose title or brief holds
+/// every word, newest first, each a button that adds its id to the dependency field.
+pub async fn picks_fragment(
+    State(s): State<AppState>,
+    _v: Viewer,
+    Query(q): Query<PicksQuery>,
+) -> Result<Response, UiError> {
+    let words: Vec<String> =
+        q.q.split_whitespace()
+            .take(8)
+            .map(str::to_lowercase)
+            .collect();
+    let picks = if words.is_empty() {
+        Vec::new()
+    } else {
+        search(&s, &words, 20).await?
+    };
+    Ok(html(&PicksFragment { picks }))
 }

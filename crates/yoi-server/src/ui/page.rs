@@ -80,14 +80,29 @@ pub struct Chrome {
     pub inbox: usize,
 }
 
+/// Where a page's live updates resume: the outbox position, read *before* the page reads what
+/// it shows. An event that lands while the page is built is then sent again (the page applies
+/// it twice, harmlessly) instead of being skipped: read after, a card the router moved in that
+/// moment would stay in its old lane until the next reload.
+pub struct LiveMark(i64);
+
+impl LiveMark {
+    pub async fn take(s: &AppState) -> Result<LiveMark, UiError> {
+        Ok(LiveMark(
+            s.db().last_event_seq().await.map_err(UiError::from_store)?,
+        ))
+    }
+}
+
 impl Chrome {
     pub async fn new(
         s: &AppState,
         v: &Viewer,
+        mark: LiveMark,
         title: impl Into<String>,
         nav: &'static str,
     ) -> Result<Chrome, UiError> {
-        let seq = s.db().last_event_seq().await.map_err(UiError::from_store)?;
+        let LiveMark(seq) = mark;
         let router = router_line(s);
         let inbox = super::inbox::count(s, v).await;
         Ok(Chrome {

@@ -15,7 +15,7 @@ use yoi_store::query::ListFilter;
 
 use super::actions::Form;
 use super::board::{cards, Card, Filters};
-use super::page::{age, html, short, Chrome, UiError};
+use super::page::{age, html, short, Chrome, LiveMark, UiError};
 use super::session::{self, Viewer};
 use crate::auth::now;
 use crate::state::AppState;
@@ -175,21 +175,17 @@ impl QueuePage {
     pub fn short(&self, id: &TicketId) -> String {
         short(id.as_str())
     }
-
-    /// The router's own Markdown, sanitized.
-    pub fn md(&self, text: &str) -> String {
-        super::markdown::render(text)
-    }
 }
 
 pub async fn queue(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let max = s.ws.config.router.max_inprogress;
     let q = s
         .read_indexed(move |ws, index| {
             yoi_engine::routing::view::queue_view_indexed(ws, Some(index), max, QUEUE_PAGE)
         })
         .await?;
-    let chrome = Chrome::new(&s, &v, "Queue", "queue").await?;
+    let chrome = Chrome::new(&s, &v, mark, "Queue", "queue").await?;
     let broken = crate::routes::tickets::broken_tickets(&s).await?;
     Ok(html(&QueuePage {
         chrome,
@@ -231,6 +227,7 @@ pub async fn tickets(
     v: Viewer,
     Query(q): Query<TableQuery>,
 ) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let p = q.filters.parse()?;
     let newest_first = q.sort == "-id";
     let after = (!q.filters.after.is_empty())
@@ -276,7 +273,7 @@ pub async fn tickets(
         None => crate::routes::tickets::broken_tickets(&s).await?,
         Some(_) => Vec::new(),
     };
-    let chrome = Chrome::new(&s, &v, "Tickets", "tickets").await?;
+    let chrome = Chrome::new(&s, &v, mark, "Tickets", "tickets").await?;
     Ok(html(&TicketsPage {
         chrome,
         back: format!("/tickets?{base}{sort}"),
@@ -306,6 +303,7 @@ pub struct PodsPage {
 }
 
 pub async fn pods(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let now_ms = now().unix_millis();
     let pods = s
         .db()
@@ -323,7 +321,7 @@ pub async fn pods(State(s): State<AppState>, v: Viewer) -> Result<Response, UiEr
         .open_assignments()
         .await
         .map_err(UiError::from_store)?;
-    let chrome = Chrome::new(&s, &v, "Pods", "pods").await?;
+    let chrome = Chrome::new(&s, &v, mark, "Pods", "pods").await?;
     Ok(html(&PodsPage { chrome, pods, open }))
 }
 
@@ -354,6 +352,7 @@ impl SkillsPage {
 }
 
 pub async fn skills(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let (skills, proposals) = s
         .blocking("skills page", |ws| {
             let skills = yoi_engine::skills::load_catalog(ws).skills().to_vec();
@@ -379,7 +378,7 @@ pub async fn skills(State(s): State<AppState>, v: Viewer) -> Result<Response, Ui
         .activations(None, 50)
         .await
         .map_err(UiError::from_store)?;
-    let chrome = Chrome::new(&s, &v, "Skills", "skills").await?;
+    let chrome = Chrome::new(&s, &v, mark, "Skills", "skills").await?;
     Ok(html(&SkillsPage {
         chrome,
         skills,
@@ -402,6 +401,7 @@ pub async fn skill(
     v: Viewer,
     Path(name): Path<String>,
 ) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let n = name.clone();
     let skill = s
         .blocking("skill page", move |ws| {
@@ -414,7 +414,7 @@ pub async fn skill(
         .activations(Some(&skill.name), 50)
         .await
         .map_err(UiError::from_store)?;
-    let chrome = Chrome::new(&s, &v, format!("Skill {}", skill.name), "skills").await?;
+    let chrome = Chrome::new(&s, &v, mark, format!("Skill {}", skill.name), "skills").await?;
     Ok(html(&SkillPage {
         chrome,
         source: yoi_engine::skills::source_name(&skill.source),
@@ -483,10 +483,11 @@ pub struct DoctorPage {
 }
 
 pub async fn doctor(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let report = s
         .read_indexed(|ws, index| yoi_engine::doctor::run_full(ws, Some(index), false))
         .await?;
-    let chrome = Chrome::new(&s, &v, "Doctor", "doctor").await?;
+    let chrome = Chrome::new(&s, &v, mark, "Doctor", "doctor").await?;
     Ok(html(&DoctorPage { chrome, report }))
 }
 

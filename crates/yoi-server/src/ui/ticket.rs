@@ -18,7 +18,7 @@ use yoi_engine::routing::view::RoutingView;
 use yoi_store::worktrees::WorktreeRow;
 
 use super::markdown;
-use super::page::{age, html, state_label, Chrome, UiError};
+use super::page::{age, html, state_label, Chrome, LiveMark, UiError};
 use super::session::Viewer;
 use crate::auth::now;
 use crate::state::AppState;
@@ -550,11 +550,13 @@ pub async fn page(
     Path(id): Path<String>,
     Query(q): Query<TicketQuery>,
 ) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let t = match view(&s, &v, id.clone(), q.from).await {
         Ok(t) => t,
         Err(e) => return broken_page(&s, &v, id).await?.ok_or(e),
     };
-    let mut chrome = Chrome::new(&s, &v, format!("{} {}", t.d.id, t.d.title), "tickets").await?;
+    let mut chrome =
+        Chrome::new(&s, &v, mark, format!("{} {}", t.d.id, t.d.title), "tickets").await?;
     chrome.live_ticket = Some(t.d.id.to_string());
     Ok(html(&TicketPage {
         csrf: chrome.csrf.clone(),
@@ -576,6 +578,7 @@ pub struct BrokenTicketPage {
 /// doctor finds in its folder. `None` when the ticket is not broken (the caller's error
 /// stands).
 async fn broken_page(s: &AppState, v: &Viewer, id: String) -> Result<Option<Response>, UiError> {
+    let mark = LiveMark::take(s).await?;
     let found = s
         .read(move |ws| {
             let Ok(id) = ws.resolve(&id) else {
@@ -589,7 +592,7 @@ async fn broken_page(s: &AppState, v: &Viewer, id: String) -> Result<Option<Resp
     let Some((b, findings)) = found else {
         return Ok(None);
     };
-    let chrome = Chrome::new(s, v, format!("{} (broken)", b.id), "tickets").await?;
+    let chrome = Chrome::new(s, v, mark, format!("{} (broken)", b.id), "tickets").await?;
     Ok(Some(html(&BrokenTicketPage {
         chrome,
         b,

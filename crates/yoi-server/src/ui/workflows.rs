@@ -19,7 +19,7 @@ use yoi_engine::skill_format::workflow::{Workflow, WorkflowFile};
 use yoi_engine::workflows::{self, offers, Usage};
 
 use super::actions::{self, Form};
-use super::page::{html, Chrome, Flash, UiError};
+use super::page::{html, Chrome, Flash, LiveMark, UiError};
 use super::pages::DiffLine;
 use super::session::Viewer;
 use crate::auth::now;
@@ -69,6 +69,7 @@ fn diff_view(diff: &str) -> Vec<DiffLine> {
 }
 
 pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let usage = s.read_indexed(|_, index| workflows::usage(index)).await?;
     let (list, offers) = s
         .blocking("workflows page", |ws| {
@@ -101,7 +102,7 @@ pub async fn page(State(s): State<AppState>, v: Viewer) -> Result<Response, UiEr
             o,
         })
         .collect();
-    let chrome = Chrome::new(&s, &v, "Workflows", "workflows").await?;
+    let chrome = Chrome::new(&s, &v, mark, "Workflows", "workflows").await?;
     Ok(html(&WorkflowsPage {
         chrome,
         lines,
@@ -125,12 +126,13 @@ pub async fn show(
     v: Viewer,
     Path(slug): Path<String>,
 ) -> Result<Response, UiError> {
+    let mark = LiveMark::take(&s).await?;
     let usage: BTreeMap<String, Usage> = s.read_indexed(|_, index| workflows::usage(index)).await?;
     let w = s
         .blocking("workflow page", move |ws| workflows::lookup(ws, &slug))
         .await?
         .map_err(crate::error::ApiError::from)?;
-    let chrome = Chrome::new(&s, &v, format!("Workflow /{}", w.slug), "workflows").await?;
+    let chrome = Chrome::new(&s, &v, mark, format!("Workflow /{}", w.slug), "workflows").await?;
     Ok(html(&WorkflowPage {
         usage: usage.get(&w.slug).cloned().unwrap_or_default(),
         chrome,

@@ -679,6 +679,7 @@ mod tests {
             base: "main".into(),
             body: String::new(),
             draft: false,
+            earlier: None,
         };
         w.forge.hub.open_change(&again).unwrap();
         let err = w.step(Action::Advance { ms: 10 }).unwrap_err();

@@ -10,7 +10,9 @@
 //! - **no person's commit is lost** (`person-commit-lost`): every commit a person pushed to a
 //!   pull request's branch stays reachable from that branch on the forge, and a merge of the
 //!   branch holds every one pushed before it;
-//! - **one pull request per ticket** (`one-pr-per-ticket`), whatever its branches;
+//! - **one pull request per ticket** (`one-pr-per-ticket`), whatever its branches: never two
+//!   open at once, and no more than the ticket had acceptances (a pull request that ended
+//!   before the ticket was accepted again gives way to the new attempt's, docs/forge.md);
 //! - and what yoi says of people is true: a `person_pushed` event names a commit a person
 //!   pushed (`phantom-person-push`, after each driver pass).
 //!
@@ -51,7 +53,20 @@ impl World {
                 .iter()
                 .filter(|p| ticket_of_branch(&p.branch) == Some(t.as_str()))
                 .collect();
-            if mine.len() > 1 {
+            if mine.len() < 2 {
+                continue;
+            }
+            let open = mine
+                .iter()
+                .filter(|p| p.state == yoi_forge::ChangeState::Open)
+                .count();
+            let acceptances = self
+                .live()
+                .ws
+                .read_plan(t)
+                .map(|plan| plan.iter().filter(|r| r.accepted_plan.is_some()).count())
+                .unwrap_or(0);
+            if open > 1 || mine.len() > acceptances {
                 return Err(broken(
                     "one-pr-per-ticket",
                     format!(

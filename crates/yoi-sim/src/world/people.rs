@@ -169,14 +169,14 @@ impl World {
         Ok(())
     }
 
-    /// The id of the question on `id` that waits for an answer, read from its thread.
+    /// The id of the question on `id` that waits for an answer, read from its files.
     pub(super) fn open_question(&self, id: &TicketId) -> Result<Option<String>, Broken> {
-        let thread = self
-            .live()
-            .ws
+        let ws = &self.live().ws;
+        let thread = ws
             .read_thread(id)
             .map_err(|e| broken("files", format!("{id}: the thread does not read: {e}")))?;
-        Ok(ops::open_question(&thread)
+        let state = self.state_of(id)?;
+        Ok(ops::open_question(&thread, state)
             .and_then(|q| q.id())
             .map(str::to_string))
     }

@@ -37,7 +37,9 @@ pub use create::{create, CreateRequest};
 pub use edit::{comment, edit, submit_packet, CommentRequest, EditRequest, COMMENT_KINDS};
 pub use forge::record_forge;
 pub use plan::{add_plan_record, PlanRequest};
-pub use question::{answer, ask, open_question, MAX_ANSWER_CHARS, QUESTION};
+pub use question::{
+    answer, ask, open_question, unapplied_state_change, MAX_ANSWER_CHARS, QUESTION,
+};
 pub use relation::{add_relation, remove_relation, RelationRequest};
 pub use signal::{
     add_budget, attention, record_attempt, retry, ADD_TOKENS, ADD_USD, ATTENTION_REASON,

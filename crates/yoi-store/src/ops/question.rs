@@ -91,7 +91,7 @@ pub fn answer(
             });
         }
         let thread = ws.read_thread(id)?;
-        let Some(q) = open_question(&thread).and_then(|q| q.id()) else {
+        let Some(q) = open_question(&thread, item.state).and_then(|q| q.id()) else {
             return Err(StoreError::Refused {
                 reason: Refusal::NoOpenQuestion { ticket: id.clone() },
             });
@@ -100,16 +100,81 @@ pub fn answer(
     })
 }
 
-/// The question still waiting for an answer: the last `question` event, unless an `answer`, a
-/// `retry` or a state change came after it.
-pub fn open_question(thread: &ParsedThread) -> Option<&Event> {
+/// The question still waiting for an answer on a ticket whose item.md says `state`: the last
+/// `question` event, unless an `answer`, a `retry` or a state change came after it.
+///
+/// A state change item.md does not show ([`unapplied_state_change`]) ends nothing: the
+/// operation that wrote it died before it rewrote item.md, so the ticket never moved, and its
+/// step still waits for the answer.
+pub fn open_question(thread: &ParsedThread, state: State) -> Option<&Event> {
+    let unapplied = unapplied_state_change(thread, state);
     let mut open = None;
-    for e in &thread.events {
+    for (i, e) in thread.events.iter().enumerate() {
         match e.kind {
             EventKind::Question => open = Some(e),
+            EventKind::StateChanged if Some(i) == unapplied => {}
             EventKind::Answer | EventKind::Retry | EventKind::StateChanged => open = None,
             _ => {}
         }
     }
     open
+}
+
+/// Where the thread records a state change that item.md, in `state`, does not show: its last
+/// `state_changed` event, when that event's `to` is not `state`. A state operation appends the
+/// event first and rewrites item.md second (docs/formats.md); one interrupted between the two
+/// leaves the event behind, and item.md says what the ticket is (doctor's
+/// `thread.state_mismatch`). Only the last one matters: every later state change that did
+/// happen ends whatever an earlier one would have.
+pub fn unapplied_state_change(thread: &ParsedThread, state: State) -> Option<usize> {
+    let (i, e) = thread
+        .events
+        .iter()
+        .enumerate()
+        .rfind(|(_, e)| e.kind == EventKind::StateChanged)?;
+    (e.get("to") != Some(state.as_str())).then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(events: Vec<Event>) -> ParsedThread {
+        ParsedThread {
+            lines: vec![0; events.len()],
+            events,
+            issues: Vec::new(),
+        }
+    }
+
+    fn moved(from: State, to: State) -> Event {
+        Event::new(EventKind::StateChanged, "")
+            .with_attr("from", from.as_str())
+            .with_attr("to", to.as_str())
+    }
+
+    #[test]
+    fn a_state_change_item_md_does_not_show_leaves_the_question_open() {
+        let asked = Event::new(EventKind::Question, "- which way?").with_attr("id", "q1");
+        let torn = thread(vec![
+            asked.clone(),
+            moved(State::Inprogress, State::Planning),
+        ]);
+        // The return to planning died before item.md: the ticket is still in progress.
+        assert_eq!(unapplied_state_change(&torn, State::Inprogress), Some(1));
+        assert_eq!(
+            open_question(&torn, State::Inprogress).and_then(|q| q.id()),
+            Some("q1")
+        );
+        // It did happen: the question is over.
+        assert_eq!(unapplied_state_change(&torn, State::Planning), None);
+        assert!(open_question(&torn, State::Planning).is_none());
+        // Left and accepted again: over too, though an earlier change was never applied.
+        let back = thread(vec![
+            asked,
+            moved(State::Inprogress, State::Planning),
+            moved(State::Queued, State::Inprogress),
+        ]);
+        assert!(open_question(&back, State::Inprogress).is_none());
+    }
 }

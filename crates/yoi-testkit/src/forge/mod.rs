@@ -223,6 +223,14 @@ impl FakeGitHub {
         self.state.lock().unwrap().pulls.clone()
     }
 
+    /// A person closes pull request `number` without merging it.
+    pub fn close_pull(&self, number: u64) {
+        let mut s = self.state.lock().unwrap();
+        s.tick += 1;
+        let p = s.pulls.iter_mut().find(|p| p.number == number).unwrap();
+        p.state = "closed".into();
+    }
+
     pub fn statuses(&self) -> Vec<StatusRec> {
         self.state.lock().unwrap().statuses.clone()
     }

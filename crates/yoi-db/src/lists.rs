@@ -75,6 +75,35 @@ pub(super) const OPEN_BLOCKER: &str = concat!(
     ") )"
 );
 
+/// Add the condition that ticket `t` matches the search word `word`: its title or brief holds
+/// it (case-insensitive), or — when the word could be the end of an id (at least
+/// [`yoi_core::id::MIN_SUFFIX_LEN`] characters of the id alphabet) — its id ends with it, as
+/// `yoi ticket show` resolves a suffix. People search for a dependency by the short id the
+/// dashboard shows as often as by its title.
+pub(super) fn push_search_word(sql: &mut String, binds: &mut Vec<String>, word: &str) {
+    binds.push(like_pattern(word));
+    sql.push_str(&format!(
+        " AND (t.search_text LIKE ${} ESCAPE '\\'",
+        binds.len()
+    ));
+    if let Some(suffix) = id_suffix(word) {
+        binds.push(format!("%{suffix}"));
+        sql.push_str(&format!(" OR t.id LIKE ${}", binds.len()));
+    }
+    sql.push(')');
+}
+
+/// `word` upper-cased when it could be the end of a ticket id: ids are ULIDs, Crockford's
+/// base 32 (no I, L, O or U), and a suffix must be long enough to resolve.
+fn id_suffix(word: &str) -> Option<String> {
+    let w = word.to_ascii_uppercase();
+    let ok = w.len() >= yoi_core::id::MIN_SUFFIX_LEN
+        && w.len() <= 26
+        && w.bytes()
+            .all(|b| b.is_ascii_digit() || (b.is_ascii_uppercase() && !b"ILOU".contains(&b)));
+    ok.then_some(w)
+}
+
 pub(super) fn like_pattern(word: &str) -> String {
     let escaped = word
         .to_lowercase()
@@ -152,9 +181,7 @@ impl Db {
             sql.push_str(OPEN_BLOCKER);
         }
         for word in search.iter().filter(|w| !w.trim().is_empty()) {
-            sql.push_str(" AND t.search_text LIKE ");
-            param(&mut sql, like_pattern(word.trim()));
-            sql.push_str(" ESCAPE '\\'");
+            push_search_word(&mut sql, &mut binds, word.trim());
         }
         if let Some(a) = after {
             sql.push_str(if newest_first {
@@ -162,7 +189,8 @@ impl Db {
             } else {
                 " AND t.id > "
             });
-            param(&mut sql, a.to_string());
+            binds.push(a.to_string());
+            sql.push_str(&format!("${}", binds.len()));
         }
         let order = if newest_first { "DESC" } else { "ASC" };
         sql.push_str(&format!(" ORDER BY t.id {order}"));

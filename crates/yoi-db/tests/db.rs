@@ -1059,6 +1059,12 @@ fn list_filters_pagination_and_search_match_the_files(b: Backend) {
     assert_eq!(fx.db_list(&ListFilter::default(), &["needs_base"]).len(), 7);
     assert_eq!(fx.db_list(&ListFilter::default(), &["needs%base"]).len(), 0);
     assert_eq!(fx.db_list(&ListFilter::default(), &["validation"]).len(), 8);
+    // A word that could end an id also finds the ticket whose id ends with it, in any case, as
+    // `yoi ticket show` resolves a suffix.
+    let tail = &ids[4].as_str()[20..];
+    let found = fx.db_list(&ListFilter::default(), &[&tail.to_lowercase()]);
+    assert_eq!(found.len(), 1, "{tail}: {found:?}");
+    assert_eq!(found[0].0, "Follow-up 3 needs_base");
 
     // Blockers by a query per few ids and in one pass over every open blocker (what a long
     // list uses) agree: `blocks` as well as `depends_on`, a finished blocker left out, a

@@ -115,7 +115,6 @@ fn the_real_example_payloads_signed_are_accepted() {
         times.len(),
         p99
     );
-    assert!(p99.as_millis() < 1000, "p99 {p99:?}");
     s.stop();
 }
 

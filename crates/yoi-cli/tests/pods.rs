@@ -876,20 +876,25 @@ fn an_agent_that_keeps_printing_is_not_stalled() {
 /// branch, written by the pod's user; the CLI sent the tool's result back with the key; the
 /// attempt names the CLI's version and the ledger has its tokens.
 fn implements_a_ticket(case: RealCase, who: RunAs) {
+    implements_a_ticket_on(case, who, false)
+}
+
+/// [`implements_a_ticket`] with the server on HTTPS (`--tls-self-signed`) when `tls`.
+fn implements_a_ticket_on(case: RealCase, who: RunAs, tls: bool) {
     let (base, seen) = (case.endpoint)();
     let model = case
         .model
         .map(|m| format!("model = \"{m}\"\n"))
         .unwrap_or_default();
-    let run = RealCoder::run(
-        case.agent,
-        &format!(
-            "program = \"{}\"\nbase_url = \"{base}\"\n{model}api_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300",
-            (case.program)()
-        ),
-        who,
-        &[("TEST_MODEL_KEY", "sk-yoi-test")],
+    let config = format!(
+        "program = \"{}\"\nbase_url = \"{base}\"\n{model}api_key_env = \"TEST_MODEL_KEY\"\ntimeout_secs = 300",
+        (case.program)()
     );
+    let env = [("TEST_MODEL_KEY", "sk-yoi-test")];
+    let run = match tls {
+        true => RealCoder::run_over_tls(case.agent, &config, who, &env),
+        false => RealCoder::run(case.agent, &config, who, &env),
+    };
     assert_eq!(
         run.on_branch("greeting.txt"),
         format!("hello from {}", case.agent)
@@ -934,6 +939,17 @@ fn the_real_claude_code_implements_a_ticket_in_the_sandbox_against_a_local_endpo
 #[test]
 fn the_real_claude_code_implements_a_ticket_as_a_normal_user() {
     implements_a_ticket(claude_case(), RunAs::NormalUser);
+}
+
+/// On a server with a certificate of its own (`yoi serve --tls-self-signed`, as on a build box
+/// reached over the network), Claude Code still reaches yoi's MCP server at `$YOI_SERVER/mcp`
+/// with its own TLS and normal verification: the case's check requires the model to be offered
+/// `mcp__yoi__my_ticket` and `mcp__yoi__ask_question`, which Claude Code lists only once it has
+/// connected to the server. Nothing here tells Node to trust the certificate but what the pod
+/// hands the agent.
+#[test]
+fn the_real_claude_code_reaches_the_mcp_server_of_a_self_signed_https_server() {
+    implements_a_ticket_on(claude_case(), RunAs::Tester, true);
 }
 
 #[test]

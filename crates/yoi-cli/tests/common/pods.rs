@@ -706,7 +706,14 @@ impl RealCoder {
         env: &[(&str, &str)],
         during: impl FnOnce(&Repo, &Server) -> Box<dyn std::any::Any>,
     ) -> RealCoder {
-        RealCoder::run_full(agent, config, who, env, &[], during)
+        RealCoder::run_full(agent, config, who, env, &[], false, during)
+    }
+
+    /// [`RealCoder::run`] with the server on HTTPS with a certificate of its own
+    /// (`--tls-self-signed`), as on a build box: the pod trusts it by the fingerprint the
+    /// server recorded, and hands its agent the certificate (docs/security.md, "TLS").
+    pub fn run_over_tls(agent: &str, config: &str, who: RunAs, env: &[(&str, &str)]) -> RealCoder {
+        RealCoder::run_full(agent, config, who, env, &[], true, |_, _| Box::new(()))
     }
 
     /// [`RealCoder::run`] with `home_files` (a path under the home folder, its contents) in the
@@ -718,7 +725,9 @@ impl RealCoder {
         env: &[(&str, &str)],
         home_files: &[(&str, &str)],
     ) -> RealCoder {
-        RealCoder::run_full(agent, config, who, env, home_files, |_, _| Box::new(()))
+        RealCoder::run_full(agent, config, who, env, home_files, false, |_, _| {
+            Box::new(())
+        })
     }
 
     fn run_full(
@@ -727,6 +736,7 @@ impl RealCoder {
         who: RunAs,
         env: &[(&str, &str)],
         home_files: &[(&str, &str)],
+        tls: bool,
         during: impl FnOnce(&Repo, &Server) -> Box<dyn std::any::Any>,
     ) -> RealCoder {
         let (repo, _) = workspace("", 30);
@@ -773,7 +783,10 @@ impl RealCoder {
         }
         // The server's reflogs need git's identity, which lives in the home folder.
         let home_env = [("HOME", home.path().to_str().unwrap())];
-        let server = Server::spawn_as(&repo, "127.0.0.1:0", &home_env, uid);
+        let server = match tls {
+            true => Server::spawn_tls_as(&repo, &home_env, uid),
+            false => Server::spawn_as(&repo, "127.0.0.1:0", &home_env, uid),
+        };
         let mut env = env.to_vec();
         env.extend(home_env);
         let load = during(&repo, &server);

@@ -62,6 +62,16 @@ impl Server {
         )
     }
 
+    /// [`Server::spawn_tls`] with `env` added, run by `uid` as [`Server::spawn_as`] is.
+    pub fn spawn_tls_as(repo: &Repo, env: &[(&str, &str)], uid: Option<u32>) -> Server {
+        Server::spawn_with(
+            repo,
+            &["--listen", "127.0.0.1:0", "--tls-self-signed"],
+            env,
+            uid,
+        )
+    }
+
     fn spawn_with(repo: &Repo, args: &[&str], env: &[(&str, &str)], uid: Option<u32>) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_yoi"));
         if let Some(uid) = uid {

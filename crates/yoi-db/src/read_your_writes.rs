@@ -52,7 +52,7 @@ use yoi_store::{StoreError, Workspace};
 use crate::answer_epoch::Stamps;
 use crate::commit_rounds::Rounds;
 use crate::ticket_answers::{Made, TicketAnswers};
-use crate::watch::FileWatch;
+use crate::watch::{Coverage, FileWatch};
 use crate::{Db, IndexStats, TokenInfo};
 
 /// How long the database must have been quiet before an answer computed from it is kept.
@@ -195,7 +195,11 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
         let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
         let watch = match FileWatch::start(ws, db_file.as_deref()) {
             Ok(w) => {
-                tracing::info!(folders = w.watches(), "watching the ticket files");
+                if w.coverage() == Coverage::Folders {
+                    tracing::warn!(folders = w.watches(), every_s = FULL_CHECK_UNWATCHED.as_secs(), "too few inotify watches for every ticket's artifacts/ (fs.inotify.max_user_watches): watching the ticket folders, and looking at every file periodically for writes inside artifacts/ alone");
+                } else {
+                    tracing::info!(folders = w.watches(), "watching the ticket files");
+                }
                 Some(Arc::new(w))
             }
             Err(e) => {
@@ -464,13 +468,14 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
     }
 
     /// How long to wait before the next [`ReadYourWrites::full_check`], when the last one
-    /// `took` this long. Without a watch the check is the only freshness, but it never takes
-    /// more than about a twentieth of a core (at 100,000 tickets one look takes seconds).
+    /// `took` this long. Without a watch, or with one that leaves the `artifacts/` folders
+    /// out ([`Coverage::Folders`]), the check is the only freshness (for those folders), but it
+    /// never takes more than about a twentieth of a core (at 100,000 tickets one look takes
+    /// seconds).
     pub fn full_check_every(&self, took: Duration) -> Duration {
-        if self.watching() {
-            FULL_CHECK_WATCHED
-        } else {
-            FULL_CHECK_UNWATCHED.max(took * 20)
+        match self.watch() {
+            Some((_, w)) if w.coverage() == Coverage::Full => FULL_CHECK_WATCHED,
+            _ => FULL_CHECK_UNWATCHED.max(took * 20),
         }
     }
 

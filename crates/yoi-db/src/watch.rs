@@ -14,6 +14,18 @@
 //! removed, a new folder could not be watched) and must be replaced. Reads by any process are never events (only writes, renames, removals and
 //! attribute changes are watched), so a read-only load leaves the generation alone.
 //!
+//! inotify is not recursive and the kernel limits the watches of a user
+//! (`fs.inotify.max_user_watches`, about 190,000 on a machine with 16 GiB), so a watch costs one
+//! per folder: two per ticket ([`Coverage::Full`]). When that many do not fit (100,000 tickets
+//! need 200,002), the watch takes one per ticket folder and leaves the `artifacts/` folders out
+//! ([`Coverage::Folders`]): every write of `item.md`, `thread.md` and `resolution.md` (in place,
+//! or a new file renamed over the old one, as editors and `git checkout` do), and a ticket's
+//! `artifacts/` folder appearing or going, are still seen at once; a write inside `artifacts/`
+//! that touches nothing else (yoi's own relation changes also append to the thread; a hand edit
+//! of `relations.json` or a pulled plan line does not) is left to the caller's periodic full
+//! look at the files, which [`FileWatch::coverage`] tells it to make as often as without a
+//! watch. Fewer watches than tickets: no watch ([`FileWatch::start`] fails).
+//!
 //! Linux only; elsewhere [`FileWatch::start`] says it cannot watch and callers check the files
 //! as they would without it.
 
@@ -55,6 +67,26 @@ pub struct FileWatch {
     inner: Mutex<Inner>,
 }
 
+/// Which folders a [`FileWatch`] watches (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coverage {
+    /// The tickets folder, every ticket folder and its `artifacts/`: every write is seen.
+    Full,
+    /// The tickets folder and every ticket folder, not `artifacts/`: a write inside a ticket's
+    /// `artifacts/` that touches nothing else is not seen.
+    Folders,
+}
+
+impl Coverage {
+    /// Watches for `tickets` ticket folders, the tickets folder and the database's folder.
+    pub fn needs(self, tickets: usize) -> usize {
+        match self {
+            Coverage::Full => 2 * tickets + 2,
+            Coverage::Folders => tickets + 2,
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Watched {
     TicketsDir,
@@ -67,6 +99,7 @@ struct Inner {
     #[cfg(target_os = "linux")]
     fd: std::os::fd::OwnedFd,
     tickets_dir: PathBuf,
+    coverage: Coverage,
     watched: std::collections::HashMap<i32, Watched>,
     /// The database file's name in its folder; its `-wal` and `-journal` count too.
     db_name: Option<String>,
@@ -84,11 +117,30 @@ struct Inner {
 
 impl FileWatch {
     /// Watch the workspace's tickets and, when `db_file` is given, the database file in its
-    /// folder. Fails when the platform has no inotify or the kernel refuses the watches (e.g.
-    /// `fs.inotify.max_user_watches` is too low for this many tickets); callers then look at
-    /// the files as they would without a watch.
+    /// folder: every folder when `fs.inotify.max_user_watches` allows, else the ticket folders
+    /// without their `artifacts/` ([`Coverage`]). Fails when the platform has no inotify or
+    /// the kernel refuses even one watch per ticket; callers then look at the files as they
+    /// would without a watch.
     pub fn start(ws: &Workspace, db_file: Option<&Path>) -> std::io::Result<FileWatch> {
-        imp::start(ws, db_file)
+        imp::start(ws, db_file, imp::max_user_watches())
+    }
+
+    /// [`FileWatch::start`], taking at most `limit` watches (`None`: as many as the kernel
+    /// gives). The kernel's own refusal (`ENOSPC`, other processes of the user hold watches
+    /// too) is met the same way: the full watch gives way to the ticket folders alone.
+    pub fn start_within(
+        ws: &Workspace,
+        db_file: Option<&Path>,
+        limit: Option<usize>,
+    ) -> std::io::Result<FileWatch> {
+        imp::start(ws, db_file, limit)
+    }
+
+    /// Which folders are watched: with [`Coverage::Folders`] the caller must look at every
+    /// file as often as it would without a watch, for the writes inside `artifacts/` alone.
+    pub fn coverage(&self) -> Coverage {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.coverage
     }
 
     /// Drain what the kernel queued and report it.
@@ -106,7 +158,8 @@ impl FileWatch {
         }
     }
 
-    /// How many folders are watched (the tickets folder, each ticket and its artifacts).
+    /// How many folders are watched (the tickets folder, each ticket and, with
+    /// [`Coverage::Full`], its artifacts).
     pub fn watches(&self) -> usize {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.watched.len()
@@ -154,21 +207,57 @@ mod imp {
         | libc::IN_MOVE_SELF
         | libc::IN_ONLYDIR;
 
-    pub(super) fn start(ws: &Workspace, db_file: Option<&Path>) -> std::io::Result<FileWatch> {
+    /// The most watches this user may hold: `fs.inotify.max_user_watches`, or the user
+    /// namespace's own `user.max_inotify_watches` when lower (a container's limit), when
+    /// either can be read.
+    pub(super) fn max_user_watches() -> Option<usize> {
+        [
+            "/proc/sys/fs/inotify/max_user_watches",
+            "/proc/sys/user/max_inotify_watches",
+        ]
+        .iter()
+        .filter_map(|f| {
+            std::fs::read_to_string(f)
+                .ok()?
+                .trim()
+                .parse::<usize>()
+                .ok()
+        })
+        .min()
+    }
+
+    pub(super) fn start(
+        ws: &Workspace,
+        db_file: Option<&Path>,
+        limit: Option<usize>,
+    ) -> std::io::Result<FileWatch> {
         let folders = ws.ticket_folders().map_err(std::io::Error::other)?;
-        // Two watches per ticket; say so before taking most of them and failing at the end.
-        let needed = 2 * folders.len() + 2;
-        if let Some(limit) = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
-            .ok()
-            .and_then(|s| s.trim().parse::<usize>().ok())
-        {
-            if needed > limit {
-                return Err(std::io::Error::other(format!(
-                    "{} tickets need {needed} inotify watches and fs.inotify.max_user_watches is {limit}",
-                    folders.len()
-                )));
+        let fits = |c: Coverage| limit.is_none_or(|l| c.needs(folders.len()) <= l);
+        if fits(Coverage::Full) {
+            match start_covering(ws, db_file, &folders, Coverage::Full) {
+                // Other processes of the user hold watches too: the kernel's limit is shared.
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {}
+                done => return done,
             }
         }
+        if !fits(Coverage::Folders) {
+            let limit = limit.unwrap_or_default();
+            return Err(std::io::Error::other(format!(
+                "{} tickets need {} inotify watches (one per ticket folder) and at most {limit} may be taken (fs.inotify.max_user_watches)",
+                folders.len(),
+                Coverage::Folders.needs(folders.len()),
+            )));
+        }
+        start_covering(ws, db_file, &folders, Coverage::Folders)
+    }
+
+    fn start_covering(
+        ws: &Workspace,
+        db_file: Option<&Path>,
+        folders: &[TicketId],
+        coverage: Coverage,
+    ) -> std::io::Result<FileWatch> {
+        let needed = coverage.needs(folders.len());
         // SAFETY: inotify_init1 takes flags only and returns a new descriptor or -1.
         let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if raw < 0 {
@@ -179,6 +268,7 @@ mod imp {
         let mut inner = Inner {
             fd,
             tickets_dir: ws.tickets_dir(),
+            coverage,
             watched: HashMap::with_capacity(needed),
             db_name: None,
             generation: 0,
@@ -200,7 +290,7 @@ mod imp {
                 inner.db_name = Some(name.to_string_lossy().into_owned());
             }
         }
-        for id in &folders {
+        for id in folders {
             watch_ticket(&mut inner, id)?;
         }
         Ok(FileWatch {
@@ -219,14 +309,17 @@ mod imp {
         Ok(())
     }
 
-    /// Watch a ticket folder and its artifacts. A folder that is gone again, or an
-    /// `artifacts/` not made yet, is no error: its parent's events say when it appears.
+    /// Watch a ticket folder and (with [`Coverage::Full`]) its artifacts. A folder that is
+    /// gone again, or an `artifacts/` not made yet, is no error: its parent's events say when
+    /// it appears.
     fn watch_ticket(inner: &mut Inner, id: &TicketId) -> std::io::Result<()> {
         let dir = inner.tickets_dir.join(id.as_str());
-        for (path, what) in [
-            (dir.join(ARTIFACTS), Watched::Artifacts(id.clone())),
-            (dir, Watched::Ticket(id.clone())),
-        ] {
+        let artifacts = (inner.coverage == Coverage::Full)
+            .then(|| (dir.join(ARTIFACTS), Watched::Artifacts(id.clone())));
+        for (path, what) in artifacts
+            .into_iter()
+            .chain([(dir, Watched::Ticket(id.clone()))])
+        {
             match add(inner, &path, what) {
                 Ok(()) => {}
                 Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {}
@@ -320,7 +413,7 @@ mod imp {
             }
             Some(Watched::Ticket(id)) => {
                 let id = id.clone();
-                if is_dir && appeared && name == ARTIFACTS {
+                if is_dir && appeared && name == ARTIFACTS && inner.coverage == Coverage::Full {
                     let path = inner.tickets_dir.join(id.as_str()).join(ARTIFACTS);
                     if add(inner, &path, Watched::Artifacts(id.clone())).is_err() {
                         inner.lose(true);
@@ -362,7 +455,15 @@ mod imp {
 mod imp {
     use super::*;
 
-    pub(super) fn start(_: &Workspace, _: Option<&Path>) -> std::io::Result<FileWatch> {
+    pub(super) fn max_user_watches() -> Option<usize> {
+        None
+    }
+
+    pub(super) fn start(
+        _: &Workspace,
+        _: Option<&Path>,
+        _: Option<usize>,
+    ) -> std::io::Result<FileWatch> {
         Err(std::io::Error::new(
             std::io::ErrorKind::Unsupported,
             "watching files needs inotify (Linux)",

@@ -23,9 +23,17 @@ use yoi_store::workspace::Workspace;
 use yoi_store::StoreError;
 
 const BATCH: usize = 250;
-/// Tickets per transaction of a full rebuild (read in parallel, then written in multi-row
+/// Tickets read at a time by a full rebuild (read in parallel, then written in multi-row
 /// statements).
 const BULK_BATCH: usize = 2000;
+/// Tickets per transaction of a full rebuild. Each commit writes every page its inserts
+/// dirtied to the log, and the inserts into indexes keyed at random (`relations_target`, the
+/// events' ids) dirty pages all over those indexes: the larger the index, the more pages per
+/// ticket, so with a commit every 2,000 tickets the bytes written per ticket doubled from
+/// 10,000 to 100,000 tickets (1.43 GB written for a 275 MB database; BENCHMARKS.md, issue 45).
+/// A commit every 20,000 keeps them about as they are at 10,000. The rows in memory stay one
+/// read at a time; only SQLite's log holds more between commits.
+const COMMIT_TICKETS: usize = 20_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReindexMode {
@@ -337,14 +345,34 @@ impl Db {
             };
             let mut chunks = changed.chunks(BULK_BATCH).map(<[TicketId]>::to_vec);
             let mut next = chunks.next().map(read);
+            // Tickets written in the transaction still open (0: none is open).
+            let mut open = 0usize;
             while let Some(reading) = next.take() {
-                let (tickets, rows) = reading.join().map_err(|_| StoreError::Database {
-                    reason: "a reader thread of the rebuild panicked".into(),
-                })??;
+                let got = reading
+                    .join()
+                    .map_err(|_| StoreError::Database {
+                        reason: "a reader thread of the rebuild panicked".into(),
+                    })
+                    .and_then(|r| r);
+                let (tickets, rows) = match got {
+                    Ok(r) => r,
+                    Err(e) if open > 0 => return self.end_write(&mut conn, Err(e)).await,
+                    Err(e) => return Err(e),
+                };
                 next = chunks.next().map(read);
-                self.begin_write(&mut conn).await?;
+                if open == 0 {
+                    self.begin_write(&mut conn).await?;
+                }
                 let r = super::bulk::write_rows(&mut conn, rows, &mut known, now_ms).await;
-                stats.outbox_added += self.end_write(&mut conn, r).await?;
+                open += tickets;
+                let r = match r {
+                    Ok(added) if open < COMMIT_TICKETS && next.is_some() => added,
+                    r => {
+                        open = 0;
+                        self.end_write(&mut conn, r).await?
+                    }
+                };
+                stats.outbox_added += r;
                 stats.scanned += tickets;
                 stats.reindexed += tickets;
             }

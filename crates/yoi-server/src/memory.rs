@@ -11,6 +11,30 @@
 //! and gives it back when that is more than [`FREE_LIMIT`]. Looking costs a walk of the
 //! allocator's bins; a trim happens only after a burst of large answers.
 
+//!
+//! glibc also gives each thread that allocates while another holds the lock an arena of its
+//! own, up to eight per core, and memory freed in one arena is reused only there: a server whose
+//! routing pass, index writer, readers and request handlers run on many threads holds freed
+//! memory in each. [`limit_arenas`] caps them at [`ARENAS`]: at 100,000 tickets the server at
+//! rest after the router's first pass held 175 MiB with glibc's default and 101 MiB with two
+//! (`MALLOC_ARENA_MAX=2`, `yoi-bench-serve-memory`, BENCHMARKS.md). `MALLOC_ARENA_MAX` set in
+//! the environment wins.
+
+/// The most malloc arenas the server lets glibc make.
+pub const ARENAS: i32 = 2;
+
+/// Cap glibc's malloc arenas at [`ARENAS`], unless `MALLOC_ARENA_MAX` says otherwise. Call
+/// before the server starts its threads: threads that already have an arena keep it.
+pub fn limit_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only sets one of the allocator's parameters.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, ARENAS);
+        }
+    }
+}
+
 /// Return freed memory to the system (it walks the heap: a few milliseconds, so call it after
 /// passes that take far longer). Call from a blocking thread.
 pub fn give_back() {

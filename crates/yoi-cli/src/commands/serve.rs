@@ -9,6 +9,8 @@ use crate::context::Env;
 use crate::error::CliError;
 
 pub fn run(env: &Env, a: &ServeArgs) -> Result<(), CliError> {
+    // Before the server's runtime starts its threads (each could take an arena of its own).
+    yoi_server::memory::limit_arenas();
     let ws = env.files_only("yoi serve")?;
     // Tokens, keys and the database are the owner's alone, in workspaces made before that
     // rule too (docs/security.md). A folder it cannot fix (an entry another user owns) is said,

@@ -220,6 +220,19 @@ pub enum PodCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Whether a pod is ready, from the status file it writes (`yoi pod run --status-file`):
+    /// exit 0 when it runs, is registered and the server answered it within the age allowed;
+    /// 1, saying why, when not. For a readiness probe.
+    Status {
+        /// The file `yoi pod run --status-file` writes.
+        #[arg(long, value_name = "PATH")]
+        file: std::path::PathBuf,
+        /// How old the status, and the server's last answer, may be (`60s`, `2m`, seconds).
+        #[arg(long, value_name = "AGE", default_value = "60s")]
+        max_age: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -264,6 +277,10 @@ pub struct PodRunArgs {
     /// How long each claim waits for work, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     pub wait_ms: u64,
+    /// Keep the pod's own status in PATH (JSON: registered, idle or working, when the server
+    /// last answered), rewritten every few seconds; `yoi pod status --file PATH` checks it.
+    #[arg(long, value_name = "PATH")]
+    pub status_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -288,6 +288,8 @@ pub(crate) fn run_one(
         CostSource::None
     };
     let log = stream_log(client, pod, a, &stdout, &stderr);
+    // When the result's push to its attempt ref began (a pod without the server's disk).
+    let mut pushing = None;
     let (commit, agent_commits) = if Role::Coder.is(&a.role) {
         bring_in_commits(work, &confined.objects)?;
         let settled = settle_commits(work, &settings.profile_name)?;
@@ -295,6 +297,7 @@ pub(crate) fn run_one(
         // cut short (a network drop, a restart, a connection lost mid-pack) is made again
         // while the claim may be live; git writes no ref of a pack it did not receive whole.
         if let (Some(r), Some(c)) = (&settings.remote, &settled.0) {
+            pushing = Some(Instant::now());
             let pushed = within_lease(
                 client,
                 pod,
@@ -306,7 +309,7 @@ pub(crate) fn run_one(
                 || crate::remote::push(r, &settings.server, &settings.token, pod, work, c),
             );
             match pushed {
-                Ok(()) => {}
+                Ok(()) => client.server_answered(),
                 Err(Gave::Lost) => return Ok(Reported::Lost),
                 Err(Gave::Up(e)) => return Err(RunError::Other(e)),
             }
@@ -413,6 +416,7 @@ pub(crate) fn run_one(
             call,
         )
     };
+    let reporting = Instant::now();
     let sent = match reason {
         None => again("reporting the result", &mut || {
             client
@@ -431,6 +435,10 @@ pub(crate) fn run_one(
         claim_to_agent_ms = agent_started.duration_since(claimed).as_millis() as u64,
         agent_ms = agent_ended.duration_since(agent_started).as_millis() as u64,
         agent_to_ack_ms = agent_ended.elapsed().as_millis() as u64,
+        // A remote coder's push to its attempt ref and the report after it, whose answer comes
+        // once the server has moved the branch: push → branch moved.
+        push_ms = pushing.map_or(0, |p| reporting.duration_since(p).as_millis() as u64),
+        report_ms = reporting.elapsed().as_millis() as u64,
         "attempt timing"
     );
     match sent {

@@ -122,6 +122,8 @@ pub struct Client {
     agent: ureq::Agent,
     base: String,
     token: String,
+    /// When the server last answered a call (below 500), for the pod's status file.
+    answered: crate::status::Answered,
 }
 
 impl Client {
@@ -138,7 +140,19 @@ impl Client {
             agent,
             base: base.trim_end_matches('/').to_string(),
             token: token.to_string(),
+            answered: crate::status::Answered::default(),
         }
+    }
+
+    /// When the server last answered this client's calls (or [`Client::server_answered`] said
+    /// so for a git fetch or push).
+    pub fn answered(&self) -> crate::status::Answered {
+        self.answered.clone()
+    }
+
+    /// The server answered now (over git, which this client does not see).
+    pub fn server_answered(&self) {
+        self.answered.now();
     }
 
     fn call<T: DeserializeOwned>(
@@ -168,6 +182,9 @@ impl Client {
         }
         .map_err(unreachable)?;
         let status = resp.status().as_u16();
+        if status < 500 {
+            self.answered.now();
+        }
         if status == 204 {
             return Ok(None);
         }

@@ -32,6 +32,7 @@ pub mod prompt;
 pub mod rate_limit;
 pub mod remote;
 pub mod sandbox;
+pub mod status;
 pub mod tls;
 mod verify;
 mod worktree;
@@ -81,7 +82,12 @@ pub struct PodSettings {
     /// What this pod's attempts name as their agent: the profile and its CLI's version
     /// (`aider 0.86.2`; the profile alone when the CLI names none). See [`agent_label`].
     pub agent_label: String,
+    /// Where the pod keeps its own status for a probe (`--status-file`, [`status`]).
+    pub status_file: Option<PathBuf>,
 }
+
+/// How often the status file is written when nothing changes.
+const STATUS_EVERY: Duration = Duration::from_secs(5);
 
 /// `profile` and the version its CLI reports, asked once when the pod starts.
 pub fn agent_label(profile_name: &str, profile: &AgentProfile) -> String {
@@ -113,13 +119,58 @@ pub struct PodSummary {
 /// Run the pod until `stop` is set (or after one assignment with `once`).
 pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodError> {
     let client = Client::new(&settings.server, &settings.token, &settings.trust);
-    // A cache is one pod's; a second pod given it is refused before it registers.
+    // A cache is one pod's; a second pod given it is refused before it registers (and before
+    // it writes a status, which would be the first pod's file).
     let _cache = settings
         .remote
         .as_ref()
         .map(remote::lock)
         .transpose()
         .map_err(PodError::Setup)?;
+    let status = match &settings.status_file {
+        None => None,
+        Some(path) => Some(
+            status::StatusFile::start(
+                path,
+                status::PodStatus {
+                    pod: None,
+                    name: settings.name.clone(),
+                    role: None,
+                    pid: std::process::id(),
+                    server: settings.server.clone(),
+                    state: status::PodState::Starting,
+                    assignment: None,
+                    ticket: None,
+                    server_answered_ms: None,
+                    lease_ms: None,
+                    error: None,
+                    written_ms: 0,
+                },
+                client.answered(),
+                STATUS_EVERY,
+            )
+            .map_err(PodError::Setup)?,
+        ),
+    };
+    let ran = claim_loop(settings, stop, &client, status.as_deref());
+    if let Some(s) = &status {
+        s.finish(ran.as_ref().err().map(ToString::to_string));
+    }
+    ran
+}
+
+/// Register, then claim and run the role's work until `stop` (or one with `once`).
+fn claim_loop(
+    settings: &PodSettings,
+    stop: &AtomicBool,
+    client: &Client,
+    status: Option<&status::StatusFile>,
+) -> Result<PodSummary, PodError> {
+    let set = |change: &dyn Fn(&mut status::PodStatus)| {
+        if let Some(s) = status {
+            s.update(change);
+        }
+    };
     let reg = client.register(
         &settings.name,
         &settings.host,
@@ -150,6 +201,13 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
         _ => settings,
     };
     tracing::info!(pod = %pod, role = %reg.pod.role, agent = %settings.profile_name, "pod registered");
+    set(&|s| {
+        s.pod = Some(pod.clone());
+        s.role = Some(reg.pod.role.clone());
+        s.lease_ms = Some(reg.lease_ms);
+        s.state = status::PodState::Idle;
+        s.error = None;
+    });
     let mut summary = PodSummary {
         pod: pod.clone(),
         ..PodSummary::default()
@@ -159,6 +217,7 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
             Ok(w) => w,
             Err(ClientError::Unreachable { reason, .. }) => {
                 tracing::warn!(%reason, "the server did not answer a claim; trying again");
+                set(&|s| s.error = Some(format!("a claim got no answer: {reason}")));
                 std::thread::sleep(Duration::from_secs(1));
                 continue;
             }
@@ -166,6 +225,9 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
             // refusal (4xx: bad token, unknown pod) still ends the pod.
             Err(ClientError::Refused { status, message }) if status >= 500 => {
                 tracing::warn!(status, %message, "the server failed a claim; trying again");
+                set(&|s| {
+                    s.error = Some(format!("the server failed a claim ({status}): {message}"))
+                });
                 std::thread::sleep(Duration::from_secs(1));
                 continue;
             }
@@ -173,16 +235,26 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
         };
         let claimed = std::time::Instant::now();
         let Some(mut work) = work else {
+            set(&|s| s.error = None);
             if settings.once {
                 break;
             }
             continue;
         };
+        set(&|s| {
+            s.state = status::PodState::Working;
+            s.assignment = Some(work.assignment.id.clone());
+            s.ticket = Some(work.ticket.clone());
+            s.error = None;
+        });
         // Without the server's disk: the claim's commit fetched into the pod's own cache.
         let checkout = match &settings.remote {
             None => None,
-            Some(r) => match remote::prepare(r, &settings.server, &settings.token, &mut work) {
-                Ok(c) => Some(c),
+            Some(r) => match prepare_remote(client, &pod, r, settings, &mut work) {
+                Ok(c) => {
+                    client.server_answered();
+                    Some(c)
+                }
                 Err(e) => {
                     tracing::error!(assignment = %work.assignment.id, error = %e, "the claim's commit could not be fetched");
                     let _ = client.fail(
@@ -194,6 +266,12 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
                         None,
                     );
                     summary.failed += 1;
+                    set(&|s| {
+                        s.state = status::PodState::Idle;
+                        s.assignment = None;
+                        s.ticket = None;
+                        s.error = Some(format!("fetching the claim's commit: {e}"));
+                    });
                     if settings.once {
                         break;
                     }
@@ -206,9 +284,9 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
         let verifies = settings.profile_name == VERIFY_PROFILE
             || yoi_core::Role::Verifier.is(&work.assignment.role);
         let ran = if verifies {
-            verify::run_verify(settings, &client, &pod, &work, stop).map_err(RunError::Other)
+            verify::run_verify(settings, client, &pod, &work, stop).map_err(RunError::Other)
         } else {
-            agent_run::run_one(settings, &client, &pod, &work, stop, claimed)
+            agent_run::run_one(settings, client, &pod, &work, stop, claimed)
         };
         match ran {
             Ok(Reported::Completed) => summary.completed += 1,
@@ -237,12 +315,56 @@ pub fn run(settings: &PodSettings, stop: &AtomicBool) -> Result<PodSummary, PodE
             }
         }
         drop(checkout);
+        set(&|s| {
+            s.state = status::PodState::Idle;
+            s.assignment = None;
+            s.ticket = None;
+        });
         if settings.once {
             break;
         }
     }
     tracing::info!(pod = %pod, completed = summary.completed, failed = summary.failed, lost = summary.lost, "pod stopped");
     Ok(summary)
+}
+
+/// [`remote::prepare`], heartbeating the claim at its interval while git works: the first fetch
+/// into a cold cache of a large repository can take longer than a lease, and a claim must not
+/// expire while its commit is on the way. A 409 is left to the heartbeat before the agent
+/// starts, which then reports nothing.
+fn prepare_remote(
+    client: &Client,
+    pod: &str,
+    cache: &remote::RemoteGit,
+    settings: &PodSettings,
+    work: &mut client::Work,
+) -> Result<remote::Checkout, String> {
+    let every = Duration::from_millis(work.heartbeat_ms.max(100) as u64);
+    let (id, fence) = (work.assignment.id.clone(), work.assignment.fence);
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        scope.spawn(move || {
+            let _ = tx.send(remote::prepare(
+                cache,
+                &settings.server,
+                &settings.token,
+                work,
+            ));
+        });
+        loop {
+            match rx.recv_timeout(every) {
+                Ok(prepared) => return prepared,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = client.heartbeat(pod, &id, fence) {
+                        tracing::warn!(assignment = %id, error = %e, "a heartbeat during the fetch failed");
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err("the fetch ended without an answer".into())
+                }
+            }
+        }
+    })
 }
 
 /// The built-in profile of the verifier: no agent, the brief's validation commands.

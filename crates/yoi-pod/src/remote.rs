@@ -8,8 +8,10 @@
 //! `GIT_CONFIG_*` variables of that one process (never argv, never a file), nothing asked of a
 //! terminal, and the server's certificate trusted through `--ca`, or under `--pin` by git's
 //! `http.pinnedPubkey`: the key of the certificate the pin names, read from a pinned handshake.
-//! A cache that git cannot use is removed and made again. Each attempt's worktree is removed
-//! when the attempt ends.
+//! A cache that git cannot use is removed and made again. Each attempt's worktree leaves the
+//! ticket files out (a sparse index, as the server's own worktrees do) and is removed when the
+//! attempt ends; the commits fetched stay under refs of the cache's own (`refs/yoi/cache/…`), so
+//! the next claim's fetch negotiates from them and brings only what is new.
 //!
 //! A cache is one pod's: the pod holds an exclusive lock on `DIR/yoi-pod.lock` for as long as
 //! it runs ([`lock`]), and a second pod given the same `--cache` is refused before it
@@ -60,15 +62,25 @@ pub(crate) fn prepare(
     token: &str,
     work: &mut Work,
 ) -> Result<Checkout, String> {
+    // Each wanted commit is kept under a ref of the cache's own: git's negotiation offers only
+    // what refs reach, so a cache whose fetches left no ref would be sent the whole history
+    // again for every claim. The head's ref is replaced at each claim (the newest one is what
+    // the next claim's commits descend from); a kept attempt's start has its own.
     let fetch = |cache: &Path| {
-        let mut wants = vec![work.head_commit.clone()];
+        let mut args = vec![
+            "fetch".to_string(),
+            "--quiet".into(),
+            "--no-tags".into(),
+            "--no-write-fetch-head".into(),
+            url(server),
+            format!("+{}:{HEAD_REF}", work.head_commit),
+        ];
         if work.start() != work.head_commit {
-            wants.push(work.start().to_string());
+            args.push(format!("+{}:{START_REF}", work.start()));
         }
-        let mut args = vec!["fetch".to_string(), "--quiet".into(), url(server)];
-        args.extend(wants);
         git(remote, token, cache, &args)
     };
+    let started = std::time::Instant::now();
     init(&remote.cache)?;
     if let Err(first) = fetch(&remote.cache) {
         // A cache git cannot use (corrupt, half-written) is made again, once.
@@ -84,25 +96,33 @@ pub(crate) fn prepare(
         init(&remote.cache)?;
         fetch(&remote.cache)?;
     }
+    let fetched = std::time::Instant::now();
     let dir = remote
         .cache
         .join("attempts")
         .join(format!("{}-{}", work.assignment.id, work.assignment.fence));
     let _ = std::fs::remove_dir_all(&dir);
-    git(
+    // Whatever an earlier pod left registered at that path goes first.
+    let _ = git(
         remote,
         token,
         &remote.cache,
-        &[
-            "worktree".into(),
-            "add".into(),
-            "--quiet".into(),
-            "--detach".into(),
-            dir.display().to_string(),
-            work.start().to_string(),
-        ],
-    )?;
+        &["worktree".into(), "prune".into()],
+    );
+    std::fs::create_dir_all(remote.cache.join("attempts"))
+        .map_err(|e| format!("making {}: {e}", remote.cache.join("attempts").display()))?;
+    // The ticket files are left out, as in the server's own worktrees (a sparse index: the
+    // folder is one skip-worktree entry), so the checkout does not grow with the backlog.
+    let leave_out = tickets_prefix(remote, token, work.start());
+    yoi_git::add_worktree_sparse(&remote.cache, &dir, work.start(), &[leave_out.as_str()])
+        .map_err(|e| format!("checking out {}: {e}", work.start()))?;
     work.workdir = dir.display().to_string();
+    tracing::info!(
+        assignment = %work.assignment.id,
+        fetch_ms = fetched.duration_since(started).as_millis() as u64,
+        checkout_ms = fetched.elapsed().as_millis() as u64,
+        "the claim's commit is checked out in the cache"
+    );
     Ok(Checkout {
         cache: remote.cache.clone(),
         dir,
@@ -180,6 +200,32 @@ pub(crate) fn push(
     .map_err(|e| format!("pushing the result to {target}: {e}"))
 }
 
+/// The cache's ref of the last claim's head commit, and of a kept attempt's start.
+const HEAD_REF: &str = "refs/yoi/cache/head";
+const START_REF: &str = "refs/yoi/cache/start";
+
+/// The repository's tickets folder as a path prefix (`.yoi/tickets/`), from the workspace
+/// configuration committed at `commit` (`[workspace] tickets_dir`), the default when it names
+/// none or cannot be read.
+fn tickets_prefix(remote: &RemoteGit, token: &str, commit: &str) -> String {
+    let named = git(
+        remote,
+        token,
+        &remote.cache,
+        &["show".into(), format!("{commit}:.yoi/workspace.toml")],
+    )
+    .ok()
+    .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
+    .and_then(|t| {
+        t.get("workspace")?
+            .get("tickets_dir")?
+            .as_str()
+            .map(str::to_string)
+    });
+    let dir = named.unwrap_or_else(|| ".yoi/tickets".into());
+    format!("{}/", dir.trim_end_matches('/'))
+}
+
 fn url(server: &str) -> String {
     format!("{}/git", server.trim_end_matches('/'))
 }
@@ -199,6 +245,28 @@ fn init(cache: &Path) -> Result<(), String> {
         .output()
         .map_err(|e| format!("cannot run git: {e}"))?;
     if out.status.success() {
+        // Making a worktree writes its HEAD's reflog, which names a committer; a pod host often
+        // has no git identity. gix takes these only when nothing else names one (git ignores
+        // them), so an identity the host has still signs the agent's own commits.
+        for (key, value) in [
+            ("gitoxide.committer.nameFallback", "yoi pod"),
+            ("gitoxide.committer.emailFallback", "pod@yoi.invalid"),
+        ] {
+            let set = Command::new("git")
+                .arg("--git-dir")
+                .arg(cache.join(".git"))
+                .args(["config", key, value])
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot run git: {e}"))?;
+            if !set.status.success() {
+                return Err(format!(
+                    "git config {key} in {}: {}",
+                    cache.display(),
+                    String::from_utf8_lossy(&set.stderr).trim()
+                ));
+            }
+        }
         Ok(())
     } else {
         Err(format!(
@@ -227,6 +295,14 @@ fn git(remote: &RemoteGit, token: &str, dir: &Path, args: &[String]) -> Result<S
         config.push(("http.pinnedPubkey".into(), key.clone()));
     }
     let mut cmd = Command::new("git");
+    // git's environment outranks its configuration: an inherited `GIT_SSL_CAINFO` (many hosts
+    // set one for their own CA bundle) would replace `--ca`, and `GIT_SSL_NO_VERIFY` would turn
+    // the check off. The pod's trust is the one given to it.
+    cmd.env_remove("GIT_SSL_NO_VERIFY");
+    if remote.ca_file.is_some() || remote.pinned_key.is_some() {
+        cmd.env_remove("GIT_SSL_CAINFO")
+            .env_remove("GIT_SSL_CAPATH");
+    }
     cmd.arg("--git-dir")
         .arg(dir.join(".git"))
         .args(args)

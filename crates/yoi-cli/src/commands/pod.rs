@@ -20,6 +20,63 @@ pub fn run(env: &Env, cmd: PodCommand) -> Result<(), CliError> {
     match cmd {
         PodCommand::Run(a) => run_pod(env, &a),
         PodCommand::List { json } => list(env, json),
+        PodCommand::Status {
+            file,
+            max_age,
+            json,
+        } => status(&file, &max_age, json),
+    }
+}
+
+/// `yoi pod status --file PATH`: ready (exit 0) or why not (exit 1), from the pod's own status.
+fn status(file: &std::path::Path, max_age: &str, json: bool) -> Result<(), CliError> {
+    use yoi_pod::status::{not_ready, now_ms, PodStatus};
+    let max_age_ms = yoi_core::flow::parse_duration(max_age)
+        .map_err(|e| CliError::Usage(format!("--max-age: {e}")))?
+        .saturating_mul(1000) as i64;
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        CliError::Refused(format!(
+            "no pod status at {}: {e} (the pod has not started, or runs without --status-file)",
+            file.display()
+        ))
+    })?;
+    let s: PodStatus = serde_json::from_str(&text).map_err(|e| {
+        CliError::Refused(format!(
+            "{} is not a pod's status file: {e}",
+            file.display()
+        ))
+    })?;
+    // SAFETY: signal 0 checks that the process exists and sends nothing.
+    let alive = unsafe { libc::kill(s.pid as libc::pid_t, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    let now = now_ms();
+    let why = not_ready(&s, now, max_age_ms, alive);
+    if json {
+        output::json(&serde_json::json!({
+            "ready": why.is_none(),
+            "reason": why,
+            "status": s,
+        }));
+    } else if why.is_none() {
+        let doing = match (&s.ticket, s.state) {
+            (Some(t), _) => format!("working on {t}"),
+            (None, st) => st.as_str().to_string(),
+        };
+        let answered = s
+            .server_answered_ms
+            .map(|ms| format!("{:.0} s ago", (now - ms).max(0) as f64 / 1000.0))
+            .unwrap_or_default();
+        println!(
+            "ready: pod {} ({}) {doing}; {} answered {answered}",
+            s.pod.as_deref().unwrap_or(&s.name),
+            s.role.as_deref().unwrap_or("?"),
+            s.server
+        );
+    }
+    // Not ready: exit 1, the reason on stderr (where a kubelet's probe output is kept).
+    match why {
+        None => Ok(()),
+        Some(reason) => Err(CliError::Refused(format!("not ready: {reason}"))),
     }
 }
 
@@ -134,6 +191,7 @@ fn run_pod(env: &Env, a: &PodRunArgs) -> Result<(), CliError> {
         wait_ms: a.wait_ms,
         sandbox,
         agent_label,
+        status_file: a.status_file.as_ref().map(absolute).transpose()?,
     };
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {

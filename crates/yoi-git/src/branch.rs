@@ -229,6 +229,27 @@ pub fn delete_ref(repo_root: &Path, name: &str) -> Result<bool, GitError> {
     }
 }
 
+/// The full names of the references that start with `prefix`, which must lie below `refs/`
+/// and end with `/` (`refs/yoi/attempts/`), sorted.
+pub fn refs_under(repo_root: &Path, prefix: &str) -> Result<Vec<String>, GitError> {
+    let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "list refs", e);
+    if !prefix.starts_with("refs/") || !prefix.ends_with('/') {
+        return Err(fail(&format!("{prefix:?} is not a folder of refs")));
+    }
+    let repo = repo::open(repo_root)?;
+    let platform = repo.references().map_err(|e| fail(&e))?;
+    let mut names = Vec::new();
+    for reference in platform.all().map_err(|e| fail(&e))? {
+        let reference = reference.map_err(|e| fail(&e))?;
+        let name = reference.name().as_bstr().to_string();
+        if name.starts_with(prefix) {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
 /// Delete every reference whose full name starts with `prefix`, which must lie below `refs/`
 /// and outside `refs/heads/` and `refs/tags/` (`refs/yoi/attempts/<ticket>/`); how many were
 /// deleted.

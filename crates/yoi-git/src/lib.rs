@@ -32,7 +32,7 @@ pub use attempt::{
 };
 pub use branch::{
     branch_exists, create_branch, delete_branch, delete_ref, delete_refs_under, list_branches,
-    BranchInfo, BranchOutcome,
+    refs_under, BranchInfo, BranchOutcome,
 };
 pub use commit::{commit_all, commit_log, commits_between, head_of, CommitLine, Identity};
 pub use error::GitError;

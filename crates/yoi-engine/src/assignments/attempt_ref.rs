@@ -9,7 +9,9 @@
 //! moves only through [`super::complete`], by compare-and-swap, with every check a local
 //! result gets.
 
+use yoi_core::{State, TicketId};
 use yoi_db::{Assignment, AssignmentStatus, DbIndex};
+use yoi_store::Workspace;
 
 use super::{AssignmentError, PodCaller};
 
@@ -128,6 +130,49 @@ pub fn may_push(
         }
     }
     Ok(Err(PushRefusal::NotYourLiveClaim { name: name.into() }))
+}
+
+/// Delete the attempt refs no attempt needs any more: the ref of an attempt that expired or
+/// was cancelled, of an attempt no row has, or of a ticket that is done; how many went. The
+/// lease sweep runs it (`expire_due`), because an attempt can end without the sweep that
+/// expires it deleting its ref: a person's return or cancel cancels its claim in the index,
+/// a crash can fall between an expiry and its deletion, and git may still be receiving a push
+/// the server checked while the claim was live and write its ref after the claim ended (the
+/// simulation's `attempt-ref-left`, docs/simulation.md). The ref of a live claim stays, and
+/// so does that of an attempt that completed or failed until its ticket is done: a failed
+/// attempt's kept work is what the next attempt fetches.
+pub fn collect(ws: &Workspace, index: &DbIndex) -> Result<usize, AssignmentError> {
+    let repo = ws.root();
+    let mut gone = 0;
+    let mut rows_of: Option<(String, Vec<Assignment>)> = None;
+    for name in yoi_git::refs_under(repo, PREFIX)? {
+        let Some(r) = AttemptRef::parse(&name) else {
+            continue;
+        };
+        let Ok(ticket) = TicketId::parse(&r.ticket) else {
+            continue;
+        };
+        if rows_of.as_ref().is_none_or(|(t, _)| *t != r.ticket) {
+            rows_of = Some((r.ticket.clone(), index.assignments_of(&r.ticket)?));
+        }
+        let rows = rows_of
+            .as_ref()
+            .map_or(&[][..], |(_, rows)| rows.as_slice());
+        let row = rows
+            .iter()
+            .find(|a| a.attempt == r.attempt && a.fence == r.fence);
+        let ended = match row.map(|a| a.status) {
+            None | Some(AssignmentStatus::Expired | AssignmentStatus::Cancelled) => true,
+            Some(_) => ws
+                .read_item(&ticket)
+                .is_ok_and(|item| item.state == State::Done),
+        };
+        if ended && yoi_git::delete_ref(repo, &name)? {
+            tracing::info!(reference = %name, "deleted the attempt ref of an ended attempt");
+            gone += 1;
+        }
+    }
+    Ok(gone)
 }
 
 #[cfg(test)]

@@ -65,5 +65,10 @@ pub fn expire_due(
         }
         out.expired.push((row.id, next.map(|n| n.id)));
     }
+    // The refs of attempts that ended some other way, or whose deletion above a crash or a push
+    // still being received cut short (docs/pods.md, "Faults").
+    if let Err(e) = super::attempt_ref::collect(ws, index) {
+        tracing::warn!(error = %e, "could not delete the attempt refs of ended attempts");
+    }
     Ok(out)
 }

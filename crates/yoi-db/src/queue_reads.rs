@@ -21,11 +21,14 @@ use yoi_store::StoreError;
 /// The tickets of the queue page, by state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueRows {
-    /// Every queued ticket in routing order: first queued first (`queued_at`, none first),
-    /// then by id, as `Snapshot::queued` orders them.
+    /// The first `limit` queued tickets in routing order: first queued first (`queued_at`,
+    /// none first), then by id, as `Snapshot::queued` orders them.
     pub queued: Vec<TicketId>,
-    /// Every ticket in progress, by id.
+    pub queued_total: usize,
+    /// Every ticket in progress, by id, while fewer than the `max_inprogress` asked about are
+    /// (deciding reads them then); else none: only their number counts.
     pub in_progress: Vec<TicketId>,
+    pub in_progress_total: usize,
     /// The first `limit` ready tickets by id, with their titles.
     pub ready: Vec<(TicketId, String)>,
     pub ready_total: usize,
@@ -35,36 +38,111 @@ pub struct QueueRows {
 const CHUNK: usize = 400;
 
 impl Db {
-    /// The queued, in-progress and ready tickets (see [`QueueRows`]), one walk of the state
-    /// index.
-    pub async fn queue_rows(&self, limit: usize) -> Result<QueueRows, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, state, queued_at, title FROM tickets \
-              WHERE state IN ('queued', 'inprogress', 'ready') ORDER BY state, id",
-        )
-        .fetch_all(self.pool())
-        .await
-        .map_err(db_err)?;
-        let mut out = QueueRows::default();
-        let mut queued: Vec<(Option<Timestamp>, TicketId)> = Vec::new();
-        for r in &rows {
-            let id = TicketId::parse(&r.try_get::<String, _>(0).map_err(db_err)?)?;
-            match r.try_get::<String, _>(1).map_err(db_err)?.as_str() {
-                "queued" => {
-                    let at: Option<String> = r.try_get(2).map_err(db_err)?;
-                    queued.push((at.as_deref().map(time).transpose()?, id));
-                }
-                "inprogress" => out.in_progress.push(id),
-                _ => {
-                    out.ready_total += 1;
-                    if out.ready.len() < limit {
-                        out.ready.push((id, r.try_get(3).map_err(db_err)?));
-                    }
-                }
+    /// The queued, in-progress and ready tickets (see [`QueueRows`]): their numbers, and only
+    /// the few rows the page shows, each a range of the state index.
+    pub async fn queue_rows(
+        &self,
+        limit: usize,
+        max_inprogress: usize,
+    ) -> Result<QueueRows, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        let count = |state: &'static str| {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM tickets WHERE state = $1")
+                .bind(state)
+        };
+        let mut out = QueueRows {
+            in_progress_total: count("inprogress")
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(db_err)? as usize,
+            ready_total: count("ready").fetch_one(&mut *conn).await.map_err(db_err)? as usize,
+            ..QueueRows::default()
+        };
+        if out.in_progress_total < max_inprogress {
+            let rows: Vec<(String,)> =
+                sqlx::query_as("SELECT id FROM tickets WHERE state = 'inprogress' ORDER BY id")
+                    .fetch_all(&mut *conn)
+                    .await
+                    .map_err(db_err)?;
+            for (id,) in rows {
+                out.in_progress.push(TicketId::parse(&id)?);
             }
         }
-        queued.sort();
-        out.queued = queued.into_iter().map(|(_, id)| id).collect();
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT id, title FROM tickets WHERE state = 'ready' ORDER BY id LIMIT $1",
+        )
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        for (id, title) in rows {
+            out.ready.push((TicketId::parse(&id)?, title));
+        }
+        // The first `limit` queued in routing order, without reading every queued row: a
+        // time's text sorts by its second (`YYYY-MM-DDTHH:MM:SS`, UTC, always that wide) but not
+        // within it (`…:05Z` is before `…:05.250Z`, and sorts after it). So the second of the
+        // `limit`th is found first; when the first `limit` have no time at all (they come
+        // first), they are the first `limit` by id; else every row up to and including that
+        // second is read, and ordered here by their times.
+        out.queued_total = count("queued")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db_err)? as usize;
+        let second = "COALESCE(SUBSTR(queued_at, 1, 19), '')";
+        let cutoff: Option<String> = sqlx::query_scalar(&format!(
+            "SELECT {second} FROM tickets WHERE state = 'queued' ORDER BY 1 LIMIT 1 OFFSET $1"
+        ))
+        .bind(i64::try_from(limit.max(1) - 1).unwrap_or(i64::MAX))
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        let up_to =
+            format!("SELECT id, queued_at FROM tickets WHERE state = 'queued' AND {second} <= $1");
+        let rows: Vec<(String, Option<String>)> = match cutoff.as_deref() {
+            Some("") => sqlx::query_as(
+                "SELECT id, queued_at FROM tickets WHERE state = 'queued' AND queued_at IS NULL \
+                  ORDER BY id LIMIT $1",
+            )
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX)),
+            Some(c) => sqlx::query_as(&up_to).bind(c.to_string()),
+            None => sqlx::query_as("SELECT id, queued_at FROM tickets WHERE state = 'queued'"),
+        }
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        let mut queued: Vec<(Option<Timestamp>, TicketId)> = Vec::with_capacity(rows.len());
+        for (id, at) in rows {
+            queued.push((at.as_deref().map(time).transpose()?, TicketId::parse(&id)?));
+        }
+        queued.sort_unstable();
+        out.queued = queued.into_iter().take(limit).map(|(_, id)| id).collect();
+        Ok(out)
+    }
+
+    /// The states of `ids` the index holds (a ticket it holds no row of is absent).
+    pub async fn indexed_states(
+        &self,
+        ids: &[TicketId],
+    ) -> Result<BTreeMap<TicketId, yoi_core::State>, StoreError> {
+        let mut out = BTreeMap::new();
+        for chunk in ids.chunks(CHUNK) {
+            let sql = format!(
+                "SELECT id, state FROM tickets WHERE id IN ({})",
+                placeholders(1, chunk.len())
+            );
+            for r in among(&sql, chunk)
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?
+            {
+                let id = TicketId::parse(&r.try_get::<String, _>(0).map_err(db_err)?)?;
+                let state = r.try_get::<String, _>(1).map_err(db_err)?;
+                let state = state.parse().map_err(|_| StoreError::Database {
+                    reason: format!("ticket {id} has an unknown state in the index"),
+                })?;
+                out.insert(id, state);
+            }
+        }
         Ok(out)
     }
 
@@ -107,16 +185,18 @@ impl Db {
         Ok(out)
     }
 
-    /// Every relation from or to one of `ids`.
-    pub async fn relations_touching(&self, ids: &[TicketId]) -> Result<Vec<Relation>, StoreError> {
+    /// The relations that make blockers of `ids` (`RelationGraph::blockers`): their own
+    /// `depends_on` and the `blocks` that point at them. The other relations of a ticket
+    /// (who depends on it, what it relates to) decide nothing about it.
+    pub async fn blocking_relations(&self, ids: &[TicketId]) -> Result<Vec<Relation>, StoreError> {
         let mut out = Vec::new();
         for chunk in ids.chunks(CHUNK) {
             let list = placeholders(1, chunk.len());
             let sql = format!(
                 "SELECT ticket_id, kind, target, note, author, at FROM relations \
-                  WHERE ticket_id IN ({list}) \
+                  WHERE ticket_id IN ({list}) AND kind = 'depends_on' \
                  UNION SELECT ticket_id, kind, target, note, author, at FROM relations \
-                  WHERE target IN ({list})"
+                  WHERE target IN ({list}) AND kind = 'blocks'"
             );
             let rows = among(&sql, chunk)
                 .fetch_all(self.pool())

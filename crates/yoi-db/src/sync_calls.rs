@@ -414,8 +414,20 @@ impl DbIndex {
         self.run(self.db.routing_events(id))
     }
 
-    pub fn queue_rows(&self, limit: usize) -> Result<crate::queue_reads::QueueRows, StoreError> {
-        self.run(self.db.queue_rows(limit))
+    pub fn routing_events_of(
+        &self,
+        ids: &[TicketId],
+    ) -> Result<std::collections::BTreeMap<TicketId, Vec<yoi_core::thread::Event>>, StoreError>
+    {
+        self.run(self.db.routing_events_of(ids))
+    }
+
+    pub fn queue_rows(
+        &self,
+        limit: usize,
+        max_inprogress: usize,
+    ) -> Result<crate::queue_reads::QueueRows, StoreError> {
+        self.run(self.db.queue_rows(limit, max_inprogress))
     }
 
     pub fn indexed_items(
@@ -425,11 +437,18 @@ impl DbIndex {
         self.run(self.db.indexed_items(ids))
     }
 
-    pub fn relations_touching(
+    pub fn blocking_relations(
         &self,
         ids: &[TicketId],
     ) -> Result<Vec<yoi_core::relation::Relation>, StoreError> {
-        self.run(self.db.relations_touching(ids))
+        self.run(self.db.blocking_relations(ids))
+    }
+
+    pub fn indexed_states(
+        &self,
+        ids: &[TicketId],
+    ) -> Result<std::collections::BTreeMap<TicketId, yoi_core::State>, StoreError> {
+        self.run(self.db.indexed_states(ids))
     }
 
     pub fn thread_page(

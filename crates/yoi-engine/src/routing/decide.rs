@@ -22,6 +22,15 @@ use super::circuit::Circuit;
 pub struct Snapshot {
     pub items: BTreeMap<TicketId, Item>,
     pub graph: RelationGraph,
+    /// Every ticket in `items` was found whole where it was read: the index holds a row only
+    /// for a ticket whose files all read (its thread.md and orchestration-plan.jsonl too; a
+    /// broken one has none, so it is absent and blocks). A finished blocker is then not looked
+    /// at on disk again ([`Snapshot::blocker_state`]). False for a snapshot of the files, which
+    /// reads neither of those two.
+    pub whole: bool,
+    /// Tickets in progress that are not in `items`: counted, not read. Only a snapshot with no
+    /// slot free leaves them out (deciding then stops at capacity and reads nothing of them).
+    pub in_progress_unread: usize,
 }
 
 impl Snapshot {
@@ -29,7 +38,12 @@ impl Snapshot {
         let (graph, damaged) = ws.read_graph_noting_damage()?;
         let mut items: BTreeMap<TicketId, Item> = ws.read_readable_items()?.into_iter().collect();
         items.retain(|id, _| !damaged.contains(id));
-        Ok(Snapshot { items, graph })
+        Ok(Snapshot {
+            items,
+            graph,
+            whole: false,
+            in_progress_unread: 0,
+        })
     }
 
     /// The state blocker `t` counts with: its item's, or none (which blocks) when it is broken.
@@ -38,7 +52,7 @@ impl Snapshot {
     /// snapshot reads neither) also keeps it blocking, as the queue gate does.
     pub fn blocker_state(&self, ws: &Workspace, t: &TicketId) -> Option<State> {
         let state = self.items.get(t)?.state;
-        if state.is_finished() && ws.diagnose(t).is_some() {
+        if state.is_finished() && !self.whole && ws.diagnose(t).is_some() {
             return None;
         }
         Some(state)
@@ -62,10 +76,12 @@ impl Snapshot {
     }
 
     pub fn in_progress(&self) -> usize {
-        self.items
-            .values()
-            .filter(|i| i.state == State::Inprogress)
-            .count()
+        self.in_progress_unread
+            + self
+                .items
+                .values()
+                .filter(|i| i.state == State::Inprogress)
+                .count()
     }
 }
 
@@ -147,9 +163,10 @@ pub fn decide_for(
         .iter()
         .filter(|(t, i)| i.state == State::Inprogress && *t != id)
         .collect();
-    if in_progress.len() >= max_inprogress {
+    let busy = in_progress.len() + snap.in_progress_unread;
+    if busy >= max_inprogress {
         return Ok(Some(RoutingDecision::WaitingCapacity {
-            in_progress: in_progress.len(),
+            in_progress: busy,
             max: max_inprogress,
         }));
     }

@@ -202,8 +202,10 @@ pub fn queue_view(
 
 /// [`queue_view`] read from `index` when given: which tickets are queued, in progress and
 /// ready, the items and relations deciding for the listed tickets needs ([`from_index`]), and
-/// each listed ticket's routing events (`yoi_db`'s `routing_events`: the latest decision and
-/// the circuit's window, a few index steps) instead of its whole thread. Nothing on the page
+/// the listed tickets' routing events (`yoi_db`'s `routing_events_of`: the latest decision and
+/// the circuit's window, two statements for the page) instead of their whole threads. A
+/// finished blocker the index holds is whole (see [`Snapshot::whole`]), so it is not looked at
+/// on disk again. Nothing on the page
 /// then grows with the tree or with a thread's length but the lists of ids; what it says is
 /// what reading the files says (`tests/queue_index.rs`).
 pub fn queue_view_indexed(
@@ -221,18 +223,21 @@ pub fn queue_view_indexed(
         in_progress: snap.in_progress(),
         max: max_inprogress,
     };
+    // Every listed ticket's routing events in one go (a ticket the index holds no row of is
+    // absent: its thread is read from the file below).
+    let listed: Vec<TicketId> = parts.queued.iter().take(limit).cloned().collect();
+    let mut indexed_events = match index {
+        Some(index) => index.routing_events_of(&listed)?,
+        None => BTreeMap::new(),
+    };
     let mut queued = Vec::new();
-    for id in parts.queued.iter().take(limit) {
+    for id in &listed {
         // Gone from the index between its two reads: the next page lists it again.
         let Some(item) = snap.items.get(id) else {
             continue;
         };
         // A thread.md yoi cannot read makes the ticket broken: the page lists it as such.
-        let indexed = match index {
-            Some(index) => index.routing_events(id)?,
-            None => None,
-        };
-        let thread = match indexed {
+        let thread = match indexed_events.remove(id) {
             Some(events) => yoi_core::thread::ParsedThread {
                 lines: vec![0; events.len()],
                 events,
@@ -265,7 +270,7 @@ pub fn queue_view_indexed(
     }
     Ok(QueueView {
         queued,
-        queued_total: parts.queued.len(),
+        queued_total: parts.queued_total,
         ready_total: parts.ready_total,
         ready: parts.ready,
         capacity,
@@ -276,7 +281,9 @@ pub fn queue_view_indexed(
 /// listed ones reads, every queued ticket in routing order, and the first ready ones.
 struct QueueParts {
     snap: Snapshot,
+    /// At least the first `limit` queued tickets in routing order.
     queued: Vec<TicketId>,
+    queued_total: usize,
     ready: Vec<(TicketId, String)>,
     ready_total: usize,
 }
@@ -290,8 +297,10 @@ fn from_files(ws: &Workspace, limit: usize) -> Result<QueueParts, StoreError> {
         .filter(|(_, i)| i.state == State::Ready)
         .map(|(id, i)| (id.clone(), i.title.clone()))
         .collect();
+    let queued = snap.queued();
     Ok(QueueParts {
-        queued: snap.queued(),
+        queued_total: queued.len(),
+        queued,
         ready_total: ready.len(),
         ready: ready.into_iter().take(limit).collect(),
         snap,
@@ -299,50 +308,59 @@ fn from_files(ws: &Workspace, limit: usize) -> Result<QueueParts, StoreError> {
 }
 
 /// A snapshot of only what deciding for the first `limit` queued tickets reads of other
-/// tickets (`decide_for`): the items of those tickets and of every ticket related to a listed
-/// one (its state makes it a blocker or not), the relations of the listed ones, and every
-/// ticket in progress — whole while fewer than `max_inprogress` are (their write scopes decide
-/// conflicts), else only as in progress: with no slot free, deciding stops at capacity and
-/// reads nothing else of them. The router's own pass loads the whole snapshot from the files;
-/// this one is for reading, never for routing.
+/// tickets (`decide_for`): the items of those tickets, the relations that make their blockers
+/// and the blockers' states (a state is all a blocker is asked), and the tickets in progress —
+/// whole while fewer than `max_inprogress` are (their write scopes decide conflicts), else only
+/// counted: with no slot free, deciding stops at capacity and reads nothing else of them
+/// (`Snapshot::in_progress_unread`). The router's own pass loads the whole snapshot from the
+/// files; this one is for reading, never for routing.
 fn from_index(
     index: &crate::db::DbIndex,
     limit: usize,
     max_inprogress: usize,
 ) -> Result<QueueParts, StoreError> {
-    let rows = index.queue_rows(limit)?;
-    let listed: Vec<TicketId> = rows.queued.iter().take(limit).cloned().collect();
-    let relations = index.relations_touching(&listed)?;
-    let full = rows.in_progress.len() < max_inprogress;
-    let mut ids: Vec<TicketId> = listed;
-    if full {
-        ids.extend(rows.in_progress.iter().cloned());
-    }
-    for r in &relations {
-        ids.push(r.ticket_id.clone());
-        ids.push(r.target.clone());
-    }
+    let rows = index.queue_rows(limit, max_inprogress)?;
+    let listed = &rows.queued;
+    let relations = index.blocking_relations(listed)?;
+    // Whole items of the listed tickets and, while a slot is free, of every ticket in progress
+    // (`queue_rows` gives their ids only then); of the blockers only their states.
+    let mut ids: Vec<TicketId> = listed.clone();
+    ids.extend(rows.in_progress.iter().cloned());
     ids.sort();
     ids.dedup();
     let mut items = index.indexed_items(&ids)?;
-    for id in &rows.in_progress {
-        items.entry(id.clone()).or_insert_with(|| {
-            let mut only_state = yoi_core::Item::new(
-                String::new(),
-                yoi_core::Timestamp::from_unix_millis(0),
-                String::new(),
-            );
-            only_state.state = State::Inprogress;
-            only_state
-        });
+    let mut blockers: Vec<TicketId> = relations
+        .iter()
+        .flat_map(|r| [&r.ticket_id, &r.target])
+        .filter(|t| !items.contains_key(*t))
+        .cloned()
+        .collect();
+    blockers.sort();
+    blockers.dedup();
+    for (id, state) in index.indexed_states(&blockers)? {
+        let mut only_state = yoi_core::Item::new(
+            String::new(),
+            yoi_core::Timestamp::from_unix_millis(0),
+            String::new(),
+        );
+        only_state.state = state;
+        items.insert(id, only_state);
     }
+    // In progress but not read: the rest of the count (none when all were read).
+    let read = items
+        .values()
+        .filter(|i| i.state == State::Inprogress)
+        .count();
     let snap = Snapshot {
         items,
         graph: yoi_core::relation::RelationGraph::from_owned(relations),
+        whole: true,
+        in_progress_unread: rows.in_progress_total.saturating_sub(read),
     };
     Ok(QueueParts {
         snap,
         queued: rows.queued,
+        queued_total: rows.queued_total,
         ready: rows.ready,
         ready_total: rows.ready_total,
     })

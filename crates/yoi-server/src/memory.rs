@@ -42,7 +42,7 @@ pub fn give_back() {
 }
 
 /// Freed heap kept for reuse above which it is given back.
-pub const FREE_LIMIT: usize = 32 << 20;
+pub const FREE_LIMIT: usize = 8 << 20;
 const LOOK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Give back freed heap whenever more than [`FREE_LIMIT`] of it sits free, until the server

@@ -493,9 +493,27 @@ pub struct DoctorPage {
 
 pub async fn doctor(State(s): State<AppState>, v: Viewer) -> Result<Response, UiError> {
     let mark = LiveMark::take(&s).await?;
-    let mut report = s
-        .read_indexed(|ws, index| yoi_engine::doctor::run_full(ws, Some(index), false))
+    let (report, more) = s
+        .read_indexed(|ws, index| {
+            let mut report = yoi_engine::doctor::run_full(ws, Some(index), false)?;
+            let more = keep_per_check(&mut report);
+            // The whole pass's memory (hundreds of MiB at 100,000 tickets) is free now: give
+            // it back before answering, not at the next periodic look.
+            crate::memory::give_back();
+            Ok((report, more))
+        })
         .await?;
+    let chrome = Chrome::new(&s, &v, mark, "Doctor", "doctor").await?;
+    Ok(html(&DoctorPage {
+        chrome,
+        report,
+        more,
+    }))
+}
+
+/// Keep at most [`DOCTOR_PER_CHECK`] findings of each check in `report`; each check with
+/// findings left out, for [`DoctorPage::more`].
+fn keep_per_check(report: &mut yoi_engine::doctor::Report) -> Vec<(bool, &'static str, usize)> {
     let mut listed: std::collections::BTreeMap<&'static str, (bool, usize)> = Default::default();
     report.findings.retain(|f| {
         let n = listed.entry(f.check).or_insert((f.is_error(), 0));
@@ -503,17 +521,11 @@ pub async fn doctor(State(s): State<AppState>, v: Viewer) -> Result<Response, Ui
         n.1 <= DOCTOR_PER_CHECK
     });
     report.findings.shrink_to_fit();
-    let more = listed
+    listed
         .into_iter()
         .filter(|(_, (_, n))| *n > DOCTOR_PER_CHECK)
         .map(|(check, (error, n))| (error, check, n - DOCTOR_PER_CHECK))
-        .collect();
-    let chrome = Chrome::new(&s, &v, mark, "Doctor", "doctor").await?;
-    Ok(html(&DoctorPage {
-        chrome,
-        report,
-        more,
-    }))
+        .collect()
 }
 
 #[cfg(test)]

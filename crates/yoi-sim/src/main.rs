@@ -127,6 +127,11 @@ fn main_inner() -> Result<ExitCode, String> {
                 "  people in the loop: {} questions asked, {} answered, {} notifications received",
                 st.questions, st.answers, st.notified
             );
+            let r = &st.remote;
+            println!(
+                "  remote pods: {} pushes written ({} after their claim ended), {} refused, {} results applied, {} reports lost, {} stopped pods woke",
+                r.pushes, r.landed_late, r.pushes_refused, r.results_applied, r.reports_lost, r.resumed
+            );
             println!("  invariant violations: {}", out.failures.len());
             for (seed, v) in &out.failures {
                 println!("  seed {seed}: {v}");

@@ -193,6 +193,30 @@ pub enum Action {
     Answer {
         t: u32,
     },
+    /// A remote pod claims and fetches its claim's commits into its cache.
+    RemoteClaim {
+        p: u32,
+    },
+    /// A remote coder at work commits and pushes to its attempt ref: the push is written,
+    /// lost, still in flight, or written and then the pod stops (`how`).
+    RemotePush {
+        p: u32,
+        how: u32,
+    },
+    /// A remote pod's push in flight arrives whole and git writes its ref.
+    RemoteLand {
+        p: u32,
+    },
+    /// A remote pod reports its pushed commit with its fence: normally, with the answer
+    /// lost (it reports again), or lost (it gives up) (`how`).
+    RemoteReport {
+        p: u32,
+        how: u32,
+    },
+    /// A stopped remote pod wakes and pushes or reports, however late.
+    RemoteResume {
+        p: u32,
+    },
 }
 
 /// Weights of the actions drawn from a seed: enough routing, sweeping and pod work that
@@ -268,6 +292,17 @@ const WEIGHTS: &[(u32, Draw)] = &[
     (1, |r| Action::ForgeFault { how: r.below(64) }),
     (2, |r| Action::Ask { p: r.below(64) }),
     (2, |r| Action::Answer { t: r.below(64) }),
+    (6, |r| Action::RemoteClaim { p: r.below(64) }),
+    (5, |r| Action::RemotePush {
+        p: r.below(64),
+        how: r.below(64),
+    }),
+    (2, |r| Action::RemoteLand { p: r.below(64) }),
+    (5, |r| Action::RemoteReport {
+        p: r.below(64),
+        how: r.below(64),
+    }),
+    (2, |r| Action::RemoteResume { p: r.below(64) }),
 ];
 
 fn dep_count(r: &mut Rng) -> u32 {
@@ -350,6 +385,11 @@ impl fmt::Display for Action {
             ForgeFault { how } => write!(f, "forge-fault {how}"),
             Ask { p } => write!(f, "ask {p}"),
             Answer { t } => write!(f, "answer {t}"),
+            RemoteClaim { p } => write!(f, "remote-claim {p}"),
+            RemotePush { p, how } => write!(f, "remote-push {p} {how}"),
+            RemoteLand { p } => write!(f, "remote-land {p}"),
+            RemoteReport { p, how } => write!(f, "remote-report {p} {how}"),
+            RemoteResume { p } => write!(f, "remote-resume {p}"),
         }
     }
 }
@@ -373,7 +413,8 @@ impl FromStr for Action {
         let want = match verb {
             "route" | "sweep" | "dirty" | "clean" | "race-merge" | "restart" | "offers"
             | "forge" => 0,
-            "relate" | "unrelate" | "finish" | "invoke" | "ci" | "pr-review" => 2,
+            "relate" | "unrelate" | "finish" | "invoke" | "ci" | "pr-review" | "remote-push"
+            | "remote-report" => 2,
             _ => 1,
         };
         if arity != want {
@@ -446,6 +487,17 @@ impl FromStr for Action {
             "forge-fault" => ForgeFault { how: num(1)? },
             "ask" => Ask { p: num(1)? },
             "answer" => Answer { t: num(1)? },
+            "remote-claim" => RemoteClaim { p: num(1)? },
+            "remote-push" => RemotePush {
+                p: num(1)?,
+                how: num(2)?,
+            },
+            "remote-land" => RemoteLand { p: num(1)? },
+            "remote-report" => RemoteReport {
+                p: num(1)?,
+                how: num(2)?,
+            },
+            "remote-resume" => RemoteResume { p: num(1)? },
             v => return Err(format!("`{v}` is not an action")),
         })
     }

@@ -12,6 +12,9 @@
 //! - `people`: what people do, held against the model as it happens;
 //! - `engine_loops`: the router's step and the service's sweep;
 //! - `pods`: the pods' claims, heartbeats and results, the stale-result check among them;
+//! - `remote`: pods on other hosts, which fetch into a cache of their own and push their
+//!   result to an attempt ref, with pushes and reports lost, late or in flight, and the checks
+//!   that nothing acknowledged is lost and no attempt ref outlives its attempt;
 //! - `faults`: git events on the target and crashes at write points;
 //! - `forge`, `forge_hub` and `forge_invariants`: tickets that end in a pull request, driven
 //!   by the engine's `forge_tick` against a simulated GitHub, with CI, people and webhooks,
@@ -40,6 +43,7 @@ mod people;
 mod pods;
 mod procedures;
 mod reference_model;
+mod remote;
 mod settle;
 mod setup;
 mod spending;
@@ -59,6 +63,7 @@ use reference_model::{actor_of, touches_assignments};
 use setup::Live;
 
 pub use faults::SimCrash;
+pub use remote::RemoteStats;
 pub use setup::forget_base_repo;
 
 /// Leases short enough that a few `advance` actions run one out.
@@ -115,6 +120,8 @@ pub struct Stats {
     pub answers: usize,
     /// Notifications the simulated channel received.
     pub notified: usize,
+    /// The remote pods' pushes, refusals and lost reports.
+    pub remote: RemoteStats,
 }
 
 impl Stats {
@@ -137,6 +144,7 @@ impl Stats {
         self.questions += o.questions;
         self.answers += o.answers;
         self.notified += o.notified;
+        self.remote.add(&o.remote);
     }
 }
 
@@ -155,6 +163,8 @@ pub struct World {
     queued_by_human: BTreeSet<TicketId>,
     /// Coder commits whose result was refused: never to be on their ticket's branch.
     refused: Vec<(TicketId, String)>,
+    /// Results of remote pods the server acknowledged: never to leave their branch.
+    acked: Vec<remote::Acked>,
     /// Every outbox row seen: seq → event id.
     outbox: BTreeMap<i64, String>,
     /// The workflow and flow files a person put there, and the offers decided.
@@ -224,6 +234,7 @@ impl World {
             self.check_assignments(action == Action::Sweep && !crashed)?;
         }
         self.check_branches()?;
+        self.check_acked()?;
         self.check_procedures()?;
         self.check_forge()?;
         self.check_inbox()?;
@@ -312,6 +323,11 @@ impl World {
             }
             Ask { p } => self.pod_asks(p),
             Answer { t } => self.answer(t),
+            RemoteClaim { p } => self.remote_claim(p),
+            RemotePush { p, how } => self.remote_push(p, how),
+            RemoteLand { p } => self.remote_land(p),
+            RemoteReport { p, how } => self.remote_report(p, how),
+            RemoteResume { p } => self.remote_resume(p),
         }
     }
 

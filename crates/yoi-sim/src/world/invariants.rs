@@ -346,6 +346,16 @@ mod tests {
     }
 
     #[test]
+    fn an_attempt_ref_no_attempt_needs_is_caught() {
+        let (w, id) = accepted();
+        let name = format!("refs/yoi/attempts/{id}/9.9");
+        crate::world::faults::git(&w.repo, &["update-ref", &name, "main"]).unwrap();
+        let err = w.check_attempt_refs().unwrap_err();
+        assert_eq!(err.kind, "attempt-ref-left", "{err:?}");
+        assert!(err.what.contains("no attempt has that number"), "{err:?}");
+    }
+
+    #[test]
     fn a_missing_worktree_of_a_ticket_in_progress_is_caught() {
         let (mut w, id) = accepted();
         let wt = w.worktree_of(&id).unwrap().unwrap();

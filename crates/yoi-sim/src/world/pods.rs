@@ -39,42 +39,54 @@ const PODS: &[(&str, &str)] = &[
 type Footprint = (Vec<(String, AssignmentStatus, i64)>, Option<String>);
 
 pub(super) struct Pod {
-    role: &'static str,
-    name: &'static str,
-    id: String,
+    pub(super) role: &'static str,
+    pub(super) name: &'static str,
+    pub(super) id: String,
     pub(super) held: Option<Held>,
-    last: Option<Sent>,
+    pub(super) last: Option<Sent>,
+    /// A pod on another host (`super::remote`): its own repository, the cache it fetches the
+    /// claim's commits into and pushes its result from. `None` for a pod on the server's disk.
+    pub(super) cache: Option<std::path::PathBuf>,
+}
+
+impl Pod {
+    /// Whether this pod works in the server's repository (one of `PODS`).
+    pub(super) fn local(&self) -> bool {
+        self.cache.is_none()
+    }
 }
 
 pub(super) struct Held {
-    work: Work,
+    pub(super) work: Work,
     pub(super) paused: bool,
+    /// A remote pod's result and how far its push got.
+    pub(super) remote: Option<super::remote::Push>,
 }
 
 #[derive(Clone)]
-enum Outcome {
+pub(super) enum Outcome {
     Complete(Box<Report>),
     /// A failure, with the report of a coder that says its work is worth keeping.
     Fail(Option<Box<Report>>),
 }
 
 #[derive(Clone)]
-struct Sent {
-    id: String,
-    fence: i64,
-    outcome: Outcome,
+pub(super) struct Sent {
+    pub(super) id: String,
+    pub(super) fence: i64,
+    pub(super) outcome: Outcome,
 }
 
 /// The check a real pod makes of the folder it is handed before its agent starts (yoi-pod's
 /// `check_workdir`, through the same `detached_at`).
-fn workdir_ready(w: &Work) -> Result<(), String> {
+pub(super) fn workdir_ready(w: &Work) -> Result<(), String> {
     // A retry that keeps an earlier attempt's work starts at that attempt's commit.
     let start = w.kept.as_ref().map_or(&w.head_commit, |k| &k.commit);
     ygit::detached_at(&w.workdir, start)
         .map_err(|e| format!("{} is not detached at {start}: {e:?}", w.workdir.display()))
 }
 
-fn caller(role: &str) -> PodCaller {
+pub(super) fn caller(role: &str) -> PodCaller {
     PodCaller {
         token_id: format!("tok-{role}"),
         role: yoi_core::Role::parse(role).expect("a pod role"),
@@ -82,7 +94,7 @@ fn caller(role: &str) -> PodCaller {
 }
 
 impl World {
-    fn register(&self, role: &str, name: &str) -> Result<String, Broken> {
+    pub(super) fn register(&self, role: &str, name: &str) -> Result<String, Broken> {
         let l = self.live();
         asg::register_pod(
             &l.db,
@@ -109,24 +121,24 @@ impl World {
                 id,
                 held: None,
                 last: None,
+                cache: None,
             });
         }
-        Ok(())
+        self.register_remotes()
     }
 
-    /// The pod `p` stands for: one for which `fit` holds, unless `p % 4 == 3` (or none does),
-    /// when it is any pod (trying what a pod with nothing to do may not do).
+    /// The pod on the server's disk `p` stands for: one for which `fit` holds, unless
+    /// `p % 4 == 3` (or none does), when it is any such pod (trying what a pod with nothing to
+    /// do may not do). The remote pods have their own actions (`super::remote`).
     fn pod_where(&self, p: u32, fit: impl Fn(&Pod) -> bool) -> usize {
         let n = (p / 4) as usize;
         if p % 4 != 3 {
-            let fits: Vec<usize> = (0..self.pods.len())
-                .filter(|&k| fit(&self.pods[k]))
-                .collect();
+            let fits: Vec<usize> = (0..PODS.len()).filter(|&k| fit(&self.pods[k])).collect();
             if !fits.is_empty() {
                 return fits[n % fits.len()];
             }
         }
-        p as usize % self.pods.len()
+        p as usize % PODS.len()
     }
 
     /// A pod at work (holding an unpaused claim), preferably.
@@ -172,6 +184,7 @@ impl World {
                 self.pods[k].held = Some(Held {
                     work,
                     paused: false,
+                    remote: None,
                 });
             }
             Ok(None) => {
@@ -320,7 +333,7 @@ impl World {
 
     /// The pod `p` names dies silently and comes back as a new registration with nothing held.
     pub(super) fn pod_dies(&mut self, p: u32) -> Result<(), Broken> {
-        let k = p as usize % self.pods.len();
+        let k = p as usize % PODS.len();
         self.pods[k].held = None;
         self.pods[k].last = None;
         let (role, name) = (self.pods[k].role, self.pods[k].name);
@@ -456,7 +469,7 @@ impl World {
 
     /// A coder's change in its working directory, committed: a file of its own, sometimes a
     /// line of the shared file; an `integrate` step first merges the target in.
-    fn code(&self, w: &Work, how: u32) -> Result<String, String> {
+    pub(super) fn code(&self, w: &Work, how: u32) -> Result<String, String> {
         let dir = &w.workdir;
         if w.assignment.step == "integrate" {
             git(dir, &["merge", "-q", "--no-edit", "-X", "theirs", "main"])?;
@@ -508,7 +521,13 @@ impl World {
 
     /// Send a result for `id` at `fence` as pod `k`; whether it was applied. A result for a
     /// claim that was not live (this pod's, this fence, claimed) must change nothing.
-    fn send(&mut self, k: usize, id: &str, fence: i64, outcome: Outcome) -> Result<bool, Broken> {
+    pub(super) fn send(
+        &mut self,
+        k: usize,
+        id: &str,
+        fence: i64,
+        outcome: Outcome,
+    ) -> Result<bool, Broken> {
         let now = self.now();
         let pod_id = self.pods[k].id.clone();
         let role = self.pods[k].role;

@@ -29,6 +29,7 @@ impl World {
     /// parses; the doctor finds no error.
     pub fn settle(&mut self) -> Result<(), Broken> {
         self.faults.stop();
+        self.settle_remotes()?;
         self.step(Action::Clean)?;
         self.step(Action::Restart)?;
         // The claims of pods that died run out (and are handed out again at the next sweep).
@@ -43,17 +44,27 @@ impl World {
             for _ in 0..self
                 .pods
                 .iter()
-                .filter(|p| p.held.as_ref().is_some_and(|h| h.paused))
+                .filter(|p| p.local() && p.held.as_ref().is_some_and(|h| h.paused))
                 .count()
             {
                 self.step(Action::Resume { p: 0 })?;
             }
             // Each idle pod in turn (`p = 4i` picks the i-th pod that may claim): a pod whose
             // role's only pending step is held over its budget must not stand in for the rest.
-            for i in 0..self.pods.iter().filter(|p| p.held.is_none()).count() {
+            for i in 0..self
+                .pods
+                .iter()
+                .filter(|p| p.local() && p.held.is_none())
+                .count()
+            {
                 self.step(Action::Claim { p: 4 * i as u32 })?;
             }
-            for _ in 0..self.pods.iter().filter(|p| p.held.is_some()).count() {
+            for _ in 0..self
+                .pods
+                .iter()
+                .filter(|p| p.local() && p.held.is_some())
+                .count()
+            {
                 self.step(Action::Finish { p: 0, how: 1 })?;
             }
             // CI passes and a person approves every open pull request's head (docs/forge.md).
@@ -145,6 +156,7 @@ impl World {
             }
         }
         self.check_all_told()?;
+        self.check_attempt_refs()?;
         Ok(())
     }
 }

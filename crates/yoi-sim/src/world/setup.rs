@@ -170,6 +170,7 @@ impl World {
             states: BTreeMap::new(),
             queued_by_human: BTreeSet::new(),
             refused: Vec::new(),
+            acked: Vec::new(),
             outbox: BTreeMap::new(),
             procedures: Default::default(),
             forge,

@@ -33,7 +33,7 @@ pub(super) const BUDGET_CONFIG: &str =
 /// The agent profile a pod runs.
 pub(super) fn profile_of(pod: &str) -> &'static str {
     match pod {
-        "coder-1" => "sim-a",
+        "coder-1" | "remote-1" | "remote-2" => "sim-a",
         "coder-2" => "sim-b",
         "verifier-1" => "verify",
         _ => "sim-r",

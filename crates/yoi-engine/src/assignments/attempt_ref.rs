@@ -133,9 +133,9 @@ pub fn may_push(
 }
 
 /// Delete the attempt refs no attempt needs any more: the ref of an attempt that expired or
-/// was cancelled, of an attempt no row has, or of a ticket that is done; how many went. The
-/// lease sweep runs it (`expire_due`), because an attempt can end without the sweep that
-/// expires it deleting its ref: a person's return or cancel cancels its claim in the index,
+/// was cancelled, or of a ticket that is done; how many went. The lease sweep runs it
+/// (`expire_due`), because an attempt can end without the sweep that expires it deleting its
+/// ref: a person's return or cancel cancels its claim in the index,
 /// a crash can fall between an expiry and its deletion, and git may still be receiving a push
 /// the server checked while the claim was live and write its ref after the claim ended (the
 /// simulation's `attempt-ref-left`, docs/simulation.md). The ref of a live claim stays, and
@@ -162,7 +162,9 @@ pub fn collect(ws: &Workspace, index: &DbIndex) -> Result<usize, AssignmentError
             .iter()
             .find(|a| a.attempt == r.attempt && a.fence == r.fence);
         let ended = match row.map(|a| a.status) {
-            None | Some(AssignmentStatus::Expired | AssignmentStatus::Cancelled) => true,
+            // A ref no attempt has was not pushed through `may_push`: not the sweep's.
+            None => false,
+            Some(AssignmentStatus::Expired | AssignmentStatus::Cancelled) => true,
             Some(_) => ws
                 .read_item(&ticket)
                 .is_ok_and(|item| item.state == State::Done),

@@ -325,6 +325,28 @@ fn until_no_git_of(repo: &Repo) {
 /// The end every fault test checks: the ticket merged with `file` saying `text`, no live
 /// assignment, no attempt ref, the repository's objects whole, and (once the server is
 /// stopped) doctor clean.
+/// The pod (`--once`) exits successfully and leaves nothing running, and the ticket's
+/// implement step took exactly one attempt, which completed: a fault that was retried did not
+/// cost a second attempt. Returns the pod's log.
+fn one_attempt_completed(
+    child: Child,
+    log: &std::path::Path,
+    far: &Host,
+    server: &Server,
+    repo: &Repo,
+    id: &str,
+) -> String {
+    let status = { child }.wait_with_output().unwrap().status;
+    let text = std::fs::read_to_string(log).unwrap();
+    assert!(status.success(), "{text}");
+    no_process_of(far);
+    assert_eq!(
+        attempts_of(server, repo, id, "implement"),
+        vec![(1, "completed".to_string())]
+    );
+    text
+}
+
 fn ends_clean(mut server: Server, repo: &Repo, ids: &[&str], file: &str, text: &str) {
     for id in ids {
         until("the ticket to be merged", || state_of(repo, id) == "done");
@@ -536,15 +558,8 @@ fn a_push_cut_mid_pack_writes_no_ref_and_the_push_made_again_is_taken() {
         .expect("the push's pack never passed the proxy");
     nothing_half_written(&repo);
     proxy.set(Mode::Open);
-    let status = { child }.wait_with_output().unwrap().status;
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert!(status.success(), "{text}");
-    no_process_of(&far);
+    let text = one_attempt_completed(child, &log, &far, &server, &repo, &id);
     assert!(text.contains("pushing the result failed"), "{text}");
-    assert_eq!(
-        attempts_of(&server, &repo, &id, "implement"),
-        vec![(1, "completed".to_string())]
-    );
     ends_clean(server, &repo, &[&id], "hello.txt", "hello");
 }
 
@@ -568,14 +583,7 @@ fn a_server_killed_mid_push_and_started_again_takes_the_push_made_again() {
     let server = Server::spawn(&repo);
     proxy.upstream(&server.addr);
     proxy.set(Mode::Open);
-    let status = { child }.wait_with_output().unwrap().status;
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert!(status.success(), "{text}");
-    no_process_of(&far);
-    assert_eq!(
-        attempts_of(&server, &repo, &id, "implement"),
-        vec![(1, "completed".to_string())]
-    );
+    one_attempt_completed(child, &log, &far, &server, &repo, &id);
     ends_clean(server, &repo, &[&id], "hello.txt", "hello");
 }
 

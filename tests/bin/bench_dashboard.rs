@@ -12,6 +12,19 @@
 //!   and the same for an edit by another process (`yoi --local ticket edit`), 10 times.
 //!
 //! With `YOI_SCREENSHOTS=DIR` it saves the board, the ticket page and the queue there.
+//!
+//! `yoi-bench-dashboard YOI_BINARY TICKETS REQUESTS --pages` measures only the pages people
+//! wait on at that size: REQUESTS GETs each of the board `/` and `/queue` (p50, p95, max), with
+//! the load average before and after; nothing is written to the workspace. Two settings help
+//! comparing builds on a busy machine:
+//! - `YOI_BENCH_WORKSPACE=DIR` generates the workspace in DIR once and reuses it on later runs
+//!   (a 100,000-ticket tree takes minutes to write and index); DIR is never deleted;
+//! - the server's CPU time per request of each page is printed beside the times (from
+//!   `/proc/PID/stat`: less moved by other processes than the time a request waits);
+//! - `YOI_BENCH_CALLGRIND=DIR`, with YOI_BINARY a script that runs `valgrind --tool=callgrind
+//!   --callgrind-out-file=DIR/%p.out yoi "$@"`, counts the server's instructions per request
+//!   of each page (`callgrind_control` zeroes the counts before a page's requests and dumps them
+//!   after), which the machine's load does not change at all.
 
 #[path = "../browser/mod.rs"]
 mod browser;
@@ -50,7 +63,9 @@ fn now_ms() -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: yoi-bench-dashboard YOI_BINARY [TICKETS] [REQUESTS]";
+    let usage = "usage: yoi-bench-dashboard YOI_BINARY [TICKETS] [REQUESTS] [--pages]";
+    let pages_only = args.iter().any(|a| a == "--pages");
+    let args: Vec<String> = args.into_iter().filter(|a| a != "--pages").collect();
     let yoi = std::fs::canonicalize(args.get(1).expect(usage)).expect("YOI_BINARY exists");
     let tickets: usize = args
         .get(2)
@@ -61,17 +76,34 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     // `YOI_BENCH_KEEP=1` keeps the workspace for a look afterwards (its path is printed).
     let kept = std::env::var_os("YOI_BENCH_KEEP").map(|_| dir.path().to_path_buf());
-    let root = dir.path();
+    let reused = std::env::var_os("YOI_BENCH_WORKSPACE").map(PathBuf::from);
+    let root = reused.as_deref().unwrap_or(dir.path());
     if let Some(k) = &kept {
         println!("workspace kept at {}", k.display());
     }
-    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
-    yoi_store::init(root, "main").unwrap();
-    let made = generate(root, tickets, tickets * 2);
-    println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
-    // No routing and no pods: the numbers are the dashboard's alone.
-    yoi_tests::no_routing_no_pods(root);
-    let token = yoi_init(&yoi, root);
+    let token = match reused
+        .as_ref()
+        .filter(|r| r.join(".yoi/bench-token").exists())
+    {
+        Some(r) => {
+            println!("workspace reused from {}", r.display());
+            std::fs::read_to_string(r.join(".yoi/bench-token")).unwrap()
+        }
+        None => {
+            std::fs::create_dir_all(root).unwrap();
+            yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
+            yoi_store::init(root, "main").unwrap();
+            let made = generate(root, tickets, tickets * 2);
+            println!("seed {SEED:#x}: {tickets} tickets, {made} depends_on relations");
+            // No routing and no pods: the numbers are the dashboard's alone.
+            yoi_tests::no_routing_no_pods(root);
+            let token = yoi_init(&yoi, root);
+            if reused.is_some() {
+                std::fs::write(root.join(".yoi/bench-token"), &token).unwrap();
+            }
+            token
+        }
+    };
 
     let started = Instant::now();
     let (_server, addr, login) = yoi_tests::yoi_serve_with_login(&yoi, root);
@@ -98,6 +130,66 @@ fn main() {
     };
     let (first, board) = get("/");
     println!("first board request after start: {first:.1} ms");
+    if pages_only {
+        println!("load average before: {}", loadavg());
+        let pid = _server.id();
+        let callgrind = std::env::var_os("YOI_BENCH_CALLGRIND").map(PathBuf::from);
+        for (label, path) in [("board /", "/"), ("/queue", "/queue")] {
+            let _ = get(path); // warm
+            if callgrind.is_some() {
+                callgrind_control(pid, "-z");
+            }
+            // `YOI_BENCH_PERF_RECORD=DIR`: a `perf record -g` profile of the server per page.
+            let record = std::env::var_os("YOI_BENCH_PERF_RECORD").map(|dir| {
+                let out = PathBuf::from(dir).join(format!("{}.data", path.replace('/', "_")));
+                let child = Command::new("perf")
+                    .args([
+                        "record",
+                        "-e",
+                        "cpu-clock",
+                        "-g",
+                        "-p",
+                        &pid.to_string(),
+                        "-o",
+                    ])
+                    .arg(&out)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("perf runs (YOI_BENCH_PERF_RECORD)");
+                std::thread::sleep(Duration::from_millis(500));
+                child
+            });
+            let cpu = cpu_ms(pid);
+            let mut ms = Vec::new();
+            let mut bytes = 0;
+            for _ in 0..requests {
+                let (t, body) = get(path);
+                ms.push(t);
+                bytes = body.len();
+            }
+            let cpu = (cpu_ms(pid) - cpu) / requests as f64;
+            if let Some(mut child) = record {
+                // SAFETY: signals the perf child this process started and has not reaped.
+                unsafe {
+                    libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+                }
+                child.wait().unwrap();
+            }
+            summary(label, ms, bytes);
+            println!("{label:<42} server CPU {cpu:.2} ms per request");
+            if let Some(dir) = &callgrind {
+                callgrind_control(pid, "-d");
+                let n = callgrind_total(dir, pid);
+                println!(
+                    "{label:<42} {:.2} M instructions per request (callgrind, {requests} requests)",
+                    n as f64 / requests as f64 / 1e6
+                );
+            }
+        }
+        println!("load average after: {}", loadavg());
+        return;
+    }
 
     // The ticket page's subject: the first planning card, with 200 comments and 20 relations.
     let ids = card_ids(&board);
@@ -205,6 +297,58 @@ fn main() {
         drop(_server);
         let _ = dir.keep();
     }
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The CPU time process `pid` has used, all its threads, in milliseconds.
+fn cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command's closing parenthesis; utime and stime are 14 and 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks * 1000.0 / hz
+}
+
+fn callgrind_control(pid: u32, what: &str) {
+    let out = Command::new("callgrind_control")
+        .arg(what)
+        .arg(pid.to_string())
+        .output()
+        .expect("callgrind_control runs (YOI_BENCH_CALLGRIND)");
+    assert!(
+        out.status.success(),
+        "callgrind_control {what} {pid}: {out:?}"
+    );
+}
+
+/// The instruction count of the newest dump of `pid` in `dir` (`totals:` or `summary:`).
+fn callgrind_total(dir: &Path, pid: u32) -> u64 {
+    let newest = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{pid}.out"))
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .unwrap_or_else(|| panic!("no callgrind dump of {pid} in {}", dir.display()));
+    let text = std::fs::read_to_string(newest.path()).unwrap();
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("totals:")
+                .or_else(|| l.strip_prefix("summary:"))
+        })
+        .and_then(|n| n.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no totals in {}", newest.path().display()))
 }
 
 fn card_ids(html: &str) -> Vec<String> {

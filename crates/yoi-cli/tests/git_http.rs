@@ -198,3 +198,116 @@ fn a_pod_token_fetches_its_claim_and_pushes_only_to_its_own_live_attempt_ref() {
     assert!(!ok && err.contains("403"), "a late push: {err}");
     assert_eq!(git(repo.path(), &["rev-parse", &attempt_ref]), result);
 }
+
+/// Packs in the repository at `dir`.
+fn packs(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join(".git/objects/pack"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        })
+        .count()
+}
+
+/// A pod's push answers once git has taken it: the repository's maintenance — which git's
+/// `receive-pack` would run inside the push, and which repacks everything once enough packs
+/// pile up — runs after it, in the background. The server's repository is set so that any
+/// `git maintenance run --auto` consolidates its packs (`gc.autoPackLimit = 1`, every push kept
+/// as a pack): right after the push there is one pack more, and a little later one pack.
+#[test]
+fn a_push_answers_before_the_repository_is_maintained_and_maintenance_follows() {
+    let (repo, _) = workspace("sleep 600000\n", 60);
+    no_supervised_pods(&repo);
+    let id = queued_ticket(&repo);
+    for (k, v) in [("gc.autoPackLimit", "1"), ("receive.unpackLimit", "1")] {
+        git(repo.path(), &["config", k, v]);
+    }
+    // Two packs already: any automatic maintenance would make them one.
+    git(repo.path(), &["repack", "-q"]);
+    std::fs::write(repo.path().join("extra.txt"), "extra\n").unwrap();
+    git(repo.path(), &["add", "extra.txt"]);
+    git(repo.path(), &["commit", "-qm", "extra"]);
+    git(repo.path(), &["repack", "-q"]);
+    let before = packs(repo.path());
+    assert!(before >= 2, "{before} packs");
+    let server = Server::spawn(&repo);
+    let coder = repo
+        .yoi(&["token", "create", "--name", "far", "--scope", "pod:coder"])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let post = |path: &str, body: serde_json::Value| -> serde_json::Value {
+        let mut resp = agent
+            .post(&format!("http://{}/api/v1{path}", server.addr))
+            .header("Authorization", &format!("Bearer {coder}"))
+            .send_json(body)
+            .unwrap();
+        serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap()
+    };
+    let pod = post("/pods", serde_json::json!({ "name": "far" }))["pod"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let work = post(
+        "/assignments/claim",
+        serde_json::json!({ "pod": pod, "wait_ms": 20000 }),
+    );
+    let a = &work["assignment"];
+    let attempt_ref = format!(
+        "refs/yoi/attempts/{id}/{}.{}",
+        a["attempt"].as_i64().unwrap(),
+        a["fence"].as_i64().unwrap()
+    );
+    let head = work["head_commit"].as_str().unwrap().to_string();
+    let url = format!("http://{}/git", server.addr);
+    let far = tempfile::tempdir().unwrap();
+    git(far.path(), &["init", "-q", "-b", "work"]);
+    let (ok, err) = git_as(far.path(), &coder, &["fetch", "-q", &url, &head]);
+    assert!(ok, "{err}");
+    git(far.path(), &["checkout", "-q", "--detach", &head]);
+    std::fs::write(far.path().join("hello.txt"), "hello\n").unwrap();
+    git(far.path(), &["add", "hello.txt"]);
+    git(
+        far.path(),
+        &[
+            "-c",
+            "user.name=pod",
+            "-c",
+            "user.email=pod@yoi.invalid",
+            "commit",
+            "-qm",
+            "hello",
+        ],
+    );
+    let (ok, err) = git_as(
+        far.path(),
+        &coder,
+        &["push", "-q", &url, &format!("HEAD:{attempt_ref}")],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(
+        packs(repo.path()),
+        before + 1,
+        "the push was kept as a pack and nothing repacked inside it"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while packs(repo.path()) > 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no maintenance after the push: {} packs",
+            packs(repo.path())
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // The pushed commit survived the repack.
+    assert_eq!(
+        git(repo.path(), &["rev-parse", &attempt_ref]),
+        git(far.path(), &["rev-parse", "HEAD"])
+    );
+}

@@ -253,6 +253,9 @@ async fn backend(
         ("http.receivepack", "true"),
         ("http.uploadpack", "true"),
         ("receive.fsckObjects", "true"),
+        // The push answers once git has its objects and ref: the repository's maintenance runs
+        // after it, in the background ([`maintain_later`]), not inside the pod's push.
+        ("receive.autogc", "false"),
         ("uploadpack.allowReachableSHA1InWant", "true"),
     ];
     let mut cmd = tokio::process::Command::new("git");
@@ -327,18 +330,25 @@ async fn backend(
             response = response.header(name, value);
         }
     }
-    // The rest of the answer streams as git writes it; git is reaped once it is done.
-    let stream = futures_util::stream::unfold(Some((out, child)), |state| async move {
-        let (mut out, mut child) = state?;
+    // The rest of the answer streams as git writes it; git is reaped once it is done, and a
+    // push that git took is followed by the repository's maintenance.
+    let pushed = (method == Method::POST && path.ends_with("/git-receive-pack")).then_some(git_dir);
+    let stream = futures_util::stream::unfold(Some((out, child, pushed)), |state| async move {
+        let (mut out, mut child, pushed) = state?;
         let mut chunk = vec![0u8; 64 * 1024];
         match out.read(&mut chunk).await {
             Ok(0) | Err(_) => {
-                let _ = child.wait().await;
+                let done = child.wait().await;
+                if let (Some(git_dir), Ok(status)) = (pushed, done) {
+                    if status.success() {
+                        maintain_later(git_dir);
+                    }
+                }
                 None
             }
             Ok(n) => {
                 chunk.truncate(n);
-                Some((Ok::<_, std::io::Error>(chunk), Some((out, child))))
+                Some((Ok::<_, std::io::Error>(chunk), Some((out, child, pushed))))
             }
         }
     });
@@ -354,6 +364,60 @@ async fn backend(
         .body(Body::from_stream(stream))
         .map_err(|e| ApiError::internal("git http-backend's answer", e))
         .map(IntoResponse::into_response)
+}
+
+/// How long after a push the repository's maintenance runs: after the pod's report, which
+/// follows its push at once, has moved the branch.
+const MAINTAIN_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+/// The least time between two maintenance runs started by pushes (milliseconds).
+const MAINTAIN_EVERY_MS: u64 = 5 * 60 * 1000;
+/// When the last maintenance run was started (Unix milliseconds; 0 for never).
+static LAST_MAINTENANCE_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// What git itself does after a push it receives — `git maintenance run --auto`, which packs
+/// loose objects once there are enough of them, by the repository's own `gc.*` and
+/// `maintenance.*` settings — but [`MAINTAIN_AFTER`] later, at most once every
+/// [`MAINTAIN_EVERY_MS`], in a process group of its own, and never inside a pod's push: with
+/// `receive.autogc` on, git's `receive-pack` runs it before the push's answer ends, and a push
+/// that happens to cross the threshold waits for a whole repack.
+fn maintain_later(git_dir: std::path::PathBuf) {
+    use std::sync::atomic::Ordering;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_millis().max(1) as u64);
+    let last = LAST_MAINTENANCE_MS.load(Ordering::Acquire);
+    if last != 0 && now.saturating_sub(last) < MAINTAIN_EVERY_MS {
+        return;
+    }
+    if LAST_MAINTENANCE_MS
+        .compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return;
+    }
+    tokio::spawn(async move {
+        tokio::time::sleep(MAINTAIN_AFTER).await;
+        let out = tokio::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&git_dir)
+            .args(["maintenance", "run", "--auto", "--quiet"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .output()
+            .await;
+        match out {
+            Ok(o) if o.status.success() => tracing::debug!("git maintenance after pushes ran"),
+            Ok(o) => tracing::warn!(
+                status = %o.status,
+                stderr = %String::from_utf8_lossy(&o.stderr).trim(),
+                "git maintenance after pushes failed; it runs again after a later push"
+            ),
+            Err(e) => tracing::warn!(error = %e, "git maintenance after pushes could not start"),
+        }
+    });
 }
 
 #[cfg(test)]

@@ -9,9 +9,8 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::pods::{fake_agent, no_supervised_pods, queued_ticket, until, workspace};
+use common::pods::{no_supervised_pods, pod_host, queued_ticket, until, workspace, PodHost};
 use common::server::Server;
-use common::Repo;
 
 /// `yoi pod status ARGS` in `dir`.
 fn pod_status(dir: &Path, args: &[&str]) -> Output {
@@ -48,41 +47,12 @@ fn a_pods_status_file_says_ready_while_it_works_and_why_not_when_frozen_cut_off_
     let _login = server.stdout_line();
 
     // The pod host: a folder of its own with the agent's profile, the certificate and a token.
-    let host = Repo::init();
-    let script = host.path().join("agent-script.txt");
-    std::fs::write(
-        &script,
+    let PodHost { repo: host, token } = pod_host(
+        &repo,
         "sleep 1500\nwrite hello.txt hello\\n\ndone greeted\n",
-    )
-    .unwrap();
-    let config = host.path().join(".yoi/workspace.toml");
-    let config_text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "{config_text}\n[agents.fake]\nprogram = \"{}\"\nargv = [\"{{program}}\", \"{}\"]\nstdin = \"prompt_file\"\noutput = \"text\"\ntimeout_secs = 60\n",
-            fake_agent().display(),
-            script.display()
-        ),
-    )
-    .unwrap();
-    std::fs::copy(
-        repo.path().join(".yoi/local/tls/cert.pem"),
-        host.path().join("server.pem"),
-    )
-    .unwrap();
-    let token = repo
-        .yoi(&[
-            "token",
-            "create",
-            "--name",
-            "probed",
-            "--scope",
-            "pod:coder",
-        ])
-        .ok()
-        .stdout;
-    std::fs::write(host.path().join("token"), token.trim()).unwrap();
+        "probed",
+        60,
+    );
     let h = host.path();
 
     // Before the pod runs there is no status: not ready.
@@ -141,7 +111,7 @@ fn a_pods_status_file_says_ready_while_it_works_and_why_not_when_frozen_cut_off_
     assert!(said.contains(&format!("(coder) working on {id}")), "{said}");
     assert!(!std::fs::read_to_string(h.join("run/status.json"))
         .unwrap()
-        .contains(token.trim()));
+        .contains(std::fs::read_to_string(&token).unwrap().trim()));
 
     // The attempt is reported; the pod waits for more, idle and ready.
     until("the pod to go back to waiting", || {

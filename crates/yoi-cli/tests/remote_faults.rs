@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 use common::pods::{
-    assignments, fake_agent, git, no_supervised_pods, processes_mentioning, processes_working_in,
-    queued_ticket, state_of, until, workspace_with_reviewer,
+    assignments, git, no_supervised_pods, pod_host, processes_mentioning, processes_working_in,
+    queued_ticket, state_of, until, workspace_with_reviewer, PodHost,
 };
 use common::server::Server;
 use common::Repo;
@@ -194,46 +194,15 @@ fn pump(
     let _ = to.shutdown(Shutdown::Both);
 }
 
-/// The pod's host: a workspace of its own whose `fake` agent runs `script`.
-struct Host {
-    repo: Repo,
-    token: PathBuf,
-}
-
-fn host(server_repo: &Repo, script: &str, token_name: &str) -> Host {
-    let repo = Repo::init();
-    let script_path = repo.side.path().join("agent-script.txt");
-    std::fs::write(&script_path, script).unwrap();
-    let config = repo.path().join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "{text}\n[agents.fake]\nprogram = \"{}\"\nargv = [\"{{program}}\", \"{}\"]\nstdin = \"prompt_file\"\noutput = \"text\"\ntimeout_secs = 120\n",
-            fake_agent().display(),
-            script_path.display()
-        ),
-    )
-    .unwrap();
-    let token = server_repo
-        .yoi(&[
-            "token",
-            "create",
-            "--name",
-            token_name,
-            "--scope",
-            "pod:coder",
-        ])
-        .ok()
-        .stdout;
-    let path = repo.side.path().join("token");
-    std::fs::write(&path, token.trim()).unwrap();
-    Host { repo, token: path }
+/// A pod host ([`pod_host`]) whose agent may take two minutes: long enough for a push held
+/// at the proxy.
+fn host(server_repo: &Repo, script: &str, token_name: &str) -> PodHost {
+    pod_host(server_repo, script, token_name, 120)
 }
 
 /// `yoi pod run` on `host` through `server` (the proxy's address), its cache `cache` under the
 /// host, its stderr in the host's side folder as `NAME-N.log`.
-fn pod(host: &Host, server: &str, name: &str, cache: &str, once: bool) -> (Child, PathBuf) {
+fn pod(host: &PodHost, server: &str, name: &str, cache: &str, once: bool) -> (Child, PathBuf) {
     static STARTED: AtomicUsize = AtomicUsize::new(0);
     let n = STARTED.fetch_add(1, Ordering::SeqCst);
     let log = host
@@ -278,7 +247,7 @@ fn pod(host: &Host, server: &str, name: &str, cache: &str, once: bool) -> (Child
 
 /// The run folder of the attempt the pod `name` on `host` runs now, once its agent has said
 /// it started (the script's `run touch "$YOI_RUN_DIR/started"`).
-fn started_run(host: &Host, name: &str, skip: &[PathBuf]) -> PathBuf {
+fn started_run(host: &PodHost, name: &str, skip: &[PathBuf]) -> PathBuf {
     let runs = host
         .repo
         .path()
@@ -331,7 +300,7 @@ fn until_no_git_of(repo: &Repo) {
 fn one_attempt_completed(
     child: Child,
     log: &std::path::Path,
-    far: &Host,
+    far: &PodHost,
     server: &Server,
     repo: &Repo,
     id: &str,
@@ -377,7 +346,7 @@ fn ends_clean(mut server: Server, repo: &Repo, ids: &[&str], file: &str, text: &
 }
 
 /// A pod that ran without `--once`, stopped as a service manager stops it; its stderr.
-fn stop_pod(mut child: Child, log: &Path, host: &Host) -> String {
+fn stop_pod(mut child: Child, log: &Path, host: &PodHost) -> String {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
@@ -389,7 +358,7 @@ fn stop_pod(mut child: Child, log: &Path, host: &Host) -> String {
 }
 
 /// No process is left working in the pod's host (the pod, its agents, their git).
-fn no_process_of(host: &Host) {
+fn no_process_of(host: &PodHost) {
     let left = processes_working_in(host.repo.path());
     assert!(
         left.is_empty(),
@@ -638,7 +607,7 @@ fn two_pods_under_one_name_are_two_incarnations_and_a_held_cache_refuses_the_sec
 fn stop_pod_when_done(
     child: Child,
     log: &Path,
-    host: &Host,
+    host: &PodHost,
     server: &Server,
     repo: &Repo,
     ids: &[&str],

@@ -14,11 +14,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pods::{
-    as_user, fake_agent, git, no_supervised_pods, queued_ticket, runnable_by, state_of, until,
-    workspace_with_reviewer,
+    as_user, fake_agent, git, no_supervised_pods, pod_host, queued_ticket, runnable_by, state_of,
+    until, workspace_with_reviewer, PodHost,
 };
 use common::server::Server;
-use common::Repo;
 
 #[test]
 fn a_pod_without_the_servers_disk_fetches_works_and_pushes_and_the_flow_merges_its_commit() {
@@ -51,42 +50,13 @@ fn remote_flow(postgres: Option<String>) {
     assert!(tls.starts_with("tls: sha256:"), "{tls}");
 
     // The pod host: a workspace of its own (for the agent's profile), its own cache and HOME.
-    let host = Repo::init();
-    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534u32);
-    let script = host.path().join("agent-script.txt");
-    std::fs::write(
-        &script,
+    let PodHost { repo: host, .. } = pod_host(
+        &repo,
         "write hello.txt hello\\n\ndone greeted from afar\n",
-    )
-    .unwrap();
-    let config = host.path().join(".yoi/workspace.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "{text}\n[agents.fake]\nprogram = \"{}\"\nargv = [\"{{program}}\", \"{}\"]\nstdin = \"prompt_file\"\noutput = \"text\"\ntimeout_secs = 60\n",
-            fake_agent().display(),
-            script.display()
-        ),
-    )
-    .unwrap();
-    std::fs::copy(
-        repo.path().join(".yoi/local/tls/cert.pem"),
-        host.path().join("server.pem"),
-    )
-    .unwrap();
-    let token = repo
-        .yoi(&[
-            "token",
-            "create",
-            "--name",
-            "far-coder",
-            "--scope",
-            "pod:coder",
-        ])
-        .ok()
-        .stdout;
-    std::fs::write(host.path().join("token"), token.trim()).unwrap();
+        "far-coder",
+        60,
+    );
+    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534u32);
     // A cache left broken (a crash mid-clone, a full disk): the pod makes it again.
     std::fs::create_dir_all(host.path().join("cache/.git")).unwrap();
     std::fs::write(host.path().join("cache/.git/HEAD"), "not a ref\n").unwrap();

@@ -1052,3 +1052,49 @@ pub fn aider_profile(base: &str) -> String {
         aider()
     )
 }
+
+/// A host for a remote pod (`yoi pod run --server … --cache …`): a workspace of its own whose
+/// `fake` agent runs `script` (for at most `timeout_secs`), a pod token of the server's
+/// workspace `server_repo` named `token_name` in `token`, and — when that server made its own
+/// certificate — the certificate in `server.pem`. Everything is in the host's own folder, so a
+/// second user given that folder has all of it and nothing of the server's.
+pub struct PodHost {
+    pub repo: Repo,
+    /// The pod token's file (`--token-file`).
+    pub token: PathBuf,
+}
+
+pub fn pod_host(server_repo: &Repo, script: &str, token_name: &str, timeout_secs: u64) -> PodHost {
+    let repo = Repo::init();
+    let script_path = repo.path().join("agent-script.txt");
+    std::fs::write(&script_path, script).unwrap();
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\n[agents.fake]\nprogram = \"{}\"\nargv = [\"{{program}}\", \"{}\"]\nstdin = \"prompt_file\"\noutput = \"text\"\ntimeout_secs = {timeout_secs}\n",
+            fake_agent().display(),
+            script_path.display()
+        ),
+    )
+    .unwrap();
+    let cert = server_repo.path().join(".yoi/local/tls/cert.pem");
+    if cert.exists() {
+        std::fs::copy(&cert, repo.path().join("server.pem")).unwrap();
+    }
+    let token = server_repo
+        .yoi(&[
+            "token",
+            "create",
+            "--name",
+            token_name,
+            "--scope",
+            "pod:coder",
+        ])
+        .ok()
+        .stdout;
+    let path = repo.path().join("token");
+    std::fs::write(&path, token.trim()).unwrap();
+    PodHost { repo, token: path }
+}

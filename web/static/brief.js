@@ -7,6 +7,20 @@
   const out = document.getElementById('brief-check');
   if (!form || !body || !out) return;
   const later = (f, ms) => { let t = 0; return () => { clearTimeout(t); t = setTimeout(f, ms); }; };
+  // "Create and mark ready" is offered once a check shows every required section filled, as
+  // the page without JavaScript offers it after "Preview and check"; the store still decides.
+  const actions = form.querySelector('.actions'), create = document.getElementById('create');
+  const offerReady = () => {
+    if (!actions || !create) return; // an edit is saved, never marked ready from here
+    let b = document.getElementById('create-ready');
+    const ready = !!out.querySelector('#lint-ready');
+    if (ready && !b) {
+      b = document.createElement('button');
+      Object.assign(b, { type: 'submit', name: 'intent', value: 'create_ready', id: 'create-ready' });
+      b.textContent = 'Create and mark ready';
+      actions.appendChild(b);
+    } else if (!ready && b) b.remove();
+  };
   let asked = 0;
   const check = () => {
     const n = ++asked, data = new URLSearchParams();
@@ -14,7 +28,7 @@
     data.set('body', body.value);
     fetch('/tickets/new/preview', { method: 'POST', body: data, credentials: 'same-origin' })
       .then(r => (r.ok ? r.text() : null))
-      .then(html => { if (html !== null && n === asked) out.innerHTML = html; })
+      .then(html => { if (html !== null && n === asked) { out.innerHTML = html; offerReady(); } })
       .catch(() => {});
   };
   body.addEventListener('input', later(check, 250));

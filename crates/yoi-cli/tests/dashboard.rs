@@ -828,7 +828,8 @@ async fn a_ticket_written_in_the_dashboard_is_checked_before_it_is_marked_ready(
 }
 
 /// With JavaScript, the New ticket page checks and previews the brief as it is typed, without a
-/// button or a reload, and the dependency field finds an open ticket by a word of its title;
+/// button or a reload, and offers "Create and mark ready" once the brief is complete; the
+/// dependency field finds an open ticket by the end of its id and by a word of its title;
 /// picking it puts its id in the field, and the ticket is created depending on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_javascript_a_brief_is_checked_as_it_is_typed_and_a_dependency_found_by_search() {
@@ -852,6 +853,10 @@ async fn with_javascript_a_brief_is_checked_as_it_is_typed_and_a_dependency_foun
     .await;
     wait_until_text(&c, "#lint-missing", "Validation", BROWSER_TIMEOUT).await;
     wait_until_text(&c, "#preview", "it greets warmly", BROWSER_TIMEOUT).await;
+    assert!(
+        c.find(Locator::Css("#create-ready")).await.is_err(),
+        "no Mark ready before the brief is complete"
+    );
     fill(
         &c,
         "#new-body",
@@ -859,8 +864,17 @@ async fn with_javascript_a_brief_is_checked_as_it_is_typed_and_a_dependency_foun
     )
     .await;
     wait_for(&c, "#lint-ready", BROWSER_TIMEOUT).await;
-    fill(&c, "#new-deps", "greeting").await;
+    // Offered as soon as the check says the brief is complete, with no button pressed.
+    wait_for(&c, "#create-ready", BROWSER_TIMEOUT).await;
+    // A dependency is found by the end of its id, as the dashboard shows ids, and by a word.
+    // Picking one empties the results, so each search below is seen to answer.
     let pick = format!("#dep-results button[data-id=\"{dep}\"]");
+    let tail = &dep[dep.len() - 6..];
+    fill(&c, "#new-deps", &tail.to_lowercase()).await;
+    wait_for(&c, &pick, BROWSER_TIMEOUT).await;
+    click(&c, &pick).await;
+    assert!(c.find(Locator::Css(&pick)).await.is_err());
+    fill(&c, "#new-deps", "greeting").await;
     wait_for(&c, &pick, BROWSER_TIMEOUT).await;
     assert!(
         same_page(&c).await,

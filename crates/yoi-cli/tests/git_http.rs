@@ -30,6 +30,26 @@ fn git_as(dir: &Path, token: &str, args: &[&str]) -> (bool, String) {
     )
 }
 
+/// `file` written with `text` and committed in `dir` as a pod commits (an identity of its own);
+/// the new commit.
+fn pod_commits(dir: &Path, file: &str, text: &str) -> String {
+    std::fs::write(dir.join(file), text).unwrap();
+    git(dir, &["add", file]);
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=pod",
+            "-c",
+            "user.email=pod@yoi.invalid",
+            "commit",
+            "-qm",
+            file,
+        ],
+    );
+    git(dir, &["rev-parse", "HEAD"])
+}
+
 #[test]
 fn a_pod_token_fetches_its_claim_and_pushes_only_to_its_own_live_attempt_ref() {
     let (repo, _) = workspace("sleep 600000\n", 60);
@@ -85,22 +105,7 @@ fn a_pod_token_fetches_its_claim_and_pushes_only_to_its_own_live_attempt_ref() {
     assert!(!ok, "a fetch without a token was served");
 
     git(far.path(), &["checkout", "-q", "--detach", &head]);
-    std::fs::write(far.path().join("hello.txt"), "hello\n").unwrap();
-    git(far.path(), &["add", "hello.txt"]);
-    git(
-        far.path(),
-        &[
-            "-c",
-            "user.name=pod",
-            "-c",
-            "user.email=pod@yoi.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "hello",
-        ],
-    );
-    let result = git(far.path(), &["rev-parse", "HEAD"]);
+    let result = pod_commits(far.path(), "hello.txt", "hello\n");
     let main_before = git(repo.path(), &["rev-parse", "refs/heads/main"]);
     let refs_before = git(repo.path(), &["for-each-ref"]);
 
@@ -177,19 +182,7 @@ fn a_pod_token_fetches_its_claim_and_pushes_only_to_its_own_live_attempt_ref() {
         serde_json::json!({ "pod": pod, "fence": fence, "reason": "stopping" }),
     );
     assert!(status < 300, "{status} {body}");
-    std::fs::write(far.path().join("hello.txt"), "late\n").unwrap();
-    git(
-        far.path(),
-        &[
-            "-c",
-            "user.name=pod",
-            "-c",
-            "user.email=pod@yoi.invalid",
-            "commit",
-            "-qam",
-            "late",
-        ],
-    );
+    pod_commits(far.path(), "hello.txt", "late\n");
     let (ok, err) = git_as(
         far.path(),
         &coder,
@@ -271,20 +264,7 @@ fn a_push_answers_before_the_repository_is_maintained_and_maintenance_follows() 
     let (ok, err) = git_as(far.path(), &coder, &["fetch", "-q", &url, &head]);
     assert!(ok, "{err}");
     git(far.path(), &["checkout", "-q", "--detach", &head]);
-    std::fs::write(far.path().join("hello.txt"), "hello\n").unwrap();
-    git(far.path(), &["add", "hello.txt"]);
-    git(
-        far.path(),
-        &[
-            "-c",
-            "user.name=pod",
-            "-c",
-            "user.email=pod@yoi.invalid",
-            "commit",
-            "-qm",
-            "hello",
-        ],
-    );
+    let pushed = pod_commits(far.path(), "hello.txt", "hello\n");
     let (ok, err) = git_as(
         far.path(),
         &coder,
@@ -306,8 +286,5 @@ fn a_push_answers_before_the_repository_is_maintained_and_maintenance_follows() 
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     // The pushed commit survived the repack.
-    assert_eq!(
-        git(repo.path(), &["rev-parse", &attempt_ref]),
-        git(far.path(), &["rev-parse", "HEAD"])
-    );
+    assert_eq!(git(repo.path(), &["rev-parse", &attempt_ref]), pushed);
 }

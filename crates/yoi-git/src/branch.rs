@@ -264,16 +264,8 @@ pub fn delete_refs_under(repo_root: &Path, prefix: &str) -> Result<usize, GitErr
             "{prefix:?} is not a folder of refs yoi owns"
         )));
     }
+    let names = refs_under(repo_root, prefix)?;
     let repo = repo::open(repo_root)?;
-    let platform = repo.references().map_err(|e| fail(&e))?;
-    let mut names = Vec::new();
-    for reference in platform.all().map_err(|e| fail(&e))? {
-        let reference = reference.map_err(|e| fail(&e))?;
-        let name = reference.name().as_bstr().to_string();
-        if name.starts_with(prefix) {
-            names.push(name);
-        }
-    }
     for name in &names {
         if let Some(r) = repo
             .try_find_reference(name.as_str())

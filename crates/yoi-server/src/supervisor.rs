@@ -300,7 +300,7 @@ fn token_pipe(token: &str) -> std::io::Result<std::os::fd::OwnedFd> {
     Ok(reader.into())
 }
 
-fn kill_group(pgid: i32, sig: i32) {
+pub(crate) fn kill_group(pgid: i32, sig: i32) {
     // SAFETY: killpg only sends a signal; a gone group answers ESRCH, which is ignored.
     unsafe {
         libc::killpg(pgid, sig);

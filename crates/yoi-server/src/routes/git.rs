@@ -397,17 +397,35 @@ fn maintain_later(git_dir: std::path::PathBuf) {
     }
     tokio::spawn(async move {
         tokio::time::sleep(MAINTAIN_AFTER).await;
-        let out = tokio::process::Command::new("git")
-            .arg("--git-dir")
+        let mut cmd = tokio::process::Command::new("git");
+        cmd.arg("--git-dir")
             .arg(&git_dir)
             .args(["maintenance", "run", "--auto", "--quiet"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
-            .output()
-            .await;
+            .kill_on_drop(true);
+        // SAFETY: prctl is async-signal-safe; a server killed outright takes git with it.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = match cmd.spawn() {
+            Ok(child) => {
+                // A server that stops drops this task: the whole group goes (git's own
+                // `gc` and `repack` under it too), not only the process it started.
+                let mut group = Group(child.id().map(|p| p as i32));
+                let out = child.wait_with_output().await;
+                group.0 = None;
+                out
+            }
+            Err(e) => Err(e),
+        };
         match out {
             Ok(o) if o.status.success() => tracing::debug!("git maintenance after pushes ran"),
             Ok(o) => tracing::warn!(
@@ -418,6 +436,17 @@ fn maintain_later(git_dir: std::path::PathBuf) {
             Err(e) => tracing::warn!(error = %e, "git maintenance after pushes could not start"),
         }
     });
+}
+
+/// A process group killed (SIGKILL) when this is dropped.
+struct Group(Option<i32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            crate::supervisor::kill_group(pgid, libc::SIGKILL);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -194,6 +194,20 @@ fn pump(
     let _ = to.shutdown(Shutdown::Both);
 }
 
+/// The server's repository checks clean (`git fsck`): no half-written object or ref.
+fn fsck_clean(repo: &Repo) {
+    let fsck = Command::new("git")
+        .args(["fsck", "--no-progress", "--no-dangling"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "git fsck: {}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+}
+
 /// A pod host ([`pod_host`]) whose agent may take two minutes: long enough for a push held
 /// at the proxy.
 fn host(server_repo: &Repo, script: &str, token_name: &str) -> PodHost {
@@ -329,16 +343,7 @@ fn ends_clean(mut server: Server, repo: &Repo, ids: &[&str], file: &str, text: &
     until("the attempt refs to be deleted", || {
         git(repo.path(), &["for-each-ref", "refs/yoi/attempts/"]).is_empty()
     });
-    let fsck = Command::new("git")
-        .args(["fsck", "--no-progress", "--no-dangling"])
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
-    assert!(
-        fsck.status.success(),
-        "git fsck: {}",
-        String::from_utf8_lossy(&fsck.stderr)
-    );
+    fsck_clean(repo);
     server.terminate();
     server.wait();
     let doctor = repo.yoi(&["doctor", "--json"]);
@@ -500,16 +505,7 @@ fn nothing_half_written(repo: &Repo) {
         .map(|e| e.path())
         .collect();
     assert!(left.is_empty(), "quarantines left: {left:?}");
-    let fsck = Command::new("git")
-        .args(["fsck", "--no-progress", "--no-dangling"])
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
-    assert!(
-        fsck.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fsck.stderr)
-    );
+    fsck_clean(repo);
 }
 
 #[test]

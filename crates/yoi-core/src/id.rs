@@ -24,6 +24,18 @@ const DIGIT: [u8; 256] = {
     t
 };
 
+/// Whether a byte is a Crockford character: a table, since every id read (a relations file
+/// holds tens of thousands) checks each of its characters.
+const IS_DIGIT: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 32 {
+        t[CROCKFORD[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// Shortest suffix accepted when resolving an id from user input.
 pub const MIN_SUFFIX_LEN: usize = 4;
 
@@ -67,7 +79,7 @@ impl TicketId {
             });
         }
         for ch in value.chars() {
-            if !ch.is_ascii() || !CROCKFORD.contains(&(ch as u8)) {
+            if !ch.is_ascii() || !IS_DIGIT[ch as usize] {
                 return Err(IdError::Character {
                     value: value.to_string(),
                     ch,

@@ -219,9 +219,11 @@ pub(super) fn check_workspace(ws: &Workspace, tickets: &[TicketScan]) -> Vec<Fin
 
     for t in tickets {
         let Some(file) = &t.relations else { continue };
-        let rel = rel_of(&t.id, RELATIONS);
+        // Where a finding points is worked out only for a finding: most relations have none,
+        // and finding a relation's line in its file costs more than checking it.
+        let rel = || rel_of(&t.id, RELATIONS);
         for r in &file.relations {
-            let line = relation_line(&t.relations_text, r.kind, &r.target);
+            let line = || relation_line(&t.relations_text, r.kind, &r.target);
             if !exists.contains(&r.target) {
                 let f = if r.kind.is_ordering() {
                     Finding::error
@@ -235,7 +237,7 @@ pub(super) fn check_workspace(ws: &Workspace, tickets: &[TicketScan]) -> Vec<Fin
                         "relations point at existing tickets (a missing depends_on target blocks forever)",
                     )
                     .with_ticket(t.id.as_str())
-                    .at(rel.clone(), line)
+                    .at(rel(), line())
                     .with_fix(format!("yoi ticket relation rm {} {} {}", t.id, r.kind, r.target)),
                 );
             }
@@ -267,7 +269,7 @@ pub(super) fn check_workspace(ws: &Workspace, tickets: &[TicketScan]) -> Vec<Fin
                         t.id, r.target
                     ))
                 };
-                out.push(f.with_ticket(t.id.as_str()).at(rel.clone(), line));
+                out.push(f.with_ticket(t.id.as_str()).at(rel(), line()));
             }
         }
     }

@@ -321,6 +321,32 @@ pub struct RelationGraph {
     in_rel: Vec<u32>,
 }
 
+/// The state of [`RelationGraph::cyclic_components`]' walk.
+struct Tarjan {
+    index: Vec<u32>,
+    low: Vec<u32>,
+    on_stack: Vec<bool>,
+    stack: Vec<u32>,
+    counter: u32,
+    /// The depth-first path: each node with the waits it has still to look at.
+    work: Vec<(u32, Vec<u32>)>,
+}
+
+impl Tarjan {
+    const UNSEEN: u32 = u32::MAX;
+
+    fn visit(&mut self, graph: &RelationGraph, v: u32) {
+        self.index[v as usize] = self.counter;
+        self.low[v as usize] = self.counter;
+        self.counter += 1;
+        self.stack.push(v);
+        self.on_stack[v as usize] = true;
+        let mut next: Vec<u32> = graph.waits_of(v).collect();
+        next.reverse();
+        self.work.push((v, next));
+    }
+}
+
 /// The tickets with an open blocker, over a whole graph: see [`RelationGraph::blocked_set`].
 #[derive(Debug)]
 pub struct BlockedSet<'g> {
@@ -571,100 +597,103 @@ impl RelationGraph {
         None
     }
 
-    /// Every distinct wait cycle, each rotated to start at its smallest id, at most `limit`.
+    /// Every distinct wait cycle, each rotated to start at its smallest id, at most `limit`:
+    /// those of the components with the smallest ids, in order.
     pub fn cycles(&self, limit: usize) -> Vec<Vec<TicketId>> {
-        // Tarjan's strongly connected components; each component with more than one node (or a
-        // self loop) holds at least one cycle, reported by one representative path.
-        let nodes: BTreeSet<TicketId> = self
-            .rels
-            .iter()
-            .flat_map(|r| [r.ticket_id.clone(), r.target.clone()])
+        let mut components: Vec<(&TicketId, Vec<u32>)> = self
+            .cyclic_components()
+            .into_iter()
+            .map(|comp| {
+                let first = comp
+                    .iter()
+                    .map(|&n| self.id_of(n))
+                    .min()
+                    .expect("a component has members");
+                (first, comp)
+            })
             .collect();
-        let mut index: HashMap<TicketId, usize> = HashMap::new();
-        let mut low: HashMap<TicketId, usize> = HashMap::new();
-        let mut on_stack: BTreeSet<TicketId> = BTreeSet::new();
-        let mut stack: Vec<TicketId> = Vec::new();
-        let mut counter = 0usize;
+        components.sort_by(|a, b| a.0.cmp(b.0));
+        components.truncate(limit);
+        let mut out: Vec<Vec<TicketId>> = components
+            .into_iter()
+            .map(|(first, comp)| {
+                let members: BTreeSet<TicketId> =
+                    comp.iter().map(|&n| self.id_of(n).clone()).collect();
+                self.cycle_through(first, &members)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The nodes `n` waits on, by relation: the targets of its depends_on and the sources of
+    /// the blocks naming it (possibly repeated).
+    fn waits_of(&self, n: u32) -> impl Iterator<Item = u32> + '_ {
+        let n = n as usize;
+        let out = &self.out_rel[self.out_at[n] as usize..self.out_at[n + 1] as usize];
+        let inc = &self.in_rel[self.in_at[n] as usize..self.in_at[n + 1] as usize];
+        let ends = &self.ends;
+        out.iter()
+            .filter_map(move |&i| {
+                let (_, target, kind) = ends[i as usize];
+                (kind == RelationKind::DependsOn).then_some(target)
+            })
+            .chain(inc.iter().filter_map(move |&i| {
+                let (source, _, kind) = ends[i as usize];
+                (kind == RelationKind::Blocks).then_some(source)
+            }))
+    }
+
+    /// The strongly connected components of the wait graph with more than one node (each holds
+    /// a cycle): Tarjan's algorithm on the dense node numbers, iterative, linear in the
+    /// relations.
+    fn cyclic_components(&self) -> Vec<Vec<u32>> {
+        let n = self.named_at.len();
+        let mut t = Tarjan {
+            index: vec![Tarjan::UNSEEN; n],
+            low: vec![0; n],
+            on_stack: vec![false; n],
+            stack: Vec::new(),
+            counter: 0,
+            work: Vec::new(),
+        };
         let mut out = Vec::new();
-        for root in &nodes {
-            if index.contains_key(root) {
+        for root in 0..n as u32 {
+            if t.index[root as usize] != Tarjan::UNSEEN {
                 continue;
             }
-            // Iterative DFS: (node, neighbour list, next position).
-            let mut work: Vec<(TicketId, Vec<TicketId>, usize)> = Vec::new();
-            let start = |n: &TicketId,
-                         index: &mut HashMap<TicketId, usize>,
-                         low: &mut HashMap<TicketId, usize>,
-                         stack: &mut Vec<TicketId>,
-                         on_stack: &mut BTreeSet<TicketId>,
-                         counter: &mut usize| {
-                index.insert(n.clone(), *counter);
-                low.insert(n.clone(), *counter);
-                *counter += 1;
-                stack.push(n.clone());
-                on_stack.insert(n.clone());
-            };
-            start(
-                root,
-                &mut index,
-                &mut low,
-                &mut stack,
-                &mut on_stack,
-                &mut counter,
-            );
-            work.push((
-                root.clone(),
-                self.waits_on(root).into_iter().map(|x| x.0).collect(),
-                0,
-            ));
-            while let Some((node, next, pos)) = work.last_mut() {
-                if *pos < next.len() {
-                    let m = next[*pos].clone();
-                    *pos += 1;
-                    if !index.contains_key(&m) {
-                        start(
-                            &m,
-                            &mut index,
-                            &mut low,
-                            &mut stack,
-                            &mut on_stack,
-                            &mut counter,
-                        );
-                        let succ = self.waits_on(&m).into_iter().map(|x| x.0).collect();
-                        work.push((m, succ, 0));
-                    } else if on_stack.contains(&m) {
-                        let l = low[&*node].min(index[&m]);
-                        low.insert(node.clone(), l);
+            t.visit(self, root);
+            while let Some((v, next)) = t.work.last_mut() {
+                let v = *v as usize;
+                if let Some(m) = next.pop() {
+                    if t.index[m as usize] == Tarjan::UNSEEN {
+                        t.visit(self, m);
+                    } else if t.on_stack[m as usize] {
+                        t.low[v] = t.low[v].min(t.index[m as usize]);
                     }
-                } else {
-                    let node = node.clone();
-                    work.pop();
-                    if let Some((parent, _, _)) = work.last() {
-                        let l = low[parent].min(low[&node]);
-                        low.insert(parent.clone(), l);
+                    continue;
+                }
+                t.work.pop();
+                if let Some((parent, _)) = t.work.last() {
+                    let p = *parent as usize;
+                    t.low[p] = t.low[p].min(t.low[v]);
+                }
+                if t.low[v] == t.index[v] {
+                    let mut comp = Vec::new();
+                    loop {
+                        let w = t.stack.pop().expect("the stack holds the component");
+                        t.on_stack[w as usize] = false;
+                        comp.push(w);
+                        if w as usize == v {
+                            break;
+                        }
                     }
-                    if low[&node] == index[&node] {
-                        let mut comp = Vec::new();
-                        loop {
-                            let w = stack.pop().expect("stack holds the component");
-                            on_stack.remove(&w);
-                            let done = w == node;
-                            comp.push(w);
-                            if done {
-                                break;
-                            }
-                        }
-                        if comp.len() > 1 && out.len() < limit {
-                            comp.sort();
-                            let first = comp[0].clone();
-                            let members: BTreeSet<TicketId> = comp.into_iter().collect();
-                            out.push(self.cycle_through(&first, &members));
-                        }
+                    if comp.len() > 1 {
+                        out.push(comp);
                     }
                 }
             }
         }
-        out.sort();
         out
     }
 

@@ -202,3 +202,78 @@ fn the_blocked_set_agrees_with_asking_each_ticket_and_runs_keep_their_order() {
         "a ticket no relation names waits on nothing"
     );
 }
+
+#[test]
+fn cycles_are_one_per_strongly_connected_component_against_reachability() {
+    // Sparse random graphs of 30 tickets, relations of every kind: the components found are
+    // exactly the pairs that reach each other through waits (a closure computed the slow way),
+    // each reported cycle is a real path of waits inside its component, starting at its
+    // smallest id, and a limit keeps the components with the smallest ids.
+    let mut x = 11u64;
+    let mut next = |n: u64| {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (x >> 33) % n
+    };
+    let mut seen_cycles = 0;
+    for round in 0..200 {
+        let n = 30u64;
+        let mut rels = Vec::new();
+        for _ in 0..(20 + round % 60) {
+            let (a, b) = (next(n), next(n));
+            if a != b {
+                rels.push(rel(a, RelationKind::ALL[next(5) as usize], b));
+            }
+        }
+        let g = RelationGraph::new(&rels);
+        let waits = |a: u64, b: u64| g.waits_on(&id(a)).iter().any(|(t, _)| t == &id(b));
+        let mut reach = vec![vec![false; n as usize]; n as usize];
+        for a in 0..n {
+            for b in 0..n {
+                reach[a as usize][b as usize] = waits(a, b);
+            }
+        }
+        for k in 0..n as usize {
+            for a in 0..n as usize {
+                for b in 0..n as usize {
+                    if reach[a][k] && reach[k][b] {
+                        reach[a][b] = true;
+                    }
+                }
+            }
+        }
+        // The expected components: each node's smallest partner, for nodes on a cycle.
+        let mut expected: Vec<Vec<u64>> = Vec::new();
+        for a in 0..n {
+            let comp: Vec<u64> = (0..n)
+                .filter(|&b| {
+                    b == a || (reach[a as usize][b as usize] && reach[b as usize][a as usize])
+                })
+                .collect();
+            if comp.len() > 1 && comp[0] == a {
+                expected.push(comp);
+            }
+        }
+        let cycles = g.cycles(usize::MAX);
+        assert_eq!(cycles.len(), expected.len(), "round {round}");
+        for (cycle, comp) in cycles.iter().zip(&expected) {
+            assert_eq!(cycle[0], id(comp[0]), "round {round}");
+            assert_eq!(cycle.first(), cycle.last(), "round {round}");
+            for w in cycle.windows(2) {
+                let a = comp
+                    .iter()
+                    .find(|&&m| id(m) == w[0])
+                    .expect("in the component");
+                let b = comp
+                    .iter()
+                    .find(|&&m| id(m) == w[1])
+                    .expect("in the component");
+                assert!(waits(*a, *b), "round {round}: {a} does not wait on {b}");
+            }
+        }
+        let limited = g.cycles(1);
+        assert_eq!(limited.len(), expected.len().min(1));
+        assert_eq!(limited.first(), cycles.first());
+        seen_cycles += cycles.len();
+    }
+    assert!(seen_cycles > 50, "only {seen_cycles} cycles in 200 graphs");
+}

@@ -104,6 +104,20 @@ fn timed_out(commit: &str, keep_work: bool) -> Report {
     }
 }
 
+/// The server's attempt refs, as `NAME COMMIT` lines.
+fn attempt_refs(f: &Fixture) -> String {
+    git(
+        &f.repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/yoi/attempts/",
+        ],
+    )
+    .trim()
+    .to_string()
+}
+
 #[test]
 fn the_next_attempt_starts_from_the_commits_of_one_that_timed_out_and_moves_the_branch_from_the_head(
 ) {
@@ -112,6 +126,13 @@ fn the_next_attempt_starts_from_the_commits_of_one_that_timed_out_and_moves_the_
     let base = first.head_commit.clone();
     let part1 = commit(&first, "part1.txt");
     fail(&f, &pod, &first, timed_out(&part1, true), 2);
+    // The kept commit is under the failed attempt's ref, so a pod without the server's disk
+    // can fetch it (docs/pods.md, "Pods on other hosts").
+    let a = &first.assignment;
+    assert_eq!(
+        attempt_refs(&f),
+        format!("refs/yoi/attempts/{id}/{}.{} {part1}", a.attempt, a.fence)
+    );
 
     let second = claim(&f, &pod, 3);
     let kept = second
@@ -152,11 +173,14 @@ fn the_next_attempt_starts_from_the_commits_of_one_that_timed_out_and_moves_the_
     .unwrap();
     assert!(moved.moved);
     assert_eq!(git(&f.repo, &["rev-parse", &branch]).trim(), done);
+    assert!(
+        attempt_refs(&f).contains(&part1),
+        "the ref stays until the ticket is done"
+    );
     assert_eq!(
         git(&f.repo, &["log", "--format=%s", &format!("{base}..{done}")]),
         "part2.txt\npart1.txt\n"
     );
-    let _ = id;
 }
 
 #[test]
@@ -178,6 +202,7 @@ fn an_expired_attempt_or_a_failure_that_keeps_nothing_is_never_the_next_start() 
     let base = first.head_commit.clone();
     let c = commit(&first, "broken.txt");
     fail(&f, &pod, &first, timed_out(&c, false), 2);
+    assert_eq!(attempt_refs(&f), "", "nothing kept, no ref");
     let second = claim(&f, &pod, 3);
     assert!(second.kept.is_none());
     assert_eq!(git(&second.workdir, &["rev-parse", "HEAD"]).trim(), base);
@@ -191,6 +216,11 @@ fn an_expired_attempt_or_a_failure_that_keeps_nothing_is_never_the_next_start() 
     let stray = commit(&first, "stray.txt");
     git(dir, &["checkout", "-q", "--detach", &base]);
     fail(&f, &pod, &first, timed_out(&stray, true), 2);
+    assert_eq!(
+        attempt_refs(&f),
+        "",
+        "a stray commit is not kept under a ref"
+    );
     let second = claim(&f, &pod, 3);
     assert!(second.kept.is_none());
     assert_eq!(git(&second.workdir, &["rev-parse", "HEAD"]).trim(), base);

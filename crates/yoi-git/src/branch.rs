@@ -3,8 +3,9 @@
 //! checked out (so a retried start can reuse it); anything else is refused with what was found.
 //! [`delete_branch`] undoes a creation: it removes a branch only while it still points at the
 //! commit it was created at and no worktree has it checked out, so no later work is dropped.
-//! [`branch_exists`] and [`list_branches`] only read. [`delete_refs_under`] clears a folder of
-//! refs the server alone writes (a ticket's attempt refs), never a branch.
+//! [`branch_exists`] and [`list_branches`] only read. [`create_ref`], [`delete_ref`] and
+//! [`delete_refs_under`] write refs the server alone owns (a ticket's attempt refs), never a
+//! branch or a tag.
 
 use std::path::{Path, PathBuf};
 
@@ -208,15 +209,58 @@ pub(crate) fn checked_out_in(
     Ok(found)
 }
 
+/// Whether `name` is a ref yoi may write or delete itself: below `refs/`, outside
+/// `refs/heads/` and `refs/tags/`, and not a folder.
+fn owned_ref(name: &str) -> bool {
+    name.starts_with("refs/")
+        && !name.starts_with("refs/heads/")
+        && !name.starts_with("refs/tags/")
+        && !name.ends_with('/')
+}
+
+/// Create the one reference `name` at `commit` (a full commit id) when it is missing; `name`
+/// must lie below `refs/` and outside `refs/heads/` and `refs/tags/`
+/// (`refs/yoi/attempts/<ticket>/<attempt>.<fence>`). Whether it was created: a ref that
+/// exists is left as it is, wherever it points (a pod's push got there first).
+pub fn create_ref(repo_root: &Path, name: &str, commit: &str) -> Result<bool, GitError> {
+    let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "create a ref", e);
+    if !owned_ref(name) {
+        return Err(fail(&format!("{name:?} is not a ref yoi owns")));
+    }
+    let repo = repo::open(repo_root)?;
+    let wanted = repo::peel_to_commit(&repo, repo_root, commit)?;
+    if repo
+        .try_find_reference(name)
+        .map_err(|e| fail(&e))?
+        .is_some()
+    {
+        return Ok(false);
+    }
+    match repo.reference(
+        name,
+        wanted,
+        PreviousValue::MustNotExist,
+        format!("yoi: kept {wanted}"),
+    ) {
+        Ok(_) => Ok(true),
+        // Another writer made it between the read and the write: left as it is.
+        Err(_)
+            if repo
+                .try_find_reference(name)
+                .map_err(|e| fail(&e))?
+                .is_some() =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(fail(&e)),
+    }
+}
+
 /// Delete the one reference `name`, which must lie below `refs/` and outside `refs/heads/` and
 /// `refs/tags/` (`refs/yoi/attempts/<ticket>/<attempt>.<fence>`); whether it was there.
 pub fn delete_ref(repo_root: &Path, name: &str) -> Result<bool, GitError> {
     let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "delete a ref", e);
-    if !name.starts_with("refs/")
-        || name.starts_with("refs/heads/")
-        || name.starts_with("refs/tags/")
-        || name.ends_with('/')
-    {
+    if !owned_ref(name) {
         return Err(fail(&format!("{name:?} is not a ref yoi owns")));
     }
     let repo = repo::open(repo_root)?;

@@ -315,6 +315,9 @@ pub fn fail(
     index.touch_pod(pod, PodState::Idle, None, now_ms)?;
     spent(ws, index, &row, Some(&pod_row), now);
     record(ws, &row, "failed", None, report, Some(reason), now)?;
+    if let Some(r) = report {
+        super::kept::keep_under_ref(ws, &row, r);
+    }
     drop_attempt_worktree(ws, &row);
     if next.is_none() {
         // Either the circuit opened or the pod said retrying is pointless: a person decides.

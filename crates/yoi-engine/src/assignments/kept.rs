@@ -10,6 +10,10 @@
 //! attempt started at, which must still be the branch head, and leave the ticket files alone.
 //! The new attempt's claim is still bound to the branch head: its result moves the branch by
 //! compare-and-swap from there, exactly as any other.
+//!
+//! The kept commit is held under the failed attempt's own ref ([`keep_under_ref`]), so a pod
+//! without the server's disk can fetch it as its start, and git's pruning cannot take it while
+//! a person has yet to `retry`.
 
 use serde::Serialize;
 use yoi_core::report::Report;
@@ -59,22 +63,7 @@ pub(crate) fn kept_work(
     let Some(commit) = report.commit.filter(|c| report.keep_work && c != head) else {
         return Ok(None);
     };
-    let repo = ws.root();
-    if yoi_git::resolve_commit(repo, &commit).ok().as_deref() != Some(commit.as_str())
-        || !yoi_git::is_ancestor(repo, head, &commit).unwrap_or(false)
-    {
-        return Ok(None);
-    }
-    let tickets = ws
-        .config
-        .workspace
-        .tickets_dir
-        .trim_end_matches('/')
-        .to_string();
-    if !yoi_git::changed_under(repo, head, &commit, &tickets)
-        .map(|t| t.is_empty())
-        .unwrap_or(false)
-    {
+    if !keepable(ws, head, &commit) {
         return Ok(None);
     }
     Ok(Some(KeptWork {
@@ -82,4 +71,44 @@ pub(crate) fn kept_work(
         commit,
         reason: prev.error.clone(),
     }))
+}
+
+/// Whether `commit` can be an attempt's start on top of `head`: a full commit id in the
+/// repository that descends from `head` and leaves the ticket files alone.
+pub(crate) fn keepable(ws: &Workspace, head: &str, commit: &str) -> bool {
+    let repo = ws.root();
+    if yoi_git::resolve_commit(repo, commit).ok().as_deref() != Some(commit)
+        || !yoi_git::is_ancestor(repo, head, commit).unwrap_or(false)
+    {
+        return false;
+    }
+    let tickets = ws.config.workspace.tickets_dir.trim_end_matches('/');
+    yoi_git::changed_under(repo, head, commit, tickets).is_ok_and(|t| t.is_empty())
+}
+
+/// Keep the commit of `row`, an attempt that just failed with `report` keeping its work, under
+/// the attempt's own ref (`refs/yoi/attempts/<ticket>/<attempt>.<fence>`) when no push put it
+/// there. A local pod's commit is otherwise under no ref at all (its worktree goes or moves on):
+/// a pod without the server's disk could not fetch it as the next attempt's start — git's
+/// upload-pack serves only what a ref reaches, under protocol v0 — and git's pruning could take
+/// it before a person's `retry`. The ref goes as any failed attempt's does
+/// ([`super::attempt_ref::collect`]). Failing to write it fails nothing: the next attempt of a
+/// pod on the server's disk starts from the commit all the same.
+pub(crate) fn keep_under_ref(ws: &Workspace, row: &Assignment, report: &Report) {
+    let (Some(commit), Some(head)) = (report.commit.as_deref(), row.head_commit.as_deref()) else {
+        return;
+    };
+    if !report.keep_work || commit == head || !keepable(ws, head, commit) {
+        return;
+    }
+    let name = super::attempt_ref::AttemptRef::of(row).name();
+    match yoi_git::create_ref(ws.root(), &name, commit) {
+        Ok(true) => {
+            tracing::info!(reference = %name, commit, "kept a failed attempt's work under its ref")
+        }
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(reference = %name, error = %e, "could not keep a failed attempt's work under its ref")
+        }
+    }
 }

@@ -171,6 +171,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "thread_events",
         include_str!("../../../migrations/0018_thread_events.sql"),
     ),
+    (
+        19,
+        "inbox_from_events",
+        include_str!("../../../migrations/0019_inbox_from_events.sql"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

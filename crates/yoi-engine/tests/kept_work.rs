@@ -225,3 +225,58 @@ fn an_expired_attempt_or_a_failure_that_keeps_nothing_is_never_the_next_start() 
     assert!(second.kept.is_none());
     assert_eq!(git(&second.workdir, &["rev-parse", "HEAD"]).trim(), base);
 }
+
+/// `attempt`'s failure at `ms`, keeping a commit of `file` made in its folder; the commit.
+fn fail_keeping(f: &Fixture, pod: &str, work: &Work, file: &str, ms: i64) -> String {
+    let kept = commit(work, file);
+    fail(f, pod, work, timed_out(&kept, true), ms);
+    kept
+}
+
+#[test]
+fn a_kept_attempts_ref_lasts_while_its_ticket_is_in_progress_and_goes_when_it_leaves() {
+    use yoi_store::ops::{self, TransitionRequest};
+    let (f, id, pod) = accepted();
+    let first = claim(&f, &pod, 1);
+    let kept = fail_keeping(&f, &pod, &first, "part1.txt", 2);
+    let name = format!("refs/yoi/attempts/{id}/1.{}", first.assignment.fence);
+    // The lease sweep leaves it while the ticket is in progress: the next attempt starts there.
+    asg::expire_due(&f.ws, &f.db, at(3)).unwrap();
+    assert_eq!(attempt_refs(&f), format!("{name} {kept}"));
+
+    // A person cancels the ticket: the next sweep takes every ref of it.
+    let ctx = f.human();
+    let cancel = TransitionRequest {
+        resolution: Some("not needed".into()),
+        ..TransitionRequest::default()
+    };
+    ops::cancel(&f.ws, &ctx, id.as_str(), &cancel).unwrap();
+    asg::expire_due(&f.ws, &f.db, at(4)).unwrap();
+    assert_eq!(
+        attempt_refs(&f),
+        "",
+        "a cancelled ticket keeps no attempt ref"
+    );
+
+    // Returned to planning and accepted again before any sweep ran: the new acceptance, whose
+    // attempts start again at 1.1, clears the earlier one's refs itself.
+    let (f, id, pod) = accepted();
+    let first = claim(&f, &pod, 1);
+    fail_keeping(&f, &pod, &first, "part1.txt", 2);
+    assert_ne!(attempt_refs(&f), "");
+    let ctx = f.human();
+    let back = TransitionRequest {
+        reason: Some("the brief was wrong".into()),
+        ..TransitionRequest::default()
+    };
+    ops::return_to_planning(&f.ws, &ctx, id.as_str(), &back).unwrap();
+    let req = TransitionRequest::default();
+    ops::mark_ready(&f.ws, &ctx, id.as_str(), &req).unwrap();
+    ops::queue(&f.ws, &ctx, id.as_str(), &req).unwrap();
+    f.accept(&id);
+    assert_eq!(
+        attempt_refs(&f),
+        "",
+        "an earlier acceptance's refs go with it"
+    );
+}

@@ -132,15 +132,16 @@ pub fn may_push(
     Ok(Err(PushRefusal::NotYourLiveClaim { name: name.into() }))
 }
 
-/// Delete the attempt refs no attempt needs any more: the ref of an attempt that expired or
-/// was cancelled, or of a ticket that is done; how many went. The lease sweep runs it
-/// (`expire_due`), because an attempt can end without the sweep that expires it deleting its
-/// ref: a person's return or cancel cancels its claim in the index,
-/// a crash can fall between an expiry and its deletion, and git may still be receiving a push
-/// the server checked while the claim was live and write its ref after the claim ended (the
-/// simulation's `attempt-ref-left`, docs/simulation.md). The ref of a live claim stays, and
-/// so does that of an attempt that completed or failed until its ticket is done: a failed
-/// attempt's kept work is what the next attempt fetches.
+/// Delete the attempt refs no attempt needs any more ([`still_needed`]): the ref of an attempt
+/// that expired or was cancelled, and every ref of a ticket that is not in progress (done,
+/// closed, or returned to planning); how many went. The lease sweep runs it (`expire_due`),
+/// because an attempt can end without the sweep that expires it deleting its ref: a person's
+/// return or cancel cancels its claim in the index, a crash can fall between an expiry and its
+/// deletion, and git may still be receiving a push the server checked while the claim was live
+/// and write its ref after the claim ended (the simulation's `attempt-ref-left`,
+/// docs/simulation.md). The ref of a live claim stays, and so does that of an attempt that
+/// completed or failed while its ticket stays in progress: a failed attempt's kept work is what
+/// the next attempt fetches.
 pub fn collect(ws: &Workspace, index: &DbIndex) -> Result<usize, AssignmentError> {
     let repo = ws.root();
     let mut gone = 0;
@@ -158,23 +159,35 @@ pub fn collect(ws: &Workspace, index: &DbIndex) -> Result<usize, AssignmentError
         let rows = rows_of
             .as_ref()
             .map_or(&[][..], |(_, rows)| rows.as_slice());
+        // Each acceptance numbers its attempts from 1.1 again: the name is the latest one's.
         let row = rows
             .iter()
-            .find(|a| a.attempt == r.attempt && a.fence == r.fence);
-        let ended = match row.map(|a| a.status) {
-            // A ref no attempt has was not pushed through `may_push`: not the sweep's.
-            None => false,
-            Some(AssignmentStatus::Expired | AssignmentStatus::Cancelled) => true,
-            Some(_) => ws
-                .read_item(&ticket)
-                .is_ok_and(|item| item.state == State::Done),
-        };
+            .filter(|a| a.attempt == r.attempt && a.fence == r.fence)
+            .max_by(|x, y| (x.created_ms, &x.id).cmp(&(y.created_ms, &y.id)));
+        // A ref no attempt has was not pushed through `may_push`: not the sweep's.
+        let ended = row.is_some_and(|a| !still_needed(ws, a, &ticket));
         if ended && yoi_git::delete_ref(repo, &name)? {
             tracing::info!(reference = %name, "deleted the attempt ref of an ended attempt");
             gone += 1;
         }
     }
     Ok(gone)
+}
+
+/// Whether the ref of attempt `a` of `ticket` is still needed: for as long as the acceptance
+/// it belongs to lasts. It is not once the attempt expired or was cancelled (nothing of it is
+/// ever fetched), nor once the ticket is not in progress — merged, cancelled or closed, or
+/// returned to planning (docs/pods.md, "Pods on other hosts"): leaving progress ends the
+/// acceptance, and a later one starts again at attempt 1 from the branch head, keeps nothing of
+/// an earlier acceptance's attempts and reuses their refs' names. A ticket whose item cannot be
+/// read keeps its refs.
+fn still_needed(ws: &Workspace, a: &Assignment, ticket: &TicketId) -> bool {
+    !matches!(
+        a.status,
+        AssignmentStatus::Expired | AssignmentStatus::Cancelled
+    ) && ws
+        .read_item(ticket)
+        .map_or(true, |item| item.state == State::Inprogress)
 }
 
 #[cfg(test)]

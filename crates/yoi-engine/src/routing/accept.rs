@@ -494,7 +494,7 @@ fn drop_if_untouched(repo: &Path, id: &TicketId, path: &Path, base: Option<&str>
 
 /// Clear what an acceptance of `id` killed half-way left behind (see the module doc): pending
 /// assignments, and a clean worktree at `worktree` on `branch` at `base_commit`. Anything else
-/// at that path is an error naming what was found.
+/// at that path is an error naming what was found. An earlier acceptance's attempt refs go too.
 fn clear_leftovers(
     db: &DbIndex,
     id: &TicketId,
@@ -508,6 +508,23 @@ fn clear_leftovers(
         .map_err(|e| format!("discard pending assignments: {e}"))?;
     if discarded > 0 {
         tracing::warn!(ticket = %id, discarded, "discarded pending assignments of an interrupted acceptance");
+    }
+    // An earlier acceptance's attempt refs, which the lease sweep may not have collected yet
+    // (docs/pods.md): its attempts ended with it, and this one's start again at 1.1 under the
+    // same names, where a pod's push must not find an unrelated commit.
+    let refs = format!(
+        "{}{}/",
+        crate::assignments::attempt_ref::PREFIX,
+        id.as_str()
+    );
+    match yoi_git::delete_refs_under(repo, &refs) {
+        Ok(0) => {}
+        Ok(n) => {
+            tracing::info!(ticket = %id, refs = n, "deleted the attempt refs of an earlier acceptance")
+        }
+        Err(e) => {
+            tracing::warn!(ticket = %id, error = %e, "could not delete the attempt refs of an earlier acceptance")
+        }
     }
     if !worktree.exists() {
         return Ok(());

@@ -542,7 +542,9 @@ impl World {
     }
 
     /// On a settled world: every attempt ref left belongs to an attempt that did not expire and
-    /// was not cancelled, of a ticket that is not done.
+    /// was not cancelled, of a ticket that is in progress (an attempt ref lasts as long as its
+    /// acceptance, docs/pods.md; each acceptance numbers its attempts from 1.1 again, so the
+    /// name is the latest acceptance's).
     pub(super) fn check_attempt_refs(&self) -> Result<(), Broken> {
         let refs = git(
             &self.repo,
@@ -561,18 +563,21 @@ impl World {
                     format!("{name} is no attempt ref"),
                 ));
             };
-            let done = TicketId::parse(&r.ticket)
+            let state = TicketId::parse(&r.ticket)
                 .ok()
-                .and_then(|t| self.states.get(&t).copied())
-                == Some(State::Done);
+                .and_then(|t| self.states.get(&t).copied());
             let rows =
                 l.db.assignments_of(&r.ticket)
                     .map_err(|e| broken("db", e.to_string()))?;
             let row = rows
                 .iter()
-                .find(|a| a.attempt == r.attempt && a.fence == r.fence);
+                .filter(|a| a.attempt == r.attempt && a.fence == r.fence)
+                .max_by(|x, y| (x.created_ms, &x.id).cmp(&(y.created_ms, &y.id)));
             let why = match row.map(|a| a.status) {
-                _ if done => Some("its ticket is done".to_string()),
+                _ if state != Some(State::Inprogress) => Some(format!(
+                    "its ticket is {}",
+                    state.map_or("unknown", |s| s.as_str())
+                )),
                 None => Some("no attempt has that number and fence".to_string()),
                 Some(s @ (AssignmentStatus::Expired | AssignmentStatus::Cancelled)) => {
                     Some(format!("its attempt is {}", s.as_str()))

@@ -21,9 +21,11 @@
 //! - **Answers about tickets** (a ticket's JSON, a list page; `ticket_answers.rs`): a ticket's
 //!   answer is kept until that ticket's files (or those of a ticket it shows) change, or the
 //!   answer epoch moves; a list until any ticket's files change. Writes to other tickets, a
-//!   pod's heartbeat, a claim that found nothing leave them kept.
-//! - **Other answers** (the inbox, the MCP server's reads): kept until anything watched
-//!   changes, the database included.
+//!   pod's heartbeat, a claim that found nothing leave them kept. The inbox, made from the
+//!   ticket files alone, is kept until any ticket's files change, across the epoch's moves too.
+//! - **Other answers** ([`ReadYourWrites::answer`], for an answer that reads the database
+//!   beyond what the epoch counts; no server route needs one since the inbox moved to the
+//!   answers about tickets): kept until anything watched changes, the database included.
 //!
 //! Each answer says how it met the kept ones ([`Kept`]; the server sends it as
 //! `Cache-Status`).
@@ -325,10 +327,18 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
         };
         let tickets = {
             let mut about = lock(&self.about_tickets);
-            about.epoch(stamps.epoch);
+            // Moves that named what they changed drop only those tickets' answers.
+            let named = about
+                .known_epoch()
+                .filter(|&e| e < stamps.epoch)
+                .and_then(|e| self.rounds.tickets_moved(e, stamps.epoch));
+            match named {
+                Some(tickets) => about.rows_changed(&tickets, stamps.epoch),
+                None => about.epoch(stamps.epoch),
+            }
             about.clock()
         };
-        let tokens = Some((0, stamps.epoch as u128));
+        let tokens = Some((0, self.rounds.token_generation(stamps.epoch) as u128));
         if let Some(commit) = stamps.commit {
             return Ok(View {
                 answers: Some((files, commit)),

@@ -2,7 +2,9 @@
 //! ticket's answer when that ticket or one it shows (a relation's other end) changes, a list
 //! or a count when any ticket changes, everything when the answer epoch moves
 //! (`answer_epoch.rs`: assignments, activations, tokens) or when a change may reach answers it
-//! does not name (relations written, folders appearing or going, the watch losing track).
+//! does not name (relations written, folders appearing or going, the watch losing track). An
+//! answer made from the ticket files alone ([`Made::TicketFilesOnly`], the inbox) stays across
+//! a move of the epoch: nothing it read moved.
 //!
 //! This module only keeps and drops; [`crate::read_your_writes`] tells it what changed, in
 //! order, under its settle lock, so an answer is dropped before any request that arrived after
@@ -22,6 +24,10 @@ pub enum Made {
     Tickets(Vec<TicketId>),
     /// Any ticket's (a list, a count, an answer looked up by a short id), plus the epoch.
     AnyTicket,
+    /// Any ticket's files and index rows, and nothing the answer epoch counts (the inbox: it
+    /// reads thread events, states and broken tickets, never assignments, activations or
+    /// tokens). Kept across the epoch's moves; dropped when any ticket changes.
+    TicketFilesOnly,
 }
 
 struct Entry<A> {
@@ -40,7 +46,7 @@ pub(crate) struct TicketAnswers<A> {
     epoch: Option<i64>,
     /// When everything was last dropped.
     all_at: u64,
-    /// When any ticket last changed.
+    /// When any ticket last changed (or everything was dropped for a change to the files).
     any_at: u64,
     /// When each ticket last changed (those that changed since `all_at`).
     tickets_at: HashMap<TicketId, u64>,
@@ -75,7 +81,7 @@ impl<A: Clone> TicketAnswers<A> {
         self.clock += 1;
         let now = self.clock;
         if everything || self.tickets_at.len() + tickets.len() > REMEMBERED {
-            self.drop_all();
+            self.drop_all(true);
             return;
         }
         self.any_at = now;
@@ -85,7 +91,7 @@ impl<A: Clone> TicketAnswers<A> {
         let mut freed = 0;
         self.map.retain(|_, e| {
             let keep = match &e.made {
-                Made::AnyTicket => false,
+                Made::AnyTicket | Made::TicketFilesOnly => false,
                 Made::Tickets(made) => !made.iter().any(|m| tickets.contains(m)),
             };
             if !keep {
@@ -96,24 +102,39 @@ impl<A: Clone> TicketAnswers<A> {
         self.size -= freed;
     }
 
-    /// The answer epoch read now; a move drops everything.
+    /// The answer epoch read now; a move drops everything the epoch counts
+    /// (every answer but those made from the ticket files alone).
     pub(crate) fn epoch(&mut self, epoch: i64) {
         match self.epoch {
             Some(e) if e >= epoch => {}
             _ => {
                 self.epoch = Some(epoch);
                 self.clock += 1;
-                self.drop_all();
+                self.drop_all(false);
             }
         }
     }
 
-    fn drop_all(&mut self) {
+    /// Drop every kept answer the epoch counts, and with `files` those made from the ticket
+    /// files alone too (a change that may reach any of them).
+    fn drop_all(&mut self, files: bool) {
         self.all_at = self.clock;
-        self.any_at = self.clock;
         self.tickets_at.clear();
-        self.map.clear();
-        self.size = 0;
+        if files {
+            self.any_at = self.clock;
+            self.map.clear();
+            self.size = 0;
+            return;
+        }
+        let mut freed = 0;
+        self.map.retain(|_, e| {
+            let keep = e.made == Made::TicketFilesOnly;
+            if !keep {
+                freed += e.size;
+            }
+            keep
+        });
+        self.size -= freed;
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<A> {
@@ -132,13 +153,16 @@ impl<A: Clone> TicketAnswers<A> {
         size: usize,
         budget: usize,
     ) {
-        let stale = at < self.all_at
-            || match &made {
-                Made::AnyTicket => at < self.any_at,
-                Made::Tickets(ts) => ts
-                    .iter()
-                    .any(|t| self.tickets_at.get(t).is_some_and(|&c| c > at)),
-            };
+        let stale = match &made {
+            Made::TicketFilesOnly => at < self.any_at,
+            Made::AnyTicket => at < self.all_at || at < self.any_at,
+            Made::Tickets(ts) => {
+                at < self.all_at
+                    || ts
+                        .iter()
+                        .any(|t| self.tickets_at.get(t).is_some_and(|&c| c > at))
+            }
+        };
         if stale || size > budget / 16 {
             return;
         }
@@ -161,6 +185,53 @@ impl<A: Clone> TicketAnswers<A> {
         }
         self.size += size;
         self.map.insert(key, Entry { value, size, made });
+    }
+}
+
+/// Moves of the answer epoch that name what they changed (`answer_epoch.rs`, `bump_for`).
+impl<A: Clone> TicketAnswers<A> {
+    /// The answer epoch the kept answers were made at.
+    pub(crate) fn known_epoch(&self) -> Option<i64> {
+        self.epoch
+    }
+
+    /// The answer epoch moved to `epoch`, and every move since [`TicketAnswers::known_epoch`]
+    /// changed only the assignments or activations of `tickets` (or tokens, which no answer
+    /// about tickets reads): drop the answers made from those tickets and every answer made
+    /// from any ticket's (a list, a count, an answer looked up by a short id); keep the
+    /// others. A computation that began before is refused when it keeps, as after a change to
+    /// those tickets' files.
+    pub(crate) fn rows_changed(&mut self, tickets: &[TicketId], epoch: i64) {
+        if self.epoch.is_some_and(|e| e >= epoch) {
+            return;
+        }
+        self.epoch = Some(epoch);
+        if tickets.is_empty() {
+            return;
+        }
+        self.clock += 1;
+        let now = self.clock;
+        if self.tickets_at.len() + tickets.len() > REMEMBERED {
+            self.epoch = None;
+            self.epoch(epoch);
+            return;
+        }
+        self.any_at = now;
+        for t in tickets {
+            self.tickets_at.insert(t.clone(), now);
+        }
+        let mut freed = 0;
+        self.map.retain(|_, e| {
+            let keep = match &e.made {
+                Made::Tickets(made) => !made.iter().any(|m| tickets.contains(m)),
+                other => !matches!(other, Made::AnyTicket),
+            };
+            if !keep {
+                freed += e.size;
+            }
+            keep
+        });
+        self.size -= freed;
     }
 }
 
@@ -222,6 +293,32 @@ mod tests {
         let after = c.clock();
         c.keep(after, "a".into(), 1, Made::Tickets(vec![id(A)]), 10, 1000);
         assert_eq!(c.get("a"), Some(1));
+    }
+
+    #[test]
+    fn an_answer_made_from_the_files_alone_stays_across_the_epoch_and_goes_with_any_change() {
+        let mut c = cache();
+        let at = c.clock();
+        c.keep(at, "inbox".into(), 1, Made::TicketFilesOnly, 10, 1000);
+        c.keep(at, "list".into(), 2, Made::AnyTicket, 10, 1000);
+        // An assignment written (a claim, a lease sweep that ended one): the epoch moves.
+        c.epoch(1);
+        assert_eq!((c.get("inbox"), c.get("list")), (Some(1), None));
+        assert_eq!(c.size, 10);
+        // Computed before the epoch moved: still what the files say, so kept.
+        c.keep(at, "inbox2".into(), 3, Made::TicketFilesOnly, 10, 1000);
+        assert_eq!(c.get("inbox2"), Some(3));
+        // Any ticket's change drops it, and one computed before that change is refused.
+        let before = c.clock();
+        c.changed(&[id(A)], false);
+        assert_eq!((c.get("inbox"), c.get("inbox2")), (None, None));
+        c.keep(before, "inbox".into(), 1, Made::TicketFilesOnly, 10, 1000);
+        assert_eq!(c.get("inbox"), None);
+        let at = c.clock();
+        c.keep(at, "inbox".into(), 1, Made::TicketFilesOnly, 10, 1000);
+        c.changed(&[], true);
+        assert_eq!(c.get("inbox"), None, "a change that may reach every answer");
+        assert_eq!(c.size, 0);
     }
 
     #[test]

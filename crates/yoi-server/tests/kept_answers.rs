@@ -3,7 +3,8 @@
 //! comment comes through the API and when another process writes it on the files and the
 //! index; a write to what answers read beside the index (an attempt recorded by another
 //! process) reaches the answer at once; and a pod polling for work with none to give drops
-//! nothing.
+//! nothing; the inbox, made from the ticket files alone, stays kept through all of those
+//! writes that leave the tickets alone.
 //!
 //! Whether an answer came from memory is what the server says in its `Cache-Status` header
 //! (`yoi; hit`), so each test first waits for the server to keep the answers it looks at.
@@ -205,6 +206,99 @@ fn check_a_pod_polling_with_nothing_to_do_drops_no_answer(backend: Backend) {
     }
     let (status, _) = get(&s, "/api/v1/tickets");
     assert_eq!(status, HIT);
+    s.stop();
+}
+
+#[test]
+fn the_inbox_stays_kept_through_writes_that_leave_the_tickets_alone() {
+    check_the_inbox_stays_kept_through_writes_that_leave_the_tickets_alone(Backend::Sqlite);
+}
+
+#[test]
+fn the_inbox_stays_kept_through_writes_that_leave_the_tickets_alone_on_postgres() {
+    check_the_inbox_stays_kept_through_writes_that_leave_the_tickets_alone(Backend::Postgres);
+}
+
+/// The inbox (and so the count in every dashboard page's header) reads the ticket files alone:
+/// a pod registering, polling with nothing to do and an attempt written to the database (which
+/// moves the answer epoch, as a claim or a lease sweep that ends an attempt does) leave it kept;
+/// a thread event on any ticket makes it fresh at once.
+fn check_the_inbox_stays_kept_through_writes_that_leave_the_tickets_alone(backend: Backend) {
+    let s = Server::start(backend);
+    let id = s.ready_ticket("Stuck");
+    s.post(&format!("/api/v1/tickets/{id}/queue"))
+        .token(&s.tokens.human)
+        .send()
+        .expect(200);
+    let other = s.create("Another", "");
+    let ws = s.workspace();
+    let service = yoi_store::Ctx::new(yoi_core::Principal::orchestrator(), yoi_server::auth::now());
+    yoi_store::ops::attention(&ws, &service, &id, "circuit_open", "Stopped.").unwrap();
+    let token = s.tokens.read.as_str();
+    let kept = s.until_kept(&[("/api/v1/inbox", token)]);
+    assert_eq!(kept[0]["count"], 1, "{}", kept[0]);
+
+    let pod = s
+        .post("/api/v1/pods")
+        .token(&s.tokens.coder)
+        .json(json!({ "name": "idle" }))
+        .send()
+        .expect(201);
+    for _ in 0..3 {
+        let r = s
+            .post("/api/v1/assignments/claim")
+            .token(&s.tokens.coder)
+            .json(json!({ "pod": pod["pod"]["id"], "wait_ms": 0 }))
+            .send();
+        assert!(r.status == 200 || r.status == 204, "{}", r.status);
+    }
+    let attempt = yoi_db::Assignment {
+        id: "asg-elsewhere".into(),
+        ticket: other.clone(),
+        step: "implement".into(),
+        role: "coder".into(),
+        attempt: 1,
+        fence: 1,
+        status: yoi_db::AssignmentStatus::Pending,
+        lease_until_ms: None,
+        created_ms: 1,
+        updated_ms: 1,
+        claimed_by: None,
+        heartbeat_ms: None,
+        workdir: None,
+        head_commit: None,
+        result: None,
+        usage: None,
+        error: None,
+        log_path: None,
+        finished_ms: None,
+    };
+    s.admin()
+        .rt
+        .block_on(s.admin().db.create_assignment(&attempt))
+        .unwrap();
+    // The epoch moved: the other ticket's answer, which shows attempts, is made again.
+    let (status, got) = get(&s, &shown(&other));
+    assert_ne!(status, HIT);
+    assert_eq!(got["attempts"][0]["assignment"], "asg-elsewhere");
+    let (status, got) = get(&s, "/api/v1/inbox");
+    assert_eq!(
+        status, HIT,
+        "the inbox was dropped by writes it does not read"
+    );
+    assert_eq!(got["count"], 1);
+
+    // A retry on the ticket closes the entry: a thread event, seen at the next request.
+    yoi_store::ops::retry(
+        &ws,
+        &yoi_store::Ctx::new(yoi_core::Principal::human("carol"), yoi_server::auth::now()),
+        &id,
+        None,
+    )
+    .unwrap();
+    let (status, got) = get(&s, "/api/v1/inbox");
+    assert_ne!(status, HIT);
+    assert_eq!(got["count"], 0, "{got}");
     s.stop();
 }
 

@@ -16,12 +16,15 @@ use crate::extract::Params;
 use crate::fresh::JsonBytes;
 use crate::state::AppState;
 use yoi_db::read_your_writes::View;
+use yoi_db::ticket_answers::Made;
 
 #[utoipa::path(operation_id = "list_inbox", get, path = "/api/v1/inbox", responses((status = 200, body = Inbox)), security(("bearer" = [])), tag = "inbox")]
 /// Every open inbox entry, the longest-waiting first. The answer is kept while nothing it reads
-/// changed — the index and the ticket files (the read-your-writes layer's generation) and the
-/// proposal and offer folders ([`inbox::unwatched_stamp`]) — so a large inbox is derived once
-/// per change, not once per request.
+/// changed — the ticket files and their index rows (an answer about tickets made from them
+/// alone, `Made::TicketFilesOnly`) and the proposal and offer folders
+/// ([`inbox::unwatched_stamp`]) — so a large inbox is derived once per change, not once per
+/// request, and the server's own writes that leave the tickets alone (heartbeats, lease sweeps,
+/// claims, a router pass that decides what it decided before) keep it.
 pub async fn list(
     State(s): State<AppState>,
     Authed(c, ..): Authed<ReadTickets>,
@@ -34,8 +37,9 @@ pub async fn list(
 pub async fn kept(s: &AppState, view: View) -> Result<JsonBytes, ApiError> {
     let stamp = s.read(|ws| Ok(inbox::unwatched_stamp(ws))).await?;
     let state = s.clone();
-    crate::fresh::answer(s, view, format!("inbox:{stamp}"), || async move {
-        JsonBytes::of(&state.read_indexed(inbox::inbox).await?)
+    crate::fresh::answer_about_tickets(s, view, format!("inbox:{stamp}"), || async move {
+        let inbox = JsonBytes::of(&state.read_indexed(inbox::inbox).await?)?;
+        Ok((inbox, Made::TicketFilesOnly))
     })
     .await
 }

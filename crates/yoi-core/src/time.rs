@@ -39,6 +39,17 @@ impl Timestamp {
         Timestamp(DateTime::from_timestamp_millis(millis).unwrap_or_default())
     }
 
+    /// The instant as seconds after the Unix epoch and nanoseconds within that second, exactly
+    /// (for binary encodings such as doctor's cache); [`Timestamp::from_unix_parts`] inverts it.
+    pub fn unix_parts(&self) -> (i64, u32) {
+        (self.0.timestamp(), self.0.timestamp_subsec_nanos())
+    }
+
+    /// The instant [`Timestamp::unix_parts`] gave, if it is one.
+    pub fn from_unix_parts(secs: i64, nanos: u32) -> Option<Self> {
+        DateTime::from_timestamp(secs, nanos).map(Timestamp)
+    }
+
     pub fn datetime(&self) -> DateTime<Utc> {
         self.0
     }

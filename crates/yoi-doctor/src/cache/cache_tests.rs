@@ -12,7 +12,7 @@ use yoi_core::relation::RelationKind;
 use yoi_core::{TicketId, Timestamp};
 use yoi_store::dirfd::FileMeta;
 use yoi_store::ops::{self, CommentRequest, CreateRequest, Ctx, PlanRequest, RelationRequest};
-use yoi_store::tickets::{ITEM, THREAD};
+use yoi_store::tickets::{ITEM, RELATIONS, THREAD};
 use yoi_store::workspace::Workspace;
 use yoi_testkit::until_the_file_clock_passes;
 
@@ -59,6 +59,12 @@ fn fixture() -> Fx {
         note: Some("see also".into()),
     };
     ops::add_relation(&ws, &ctx(), ids[1].as_str(), &rel).unwrap();
+    // A time written by hand to the nanosecond: the cache keeps the instant exactly.
+    let relations = ws.ticket_dir(&ids[1]).join(RELATIONS);
+    let text = std::fs::read_to_string(&relations).unwrap();
+    let exact = text.replacen("10:00:00Z", "10:00:00.123456789Z", 1);
+    assert_ne!(exact, text, "{text}");
+    std::fs::write(&relations, exact).unwrap();
     let plan = PlanRequest {
         kind: yoi_core::plan::PlanKind::After,
         related: Some(ids[3].to_string()),

@@ -2,7 +2,8 @@
 //!
 //! An entry is its CRC-32 (of everything after it), the ticket id, the stamps (`stamps`), then
 //! the scan: state, the index facts (item keys, thread event keys, plan keys), relations.json
-//! as read, the plan records the cross-ticket checks use, and the findings. [`open`] gives the
+//! as read and its relations field by field (so a kept scan does not parse JSON again), the
+//! plan records the cross-ticket checks use, and the findings. [`open`] gives the
 //! fields after the id only when the CRC holds and the id is the one looked up; [`decode`]
 //! gives a scan only when every field decodes and nothing is left over.
 //!
@@ -20,9 +21,10 @@ use std::sync::Mutex;
 
 use yoi_core::finding::{Finding, Severity};
 use yoi_core::plan::PlanRecord;
-use yoi_core::relation::RelationsFile;
+use yoi_core::relation::{Relation, RelationKind, RelationsFile};
 use yoi_core::state::State;
 use yoi_core::TicketId;
+use yoi_core::Timestamp;
 
 use super::fields::{put_opt, put_str, Reader};
 use crate::ticket::{IndexFacts, TicketScan};
@@ -93,6 +95,9 @@ pub(super) fn encode(w: &mut Vec<u8>, scan: &TicketScan) -> Option<()> {
     w.extend_from_slice(&(scan.facts.plans.len() as u32).to_le_bytes());
     scan.facts.plans.iter().for_each(|p| put_str(w, p));
     put_opt(w, scan.relations.is_some().then_some(&*scan.relations_text));
+    if let Some(file) = &scan.relations {
+        put_relations(w, file);
+    }
     put_str(w, &serde_json::to_string(&scan.plan).ok()?);
     w.extend_from_slice(&(scan.findings.len() as u32).to_le_bytes());
     for f in &scan.findings {
@@ -115,6 +120,48 @@ pub(super) fn encode(w: &mut Vec<u8>, scan: &TicketScan) -> Option<()> {
     Some(())
 }
 
+/// The relations of a relations.json that parsed, field by field: reading them back is a
+/// tenth of parsing the JSON again (the text is kept beside them for the lines findings name).
+fn put_relations(w: &mut Vec<u8>, file: &RelationsFile) {
+    w.extend_from_slice(&file.version.to_le_bytes());
+    w.extend_from_slice(&(file.relations.len() as u32).to_le_bytes());
+    for r in &file.relations {
+        let kind = RelationKind::ALL.iter().position(|k| *k == r.kind);
+        w.push(kind.map_or(u8::MAX, |k| k as u8));
+        put_str(w, r.target.as_str());
+        put_opt(w, r.note.as_deref());
+        put_str(w, &r.author);
+        let (secs, nanos) = r.at.unix_parts();
+        w.extend_from_slice(&secs.to_le_bytes());
+        w.extend_from_slice(&nanos.to_le_bytes());
+    }
+}
+
+/// What [`put_relations`] wrote, for the ticket `id` that owns them.
+fn read_relations(r: &mut Reader<'_>, id: &TicketId) -> Option<RelationsFile> {
+    let version = r.u32()?;
+    let n = r.u32()? as usize;
+    let mut relations = Vec::with_capacity(n.min(r.rest().len()));
+    for _ in 0..n {
+        let kind = *RelationKind::ALL.get(r.u8()? as usize)?;
+        let target = TicketId::parse(r.str()?).ok()?;
+        let note = r.opt()?.map(str::to_string);
+        let author = r.string()?;
+        let secs = r.u64()? as i64;
+        let nanos = r.u32()?;
+        let at = Timestamp::from_unix_parts(secs, nanos)?;
+        relations.push(Relation {
+            ticket_id: id.clone(),
+            kind,
+            target,
+            note,
+            author,
+            at,
+        });
+    }
+    Some(RelationsFile { version, relations })
+}
+
 pub(super) fn decode(r: &mut Reader<'_>, id: &TicketId) -> Option<TicketScan> {
     let state = match r.u8()? {
         u8::MAX => None,
@@ -130,7 +177,7 @@ pub(super) fn decode(r: &mut Reader<'_>, id: &TicketId) -> Option<TicketScan> {
         .collect::<Option<Vec<_>>>()?;
     let (relations, relations_text) = match r.opt()? {
         None => (None, String::new()),
-        Some(text) => (Some(RelationsFile::parse(text, id).ok()?), text.to_string()),
+        Some(text) => (Some(read_relations(r, id)?), text.to_string()),
     };
     let mut plan: Vec<(usize, PlanRecord)> = serde_json::from_str(r.str()?).ok()?;
     // Held for the whole pass: no room to spare.

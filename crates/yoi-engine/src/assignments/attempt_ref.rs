@@ -159,13 +159,14 @@ pub fn collect(ws: &Workspace, index: &DbIndex) -> Result<usize, AssignmentError
         let rows = rows_of
             .as_ref()
             .map_or(&[][..], |(_, rows)| rows.as_slice());
-        // Each acceptance numbers its attempts from 1.1 again: the name is the latest one's.
-        let row = rows
+        // The name is not one attempt's: every step numbers its attempts from 1.1, and so does
+        // every acceptance. The ref goes once no attempt of that number needs it.
+        let mut same = rows
             .iter()
             .filter(|a| a.attempt == r.attempt && a.fence == r.fence)
-            .max_by(|x, y| (x.created_ms, &x.id).cmp(&(y.created_ms, &y.id)));
+            .peekable();
         // A ref no attempt has was not pushed through `may_push`: not the sweep's.
-        let ended = row.is_some_and(|a| !still_needed(ws, a, &ticket));
+        let ended = same.peek().is_some() && same.all(|a| !still_needed(ws, a, &ticket));
         if ended && yoi_git::delete_ref(repo, &name)? {
             tracing::info!(reference = %name, "deleted the attempt ref of an ended attempt");
             gone += 1;

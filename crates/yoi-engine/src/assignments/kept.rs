@@ -98,7 +98,8 @@ pub(crate) fn keep_under_ref(ws: &Workspace, row: &Assignment, report: &Report) 
     let (Some(commit), Some(head)) = (report.commit.as_deref(), row.head_commit.as_deref()) else {
         return;
     };
-    if !report.keep_work || commit == head || !keepable(ws, head, commit) {
+    let coder = yoi_core::Role::Coder.is(&row.role);
+    if !coder || !report.keep_work || commit == head || !keepable(ws, head, commit) {
         return;
     }
     let name = super::attempt_ref::AttemptRef::of(row).name();

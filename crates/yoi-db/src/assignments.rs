@@ -267,9 +267,62 @@ impl Db {
                     q = q.bind(pod.to_string()).bind(a.to_string());
                 }
                 q.execute(&mut *conn).await.map_err(db_err)?;
-                crate::answer_epoch::bump(&mut *conn).await?;
+                let tickets: Vec<&str> = out.iter().flatten().map(|a| a.ticket.as_str()).collect();
+                crate::answer_epoch::bump_for(&mut conn, &tickets).await?;
             }
             Ok(out)
+        }
+        .await;
+        self.end_write(&mut conn, result).await
+    }
+
+    /// Put a claim its pod never received back to `pending`: the server could not prepare what
+    /// the pod needs for it (docs/pods.md, `[pods] transport = "remote"`: the push of its
+    /// commits to the remote failed), so it is not handed out. Guarded by id, fence, pod and
+    /// status `claimed`; the fence and the bound commit stay (nobody outside the server ever
+    /// saw them), the working directory is forgotten (the next claim prepares one again),
+    /// `reason` is kept in `error` until the attempt ends, and the pod is idle again — in one
+    /// transaction.
+    /// Whether the row went back.
+    pub async fn unclaim_assignment(
+        &self,
+        id: &str,
+        fence: i64,
+        pod: &str,
+        reason: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(db_err)?;
+        self.begin_write(&mut conn).await?;
+        let result = async {
+            let done = sqlx::query(
+                "UPDATE assignments SET status = 'pending', claimed_by = NULL, lease_until_ms = NULL, \
+                        heartbeat_ms = NULL, workdir = NULL, error = $4, updated_ms = $5 \
+                  WHERE id = $1 AND fence = $2 AND claimed_by = $3 AND status = 'claimed'",
+            )
+            .bind(id)
+            .bind(fence)
+            .bind(pod)
+            .bind(reason)
+            .bind(now_ms)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            sqlx::query(
+                "UPDATE pods SET state = 'idle', assignment_id = NULL, heartbeat_ms = $2 \
+                  WHERE id = $1 AND assignment_id = $3",
+            )
+            .bind(pod)
+            .bind(now_ms)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            crate::answer_epoch::bump(&mut *conn).await?;
+            Ok(true)
         }
         .await;
         self.end_write(&mut conn, result).await
@@ -287,7 +340,7 @@ impl Db {
         .await
         .map_err(db_err)?;
         if done.rows_affected() > 0 {
-            crate::answer_epoch::bump(self.pool()).await?;
+            self.bump_own(&[ticket]).await?;
         }
         Ok(done.rows_affected())
     }
@@ -311,21 +364,22 @@ impl Db {
         workdir: &str,
         head_commit: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        let done: Vec<(String,)> = sqlx::query_as(
             "UPDATE assignments SET workdir = $3, head_commit = $4 \
-              WHERE id = $1 AND fence = $2 AND status = 'claimed'",
+              WHERE id = $1 AND fence = $2 AND status = 'claimed' RETURNING ticket_id",
         )
         .bind(id)
         .bind(fence)
         .bind(workdir)
         .bind(head_commit)
-        .execute(self.pool())
+        .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        if done.rows_affected() > 0 {
-            crate::answer_epoch::bump(self.pool()).await?;
+        if !done.is_empty() {
+            let tickets: Vec<&str> = done.iter().map(|(t,)| t.as_str()).collect();
+            self.bump_own(&tickets).await?;
         }
-        Ok(done.rows_affected() == 1)
+        Ok(done.len() == 1)
     }
 
     /// Extend the lease of a claim held by `pod` at `fence` whose lease has not run out; the
@@ -420,7 +474,7 @@ impl Db {
             let Some(row) = row.as_ref().map(assignment).transpose()? else {
                 return Ok(None);
             };
-            crate::answer_epoch::bump(&mut *conn).await?;
+            crate::answer_epoch::bump_for(&mut conn, &[row.ticket.as_str()]).await?;
             if let Some(next) = next {
                 insert(&mut conn, next).await?;
             }
@@ -473,20 +527,21 @@ impl Db {
 
     /// Set the `error` note of a pending row (why it waits); whether it changed.
     pub async fn note_pending(&self, id: &str, fence: i64, note: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        let done: Vec<(String,)> = sqlx::query_as(
             "UPDATE assignments SET error = $3 WHERE id = $1 AND fence = $2 AND status = 'pending' \
-                AND (error IS NULL OR error <> $3)",
+                AND (error IS NULL OR error <> $3) RETURNING ticket_id",
         )
         .bind(id)
         .bind(fence)
         .bind(note)
-        .execute(self.pool())
+        .fetch_all(self.pool())
         .await
         .map_err(db_err)?;
-        if done.rows_affected() > 0 {
-            crate::answer_epoch::bump(self.pool()).await?;
+        if !done.is_empty() {
+            let tickets: Vec<&str> = done.iter().map(|(t,)| t.as_str()).collect();
+            self.bump_own(&tickets).await?;
         }
-        Ok(done.rows_affected() == 1)
+        Ok(done.len() == 1)
     }
 
     /// Claims whose lease ran out before `now_ms`, oldest first.
@@ -539,15 +594,17 @@ impl Db {
 
     /// Remove one assignment (an acceptance undoing what it made); whether it existed.
     pub async fn delete_assignment(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM assignments WHERE id = $1")
-            .bind(id)
-            .execute(self.pool())
-            .await
-            .map_err(db_err)?;
-        if done.rows_affected() > 0 {
-            crate::answer_epoch::bump(self.pool()).await?;
+        let done: Vec<(String,)> =
+            sqlx::query_as("DELETE FROM assignments WHERE id = $1 RETURNING ticket_id")
+                .bind(id)
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?;
+        if !done.is_empty() {
+            let tickets: Vec<&str> = done.iter().map(|(t,)| t.as_str()).collect();
+            self.bump_own(&tickets).await?;
         }
-        Ok(done.rows_affected() > 0)
+        Ok(!done.is_empty())
     }
 
     /// Remove the `pending` assignments of a ticket: what an acceptance that died before moving
@@ -561,7 +618,7 @@ impl Db {
         .await
         .map_err(db_err)?;
         if done.rows_affected() > 0 {
-            crate::answer_epoch::bump(self.pool()).await?;
+            self.bump_own(&[ticket]).await?;
         }
         Ok(done.rows_affected())
     }
@@ -670,7 +727,7 @@ pub(crate) async fn cancel_open(
     .await
     .map_err(db_err)?;
     if done.rows_affected() > 0 {
-        crate::answer_epoch::bump(&mut *conn).await?;
+        crate::answer_epoch::bump_for(conn, &[ticket]).await?;
     }
     Ok(())
 }
@@ -709,7 +766,7 @@ async fn insert(conn: &mut sqlx::AnyConnection, a: &Assignment) -> Result<(), St
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
-    crate::answer_epoch::bump(&mut *conn).await
+    crate::answer_epoch::bump_for(conn, &[a.ticket.as_str()]).await
 }
 
 fn assignment(r: &sqlx::any::AnyRow) -> Result<Assignment, StoreError> {

@@ -192,6 +192,17 @@ impl DbIndex {
         self.run(self.db.claim_assignments(claims, lease_until_ms, now_ms))
     }
 
+    pub fn unclaim_assignment(
+        &self,
+        id: &str,
+        fence: i64,
+        pod: &str,
+        reason: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.run(self.db.unclaim_assignment(id, fence, pod, reason, now_ms))
+    }
+
     pub fn set_assignment_workdir(
         &self,
         id: &str,

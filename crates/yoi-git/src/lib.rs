@@ -1,5 +1,5 @@
 //! yoi's git layer, on gix. Everything yoi does to a repository goes through here; the rest of
-//! yoi never shells out to git.
+//! yoi never shells out to git for the repository's content.
 //!
 //! - [`repo`]: finding a repository and resolving revisions to commit ids;
 //! - [`branch`]: creating work branches, refusing to move one that exists elsewhere; listing
@@ -10,6 +10,9 @@
 //!   delete uncommitted work unless forced; the ticket worktrees leave `.yoi/tickets/` out;
 //! - [`attempt`]: an attempt's own object folder and bringing its commits in;
 //! - [`commit`] and [`merge`]: committing what a worktree holds, landing work on a target;
+//! - [`remote`]: a named remote's URL, and pushing, fetching, listing and deleting refs there —
+//!   the one place that runs the git CLI, because gix has no push and the repository's own
+//!   credential helpers must apply to both directions;
 //! - `sparse` and `status` (inside the crate): the sparse index of a worktree that leaves a
 //!   folder out (one entry for the folder, git's `sdir` extension) and a status that compares it
 //!   with HEAD without reading what the folder holds.
@@ -22,6 +25,7 @@ pub mod commit;
 mod error;
 pub mod history;
 pub mod merge;
+pub mod remote;
 pub mod repo;
 mod sparse;
 mod status;

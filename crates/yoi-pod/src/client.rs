@@ -69,6 +69,27 @@ pub struct Work {
     /// Questions agents asked on this ticket and the answers people gave, oldest first.
     #[serde(default)]
     pub answered: Vec<Answered>,
+    /// The claim goes through a remote of the repository (`[pods] transport = "remote"`):
+    /// `remote_git` says where, and the server's own git is not used.
+    #[serde(default)]
+    pub remote: bool,
+    #[serde(default)]
+    pub remote_git: Option<ClaimRemote>,
+}
+
+/// Where a claim under `[pods] transport = "remote"` fetches from and pushes to.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClaimRemote {
+    /// The remote's name in the server's repository, for messages.
+    pub name: String,
+    /// The URL to fetch from and push to, with this host's own git credentials.
+    pub url: String,
+    /// The ref naming `head_commit`, and the one naming a kept attempt's start.
+    pub head_ref: String,
+    #[serde(default)]
+    pub start_ref: Option<String>,
+    /// The attempt ref a coder pushes its result to.
+    pub push_ref: String,
 }
 
 /// A question an agent asked and a person's answer, as the server hands them out.
@@ -225,12 +246,20 @@ impl Client {
     }
 
     /// Wait up to `wait_ms` for work; `None` when there was none.
-    pub fn claim(&self, pod: &str, wait_ms: u64) -> Result<Option<Work>, ClientError> {
-        self.call(
-            "POST",
-            "/assignments/claim",
-            Some(json!({ "pod": pod, "wait_ms": wait_ms })),
-        )
+    /// Claim work; `remote` when the pod works without the server's disk (`--cache`), so a
+    /// server whose pods go through a remote of the repository pushes the claim's commits
+    /// there first and says where.
+    pub fn claim(
+        &self,
+        pod: &str,
+        wait_ms: u64,
+        remote: bool,
+    ) -> Result<Option<Work>, ClientError> {
+        let mut body = json!({ "pod": pod, "wait_ms": wait_ms });
+        if remote {
+            body["remote"] = Value::Bool(true);
+        }
+        self.call("POST", "/assignments/claim", Some(body))
     }
 
     pub fn heartbeat(&self, pod: &str, id: &str, fence: i64) -> Result<(), ClientError> {

@@ -213,7 +213,7 @@ fn claim_loop(
         ..PodSummary::default()
     };
     while !stop.load(Ordering::SeqCst) {
-        let work = match client.claim(&pod, settings.wait_ms) {
+        let work = match client.claim(&pod, settings.wait_ms, settings.remote.is_some()) {
             Ok(w) => w,
             Err(ClientError::Unreachable { reason, .. }) => {
                 tracing::warn!(%reason, "the server did not answer a claim; trying again");

@@ -66,19 +66,59 @@ pub(crate) fn prepare(
     // what refs reach, so a cache whose fetches left no ref would be sent the whole history
     // again for every claim. The head's ref is replaced at each claim (the newest one is what
     // the next claim's commits descend from); a kept attempt's start has its own.
+    let via = Via::of(server, token, work)?;
     let fetch = |cache: &Path| {
         let mut args = vec![
             "fetch".to_string(),
             "--quiet".into(),
             "--no-tags".into(),
             "--no-write-fetch-head".into(),
-            url(server),
-            format!("+{}:{HEAD_REF}", work.head_commit),
+            via.url().to_string(),
         ];
-        if work.start() != work.head_commit {
-            args.push(format!("+{}:{START_REF}", work.start()));
+        // The server's git serves any commit its refs reach; a remote of the repository is
+        // asked for the refs the server pushed for this claim, and what they name is checked.
+        let (head, start) = match &via {
+            Via::Server { .. } => (work.head_commit.clone(), Some(work.start().to_string())),
+            Via::Remote { claim } => (claim.head_ref.clone(), claim.start_ref.clone()),
+        };
+        args.push(format!("+{head}:{HEAD_REF}"));
+        if let Some(start) = start.filter(|_| work.start() != work.head_commit) {
+            args.push(format!("+{start}:{START_REF}"));
         }
-        git(remote, token, cache, &args)
+        git(remote, Some(&via), cache, &args)?;
+        if let Via::Remote { claim } = &via {
+            let named = |r: &str| {
+                git(
+                    remote,
+                    None,
+                    cache,
+                    &[
+                        "rev-parse".into(),
+                        "--verify".into(),
+                        format!("{r}^{{commit}}"),
+                    ],
+                )
+                .map(|s| s.trim().to_string())
+            };
+            let got = named(HEAD_REF)?;
+            if got != work.head_commit {
+                return Err(format!(
+                    "{} on remote `{}` names {got}, not the claim's head {}",
+                    claim.head_ref, claim.name, work.head_commit
+                ));
+            }
+            if work.start() != work.head_commit {
+                let got = named(START_REF)?;
+                if got != work.start() {
+                    return Err(format!(
+                        "the start ref on remote `{}` names {got}, not the kept commit {}",
+                        claim.name,
+                        work.start()
+                    ));
+                }
+            }
+        }
+        Ok::<(), String>(())
     };
     let started = std::time::Instant::now();
     init(&remote.cache)?;
@@ -105,7 +145,7 @@ pub(crate) fn prepare(
     // Whatever an earlier pod left registered at that path goes first.
     let _ = git(
         remote,
-        token,
+        None,
         &remote.cache,
         &["worktree".into(), "prune".into()],
     );
@@ -113,7 +153,7 @@ pub(crate) fn prepare(
         .map_err(|e| format!("making {}: {e}", remote.cache.join("attempts").display()))?;
     // The ticket files are left out, as in the server's own worktrees (a sparse index: the
     // folder is one skip-worktree entry), so the checkout does not grow with the backlog.
-    let leave_out = tickets_prefix(remote, token, work.start());
+    let leave_out = tickets_prefix(remote, work.start());
     yoi_git::add_worktree_sparse(&remote.cache, &dir, work.start(), &[leave_out.as_str()])
         .map_err(|e| format!("checking out {}: {e}", work.start()))?;
     work.workdir = dir.display().to_string();
@@ -178,26 +218,70 @@ pub(crate) fn push(
     work: &Work,
     commit: &str,
 ) -> Result<(), String> {
+    let via = Via::of(server, token, work)?;
     let a = &work.assignment;
-    let target = format!(
-        "refs/yoi/attempts/{}/{}.{}",
-        work.ticket, a.attempt, a.fence
-    );
-    git(
-        remote,
-        token,
-        &remote.cache,
-        &[
-            "-c".into(),
-            format!("http.extraHeader=Yoi-Pod: {pod}"),
-            "push".into(),
-            "--quiet".into(),
-            url(server),
-            format!("{commit}:{target}"),
-        ],
-    )
-    .map(|_| ())
-    .map_err(|e| format!("pushing the result to {target}: {e}"))
+    let target = match &via {
+        Via::Remote { claim } => claim.push_ref.clone(),
+        Via::Server { .. } => format!(
+            "refs/yoi/attempts/{}/{}.{}",
+            work.ticket, a.attempt, a.fence
+        ),
+    };
+    let mut args = Vec::new();
+    if let Via::Server { .. } = via {
+        args.extend(["-c".to_string(), format!("http.extraHeader=Yoi-Pod: {pod}")]);
+    }
+    args.extend([
+        "push".into(),
+        "--quiet".into(),
+        via.url().to_string(),
+        format!("{commit}:{target}"),
+    ]);
+    git(remote, Some(&via), &remote.cache, &args)
+        .map(|_| ())
+        .map_err(|e| match &via {
+            Via::Remote { claim } => {
+                format!(
+                    "pushing the result to {target} on remote `{}`: {e}",
+                    claim.name
+                )
+            }
+            Via::Server { .. } => format!("pushing the result to {target}: {e}"),
+        })
+}
+
+/// Whom git talks to for a claim.
+enum Via<'a> {
+    /// The yoi server's own git: the pod token, the server's trust (`--ca`, `--pin`).
+    Server { url: String, token: &'a str },
+    /// A remote of the repository (`[pods] transport = "remote"`): this host's own git
+    /// configuration and credentials, and nothing of yoi's — no token, no `Yoi-Pod` header,
+    /// no trust given for the yoi server.
+    Remote {
+        claim: &'a crate::client::ClaimRemote,
+    },
+}
+
+impl<'a> Via<'a> {
+    fn of(server: &str, token: &'a str, work: &'a Work) -> Result<Via<'a>, String> {
+        match (&work.remote, &work.remote_git) {
+            (false, _) => Ok(Via::Server {
+                url: url(server),
+                token,
+            }),
+            (true, Some(claim)) => Ok(Via::Remote { claim }),
+            (true, None) => Err(
+                "the claim says `remote: true` but names no remote (`remote_git`); the server is newer or broken".into(),
+            ),
+        }
+    }
+
+    fn url(&self) -> &str {
+        match self {
+            Via::Server { url, .. } => url,
+            Via::Remote { claim } => &claim.url,
+        }
+    }
 }
 
 /// The cache's ref of the last claim's head commit, and of a kept attempt's start.
@@ -207,10 +291,10 @@ const START_REF: &str = "refs/yoi/cache/start";
 /// The repository's tickets folder as a path prefix (`.yoi/tickets/`), from the workspace
 /// configuration committed at `commit` (`[workspace] tickets_dir`), the default when it names
 /// none or cannot be read.
-fn tickets_prefix(remote: &RemoteGit, token: &str, commit: &str) -> String {
+fn tickets_prefix(remote: &RemoteGit, commit: &str) -> String {
     let named = git(
         remote,
-        token,
+        None,
         &remote.cache,
         &["show".into(), format!("{commit}:.yoi/workspace.toml")],
     )
@@ -280,35 +364,45 @@ fn init(cache: &Path) -> Result<(), String> {
 /// `git ARGS` in the repository at `dir` — named by `--git-dir`, so a broken cache is an error
 /// and never a repository git finds further up — with the token and trust of `remote`; its
 /// stdout, or its stderr as the error.
-fn git(remote: &RemoteGit, token: &str, dir: &Path, args: &[String]) -> Result<String, String> {
-    let mut config = vec![(
-        "http.extraHeader".to_string(),
-        format!("Authorization: Bearer {token}"),
-    )];
-    if let Some(ca) = &remote.ca_file {
-        config.push(("http.sslCAInfo".into(), ca.display().to_string()));
-    }
-    if let Some(key) = &remote.pinned_key {
-        // curl checks the pinned key on every connection, also without verification; names
-        // and issuers are not checked, as for the pod's own pin.
-        config.push(("http.sslVerify".into(), "false".into()));
-        config.push(("http.pinnedPubkey".into(), key.clone()));
-    }
+fn git(
+    remote: &RemoteGit,
+    via: Option<&Via<'_>>,
+    dir: &Path,
+    args: &[String],
+) -> Result<String, String> {
+    let mut config = Vec::new();
     let mut cmd = Command::new("git");
-    // git's environment outranks its configuration: an inherited `GIT_SSL_CAINFO` (many hosts
-    // set one for their own CA bundle) would replace `--ca`, and `GIT_SSL_NO_VERIFY` would turn
-    // the check off. The pod's trust is the one given to it.
-    cmd.env_remove("GIT_SSL_NO_VERIFY");
-    if remote.ca_file.is_some() || remote.pinned_key.is_some() {
-        cmd.env_remove("GIT_SSL_CAINFO")
-            .env_remove("GIT_SSL_CAPATH");
+    if let Some(Via::Server { token, .. }) = via {
+        config.push((
+            "http.extraHeader".to_string(),
+            format!("Authorization: Bearer {token}"),
+        ));
+        if let Some(ca) = &remote.ca_file {
+            config.push(("http.sslCAInfo".into(), ca.display().to_string()));
+        }
+        if let Some(key) = &remote.pinned_key {
+            // curl checks the pinned key on every connection, also without verification; names
+            // and issuers are not checked, as for the pod's own pin.
+            config.push(("http.sslVerify".into(), "false".into()));
+            config.push(("http.pinnedPubkey".into(), key.clone()));
+        }
+        // git's environment outranks its configuration: an inherited `GIT_SSL_CAINFO` (many
+        // hosts set one for their own CA bundle) would replace `--ca`, and `GIT_SSL_NO_VERIFY`
+        // would turn the check off. The pod's trust is the one given to it.
+        cmd.env_remove("GIT_SSL_NO_VERIFY");
+        if remote.ca_file.is_some() || remote.pinned_key.is_some() {
+            cmd.env_remove("GIT_SSL_CAINFO")
+                .env_remove("GIT_SSL_CAPATH");
+        }
     }
     cmd.arg("--git-dir")
         .arg(dir.join(".git"))
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_CONFIG_COUNT", config.len().to_string())
         .stdin(Stdio::null());
+    if !config.is_empty() {
+        cmd.env("GIT_CONFIG_COUNT", config.len().to_string());
+    }
     for (i, (k, v)) in config.iter().enumerate() {
         cmd.env(format!("GIT_CONFIG_KEY_{i}"), k)
             .env(format!("GIT_CONFIG_VALUE_{i}"), v);

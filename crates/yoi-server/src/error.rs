@@ -50,6 +50,7 @@ pub const CODES: &[&str] = &[
     "refused",
     "too_many_streams",
     "locked",
+    "remote_unreachable",
     "corrupt_file",
     "internal",
 ];
@@ -220,6 +221,7 @@ impl From<AssignmentError> for ApiError {
             | AssignmentError::UnknownPod { .. }
             | AssignmentError::BadResult { .. }
             | AssignmentError::Prepare { .. }
+            | AssignmentError::RemoteUnreachable { .. }
             | AssignmentError::Git(_) => None,
         };
         ApiError::classified(e.class(), e.code(), &e, details)

@@ -19,6 +19,7 @@ pub mod notify;
 mod offer_detector;
 pub mod openapi;
 pub mod orchestrator;
+mod remote_refs;
 pub mod routes;
 mod server_lease;
 pub mod state;
@@ -306,6 +307,12 @@ pub async fn serve_with_tls(
     // `[forge]` with a credential that cannot be read refuses to start, naming what to set.
     let forge =
         forge::from_workspace(&ws).map_err(|e| ServerError::Other(format!("[forge]: {e}")))?;
+    // `[pods] transport = "remote"` naming a remote the repository lacks refuses to start,
+    // naming the file, the key and its line.
+    let pod_remote = yoi_engine::assignments::transport::pod_remote(&ws)?;
+    if let Some(r) = &pod_remote {
+        tracing::info!(remote = %r.name, url = %r.url, "pods move commits through a remote of the repository");
+    }
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .map_err(|source| ServerError::Listen {
@@ -341,6 +348,7 @@ pub async fn serve_with_tls(
     on_ready(addr, login, tls.as_ref());
     let orchestrator = opts.orchestrate.then(|| orchestrator::spawn(state.clone()));
     let sweep = leases::spawn(state.clone());
+    let remote_sweep = pod_remote.map(|r| remote_refs::spawn(state.clone(), r));
     let forge_driver = forge.clone().map(|rt| forge::spawn(state.clone(), rt));
     let full_checks = fresh::spawn_full_checks(state.clone());
     let trims = memory::spawn_trims(state.closing.subscribe());
@@ -409,6 +417,11 @@ pub async fn serve_with_tls(
     }
     if let Err(e) = sweep.await {
         tracing::error!(error = %e, "the lease sweep task ended abnormally");
+    }
+    if let Some(task) = remote_sweep {
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "the remote sweep task ended abnormally");
+        }
     }
     if let Some(task) = heartbeat {
         if let Err(e) = task.await {

@@ -24,6 +24,9 @@ pub struct AppState {
     /// Wakes the flow sweep before its second is up: an attempt ended, so a next step or a
     /// merge may be due.
     pub flow_wake: Arc<tokio::sync::Notify>,
+    /// Wakes the sweep of the pods' remote (`remote_refs.rs`): a claim's commits were pushed
+    /// there, so it has refs to look after again.
+    pub remote_wake: Arc<tokio::sync::Notify>,
     /// Flow sweeps finished since the server started (`GET /api/v1/router`). The second one
     /// to finish after a reader saw the count began after it looked: a count two past it
     /// means a whole sweep has seen what the reader saw.
@@ -101,6 +104,7 @@ impl AppState {
             changed: Arc::new(watch::channel(0).0),
             closing: Arc::new(watch::channel(false).0),
             flow_wake: Arc::new(tokio::sync::Notify::new()),
+            remote_wake: Arc::new(tokio::sync::Notify::new()),
             flow_sweeps: Arc::default(),
             writers: Arc::new(Mutex::new(())),
             grouped: Arc::default(),

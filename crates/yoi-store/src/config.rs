@@ -144,6 +144,27 @@ pub struct PodsSection {
     /// The agent profile each role's pods run (`coder = "claude"`); a role without one is not
     /// started by the supervisor.
     pub agent: std::collections::BTreeMap<String, String>,
+    /// How pods without the server's disk move commits: over the server's own git (`server`),
+    /// or through a remote of the repository (`remote`, docs/pods.md).
+    pub transport: PodTransport,
+    /// The remote of the server's repository that transport `remote` goes through (a name in
+    /// its git config, `origin`).
+    pub remote: String,
+    /// The URL pods reach that remote by, when it is not the one the server's git config
+    /// names (a mirror, another host name, https instead of ssh).
+    pub remote_url: Option<String>,
+}
+
+/// `[pods] transport`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PodTransport {
+    /// Pods fetch from and push attempt refs to the server's own git over smart HTTP.
+    #[default]
+    Server,
+    /// Pods fetch from and push attempt refs to `[pods] remote`; the server pushes what they
+    /// fetch there and fetches what they push.
+    Remote,
 }
 
 impl PodsSection {
@@ -165,6 +186,9 @@ impl Default for PodsSection {
             kill_grace_secs: 10,
             stall_secs: 300,
             agent: Default::default(),
+            transport: PodTransport::Server,
+            remote: "origin".into(),
+            remote_url: None,
         }
     }
 }
@@ -569,6 +593,32 @@ impl Config {
                 return Err(StoreError::invalid(path, None, e.to_string()));
             }
         }
+        if self.pods.remote.trim().is_empty()
+            || self.pods.remote.starts_with('-')
+            || self
+                .pods
+                .remote
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(StoreError::invalid(
+                path,
+                None,
+                format!(
+                    "`pods.remote` must name a remote of the repository (`origin`), got `{}`",
+                    self.pods.remote
+                ),
+            ));
+        }
+        if let Some(url) = &self.pods.remote_url {
+            if url.trim().is_empty() || url.starts_with('-') || url.chars().any(char::is_control) {
+                return Err(StoreError::invalid(
+                    path,
+                    None,
+                    format!("`pods.remote_url` must be a git URL, got `{url}`"),
+                ));
+            }
+        }
         if self.workspace.default_target.trim().is_empty() {
             return Err(StoreError::invalid(
                 path,
@@ -611,6 +661,14 @@ pub fn is_workspace_id(id: &str) -> bool {
 /// A new workspace id: a ULID in lowercase.
 pub fn new_workspace_id() -> String {
     ulid::Ulid::new().to_string().to_ascii_lowercase()
+}
+
+/// The line of `section.key` in the configuration file at `path` (of its section when the key
+/// is not written), for a value found wrong after parsing: one that names something outside
+/// the file, such as a git remote.
+pub fn line_in_file(path: &Path, dotted: &str) -> Option<usize> {
+    let text = std::fs::read_to_string(path).ok()?;
+    key_line(&text, dotted)
 }
 
 /// The line of `section.key = …` in a TOML text (`[section]` then `key`), or of the section
@@ -747,6 +805,13 @@ auto_close = false
 lease_secs = 60
 heartbeat_secs = 20
 kill_grace_secs = 10
+# How pods on other hosts (`yoi pod run --cache`) move commits: "server" (the server's own git
+# over smart HTTP, behind the pod tokens) or "remote" (a remote of this repository, below; the
+# server pushes what pods fetch there and fetches what they push, docs/pods.md).
+transport = "server"
+remote = "origin"
+# The URL pods reach that remote by, when it is not the one `git remote get-url` gives here.
+# remote_url = "https://git.example.com/team/repo.git"
 
 [pods.agent]
 # The agent profile each role runs (`yoi agent list`); a role without one gets no pods. The
@@ -880,6 +945,43 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("token"), "{err}");
+    }
+
+    #[test]
+    fn the_pods_transport_reads_and_a_bad_one_names_its_key_and_line() {
+        let c = Config::parse(
+            "[pods]\ntransport = \"remote\"\nremote = \"upstream\"\nremote_url = \"ssh://git@example.com/r.git\"\n",
+            Path::new("w.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.pods.transport, PodTransport::Remote);
+        assert_eq!(c.pods.remote, "upstream");
+        assert_eq!(
+            c.pods.remote_url.as_deref(),
+            Some("ssh://git@example.com/r.git")
+        );
+        assert_eq!(Config::default().pods.transport, PodTransport::Server);
+        assert_eq!(Config::default().pods.remote, "origin");
+        match Config::parse("[pods]\n\ntransport = \"carrier\"\n", Path::new("w.toml")) {
+            Err(StoreError::Invalid { line, reason, .. }) => {
+                assert_eq!(line, Some(3));
+                assert!(reason.contains("carrier"), "{reason}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        for bad in [
+            "remote = \"\"",
+            "remote = \"--upload-pack=x\"",
+            "remote_url = \"-x\"",
+        ] {
+            let err = Config::parse(&format!("[pods]\n{bad}\n"), Path::new("w.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("w.toml") && err.contains("`pods.remote"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

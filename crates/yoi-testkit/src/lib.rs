@@ -6,6 +6,7 @@
 
 pub mod dbus;
 pub mod forge;
+pub mod git_remote;
 pub mod pg;
 pub mod receiver;
 pub mod repo;

@@ -107,7 +107,7 @@ fn distinct<'a>(name: &str, codes: impl Iterator<Item = &'a str>) {
     }
 }
 
-const N_ASSIGNMENT: usize = 10;
+const N_ASSIGNMENT: usize = 11;
 fn tag_assignment(e: &AssignmentError) -> usize {
     match e {
         AssignmentError::NotFound { .. } => 0,
@@ -120,6 +120,7 @@ fn tag_assignment(e: &AssignmentError) -> usize {
         AssignmentError::Prepare { .. } => 7,
         AssignmentError::Store(_) => 8,
         AssignmentError::Git(_) => 9,
+        AssignmentError::RemoteUnreachable { .. } => 10,
     }
 }
 
@@ -153,6 +154,8 @@ fn assignment_error() {
                 => Conflict 1 409,
             AssignmentError::Git(GitError::Dirty { path: path(), changes: vec![s("a.txt")] })
                 => Conflict 1 409,
+            AssignmentError::RemoteUnreachable { remote: s("origin"), reason: s("refused") }
+                => Busy 1 503,
         ],
         |make, what, want| {
             let answer = api(make(), what, want);

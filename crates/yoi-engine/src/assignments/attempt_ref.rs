@@ -175,6 +175,16 @@ pub fn collect(ws: &Workspace, index: &DbIndex) -> Result<usize, AssignmentError
     Ok(gone)
 }
 
+/// Whether attempt `a`'s ref is needed no more (the rule of [`collect`], also for the remote's
+/// refs, `transport::collect_remote`).
+pub fn ended(ws: &Workspace, a: &Assignment) -> bool {
+    TicketId::parse(&a.ticket).is_ok_and(|t| ended_at(ws, a, &t))
+}
+
+fn ended_at(ws: &Workspace, a: &Assignment, ticket: &TicketId) -> bool {
+    !still_needed(ws, a, ticket)
+}
+
 /// Whether the ref of attempt `a` of `ticket` is still needed: for as long as the acceptance
 /// it belongs to lasts. It is not once the attempt expired or was cancelled (nothing of it is
 /// ever fetched), nor once the ticket is not in progress — merged, cancelled or closed, or

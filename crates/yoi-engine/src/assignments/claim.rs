@@ -167,6 +167,14 @@ pub struct Work {
     /// of the prompt (docs/inbox.md, "Agents ask").
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub answered: Vec<super::questions::Answered>,
+    /// Whether the pod moves commits through a remote of the repository (`[pods] transport =
+    /// "remote"`, for a pod that claimed without the server's disk) instead of the server's
+    /// own git; `remote_git` then says where.
+    #[serde(default)]
+    pub remote: bool,
+    /// The remote, the refs to fetch and the attempt ref to push to, when `remote`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_git: Option<super::transport::ClaimRemote>,
 }
 
 /// Claim the oldest pending assignment of the pod's role and hand it out with its working
@@ -564,6 +572,8 @@ fn ready(
         workflow: None,
         invocable: Vec::new(),
         answered: super::questions::answered(ws, &ticket).map_err(|e| e.to_string())?,
+        remote: false,
+        remote_git: None,
     })
 }
 

@@ -96,6 +96,19 @@ pub fn complete(
             now,
         );
     }
+    // Under `[pods] transport = "remote"` a commit the repository lacks is brought from the
+    // claim's attempt ref on the remote, and must be exactly what that ref names. The network
+    // is outside the results lock; a commit already here (a pod on the server's disk) needs
+    // none. Every check below then runs as for any result.
+    if let Some(c) = report.commit.as_deref() {
+        if yoi_git::resolve_commit(ws.root(), c).is_err() {
+            if let Some(remote) = super::transport::pod_remote(ws)? {
+                let a = live_claim(index, pod, id, fence, now.unix_millis())?;
+                check_role(caller, &a, "complete")?;
+                super::transport::fetch_result(ws.root(), &remote, &a, c)?;
+            }
+        }
+    }
     let _guard = results_lock();
     let now_ms = now.unix_millis();
     let a = live_claim(index, pod, id, fence, now_ms)?;

@@ -33,6 +33,7 @@ mod merge;
 pub mod pr;
 mod pr_status;
 pub mod questions;
+pub mod transport;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -120,6 +121,10 @@ pub enum AssignmentError {
     TouchesTickets { id: String, paths: Vec<String> },
     #[error("assignment {id}: preparing the working directory failed: {reason}")]
     Prepare { id: String, reason: String },
+    /// The remote pods go through (`[pods] transport = "remote"`) did not take a push or a
+    /// fetch; nothing was handed out or moved, and the same call may be made again.
+    #[error("the remote `{remote}` of `[pods] transport = \"remote\"` could not be reached; nothing was changed, try again: {reason}")]
+    RemoteUnreachable { remote: String, reason: String },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -140,6 +145,7 @@ impl AssignmentError {
             AssignmentError::BadResult { .. } => ErrorClass::Invalid,
             AssignmentError::TouchesTickets { .. } => ErrorClass::Refused,
             AssignmentError::Prepare { .. } => ErrorClass::Internal,
+            AssignmentError::RemoteUnreachable { .. } => ErrorClass::Busy,
             AssignmentError::Store(e) => e.class(),
             AssignmentError::Git(e) => e.class(),
         }
@@ -150,6 +156,7 @@ impl AssignmentError {
         match self {
             AssignmentError::StaleFence { .. } => "stale_fence",
             AssignmentError::TouchesTickets { .. } => "touches_tickets",
+            AssignmentError::RemoteUnreachable { .. } => "remote_unreachable",
             AssignmentError::Store(e) => e.code(),
             AssignmentError::NotFound { .. }
             | AssignmentError::NotYours { .. }

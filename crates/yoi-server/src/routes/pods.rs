@@ -59,6 +59,12 @@ pub struct ClaimBody {
     /// How long to wait for work, in milliseconds (at most 30,000; 0 answers at once).
     #[serde(default)]
     pub wait_ms: u64,
+    /// The pod works without the server's disk (`yoi pod run --cache`). Under `[pods]
+    /// transport = "remote"` its claim's commits are then pushed to the remote first, and the
+    /// answer says where (`remote: true`, `remote_git`); a pod on the server's disk needs
+    /// neither.
+    #[serde(default)]
+    pub remote: bool,
 }
 
 /// A heartbeat: the claim it keeps, and what the attempt used so far when its agent streams
@@ -208,7 +214,7 @@ pub async fn list(State(s): State<AppState>, _a: Authed<ReadTickets>) -> ApiResu
     }))
 }
 
-#[utoipa::path(operation_id = "claim_assignment", post, tag = "pods", path = "/api/v1/assignments/claim", request_body = ClaimBody, responses((status = 200, body = asg::Work), (status = 204, description = "no work within the wait")), security(("bearer" = [])))]
+#[utoipa::path(operation_id = "claim_assignment", post, tag = "pods", path = "/api/v1/assignments/claim", request_body = ClaimBody, responses((status = 200, body = asg::Work), (status = 204, description = "no work within the wait"), (status = 503, description = "`remote_unreachable`: the claim's commits could not be pushed to the pods' remote; it was put back, claim again later", body = crate::openapi::ErrorBody)), security(("bearer" = [])))]
 /// Claim the oldest pending assignment of the pod's role, waiting up to `wait_ms` for one.
 pub async fn claim(
     State(s): State<AppState>,
@@ -240,6 +246,9 @@ pub async fn claim(
             None => None,
         };
         if let Some(mut work) = work {
+            if b.remote {
+                work = publish(&s, &b.pod, work).await?;
+            }
             work.agent_token = Some(asg::agent_token::mint(&s.agent_key, &work.assignment));
             return Ok(Json(work).into_response());
         }
@@ -250,6 +259,34 @@ pub async fn claim(
             _ = changed.changed() => {}
             _ = tokio::time::sleep_until(deadline) => return Ok(StatusCode::NO_CONTENT.into_response()),
             _ = closing.changed() => return Ok(StatusCode::NO_CONTENT.into_response()),
+        }
+    }
+}
+
+/// Under `[pods] transport = "remote"`, push what a pod without the server's disk must fetch
+/// to the remote before its claim goes out ([`asg::transport::publish`]): a push that fails
+/// puts the claim back and answers 503 `remote_unreachable`, so the pod claims again later.
+async fn publish(s: &AppState, pod: &str, work: asg::Work) -> Result<asg::Work, ApiError> {
+    let pod = pod.to_string();
+    let published = pod_work(s, "claim", move |st| {
+        let mut work = work;
+        if let Some(remote) = asg::transport::pod_remote(&st.ws)? {
+            asg::transport::publish(&st.ws, &st.index, &remote, &pod, &mut work, now())?;
+        }
+        Ok(work)
+    })
+    .await;
+    match published {
+        Ok(work) => {
+            if work.remote {
+                s.remote_wake.notify_one();
+            }
+            Ok(work)
+        }
+        Err(e) => {
+            // The claim is pending again: a waiting pod may take it.
+            s.changed.send_modify(|n| *n += 1);
+            Err(e)
         }
     }
 }

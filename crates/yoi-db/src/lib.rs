@@ -176,6 +176,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "inbox_from_events",
         include_str!("../../../migrations/0019_inbox_from_events.sql"),
     ),
+    (
+        21,
+        "queued_second",
+        include_str!("../../../migrations/0021_queued_second.sql"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -83,7 +83,8 @@ impl Db {
         // within it (`…:05Z` is before `…:05.250Z`, and sorts after it). So the second of the
         // `limit`th is found first; when the first `limit` have no time at all (they come
         // first), they are the first `limit` by id; else every row up to and including that
-        // second is read, and ordered here by their times.
+        // second is read, and ordered here by their times. Both walk the index of migration
+        // 0021 on (state, `second`), which repeats the expression word for word.
         out.queued_total = count("queued")
             .fetch_one(&mut *conn)
             .await

@@ -129,8 +129,8 @@ fn main_inner() -> Result<ExitCode, String> {
             );
             let r = &st.remote;
             println!(
-                "  remote pods: {} pushes written ({} after their claim ended), {} refused, {} results applied, {} reports lost, {} stopped pods woke",
-                r.pushes, r.landed_late, r.pushes_refused, r.results_applied, r.reports_lost, r.resumed
+                "  remote pods: {} pushes written ({} after their claim ended), {} refused, {} results applied, {} checks and verdicts applied, {} reports lost, {} stopped pods woke",
+                r.pushes, r.landed_late, r.pushes_refused, r.results_applied, r.read_only_applied, r.reports_lost, r.resumed
             );
             println!("  invariant violations: {}", out.failures.len());
             for (seed, v) in &out.failures {

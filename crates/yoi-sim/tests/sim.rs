@@ -206,3 +206,21 @@ fn a_push_written_after_its_claim_expired_is_collected_and_a_late_one_refused() 
     );
     assert_eq!(st.merged, 1, "{st:?}");
 }
+
+#[test]
+fn remote_verifiers_and_reviewers_fetch_report_with_their_fence_and_push_nothing() {
+    // A local coder's result; a remote verifier runs past its lease (its claim expires and its
+    // late report is refused), takes the next attempt and passes it; a remote reviewer approves
+    // and its answer is lost, so it reports again: refused. Neither writes an attempt ref
+    // (`read-only-pushed`), and the ticket merges.
+    let st = schedule(
+        "create 0\nready 0\nqueue 0\nroute\nclaim 0\nfinish 0 1\nsweep\nremote-claim 0\nremote-report 0 5\nadvance 12000\nsweep\nremote-resume 0\nremote-claim 0\nremote-report 0 2\nsweep\nremote-claim 0\nremote-report 0 6\n",
+    );
+    assert_eq!(
+        (st.remote.read_only_applied, st.remote.resumed, st.merged),
+        (2, 1, 1),
+        "{st:?}"
+    );
+    assert!(st.results_refused >= 2, "{st:?}");
+    assert_eq!(st.remote.pushes, 0, "{st:?}");
+}

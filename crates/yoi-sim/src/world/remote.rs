@@ -1,16 +1,23 @@
-//! Pods on other hosts (docs/pods.md, "Pods on other hosts"): two coders with no access to the
-//! server's repository but through git, as `yoi pod run --cache DIR` works.
+//! Pods on other hosts (docs/pods.md, "Pods on other hosts"): two coders, a verifier and a
+//! reviewer with no access to the server's repository but through git, as `yoi pod run --cache
+//! DIR` works.
 //!
 //! Each has a repository of its own (its cache). A claim is the engine's `claim`, as for any
 //! pod; the pod then fetches the claim's commits from the server's repository into its cache
 //! (git's upload-pack, with `uploadpack.allowReachableSHA1InWant` as the server's
-//! `http-backend` runs it: only a commit some ref reaches can be fetched), works in a detached
+//! `http-backend` runs it), works in a detached
 //! worktree of the cache, and pushes its commit to its attempt ref,
 //! `refs/yoi/attempts/<ticket>/<attempt>.<fence>`. The push is put to the server's own rule
 //! first, `attempt_ref::may_push` at the simulated now, as the server's `receive-pack` route does
 //! before git receives a byte, and only then does git (`receive-pack`, into the server's
 //! repository) write the ref. The pod then reports the commit with its fence through the
 //! engine's `complete`, as every pod does, so the stale-result check of `send` holds for it.
+//!
+//! The verifier and the reviewer fetch the commit under check the same way, run read-only in
+//! their own worktree of the cache, push nothing, and report their checks or their verdict with
+//! the fence (`remote-report`): normally, with the answer lost (they report again), lost (they
+//! give up and the claim runs out), or after their claim expired mid-run (they stop at `how`
+//! and report late at `remote-resume`, refused).
 //!
 //! Faults, drawn from the schedule (`how`):
 //!
@@ -32,7 +39,10 @@
 //! - `acked-result-lost`: a result the server acknowledged stays on its ticket's branch for as
 //!   long as the ticket is in progress (and `check_merged` follows it to the target);
 //! - `attempt-ref-left`: once the world has settled, no attempt ref is left for an attempt
-//!   that expired or was cancelled, nor for a ticket that is done (`check_attempt_refs`);
+//!   that expired or was cancelled, nor for a ticket that is not in progress
+//!   (`check_attempt_refs`);
+//! - `read-only-pushed`: a verifier's or a reviewer's report writes or moves no attempt ref
+//!   (they push nothing, and the server writes none for them);
 //! - a push or a report refused joins the refused commits that `check_branches` holds off
 //!   every branch.
 
@@ -48,8 +58,22 @@ use super::faults::git;
 use super::pods::{caller, workdir_ready, Held, Outcome, Pod};
 use super::{broken, Broken, World};
 
-/// The remote pods: two coders.
-const REMOTES: &[(&str, &str)] = &[("coder", "remote-1"), ("coder", "remote-2")];
+/// The remote pods: two coders, a verifier and a reviewer.
+const REMOTES: &[(&str, &str)] = &[
+    ("coder", "remote-1"),
+    ("coder", "remote-2"),
+    ("verifier", "remote-verifier"),
+    ("reviewer", "remote-reviewer"),
+];
+
+/// The server's side of a fetch and of a push, configured as its `http-backend` runs them
+/// (`yoi-server`'s routes/git.rs). Given as the program git starts for the other side: a `-c`
+/// of the pod's own git does not reach it (a local transport drops `GIT_CONFIG_PARAMETERS`).
+/// Above all `receive.autogc=false`: otherwise every push started a detached `git maintenance
+/// run --auto` in the server's repository, a process of its own that ran on the wall clock
+/// beside the simulated world.
+const UPLOAD_PACK: &str = "git -c uploadpack.allowReachableSHA1InWant=true upload-pack";
+const RECEIVE_PACK: &str = "git -c receive.autogc=false -c receive.fsckObjects=true -c core.hooksPath=/dev/null receive-pack";
 
 /// A remote pod's result: its commit, and how far its push got.
 #[derive(Clone, Debug)]
@@ -120,7 +144,16 @@ impl World {
     /// cache: the head, a kept attempt's commit, the target and a pull request's ref its
     /// feedback names. A fetch that fails fails the attempt, as a real pod's would.
     pub(super) fn remote_claim(&mut self, p: u32) -> Result<(), Broken> {
-        let k = self.remote_where(p, |pod| pod.held.is_none());
+        let pending: std::collections::BTreeSet<String> = self
+            .live()
+            .db
+            .open_assignments()
+            .map_err(|e| broken("db", e.to_string()))?
+            .into_iter()
+            .filter(|a| a.status == AssignmentStatus::Pending)
+            .map(|a| a.role)
+            .collect();
+        let k = self.remote_where(p, |pod| pod.held.is_none() && pending.contains(pod.role));
         if self.pods[k].held.is_some() {
             return Ok(());
         }
@@ -183,10 +216,9 @@ impl World {
             .clone();
         let server = self.repo.display().to_string();
         let mut args = vec![
-            "-c".to_string(),
-            "uploadpack.allowReachableSHA1InWant=true".into(),
-            "fetch".into(),
+            "fetch".to_string(),
             "-q".into(),
+            format!("--upload-pack={UPLOAD_PACK}"),
             server,
             w.head_commit.clone(),
             "+refs/heads/main:refs/heads/main".into(),
@@ -225,10 +257,16 @@ impl World {
     /// pod stops (another pod may take its step over), by `how`.
     pub(super) fn remote_push(&mut self, p: u32, how: u32) -> Result<(), Broken> {
         let k = self.remote_where(p, |pod| {
-            pod.held
-                .as_ref()
-                .is_some_and(|h| !h.paused && matches!(h.remote, None | Some(Push::Lost(_))))
+            pod.role == "coder"
+                && pod
+                    .held
+                    .as_ref()
+                    .is_some_and(|h| !h.paused && matches!(h.remote, None | Some(Push::Lost(_))))
         });
+        if self.pods[k].role != "coder" {
+            // A verifier or a reviewer pushes nothing.
+            return Ok(());
+        }
         let commit = match self.remote_state(k) {
             Some((h, None)) if !h.paused => {
                 let w = h.work.clone();
@@ -346,7 +384,13 @@ impl World {
         let server = self.repo.display().to_string();
         git(
             &cache,
-            &["push", "-q", &server, &format!("{commit}:{name}")],
+            &[
+                "push",
+                "-q",
+                &format!("--receive-pack={RECEIVE_PACK}"),
+                &server,
+                &format!("{commit}:{name}"),
+            ],
         )
         .map_err(|e| broken("git", format!("a push the server took failed in git: {e}")))?;
         self.stats.remote.pushes += 1;
@@ -374,18 +418,35 @@ impl World {
         Ok(())
     }
 
-    /// The remote pod `p` stands for, at work with its push written, reports it with its
-    /// fence: normally; with its answer lost, so it reports again; or lost, so the pod gives
-    /// up (by `how`).
+    /// The remote pod `p` stands for, at work with its push written (a coder) or its check or
+    /// review run (a verifier, a reviewer), reports it with its fence: normally; with its answer
+    /// lost, so it reports again; or lost, so the pod gives up (by `how`). A verifier or a
+    /// reviewer may instead run past its lease: it stops, and reports late when it resumes.
     pub(super) fn remote_report(&mut self, p: u32, how: u32) -> Result<(), Broken> {
         let k = self.remote_where(p, |pod| {
-            pod.held
-                .as_ref()
-                .is_some_and(|h| !h.paused && matches!(h.remote, Some(Push::Pushed(_))))
+            pod.held.as_ref().is_some_and(|h| {
+                !h.paused
+                    && match &h.remote {
+                        Some(Push::Pushed(_)) => true,
+                        None => pod.role != "coder",
+                        _ => false,
+                    }
+            })
         });
+        let read_only = self.pods[k].role != "coder";
         match self.remote_state(k) {
             Some((h, Some(Push::Pushed(_)))) if !h.paused => {}
+            Some((h, None)) if !h.paused && read_only => {}
             _ => return Ok(()),
+        }
+        if read_only && how % 6 == 5 {
+            // The check or the review outlives the claim's lease: the pod hears nothing (its
+            // heartbeats stop) until it resumes and reports late.
+            self.note(format!("  {} runs past its lease", self.pods[k].name));
+            if let Some(h) = &mut self.pods[k].held {
+                h.paused = true;
+            }
+            return Ok(());
         }
         match how % 6 {
             1 => {
@@ -406,8 +467,12 @@ impl World {
         }
     }
 
-    /// Report pod `k`'s pushed commit (it stops holding the claim).
+    /// Report pod `k`'s pushed commit, or a verifier's or a reviewer's result (it stops
+    /// holding the claim).
     fn report(&mut self, k: usize, how: u32) -> Result<(), Broken> {
+        if self.pods[k].role != "coder" {
+            return self.report_read_only(k, how);
+        }
         let Some(h) = self.pods[k].held.take() else {
             return Ok(());
         };
@@ -453,8 +518,56 @@ impl World {
         Ok(())
     }
 
+    /// A verifier's or a reviewer's result, reported with its fence as a local one's is (a
+    /// reviewer that forgot its trailer is refused and fails the attempt). It pushed nothing,
+    /// and its report may write or move no attempt ref (`read-only-pushed`).
+    fn report_read_only(&mut self, k: usize, how: u32) -> Result<(), Broken> {
+        let Some(h) = self.pods[k].held.take() else {
+            return Ok(());
+        };
+        let a = h.work.assignment.clone();
+        let refs = |repo: &std::path::Path| {
+            git(
+                repo,
+                &[
+                    "for-each-ref",
+                    "--format=%(refname) %(objectname)",
+                    asg::attempt_ref::PREFIX,
+                ],
+            )
+            .map(|out| out.lines().map(str::to_string).collect::<Vec<_>>())
+            .map_err(|e| broken("git", e))
+        };
+        let before = refs(&self.repo)?;
+        let report = Report {
+            usage: Some(super::spending::usage_of(
+                super::spending::profile_of(self.pods[k].name),
+                how,
+            )),
+            ..super::pods::read_only_report(self.pods[k].role, how)
+        };
+        let forgot = report.contract_missing;
+        let applied = self.send(k, &a.id, a.fence, Outcome::Complete(Box::new(report)))?;
+        if applied {
+            self.stats.remote.read_only_applied += 1;
+        } else if forgot {
+            self.send(k, &a.id, a.fence, Outcome::Fail(None))?;
+        }
+        if let Some(new) = refs(&self.repo)?.into_iter().find(|r| !before.contains(r)) {
+            return Err(broken(
+                "read-only-pushed",
+                format!(
+                    "{new}: written while a {} that pushes nothing reported",
+                    a.role
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// A stopped remote pod, preferably, wakes: a push in flight lands, a lost push is made
-    /// again, and a written one is reported, however late.
+    /// again, and a written one is reported, however late; a verifier or a reviewer reports its
+    /// late result.
     pub(super) fn remote_resume(&mut self, p: u32) -> Result<(), Broken> {
         let k = self.remote_where(p, |pod| pod.held.as_ref().is_some_and(|h| h.paused));
         let Some((h, r)) = self.remote_state(k) else {
@@ -468,6 +581,9 @@ impl World {
             h.paused = false;
         }
         self.stats.remote.resumed += 1;
+        if self.pods[k].role != "coder" {
+            return self.report_read_only(k, 2);
+        }
         let commit = match r {
             Some(Push::Lost(c)) => {
                 if !self.push_checked(k, &c)? {
@@ -543,8 +659,7 @@ impl World {
 
     /// On a settled world: every attempt ref left belongs to an attempt that did not expire and
     /// was not cancelled, of a ticket that is in progress (an attempt ref lasts as long as its
-    /// acceptance, docs/pods.md; each acceptance numbers its attempts from 1.1 again, so the
-    /// name is the latest acceptance's).
+    /// acceptance, docs/pods.md).
     pub(super) fn check_attempt_refs(&self) -> Result<(), Broken> {
         let refs = git(
             &self.repo,
@@ -569,20 +684,29 @@ impl World {
             let rows =
                 l.db.assignments_of(&r.ticket)
                     .map_err(|e| broken("db", e.to_string()))?;
-            let row = rows
+            // Every step, and every acceptance, numbers its attempts from 1.1: the ref is
+            // left rightly while one attempt of that number did not expire or was cancelled.
+            let same: Vec<_> = rows
                 .iter()
                 .filter(|a| a.attempt == r.attempt && a.fence == r.fence)
-                .max_by(|x, y| (x.created_ms, &x.id).cmp(&(y.created_ms, &y.id)));
-            let why = match row.map(|a| a.status) {
-                _ if state != Some(State::Inprogress) => Some(format!(
+                .collect();
+            let ended = |a: &&yoi_engine::db::Assignment| {
+                matches!(
+                    a.status,
+                    AssignmentStatus::Expired | AssignmentStatus::Cancelled
+                )
+            };
+            let why = if state != Some(State::Inprogress) {
+                Some(format!(
                     "its ticket is {}",
                     state.map_or("unknown", |s| s.as_str())
-                )),
-                None => Some("no attempt has that number and fence".to_string()),
-                Some(s @ (AssignmentStatus::Expired | AssignmentStatus::Cancelled)) => {
-                    Some(format!("its attempt is {}", s.as_str()))
-                }
-                Some(_) => None,
+                ))
+            } else if same.is_empty() {
+                Some("no attempt has that number and fence".to_string())
+            } else if same.iter().all(ended) {
+                Some("every attempt of that number expired or was cancelled".to_string())
+            } else {
+                None
             };
             if let Some(why) = why {
                 return Err(broken(
@@ -608,6 +732,8 @@ pub struct RemoteStats {
     pub reports_lost: usize,
     /// Stopped remote pods that woke up.
     pub resumed: usize,
+    /// Checks and verdicts of remote verifiers and reviewers applied.
+    pub read_only_applied: usize,
     /// Pushes git wrote after their claim had ended (checked while it was live).
     pub landed_late: usize,
 }
@@ -619,6 +745,7 @@ impl RemoteStats {
         self.results_applied += o.results_applied;
         self.reports_lost += o.reports_lost;
         self.resumed += o.resumed;
+        self.read_only_applied += o.read_only_applied;
         self.landed_late += o.landed_late;
     }
 }

@@ -35,7 +35,7 @@ pub(super) fn profile_of(pod: &str) -> &'static str {
     match pod {
         "coder-1" | "remote-1" | "remote-2" => "sim-a",
         "coder-2" => "sim-b",
-        "verifier-1" => "verify",
+        "verifier-1" | "remote-verifier" => "verify",
         _ => "sim-r",
     }
 }

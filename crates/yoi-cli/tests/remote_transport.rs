@@ -14,7 +14,7 @@
 //!   once it is pushed there;
 //! - a report after the claim expired is refused, and its attempt ref is deleted on the remote.
 //!
-//! The flow runs on SQLite and on PostgreSQL. The server's transport to its pods is plain HTTP
+//! The flow and the claim put back run on SQLite and on PostgreSQL. The server's transport to its pods is plain HTTP
 //! on loopback (TLS is `remote_pod`'s).
 
 mod common;
@@ -225,10 +225,23 @@ fn flow(postgres: Option<String>) {
 
 #[test]
 fn no_claim_is_handed_out_while_the_remote_is_down_and_it_is_once_it_is_back() {
+    remote_down(None);
+}
+
+#[test]
+fn the_claim_put_back_while_the_remote_is_down_on_postgres() {
+    remote_down(Some(yoi_testkit::pg::database()));
+}
+
+/// The remote down while a claim is prepared, on SQLite or (with its URL) on PostgreSQL.
+fn remote_down(postgres: Option<String>) {
     let repo = workspace_with_reviewer(CODER, "say YOI-VERDICT: approve\ndone reviewed\n");
     no_supervised_pods(&repo);
     let remote = with_remote(&repo);
     let id = queued_ticket(&repo);
+    if let Some(url) = &postgres {
+        repo.yoi(&["db", "copy", "--to", url]).ok();
+    }
     let server = Server::spawn(&repo);
     let PodHost { repo: host, .. } = pod_host(&repo, CODER, "far-coder", 60);
     pod_credentials(host.path());

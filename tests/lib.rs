@@ -5,6 +5,7 @@ pub mod fuzz;
 pub mod generate;
 pub mod history;
 pub mod merge_corpus;
+pub mod thread_life;
 
 use std::path::Path;
 

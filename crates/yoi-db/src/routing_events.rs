@@ -9,6 +9,12 @@
 //! When the latest `state_changed` is not a move into `queued` (a hand edit, or a ticket that is
 //! not queued), the window cannot be found that way, and every routing event is returned: the
 //! answer is the same as the whole thread's, only slower.
+//!
+//! The router itself asks [`Db::fresh_routing_events`], which answers only when the rows are
+//! provably the thread file's, as the thread page does (`thread_page.rs`): the ticket's files
+//! are those the index last read (size and mtime, then content hash), and thread.md parsed
+//! then without an issue (`tickets.thread_events` is not -1). Otherwise it answers `None` and
+//! the router reads the file, which says exactly what it holds.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +23,7 @@ use yoi_core::thread::{Event, EventKind};
 use yoi_core::TicketId;
 
 use super::{among, db_err, placeholders, Db};
-use yoi_store::StoreError;
+use yoi_store::{StoreError, Workspace};
 
 /// The event kinds routing reads (see the module doc).
 const KINDS: [&str; 4] = ["state_changed", "retry", "attention", "decision"];
@@ -35,6 +41,24 @@ impl Db {
             .remove(id))
     }
 
+    /// The routing events of `id` when the index provably holds what its thread.md holds now
+    /// (see the module doc), else `None`: the caller reads the file. A few statements and a
+    /// look at the ticket's files' sizes and times, whatever the thread's length.
+    pub async fn fresh_routing_events(
+        &self,
+        ws: &Workspace,
+        id: &TicketId,
+    ) -> Result<Option<Vec<Event>>, StoreError> {
+        let (changed, gone) = self.stale_tickets(ws, std::slice::from_ref(id)).await?;
+        if !changed.is_empty() || !gone.is_empty() {
+            return Ok(None);
+        }
+        let mut out = BTreeMap::new();
+        self.routing_events_chunk(std::slice::from_ref(id), true, &mut out)
+            .await?;
+        Ok(out.remove(id))
+    }
+
     /// The routing events of each of `ids` the index holds a readable ticket of (see the
     /// module doc); the others are absent. Two statements per 400 tickets: where each window
     /// starts, then every window and the decision before it.
@@ -44,14 +68,17 @@ impl Db {
     ) -> Result<BTreeMap<TicketId, Vec<Event>>, StoreError> {
         let mut out = BTreeMap::new();
         for chunk in ids.chunks(CHUNK) {
-            self.routing_events_chunk(chunk, &mut out).await?;
+            self.routing_events_chunk(chunk, false, &mut out).await?;
         }
         Ok(out)
     }
 
+    /// The routing events of `chunk` into `out`; with `clean_only`, a ticket whose thread.md
+    /// did not parse cleanly when it was indexed is left out.
     async fn routing_events_chunk(
         &self,
         chunk: &[TicketId],
+        clean_only: bool,
         out: &mut BTreeMap<TicketId, Vec<Event>>,
     ) -> Result<(), StoreError> {
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
@@ -63,7 +90,7 @@ impl Db {
             )
         };
         let sql = format!(
-            "SELECT t.id, {}, {} FROM tickets t WHERE t.id IN ({})",
+            "SELECT t.id, {}, {}, t.thread_events FROM tickets t WHERE t.id IN ({})",
             latest("position"),
             latest("attrs"),
             placeholders(1, chunk.len())
@@ -77,6 +104,10 @@ impl Db {
             let id = TicketId::parse(&r.try_get::<String, _>(0).map_err(db_err)?)?;
             let position: Option<i64> = r.try_get(1).map_err(db_err)?;
             let attrs: Option<String> = r.try_get(2).map_err(db_err)?;
+            let thread_events: i64 = r.try_get(3).map_err(db_err)?;
+            if clean_only && thread_events < 0 {
+                continue;
+            }
             let to = attrs.and_then(|a| {
                 serde_json::from_str::<serde_json::Value>(&a)
                     .ok()
@@ -100,7 +131,7 @@ impl Db {
             .map(|i| format!("(${}, CAST(${} AS BIGINT))", 2 * i + 2, 2 * i + 3))
             .collect::<Vec<_>>()
             .join(", ");
-        let columns = "s.ticket_id, e.position, e.kind, e.attrs, e.heading, e.body";
+        let columns = "s.ticket_id, e.position, e.kind, e.attrs, e.heading, e.body, e.author";
         let before = format!(
             "SELECT {columns} FROM s CROSS JOIN events e \
               WHERE e.ticket_id = s.ticket_id AND e.kind = 'decision' AND e.position = \
@@ -137,17 +168,26 @@ impl Db {
 }
 
 /// An event as the index holds it (`bulk::event_row`): the header's attributes as a JSON
-/// object of strings, the heading and the body (columns 2 to 5 of `r`).
+/// object of strings, the heading, the body and the author (columns 2 to 6 of `r`).
+///
+/// The JSON object keeps one value per key, the header's last; `Event::get` reads the first.
+/// The `author` column holds the first, so the author routing trusts (only the orchestrator's
+/// decisions count) is the one the file gives even when a header names two.
 fn event_of(r: &sqlx::any::AnyRow) -> Result<Event, StoreError> {
     let kind: String = r.try_get(2).map_err(db_err)?;
     let attrs: String = r.try_get(3).map_err(db_err)?;
-    let attrs = match serde_json::from_str::<serde_json::Value>(&attrs) {
+    let author: Option<String> = r.try_get(6).map_err(db_err)?;
+    let mut attrs: Vec<(String, String)> = match serde_json::from_str::<serde_json::Value>(&attrs) {
         Ok(serde_json::Value::Object(m)) => m
             .into_iter()
+            .filter(|(k, _)| k != "author")
             .filter_map(|(k, v)| v.as_str().map(|v| (k, v.to_string())))
             .collect(),
         _ => Vec::new(),
     };
+    if let Some(author) = author {
+        attrs.insert(0, ("author".to_string(), author));
+    }
     Ok(Event {
         kind: EventKind::parse(&kind),
         attrs,

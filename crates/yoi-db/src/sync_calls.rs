@@ -433,6 +433,14 @@ impl DbIndex {
         self.run(self.db.routing_events_of(ids))
     }
 
+    pub fn fresh_routing_events(
+        &self,
+        ws: &yoi_store::Workspace,
+        id: &TicketId,
+    ) -> Result<Option<Vec<yoi_core::thread::Event>>, StoreError> {
+        self.run(self.db.fresh_routing_events(ws, id))
+    }
+
     pub fn queue_rows(
         &self,
         limit: usize,

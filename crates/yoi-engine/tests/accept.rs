@@ -44,9 +44,9 @@ fn blocked_by_an_open_dependency_names_it_and_is_written_once() {
     assert_eq!(blockers.len(), 1);
     assert_eq!(blockers[0].ticket, dep);
     assert_eq!(blockers[0].state, Some(State::Queued));
-    assert!(router::record(&f.ws, &id, &d, now()).unwrap());
+    assert!(router::record(&f.ws, Some(&f.db), &id, &d, now()).unwrap());
     let again = router::decide(&f.ws, &id, 2).unwrap().unwrap();
-    assert!(!router::record(&f.ws, &id, &again, now()).unwrap());
+    assert!(!router::record(&f.ws, Some(&f.db), &id, &again, now()).unwrap());
     let decisions = f.decisions(&id);
     assert_eq!(decisions.len(), 1);
     assert!(decisions[0].contains(&format!("{dep} via depends_on (state: queued)")));
@@ -73,7 +73,7 @@ fn an_incomplete_brief_returns_the_ticket_to_planning_naming_the_sections() {
     .unwrap();
     let d = router::decide(&f.ws, &id, 2).unwrap().unwrap();
     assert_eq!(d.kind(), "return_to_planning");
-    assert!(router::record(&f.ws, &id, &d, now()).unwrap());
+    assert!(router::record(&f.ws, Some(&f.db), &id, &d, now()).unwrap());
     assert_eq!(f.state(&id), State::Planning);
     let decisions = f.decisions(&id);
     assert_eq!(decisions.len(), 1);
@@ -109,8 +109,8 @@ fn a_full_set_of_slots_waits_for_capacity() {
             max: 1
         }
     );
-    assert!(router::record(&f.ws, &id, &d, now()).unwrap());
-    assert!(!router::record(&f.ws, &id, &d, now()).unwrap());
+    assert!(router::record(&f.ws, Some(&f.db), &id, &d, now()).unwrap());
+    assert!(!router::record(&f.ws, Some(&f.db), &id, &d, now()).unwrap());
     assert_eq!(f.decisions(&id).len(), 1);
     assert_eq!(
         router::decide(&f.ws, &id, 2).unwrap().unwrap().kind(),

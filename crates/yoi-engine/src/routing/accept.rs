@@ -238,8 +238,7 @@ fn run(
         Ok(accepted) => Ok(accepted),
         Err((step, error)) => {
             let mut cleanup = made.undo(ws, db);
-            let attempt = ws
-                .read_thread(id)
+            let attempt = super::window::routing_thread(ws, Some(db), id)
                 .map(|t| super::circuit::Circuit::of(&t).consecutive + 1);
             let recorded = attempt.and_then(|attempt| {
                 let failed = RoutingDecision::AcceptanceFailed {
@@ -247,7 +246,7 @@ fn run(
                     error: error.clone(),
                     attempt,
                 };
-                super::record(ws, id, &failed, now)
+                super::record(ws, Some(db), id, &failed, now)
             });
             if let Err(e) = recorded {
                 cleanup.push(format!("record the failure: {e}"));

@@ -9,9 +9,11 @@ use yoi_core::plan::PlanKind;
 use yoi_core::relation::RelationGraph;
 use yoi_core::thread::ParsedThread;
 use yoi_core::{scope, Item, State, TicketId};
+use yoi_db::DbIndex;
 use yoi_store::{StoreError, Workspace};
 
 use super::circuit::Circuit;
+use super::window::routing_thread;
 
 /// Every ticket's item and the relation graph, read once for a routing pass. Deciding re-reads
 /// the routed ticket itself (and its thread); the snapshot supplies the other tickets' states
@@ -110,11 +112,25 @@ pub fn decide_in(
     id: &TicketId,
     max_inprogress: usize,
 ) -> Result<Option<RoutingDecision>, StoreError> {
+    decide_with(ws, None, snap, id, max_inprogress)
+}
+
+/// [`decide_in`], reading only the routing part of the thread ([`routing_thread`]): from
+/// `index` when it holds exactly what thread.md holds, so a long thread costs no more than a
+/// short one; else from the file. The router's pass decides this way.
+pub fn decide_with(
+    ws: &Workspace,
+    index: Option<&DbIndex>,
+    snap: &Snapshot,
+    id: &TicketId,
+    max_inprogress: usize,
+) -> Result<Option<RoutingDecision>, StoreError> {
     let item = ws.read_item(id)?;
     if item.state != State::Queued {
         return Ok(None);
     }
-    decide_for(ws, snap, id, &item, &ws.read_thread(id)?, max_inprogress)
+    let thread = routing_thread(ws, index, id)?;
+    decide_for(ws, snap, id, &item, &thread, max_inprogress)
 }
 
 /// [`decide_in`] on an item and thread the caller has just read.

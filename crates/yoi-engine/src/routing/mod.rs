@@ -4,6 +4,8 @@
 //! - [`decide`] / [`decide_in`] re-read the ticket and check, in order: an open circuit, open
 //!   blockers, the brief's required sections, free capacity, conflicts with work in progress,
 //!   the target ref. Only `queued` tickets are routed; for any other state they answer `None`.
+//!   [`decide_with`] (the pass's) reads only the routing part of the thread ([`window`]): from
+//!   the index when it is provably current, so a long thread costs no more than a short one.
 //! - [`record`] appends the decision as a `decision` thread event unless the orchestrator's last
 //!   decision event already says the same thing, so a ticket that stays blocked is not
 //!   re-announced every tick. A `return_to_planning` decision also moves the ticket back.
@@ -26,9 +28,10 @@ pub mod orchestrator;
 mod pass;
 mod record;
 pub mod view;
+pub mod window;
 
 pub use accept::{accept_ticket, accept_ticket_failing_at, AcceptError, Accepted, FailAt};
-pub use decide::{decide, decide_in, Snapshot, RESOLVE_TARGET};
+pub use decide::{decide, decide_in, decide_with, Snapshot, RESOLVE_TARGET};
 pub use orchestrator::{Orchestrator, RouterStatus, StepEnv, StepOutcome, CONSUMER};
 pub use pass::{route_ticket, run_pass, PassHooks, RouteConfig, Routed, Targets};
 pub use record::record;

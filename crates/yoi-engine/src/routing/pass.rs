@@ -19,7 +19,8 @@ use yoi_store::ops::{self, CIRCUIT_OPEN};
 use yoi_store::{Ctx, StoreError, Workspace};
 
 use super::circuit::{Circuit, OPEN_AFTER, STOP_AFTER};
-use super::decide::{decide_in, Snapshot};
+use super::decide::{decide_with, Snapshot};
+use super::window::routing_thread;
 use super::{accept_ticket, record, AcceptError};
 
 /// What routing needs from the configuration.
@@ -177,7 +178,7 @@ pub fn route_ticket(
     cfg: &RouteConfig,
     now: Timestamp,
 ) -> Result<Routed, StoreError> {
-    let decision = match decide_in(ws, snap, id, cfg.max_inprogress) {
+    let decision = match decide_with(ws, Some(db), snap, id, cfg.max_inprogress) {
         // Its own files are damaged (item.md, thread.md or its plan file): a broken ticket is
         // listed as such and not routed, and it is no error to retry; a pass after the repair
         // routes it.
@@ -196,7 +197,7 @@ pub fn route_ticket(
                     worktree: a.worktree,
                     assignment: a.assignment,
                 },
-                Err(AcceptError::Failed { step, .. }) => after_failure(ws, id, step, now)?,
+                Err(AcceptError::Failed { step, .. }) => after_failure(ws, db, id, step, now)?,
                 Err(AcceptError::Store(e)) => return Err(e),
                 Err(e @ AcceptError::NotReady { .. }) => {
                     return Err(StoreError::Refused {
@@ -208,14 +209,14 @@ pub fn route_ticket(
             }
         }
         Some(d @ RoutingDecision::AcceptanceFailed { .. }) => {
-            record(ws, id, &d, now)?;
+            record(ws, Some(db), id, &d, now)?;
             let RoutingDecision::AcceptanceFailed { step, .. } = &d else {
                 unreachable!("matched above")
             };
-            after_failure(ws, id, step, now)?
+            after_failure(ws, db, id, step, now)?
         }
         Some(d) => {
-            let written = record(ws, id, &d, now)?;
+            let written = record(ws, Some(db), id, &d, now)?;
             Routed::Decided {
                 kind: d.kind().to_string(),
                 written,
@@ -232,11 +233,12 @@ pub fn route_ticket(
 /// Count the failures after a failed acceptance step: stop the ticket or open its circuit.
 fn after_failure(
     ws: &Workspace,
+    db: &DbIndex,
     id: &TicketId,
     step: &str,
     now: Timestamp,
 ) -> Result<Routed, StoreError> {
-    let circuit = Circuit::of(&ws.read_thread(id)?);
+    let circuit = Circuit::of(&routing_thread(ws, Some(db), id)?);
     let failures = circuit.failures_of(step);
     let ctx = Ctx::new(Principal::orchestrator(), now);
     if failures >= STOP_AFTER {
@@ -244,7 +246,7 @@ fn after_failure(
             step: step.to_string(),
             failures,
         };
-        record(ws, id, &stopped, now)?;
+        record(ws, Some(db), id, &stopped, now)?;
         return Ok(Routed::Failed {
             step: step.to_string(),
             consecutive: circuit.consecutive,
@@ -257,7 +259,7 @@ fn after_failure(
         let decision = RoutingDecision::CircuitOpen {
             failures: circuit.consecutive,
         };
-        record(ws, id, &decision, now)?;
+        record(ws, Some(db), id, &decision, now)?;
         ops::attention(
             ws,
             &ctx,

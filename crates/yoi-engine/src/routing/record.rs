@@ -3,8 +3,11 @@
 use yoi_core::decision::{prose, read_decision, RoutingDecision};
 use yoi_core::thread::{Event, EventKind, ParsedThread};
 use yoi_core::{Principal, State, TicketId, Timestamp};
+use yoi_db::DbIndex;
 use yoi_store::ops::{self, CommentRequest, TransitionRequest};
 use yoi_store::{Ctx, StoreError, Workspace};
+
+use super::window::routing_thread;
 
 /// The last `decision` event the orchestrator wrote in a thread (a person's `decision` comment
 /// is not a routing decision).
@@ -20,21 +23,23 @@ pub(super) fn last_decision(thread: &ParsedThread) -> Option<&Event> {
 /// Append `decision.render_event()` (prose and data) as a `decision` event by the
 /// orchestrator, unless the orchestrator's last decision says the same: the same data, or — for
 /// a decision written before events carried data — the same prose. Returns whether anything
-/// was written.
+/// was written. The last decision is read as deciding reads the thread
+/// ([`routing_thread`]: from `index` when it is provably current).
 ///
 /// A `return_to_planning` or `stopped` decision also moves a ticket that is still `queued` back
 /// to planning (compare-and-swap on `queued`) with the reason from [`planning_reason`]; that
 /// counts as a write.
 pub fn record(
     ws: &Workspace,
+    index: Option<&DbIndex>,
     id: &TicketId,
     decision: &RoutingDecision,
     now: Timestamp,
 ) -> Result<bool, StoreError> {
     let ctx = Ctx::new(Principal::orchestrator(), now);
     let body = decision.render_event();
-    let same =
-        last_decision(&ws.read_thread(id)?).is_some_and(|e| says_the_same(&e.body, decision));
+    let same = last_decision(&routing_thread(ws, index, id)?)
+        .is_some_and(|e| says_the_same(&e.body, decision));
     if !same {
         ops::comment(
             ws,

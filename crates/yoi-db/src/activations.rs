@@ -33,7 +33,10 @@ impl Db {
             .execute(self.pool())
             .await
             .map_err(db_err)?;
-        crate::answer_epoch::bump(self.pool()).await
+        match &row.ticket {
+            Some(ticket) => self.bump_own(&[ticket.as_str()]).await,
+            None => crate::answer_epoch::bump(self.pool()).await,
+        }
     }
 
     /// The activations recorded for a ticket's assignments or the ticket, oldest first.

@@ -16,7 +16,12 @@ use yoi_store::{DbSetup, StoreError};
 use crate::{db_err, redact, Db, DbIndex, Dialect, Footprint, LeaseHolder};
 
 /// Tables that belong to one database, not to the workspace's contents.
-const NOT_COPIED: &[&str] = &["_sqlx_migrations", "server_lease", "answer_epoch"];
+const NOT_COPIED: &[&str] = &[
+    "_sqlx_migrations",
+    "server_lease",
+    "answer_epoch",
+    "answer_changes",
+];
 
 /// One table copied: its rows and their checksum, equal on both sides.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -177,6 +177,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../../migrations/0019_inbox_from_events.sql"),
     ),
     (
+        20,
+        "answer_changes",
+        include_str!("../../../migrations/0020_answer_changes.sql"),
+    ),
+    (
         21,
         "queued_second",
         include_str!("../../../migrations/0021_queued_second.sql"),

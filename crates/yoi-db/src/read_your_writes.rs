@@ -327,10 +327,18 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
         };
         let tickets = {
             let mut about = lock(&self.about_tickets);
-            about.epoch(stamps.epoch);
+            // Moves that named what they changed drop only those tickets' answers.
+            let named = about
+                .known_epoch()
+                .filter(|&e| e < stamps.epoch)
+                .and_then(|e| self.rounds.tickets_moved(e, stamps.epoch));
+            match named {
+                Some(tickets) => about.rows_changed(&tickets, stamps.epoch),
+                None => about.epoch(stamps.epoch),
+            }
             about.clock()
         };
-        let tokens = Some((0, stamps.epoch as u128));
+        let tokens = Some((0, self.rounds.token_generation(stamps.epoch) as u128));
         if let Some(commit) = stamps.commit {
             return Ok(View {
                 answers: Some((files, commit)),

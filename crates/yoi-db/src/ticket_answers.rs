@@ -188,6 +188,53 @@ impl<A: Clone> TicketAnswers<A> {
     }
 }
 
+/// Moves of the answer epoch that name what they changed (`answer_epoch.rs`, `bump_for`).
+impl<A: Clone> TicketAnswers<A> {
+    /// The answer epoch the kept answers were made at.
+    pub(crate) fn known_epoch(&self) -> Option<i64> {
+        self.epoch
+    }
+
+    /// The answer epoch moved to `epoch`, and every move since [`TicketAnswers::known_epoch`]
+    /// changed only the assignments or activations of `tickets` (or tokens, which no answer
+    /// about tickets reads): drop the answers made from those tickets and every answer made
+    /// from any ticket's (a list, a count, an answer looked up by a short id); keep the
+    /// others. A computation that began before is refused when it keeps, as after a change to
+    /// those tickets' files.
+    pub(crate) fn rows_changed(&mut self, tickets: &[TicketId], epoch: i64) {
+        if self.epoch.is_some_and(|e| e >= epoch) {
+            return;
+        }
+        self.epoch = Some(epoch);
+        if tickets.is_empty() {
+            return;
+        }
+        self.clock += 1;
+        let now = self.clock;
+        if self.tickets_at.len() + tickets.len() > REMEMBERED {
+            self.epoch = None;
+            self.epoch(epoch);
+            return;
+        }
+        self.any_at = now;
+        for t in tickets {
+            self.tickets_at.insert(t.clone(), now);
+        }
+        let mut freed = 0;
+        self.map.retain(|_, e| {
+            let keep = match &e.made {
+                Made::Tickets(made) => !made.iter().any(|m| tickets.contains(m)),
+                other => !matches!(other, Made::AnyTicket),
+            };
+            if !keep {
+                freed += e.size;
+            }
+            keep
+        });
+        self.size -= freed;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -254,7 +254,7 @@ impl Db {
         .await
         .map_err(db_err)?;
         if done.rows_affected() > 0 {
-            crate::answer_epoch::bump(self.pool()).await?;
+            self.bump_own(&[crate::answer_epoch::TOKENS]).await?;
         }
         Ok(done.rows_affected() > 0)
     }
@@ -280,7 +280,7 @@ impl Db {
         .await
         .map_err(db_err)?;
         if done.rows_affected() > 0 {
-            crate::answer_epoch::bump(self.pool()).await?;
+            self.bump_own(&[crate::answer_epoch::TOKENS]).await?;
         }
         Ok(done.rows_affected() > 0)
     }
@@ -321,7 +321,7 @@ impl Db {
             .await
             .map_err(db_err)?;
         if gone.rows_affected() > 0 {
-            crate::answer_epoch::bump(self.pool()).await?;
+            self.bump_own(&[crate::answer_epoch::TOKENS]).await?;
         }
         let (_, secret) = self
             .create_token(&name, &Scope::Human, principal, now_ms)

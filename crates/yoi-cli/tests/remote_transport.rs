@@ -12,7 +12,9 @@
 //!   it is handed out once the remote is back;
 //! - a report of a commit that is not at the attempt ref on the remote is refused, and taken
 //!   once it is pushed there;
-//! - a report after the claim expired is refused, and its attempt ref is deleted on the remote.
+//! - a report after the claim expired is refused, and its attempt ref is deleted on the remote;
+//! - a report while the remote is down answers 503 and changes nothing, and is taken once the
+//!   remote is back.
 //!
 //! The flow and the claim put back run on SQLite and on PostgreSQL. The server's transport to its pods is plain HTTP
 //! on loopback (TLS is `remote_pod`'s).
@@ -566,4 +568,47 @@ fn a_remote_the_repository_lacks_refuses_the_start_naming_the_file_and_key() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn a_report_while_the_remote_is_down_changes_nothing_and_is_taken_once_it_is_back() {
+    let (repo, _) = workspace(CODER, 30);
+    no_supervised_pods(&repo);
+    let remote = with_remote(&repo);
+    let id = queued_ticket(&repo);
+    let server = Server::spawn(&repo);
+    let pod = ApiPod::register(&repo, &server, "patient");
+    let work = pod.claim();
+    let a = &work["assignment"];
+    let attempt_ref = format!("refs/yoi/attempts/{id}/{}.{}", a["attempt"], a["fence"]);
+    let branch = work["branch"].as_str().unwrap().to_string();
+    let before = git(repo.path(), &["rev-parse", &branch]);
+    let (far, commit) = commit_on_claim(&remote, &work);
+    let bare = remote.bare().display().to_string();
+    git(
+        far.path(),
+        &["push", "-q", &bare, &format!("{commit}:{attempt_ref}")],
+    );
+
+    remote.set_down(true);
+    let (status, body) = pod.complete(&work, &commit);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "remote_unreachable", "{body}");
+    assert_eq!(
+        git(repo.path(), &["rev-parse", &branch]),
+        before,
+        "the branch moved"
+    );
+    let rows = assignments(&server, &repo, &id);
+    assert!(
+        rows.iter()
+            .any(|r| r["id"] == a["id"] && r["status"] == "claimed"),
+        "the claim did not stay live: {rows:?}"
+    );
+
+    remote.set_down(false);
+    let (status, body) = pod.complete(&work, &commit);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(git(repo.path(), &["rev-parse", &branch]), commit);
+    server.terminate();
 }

@@ -1,12 +1,12 @@
 //! A pod on "another host" (docs/pods.md, "Pods on other hosts"): `yoi pod run --cache DIR`
 //! with no copy of the server's repository fetches its claim's commit over the server's git
 //! (HTTPS, trusted by `--ca`), runs the scripted agent in a detached worktree of its own cache,
-//! pushes the result to its attempt ref and reports it; the server's own verifier and reviewer
-//! pods pass exactly that commit, it is merged, and the ticket's attempt refs are deleted; a
-//! cache found broken is made again. On SQLite (trusting `--ca`) and on PostgreSQL (trusting
+//! pushes the result to its attempt ref and reports it; a remote verifier and a remote reviewer,
+//! each on a host of its own, fetch exactly that commit, pass it and push nothing; it is merged,
+//! and the ticket's attempt refs are deleted; a cache found broken is made again. On SQLite (trusting `--ca`) and on PostgreSQL (trusting
 //! `--pin`, which git takes as the pinned certificate's key). Run
-//! as root, the pod is a second unix user (`nobody`) whose folder and `HOME` are its own and who
-//! cannot read the server's workspace, so a shared-disk shortcut fails the test.
+//! as root, every pod is a second unix user (`nobody`) whose folders and `HOME` are its own and
+//! who cannot read the server's workspace, so a shared-disk shortcut fails the test.
 
 mod common;
 
@@ -14,8 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pods::{
-    as_user, fake_agent, git, no_supervised_pods, pod_host, queued_ticket, runnable_by, state_of,
-    until, workspace_with_reviewer, PodHost,
+    as_user, fake_agent, git, no_supervised_pods, pod_host, pod_host_for, queued_ticket,
+    runnable_by, state_of, until, workspace_with_reviewer, PodHost,
 };
 use common::server::Server;
 
@@ -31,12 +31,18 @@ fn the_same_remote_flow_on_postgres() {
 
 /// The flow of the module's doc, on SQLite or (with its URL) on PostgreSQL.
 fn remote_flow(postgres: Option<String>) {
-    // The coder is remote; the server's own verifier and reviewer pods take the later steps.
+    // Every pod is remote: the server supervises none.
     let repo = workspace_with_reviewer(
         "write hello.txt hello\\n\ndone greeted from afar\n",
         "say YOI-VERDICT: approve\ndone reviewed\n",
     );
     no_supervised_pods(&repo);
+    let config = repo.path().join(".yoi/workspace.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text
+        .replace("verifier = 1", "verifier = 0")
+        .replace("reviewer = 1", "reviewer = 0");
+    std::fs::write(&config, text).unwrap();
     let id = queued_ticket(&repo);
     if let Some(url) = &postgres {
         // The workspace moves to PostgreSQL with its tokens; the server then runs on it.
@@ -69,12 +75,7 @@ fn remote_flow(postgres: Option<String>) {
                 panic!("the second user ({uid}) cannot run {p}: {e}");
             }
         }
-        let status = Command::new("chown")
-            .args(["-R", &format!("{uid}:{uid}")])
-            .arg(host.path())
-            .status()
-            .unwrap();
-        assert!(status.success());
+        give(host.path(), uid);
         let listed = as_user(Command::new("ls"), Some(uid))
             .arg(repo.path())
             .stdout(Stdio::null())
@@ -99,36 +100,7 @@ fn remote_flow(postgres: Option<String>) {
         None => ["--ca", "server.pem"],
         Some(_) => ["--pin", pin.as_str()],
     };
-    let out = as_user(Command::new(env!("CARGO_BIN_EXE_yoi")), uid)
-        .args([
-            "pod",
-            "run",
-            "--role",
-            "coder",
-            "--agent",
-            "fake",
-            "--name",
-            "far",
-            "--server",
-            &url,
-            trust[0],
-            trust[1],
-            "--cache",
-            "cache",
-            "--token-file",
-            "token",
-            "--once",
-            "--wait-ms",
-            "30000",
-        ])
-        .current_dir(host.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", host.path())
-        .env("USER", "far")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = remote_pod(host.path(), uid, &url, trust, ["coder", "fake", "far"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("1 completed"), "{stderr}");
@@ -137,8 +109,36 @@ fn remote_flow(postgres: Option<String>) {
         "the broken cache was not remade: {stderr}"
     );
 
-    // The commit the pod reported is the one it pushed, and the flow merges it: the local
-    // verifier and reviewer pass it, main takes it, and the ticket's attempt refs are gone.
+    // The verifier and the reviewer are remote too, each on a host of its own with its own
+    // token: each fetches the commit the coder pushed, passes it, and pushes nothing.
+    for (role, agent, script) in [
+        ("verifier", "verify", ""),
+        (
+            "reviewer",
+            "fake",
+            "say YOI-VERDICT: approve\ndone reviewed\n",
+        ),
+    ] {
+        let name = format!("far-{role}");
+        let PodHost { repo: other, .. } =
+            pod_host_for(&repo, script, &name, 60, &format!("pod:{role}"));
+        if let Some(uid) = uid {
+            give(other.path(), uid);
+        }
+        let before = git(repo.path(), &["for-each-ref", "refs/yoi/attempts/"]);
+        let out = remote_pod(other.path(), uid, &url, trust, [role, agent, &name]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{role}: {stderr}");
+        assert!(stderr.contains("1 completed"), "{role}: {stderr}");
+        let after = git(repo.path(), &["for-each-ref", "refs/yoi/attempts/"]);
+        assert!(
+            after == before || state_of(&repo, &id) == "done",
+            "the {role} pushed: {before} -> {after}"
+        );
+    }
+
+    // The commit the pod reported is the one it pushed, and the flow merges it: the remote
+    // verifier and reviewer passed it, main takes it, and the ticket's attempt refs are gone.
     let rows = repo
         .yoi(&["assignment", "list", "--ticket", &id, "--json"])
         .ok()
@@ -156,6 +156,19 @@ fn remote_flow(postgres: Option<String>) {
         other => other.clone(),
     };
     let pushed = result["commit"].as_str().unwrap().to_string();
+    for (step, pod) in [("verify", "far-verifier"), ("review", "far-reviewer")] {
+        let done = rows["assignments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["step"] == step && a["status"] == "completed")
+            .unwrap_or_else(|| panic!("no completed {step} attempt: {rows}"));
+        let by = done["claimed_by"].as_str().unwrap_or_default();
+        assert!(
+            by.starts_with(pod),
+            "{step} was claimed by {by}, not {pod}: {done}"
+        );
+    }
     until("the ticket to be merged", || state_of(&repo, &id) == "done");
     let ancestor = Command::new("git")
         .args(["merge-base", "--is-ancestor", &pushed, "main"])
@@ -179,4 +192,55 @@ fn remote_flow(postgres: Option<String>) {
     assert!(left.is_empty(), "worktrees left: {left:?}");
     server.terminate();
     let _ = server.child.wait();
+}
+
+/// Hand a pod host's folder to the second user.
+fn give(folder: &Path, uid: u32) {
+    let status = Command::new("chown")
+        .args(["-R", &format!("{uid}:{uid}")])
+        .arg(folder)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// `yoi pod run --once` of `[role, agent, name]` on the host in `folder`, as the second user when
+/// there is one, with nothing of the test's environment but `PATH`.
+fn remote_pod(
+    folder: &Path,
+    uid: Option<u32>,
+    url: &str,
+    trust: [&str; 2],
+    [role, agent, name]: [&str; 3],
+) -> std::process::Output {
+    as_user(Command::new(env!("CARGO_BIN_EXE_yoi")), uid)
+        .args([
+            "pod",
+            "run",
+            "--role",
+            role,
+            "--agent",
+            agent,
+            "--name",
+            name,
+            "--server",
+            url,
+            trust[0],
+            trust[1],
+            "--cache",
+            "cache",
+            "--token-file",
+            "token",
+            "--once",
+            "--wait-ms",
+            "30000",
+        ])
+        .current_dir(folder)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", folder)
+        .env("USER", name)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
 }

@@ -1065,6 +1065,17 @@ pub struct PodHost {
 }
 
 pub fn pod_host(server_repo: &Repo, script: &str, token_name: &str, timeout_secs: u64) -> PodHost {
+    pod_host_for(server_repo, script, token_name, timeout_secs, "pod:coder")
+}
+
+/// [`pod_host`] for a pod of the role the token's `scope` names (`pod:verifier`, …).
+pub fn pod_host_for(
+    server_repo: &Repo,
+    script: &str,
+    token_name: &str,
+    timeout_secs: u64,
+    scope: &str,
+) -> PodHost {
     let repo = Repo::init();
     let script_path = repo.path().join("agent-script.txt");
     std::fs::write(&script_path, script).unwrap();
@@ -1084,14 +1095,7 @@ pub fn pod_host(server_repo: &Repo, script: &str, token_name: &str, timeout_secs
         std::fs::copy(&cert, repo.path().join("server.pem")).unwrap();
     }
     let token = server_repo
-        .yoi(&[
-            "token",
-            "create",
-            "--name",
-            token_name,
-            "--scope",
-            "pod:coder",
-        ])
+        .yoi(&["token", "create", "--name", token_name, "--scope", scope])
         .ok()
         .stdout;
     let path = repo.path().join("token");

@@ -24,7 +24,10 @@
 //! - `YOI_BENCH_CALLGRIND=DIR`, with YOI_BINARY a script that runs `valgrind --tool=callgrind
 //!   --callgrind-out-file=DIR/%p.out yoi "$@"`, counts the server's instructions per request
 //!   of each page (`callgrind_control` zeroes the counts before a page's requests and dumps them
-//!   after), which the machine's load does not change at all.
+//!   after), which the machine's load does not change at all;
+//! - `YOI_BENCH_WRITES=N` measures both pages again while a writer posts N comments a second
+//!   through the API on the board's cards, in turn (the workspace then gains those comments), and
+//!   prints how many it made and their p99.
 
 #[path = "../browser/mod.rs"]
 mod browser;
@@ -32,6 +35,8 @@ mod browser;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use yoi_tests::generate::{generate, SEED};
@@ -134,57 +139,80 @@ fn main() {
         println!("load average before: {}", loadavg());
         let pid = _server.id();
         let callgrind = std::env::var_os("YOI_BENCH_CALLGRIND").map(PathBuf::from);
-        for (label, path) in [("board /", "/"), ("/queue", "/queue")] {
-            let _ = get(path); // warm
-            if callgrind.is_some() {
-                callgrind_control(pid, "-z");
-            }
-            // `YOI_BENCH_PERF_RECORD=DIR`: a `perf record -g` profile of the server per page.
-            let record = std::env::var_os("YOI_BENCH_PERF_RECORD").map(|dir| {
-                let out = PathBuf::from(dir).join(format!("{}.data", path.replace('/', "_")));
-                let child = Command::new("perf")
-                    .args([
-                        "record",
-                        "-e",
-                        "cpu-clock",
-                        "-g",
-                        "-p",
-                        &pid.to_string(),
-                        "-o",
-                    ])
-                    .arg(&out)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("perf runs (YOI_BENCH_PERF_RECORD)");
-                std::thread::sleep(Duration::from_millis(500));
-                child
+        let writes: u64 = std::env::var("YOI_BENCH_WRITES")
+            .ok()
+            .map(|v| {
+                v.parse()
+                    .expect("YOI_BENCH_WRITES is a number of comments a second")
+            })
+            .unwrap_or(0);
+        let rounds: &[u64] = if writes > 0 { &[0, writes] } else { &[0] };
+        for &rate in rounds {
+            let writer = (rate > 0).then(|| {
+                println!("with {rate} comments a second through the API on the board's cards:");
+                Writer::start(
+                    base.clone(),
+                    token.trim().to_string(),
+                    card_ids(&board),
+                    rate,
+                )
             });
-            let cpu = cpu_ms(pid);
-            let mut ms = Vec::new();
-            let mut bytes = 0;
-            for _ in 0..requests {
-                let (t, body) = get(path);
-                ms.push(t);
-                bytes = body.len();
-            }
-            let cpu = (cpu_ms(pid) - cpu) / requests as f64;
-            if let Some(mut child) = record {
-                // SAFETY: signals the perf child this process started and has not reaped.
-                unsafe {
-                    libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+            for (label, path) in [("board /", "/"), ("/queue", "/queue")] {
+                let _ = get(path); // warm
+                if callgrind.is_some() {
+                    callgrind_control(pid, "-z");
                 }
-                child.wait().unwrap();
-            }
-            summary(label, ms, bytes);
-            println!("{label:<42} server CPU {cpu:.2} ms per request");
-            if let Some(dir) = &callgrind {
-                callgrind_control(pid, "-d");
-                let n = callgrind_total(dir, pid);
-                println!(
+                // `YOI_BENCH_PERF_RECORD=DIR`: a `perf record -g` profile of the server per page.
+                let record = std::env::var_os("YOI_BENCH_PERF_RECORD").map(|dir| {
+                    let out = PathBuf::from(dir).join(format!("{}.data", path.replace('/', "_")));
+                    let child = Command::new("perf")
+                        .args([
+                            "record",
+                            "-e",
+                            "cpu-clock",
+                            "-g",
+                            "-p",
+                            &pid.to_string(),
+                            "-o",
+                        ])
+                        .arg(&out)
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .expect("perf runs (YOI_BENCH_PERF_RECORD)");
+                    std::thread::sleep(Duration::from_millis(500));
+                    child
+                });
+                let cpu = cpu_ms(pid);
+                let mut ms = Vec::new();
+                let mut bytes = 0;
+                for _ in 0..requests {
+                    let (t, body) = get(path);
+                    ms.push(t);
+                    bytes = body.len();
+                }
+                let cpu = (cpu_ms(pid) - cpu) / requests as f64;
+                if let Some(mut child) = record {
+                    // SAFETY: signals the perf child this process started and has not reaped.
+                    unsafe {
+                        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+                    }
+                    child.wait().unwrap();
+                }
+                summary(label, ms, bytes);
+                println!("{label:<42} server CPU {cpu:.2} ms per request");
+                if let Some(dir) = &callgrind {
+                    callgrind_control(pid, "-d");
+                    let n = callgrind_total(dir, pid);
+                    println!(
                     "{label:<42} {:.2} M instructions per request (callgrind, {requests} requests)",
                     n as f64 / requests as f64 / 1e6
                 );
+                }
+            }
+            if let Some(w) = writer {
+                let (done, failed, p99) = w.stop();
+                println!("writer: {done} comments made, {failed} failed, p99 {p99:.1} ms");
             }
         }
         println!("load average after: {}", loadavg());
@@ -493,4 +521,65 @@ async fn browser_latency(yoi: &Path, root: &Path, base: &str, token: &str, subje
         let _ = c.find(Locator::Css("main")).await;
     }
     c.close().await.unwrap();
+}
+
+/// Comments through the API at a steady rate on the given tickets, in turn, until stopped.
+struct Writer {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<(usize, usize, f64)>,
+}
+
+impl Writer {
+    fn start(base: String, token: String, tickets: Vec<String>, rate: u64) -> Writer {
+        assert!(!tickets.is_empty(), "the board shows no card to comment on");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build()
+                .into();
+            let every = Duration::from_secs_f64(1.0 / rate as f64);
+            let started = Instant::now();
+            let (mut times, mut failed, mut n) = (Vec::new(), 0, 0usize);
+            while !flag.load(Ordering::Relaxed) {
+                if let Some(wait) =
+                    (started + every * n as u32).checked_duration_since(Instant::now())
+                {
+                    std::thread::sleep(wait);
+                }
+                let t = Instant::now();
+                let ok = agent
+                    .post(&format!(
+                        "{base}/api/v1/tickets/{}/comments",
+                        tickets[n % tickets.len()]
+                    ))
+                    .header("authorization", &format!("Bearer {token}"))
+                    .send_json(
+                        serde_json::json!({ "body": format!("comment {n} while the pages load") }),
+                    )
+                    .map(|r| r.status().is_success())
+                    .unwrap_or(false);
+                if ok {
+                    times.push(t.elapsed().as_secs_f64() * 1000.0);
+                } else {
+                    failed += 1;
+                }
+                n += 1;
+            }
+            times.sort_by(|a: &f64, b| a.total_cmp(b));
+            let p99 = times
+                .get((times.len() * 99 / 100).min(times.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0.0);
+            (times.len(), failed, p99)
+        });
+        Writer { stop, thread }
+    }
+
+    /// Stop writing: the comments made, those that failed, and the p99 of their times.
+    fn stop(self) -> (usize, usize, f64) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("the writer ran")
+    }
 }

@@ -5,10 +5,10 @@
 //! and can be taken down — every connection closed without an answer — and brought back.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use crate::forge::http::{Request, Response, Server};
+use crate::forge::{base64_decode, http_backend};
 
 /// One request the remote received.
 #[derive(Debug, Clone)]
@@ -118,7 +118,7 @@ fn handle(state: &Arc<Mutex<State>>, req: &Request) -> Response {
         let user = req
             .header("authorization")
             .and_then(|a| a.strip_prefix("Basic "))
-            .and_then(|b| decode64(b.trim()))
+            .and_then(|b| base64_decode(b.trim()))
             .and_then(|up| {
                 let (u, p) = up.split_once(':')?;
                 s.users
@@ -149,92 +149,5 @@ fn handle(state: &Arc<Mutex<State>>, req: &Request) -> Response {
             body: b"authentication required\n".to_vec(),
         };
     };
-    let mut cmd = Command::new("git");
-    cmd.arg("http-backend")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_PROJECT_ROOT", &root)
-        .env("GIT_HTTP_EXPORT_ALL", "1")
-        .env("PATH_INFO", &req.path)
-        .env("REQUEST_METHOD", &req.method)
-        .env("QUERY_STRING", &req.raw_query)
-        .env("REMOTE_USER", user)
-        .env("REMOTE_ADDR", "127.0.0.1")
-        .env("CONTENT_LENGTH", req.body.len().to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (h, env) in [
-        ("content-type", "CONTENT_TYPE"),
-        ("content-encoding", "HTTP_CONTENT_ENCODING"),
-        ("git-protocol", "GIT_PROTOCOL"),
-    ] {
-        if let Some(v) = req.header(h) {
-            cmd.env(env, v);
-        }
-    }
-    let mut child = cmd.spawn().expect("git http-backend starts");
-    let mut stdin = child.stdin.take().unwrap();
-    let body = req.body.clone();
-    let writer = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = stdin.write_all(&body);
-    });
-    let out = child.wait_with_output().expect("git http-backend runs");
-    let _ = writer.join();
-    let text = out.stdout;
-    let split = text
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| (i, 4))
-        .or_else(|| text.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)));
-    let Some((i, n)) = split else {
-        return Response::Full {
-            status: 500,
-            headers: vec![],
-            body: out.stderr,
-        };
-    };
-    let mut status = 200;
-    let mut headers = Vec::new();
-    for line in String::from_utf8_lossy(&text[..i]).lines() {
-        if let Some((k, v)) = line.split_once(':') {
-            if k.eq_ignore_ascii_case("status") {
-                status = v
-                    .trim()
-                    .split(' ')
-                    .next()
-                    .and_then(|c| c.parse().ok())
-                    .unwrap_or(500);
-            } else {
-                headers.push((k.trim().to_string(), v.trim().to_string()));
-            }
-        }
-    }
-    Response::Full {
-        status,
-        headers,
-        body: text[i + n..].to_vec(),
-    }
-}
-
-/// Standard base64 (as basic auth sends it) to text.
-fn decode64(s: &str) -> Option<String> {
-    const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut bits = 0u32;
-    let mut n = 0;
-    let mut out = Vec::new();
-    for c in s.bytes().filter(|c| *c != b'=') {
-        let v = T.iter().position(|t| *t == c)? as u32;
-        bits = (bits << 6) | v;
-        n += 6;
-        if n >= 8 {
-            n -= 8;
-            out.push((bits >> n) as u8);
-            bits &= (1 << n) - 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    http_backend(&root, &req.path, &user, req)
 }

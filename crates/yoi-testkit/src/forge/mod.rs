@@ -1374,15 +1374,22 @@ fn git_backend(state: &Arc<Mutex<State>>, req: &Request, rest: &str) -> Response
             body: b"authentication required\n".to_vec(),
         };
     };
+    http_backend(&root, &format!("/{rest}"), &user, req)
+}
+
+/// Run git's own `http-backend` as CGI for `req`, for the repositories under `root`, as `user`
+/// (already authenticated), and turn its output into the answer. The fake forge and the test
+/// remote (`git_remote`) both serve git this way.
+pub(crate) fn http_backend(root: &Path, path_info: &str, user: &str, req: &Request) -> Response {
     let mut cmd = Command::new("git");
     cmd.arg("http-backend")
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_PROJECT_ROOT", &root)
+        .env("GIT_PROJECT_ROOT", root)
         .env("GIT_HTTP_EXPORT_ALL", "1")
-        .env("PATH_INFO", format!("/{rest}"))
+        .env("PATH_INFO", path_info)
         .env("REQUEST_METHOD", &req.method)
         .env("QUERY_STRING", &req.raw_query)
         .env("REMOTE_USER", user)
@@ -1445,7 +1452,8 @@ fn git_backend(state: &Arc<Mutex<State>>, req: &Request, rest: &str) -> Response
     }
 }
 
-fn base64_decode(s: &str) -> Option<String> {
+/// Standard or URL-safe base64 to text (basic auth's credentials, a JWT's parts).
+pub(crate) fn base64_decode(s: &str) -> Option<String> {
     String::from_utf8(base64_bytes(s)?).ok()
 }
 

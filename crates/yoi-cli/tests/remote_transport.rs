@@ -124,8 +124,10 @@ fn the_same_flow_through_the_remote_on_postgres() {
     flow(Some(yoi_testkit::pg::database()));
 }
 
-/// The flow of the module's doc, on SQLite or (with its URL) on PostgreSQL.
-fn flow(postgres: Option<String>) {
+/// The server's workspace with its remote and a queued ticket, on SQLite or (with its URL) on
+/// PostgreSQL; its server (no supervised pods); and a coder pod's host with the remote's
+/// credentials.
+fn setup(postgres: Option<String>) -> (Repo, GitRemote, String, Server, Repo) {
     let repo = workspace_with_reviewer(CODER, "say YOI-VERDICT: approve\ndone reviewed\n");
     no_supervised_pods(&repo);
     let remote = with_remote(&repo);
@@ -137,6 +139,12 @@ fn flow(postgres: Option<String>) {
     let server = Server::spawn(&repo);
     let PodHost { repo: host, .. } = pod_host(&repo, CODER, "far-coder", 60);
     pod_credentials(host.path());
+    (repo, remote, id, server, host)
+}
+
+/// The flow of the module's doc, on SQLite or (with its URL) on PostgreSQL.
+fn flow(postgres: Option<String>) {
+    let (repo, remote, id, server, host) = setup(postgres);
 
     let out = remote_pod(host.path(), &server.addr, "far")
         .output()
@@ -237,16 +245,7 @@ fn the_claim_put_back_while_the_remote_is_down_on_postgres() {
 
 /// The remote down while a claim is prepared, on SQLite or (with its URL) on PostgreSQL.
 fn remote_down(postgres: Option<String>) {
-    let repo = workspace_with_reviewer(CODER, "say YOI-VERDICT: approve\ndone reviewed\n");
-    no_supervised_pods(&repo);
-    let remote = with_remote(&repo);
-    let id = queued_ticket(&repo);
-    if let Some(url) = &postgres {
-        repo.yoi(&["db", "copy", "--to", url]).ok();
-    }
-    let server = Server::spawn(&repo);
-    let PodHost { repo: host, .. } = pod_host(&repo, CODER, "far-coder", 60);
-    pod_credentials(host.path());
+    let (repo, remote, id, server, host) = setup(postgres);
     remote.set_down(true);
 
     let pod = remote_pod(host.path(), &server.addr, "far")

@@ -135,27 +135,7 @@ fn check_a_write_by_another_process_drops_only_its_tickets_answers(backend: Back
 
     // An attempt recorded by another process, in the database alone: the answer that shows
     // it is fresh at once.
-    let attempt = yoi_db::Assignment {
-        id: "asg-from-elsewhere".into(),
-        ticket: b.clone(),
-        step: "implement".into(),
-        role: "coder".into(),
-        attempt: 1,
-        fence: 1,
-        status: yoi_db::AssignmentStatus::Pending,
-        lease_until_ms: None,
-        created_ms: 1,
-        updated_ms: 1,
-        claimed_by: None,
-        heartbeat_ms: None,
-        workdir: None,
-        head_commit: None,
-        result: None,
-        usage: None,
-        error: None,
-        log_path: None,
-        finished_ms: None,
-    };
+    let attempt = pending_attempt("asg-from-elsewhere", &b);
     s.admin()
         .rt
         .block_on(s.admin().db.create_assignment(&attempt))
@@ -252,27 +232,7 @@ fn check_the_inbox_stays_kept_through_writes_that_leave_the_tickets_alone(backen
             .send();
         assert!(r.status == 200 || r.status == 204, "{}", r.status);
     }
-    let attempt = yoi_db::Assignment {
-        id: "asg-elsewhere".into(),
-        ticket: other.clone(),
-        step: "implement".into(),
-        role: "coder".into(),
-        attempt: 1,
-        fence: 1,
-        status: yoi_db::AssignmentStatus::Pending,
-        lease_until_ms: None,
-        created_ms: 1,
-        updated_ms: 1,
-        claimed_by: None,
-        heartbeat_ms: None,
-        workdir: None,
-        head_commit: None,
-        result: None,
-        usage: None,
-        error: None,
-        log_path: None,
-        finished_ms: None,
-    };
+    let attempt = pending_attempt("asg-elsewhere", &other);
     s.admin()
         .rt
         .block_on(s.admin().db.create_assignment(&attempt))
@@ -342,4 +302,29 @@ fn the_mcp_reads_follow_the_same_rule() {
     assert_eq!(show(&b), b_before, "B's answer did not change");
     let list = call("list_tickets", json!({"limit": 50}));
     assert!(list.contains(&a) && list.contains(&b), "{list}");
+}
+
+/// A pending implement attempt of `ticket`, as another process would write it to the database.
+fn pending_attempt(id: &str, ticket: &str) -> yoi_db::Assignment {
+    yoi_db::Assignment {
+        id: id.into(),
+        ticket: ticket.to_string(),
+        step: "implement".into(),
+        role: "coder".into(),
+        attempt: 1,
+        fence: 1,
+        status: yoi_db::AssignmentStatus::Pending,
+        lease_until_ms: None,
+        created_ms: 1,
+        updated_ms: 1,
+        claimed_by: None,
+        heartbeat_ms: None,
+        workdir: None,
+        head_commit: None,
+        result: None,
+        usage: None,
+        error: None,
+        log_path: None,
+        finished_ms: None,
+    }
 }

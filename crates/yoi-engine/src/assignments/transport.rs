@@ -94,8 +94,26 @@ pub fn pod_remote(ws: &Workspace) -> Result<Option<PodRemote>, StoreError> {
     };
     Ok(Some(PodRemote {
         name: pods.remote.clone(),
-        url: pods.remote_url.clone().unwrap_or(configured),
+        url: pods
+            .remote_url
+            .clone()
+            .unwrap_or_else(|| without_credentials(&configured)),
     }))
+}
+
+/// `url` without the user and password a `scheme://user:password@host/…` URL carries: the
+/// server's own credentials for its remote (often a token written into the URL) are never
+/// handed to pods, which reach the remote with their host's own. Other forms (`host:path`,
+/// `user@host:path`, a path) name no secret and are kept.
+pub fn without_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
 }
 
 /// The refs of claim `a` on the remote: its head, and its start. Named by the assignment's
@@ -282,6 +300,29 @@ fn claim_ref(name: &str) -> Option<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_url_pods_get_carries_none_of_the_servers_credentials() {
+        use super::without_credentials as w;
+        assert_eq!(
+            w("https://x-access-token:ghs_SECRET@github.com/team/repo.git"),
+            "https://github.com/team/repo.git"
+        );
+        assert_eq!(
+            w("https://ghp_SECRET@git.example.com:8443/r.git"),
+            "https://git.example.com:8443/r.git"
+        );
+        assert_eq!(w("ssh://deploy:pw@host/srv/r.git"), "ssh://host/srv/r.git");
+        assert_eq!(
+            w("https://host/path@v2/r.git"),
+            "https://host/path@v2/r.git"
+        );
+        assert_eq!(
+            w("git@github.com:team/repo.git"),
+            "git@github.com:team/repo.git"
+        );
+        assert_eq!(w("/srv/git/r.git"), "/srv/git/r.git");
+    }
+
     #[test]
     fn claim_refs_parse_back_and_nothing_else_does() {
         let a = yoi_db::Assignment {

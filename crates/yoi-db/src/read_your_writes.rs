@@ -23,9 +23,6 @@
 //!   answer epoch moves; a list until any ticket's files change. Writes to other tickets, a
 //!   pod's heartbeat, a claim that found nothing leave them kept. The inbox, made from the
 //!   ticket files alone, is kept until any ticket's files change, across the epoch's moves too.
-//! - **Other answers** ([`ReadYourWrites::answer`], for an answer that reads the database
-//!   beyond what the epoch counts; no server route needs one since the inbox moved to the
-//!   answers about tickets): kept until anything watched changes, the database included.
 //!
 //! Each answer says how it met the kept ones ([`Kept`]; the server sends it as
 //! `Cache-Status`).
@@ -36,10 +33,9 @@
 //! reading is used again without a query while the database file has seen no write since
 //! [`QUIET`] before that reading began: SQLite makes a commit visible to readers slightly
 //! after its last write to the log (the shared-memory index is updated after the write), and
-//! [`QUIET`] bounds that gap. The other answers are cached with SQLite only once the database
-//! has been quiet for [`QUIET`], for the same reason.
+//! [`QUIET`] bounds that gap.
 //!
-//! A PostgreSQL index cannot be watched. With it, the database's part of the other answers'
+//! A PostgreSQL index cannot be watched. With it, the database's part of the tokens'
 //! generation is its commit stamp, read in the same rounds.
 
 use std::collections::{BTreeSet, HashMap};
@@ -75,8 +71,6 @@ type Generation = (u64, u128);
 /// What a request may rely on once [`ReadYourWrites::settle`] returned.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct View {
-    /// Other answers may be cached at this generation (`None`: not now).
-    answers: Option<Generation>,
     /// Answers about tickets may be cached, computed at this clock (`None`: not now).
     tickets: Option<u64>,
     /// Tokens may be cached at this generation (`None`: not now).
@@ -181,7 +175,6 @@ pub struct ReadYourWrites<A> {
     /// The last reading of the rounds, and when it began.
     reading: Mutex<Option<(Stamps, std::time::Instant)>>,
     pending: tokio::sync::Mutex<Pending>,
-    answers: Mutex<Cache<A>>,
     about_tickets: Mutex<TicketAnswers<A>>,
     /// One computation per missing answer: requests for the same answer wait for it.
     computing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -218,7 +211,6 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
             watch: Mutex::new(watch.map(|w| (1, w))),
             started: AtomicU64::new(1),
             pending: tokio::sync::Mutex::new(Pending::default()),
-            answers: Mutex::new(Cache::new()),
             about_tickets: Mutex::new(TicketAnswers::new()),
             computing: Mutex::new(HashMap::new()),
             tokens: Mutex::new(Cache::new()),
@@ -247,7 +239,7 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
         W: Fn(Option<Vec<TicketId>>) -> Fut,
         Fut: Future<Output = Result<IndexStats, StoreError>>,
     {
-        let Some((epoch, watch)) = self.watch() else {
+        let Some((_, watch)) = self.watch() else {
             return Ok(View::default());
         };
         let mut pending = self.pending.lock().await;
@@ -309,7 +301,6 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
             .then(|| *lock(&self.reading))
             .flatten()
             .filter(|(_, began)| db_quiet_since(*began));
-        let files = (epoch << 40) + polled.generation;
         // Other requests settle while this one waits for the database.
         drop(pending);
         let stamps = match kept_reading {
@@ -339,17 +330,13 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
             about.clock()
         };
         let tokens = Some((0, self.rounds.token_generation(stamps.epoch) as u128));
-        if let Some(commit) = stamps.commit {
+        if stamps.commit.is_some() {
             return Ok(View {
-                answers: Some((files, commit)),
                 tickets: Some(tickets),
                 tokens,
             });
         }
-        let quiet = polled.last_db_write.is_none_or(|t| t.elapsed() >= QUIET);
-        let cacheable = self.db_file.is_some() && quiet;
         Ok(View {
-            answers: cacheable.then_some((files, 0)),
             tickets: self.db_file.is_some().then_some(tickets),
             tokens: self.db_file.is_some().then_some(tokens).flatten(),
         })
@@ -359,42 +346,6 @@ impl<A: Clone + AsRef<[u8]>> ReadYourWrites<A> {
         if lock(&self.watch).take().is_some() {
             tracing::warn!(tickets = %ws.tickets_dir().display(), "the file watch lost sight of the tickets or the database; starting a new one at the next full check");
         }
-    }
-
-    /// The answer for `key`: kept if nothing changed since it was made, else `compute`d
-    /// (once, however many requests ask for it meanwhile) and kept when it may be.
-    pub async fn answer<E, F, Fut>(
-        &self,
-        view: View,
-        key: String,
-        compute: F,
-    ) -> Result<(A, Kept), E>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<A, E>>,
-    {
-        let kept = |key: &str| {
-            lock(&self.answers)
-                .get(view.answers, key)
-                .map(|b| (b, Kept::Hit))
-        };
-        if let Some(b) = kept(&key) {
-            return Ok(b);
-        }
-        if view.answers.is_none() {
-            return compute().await.map(|b| (b, Kept::Bypass));
-        }
-        self.in_turn(
-            &key,
-            || kept(&key),
-            compute,
-            |b: A| {
-                let size = key.len() + b.as_ref().len();
-                lock(&self.answers).keep(view.answers, key.clone(), b.clone(), size, ANSWER_BUDGET);
-                b
-            },
-        )
-        .await
     }
 
     /// An answer about tickets for `key`: kept if nothing it was made from changed since

@@ -22,25 +22,6 @@ use crate::state::AppState;
 /// The server's watch and caches; a kept answer is the JSON bytes sent.
 pub type Fresh = ReadYourWrites<Bytes>;
 
-/// The answer for `key`: kept if nothing changed since it was made, else `compute`d (once,
-/// however many requests ask for it meanwhile) and kept when `view` allows.
-pub async fn answer<F, Fut>(
-    state: &AppState,
-    view: View,
-    key: String,
-    compute: F,
-) -> Result<JsonBytes, ApiError>
-where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<JsonBytes, ApiError>>,
-{
-    let (bytes, kept) = state
-        .fresh
-        .answer(view, key, || async move { compute().await.map(|b| b.0) })
-        .await?;
-    Ok(JsonBytes(bytes, kept))
-}
-
 /// An answer about tickets for `key` (`yoi_db::ticket_answers`): kept until what `compute`
 /// says it was made from changes, else computed (once, however many requests ask for it
 /// meanwhile) and kept when `view` allows.

@@ -40,17 +40,24 @@ fn a_node_and_a_python_program_of_the_agent_trust_the_self_signed_server() {
     assert!(server.stdout_line().starts_with("tls: sha256:"));
     // The supervised pods' tokens end by themselves, 15 minutes ahead (renewed while the
     // server runs).
-    let tokens = repo.yoi(&["token", "list", "--json"]).ok().stdout;
-    let tokens: serde_json::Value = serde_json::from_str(&tokens).unwrap();
-    let supervised: Vec<_> = tokens["tokens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| {
-            t["name"].as_str().unwrap_or("").starts_with("supervisor-") && t["revoked_ms"].is_null()
-        })
-        .collect();
-    assert!(!supervised.is_empty(), "{tokens}");
+    // The supervisor makes its pods' tokens after the server has printed its lines, so wait
+    // for them rather than read the list once.
+    let supervised = || -> Vec<serde_json::Value> {
+        let tokens = repo.yoi(&["token", "list", "--json"]).ok().stdout;
+        let tokens: serde_json::Value = serde_json::from_str(&tokens).unwrap();
+        tokens["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                t["name"].as_str().unwrap_or("").starts_with("supervisor-")
+                    && t["revoked_ms"].is_null()
+            })
+            .cloned()
+            .collect()
+    };
+    until("the supervised pods' tokens", || !supervised().is_empty());
+    let supervised = supervised();
     for t in supervised {
         let ends = t["expires_ms"].as_i64().unwrap_or_else(|| panic!("{t}"));
         assert!(

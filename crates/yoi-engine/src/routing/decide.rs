@@ -125,12 +125,25 @@ pub fn decide_with(
     id: &TicketId,
     max_inprogress: usize,
 ) -> Result<Option<RoutingDecision>, StoreError> {
+    Ok(decide_reading(ws, index, snap, id, max_inprogress)?.map(|(decision, _)| decision))
+}
+
+/// [`decide_with`], handing back the routing part of the thread it decided on, so recording
+/// the decision need not read it again.
+pub(super) fn decide_reading(
+    ws: &Workspace,
+    index: Option<&DbIndex>,
+    snap: &Snapshot,
+    id: &TicketId,
+    max_inprogress: usize,
+) -> Result<Option<(RoutingDecision, ParsedThread)>, StoreError> {
     let item = ws.read_item(id)?;
     if item.state != State::Queued {
         return Ok(None);
     }
     let thread = routing_thread(ws, index, id)?;
-    decide_for(ws, snap, id, &item, &thread, max_inprogress)
+    let decision = decide_for(ws, snap, id, &item, &thread, max_inprogress)?;
+    Ok(decision.map(|decision| (decision, thread)))
 }
 
 /// [`decide_in`] on an item and thread the caller has just read.

@@ -8,7 +8,8 @@
 //!   the index when it is provably current, so a long thread costs no more than a short one.
 //! - [`record`] appends the decision as a `decision` thread event unless the orchestrator's last
 //!   decision event already says the same thing, so a ticket that stays blocked is not
-//!   re-announced every tick. A `return_to_planning` decision also moves the ticket back.
+//!   re-announced every tick. A `return_to_planning` decision also moves the ticket back. The
+//!   pass records against the routing part it decided on, so a ticket's thread is read once.
 //! - [`accept_ticket`] creates the branch, the worktree, the frozen IntentPacket and the first
 //!   assignment, then calls the store's `accept`; when any step fails it undoes what it made,
 //!   leaves the ticket queued and records an `acceptance_failed` decision.

@@ -19,7 +19,8 @@ use yoi_store::ops::{self, CIRCUIT_OPEN};
 use yoi_store::{Ctx, StoreError, Workspace};
 
 use super::circuit::{Circuit, OPEN_AFTER, STOP_AFTER};
-use super::decide::{decide_with, Snapshot};
+use super::decide::{decide_reading, Snapshot};
+use super::record::record_on;
 use super::window::routing_thread;
 use super::{accept_ticket, record, AcceptError};
 
@@ -178,7 +179,10 @@ pub fn route_ticket(
     cfg: &RouteConfig,
     now: Timestamp,
 ) -> Result<Routed, StoreError> {
-    let decision = match decide_with(ws, Some(db), snap, id, cfg.max_inprogress) {
+    // The thread is read once: recording the decision reads the routing part deciding read,
+    // and the turn held around this ticket keeps the server from writing between.
+    let decided = decide_reading(ws, Some(db), snap, id, cfg.max_inprogress);
+    let decided = match decided {
         // Its own files are damaged (item.md, thread.md or its plan file): a broken ticket is
         // listed as such and not routed, and it is no error to retry; a pass after the repair
         // routes it.
@@ -188,9 +192,9 @@ pub fn route_ticket(
         }
         decided => decided?,
     };
-    let routed = match decision {
+    let routed = match decided {
         None => Routed::Skipped,
-        Some(d @ RoutingDecision::ImplementationReady { .. }) => {
+        Some((d @ RoutingDecision::ImplementationReady { .. }, _)) => {
             match accept_ticket(ws, db, id, &d, &cfg.worktree_root, now) {
                 Ok(a) => Routed::Accepted {
                     branch: a.branch,
@@ -208,15 +212,15 @@ pub fn route_ticket(
                 }
             }
         }
-        Some(d @ RoutingDecision::AcceptanceFailed { .. }) => {
-            record(ws, Some(db), id, &d, now)?;
+        Some((d @ RoutingDecision::AcceptanceFailed { .. }, thread)) => {
+            record_on(ws, id, &thread, &d, now)?;
             let RoutingDecision::AcceptanceFailed { step, .. } = &d else {
                 unreachable!("matched above")
             };
             after_failure(ws, db, id, step, now)?
         }
-        Some(d) => {
-            let written = record(ws, Some(db), id, &d, now)?;
+        Some((d, thread)) => {
+            let written = record_on(ws, id, &thread, &d, now)?;
             Routed::Decided {
                 kind: d.kind().to_string(),
                 written,

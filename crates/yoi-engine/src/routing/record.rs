@@ -36,10 +36,21 @@ pub fn record(
     decision: &RoutingDecision,
     now: Timestamp,
 ) -> Result<bool, StoreError> {
+    record_on(ws, id, &routing_thread(ws, index, id)?, decision, now)
+}
+
+/// [`record`] against the routing part of the thread the caller has just read for deciding
+/// (the pass holds its turn from the read to the write, so the server wrote nothing between).
+pub(super) fn record_on(
+    ws: &Workspace,
+    id: &TicketId,
+    thread: &ParsedThread,
+    decision: &RoutingDecision,
+    now: Timestamp,
+) -> Result<bool, StoreError> {
     let ctx = Ctx::new(Principal::orchestrator(), now);
     let body = decision.render_event();
-    let same = last_decision(&routing_thread(ws, index, id)?)
-        .is_some_and(|e| says_the_same(&e.body, decision));
+    let same = last_decision(thread).is_some_and(|e| says_the_same(&e.body, decision));
     if !same {
         ops::comment(
             ws,

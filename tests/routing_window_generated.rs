@@ -6,14 +6,18 @@
 //! Also equal: the circuit and the latest decision each path reads, which recording a decision
 //! and counting failures use. The index answers only when it is current: after a hand append
 //! it does not (the file is read) until the ticket is re-read, and never for a thread that did
-//! not parse cleanly. Runs on SQLite and on PostgreSQL.
+//! not parse cleanly. The windows a routing pass reads ahead for all its long threads at once
+//! agree too, and one is not used once its ticket's files moved after it was read. Runs on
+//! SQLite and on PostgreSQL.
 
 use yoi_core::decision::RoutingDecision;
 use yoi_core::thread::{EventKind, ParsedThread};
 use yoi_core::{Principal, TicketId, Timestamp};
 use yoi_db::DbIndex;
 use yoi_engine::routing::circuit::Circuit;
-use yoi_engine::routing::window::routing_thread;
+use yoi_engine::routing::window::{
+    long_threads_ahead, routing_thread, routing_thread_ahead, SMALL_THREAD,
+};
 use yoi_engine::routing::{decide_in, decide_with, Snapshot};
 use yoi_store::ops::{self, CreateRequest, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
@@ -42,8 +46,10 @@ fn last_decision(thread: &ParsedThread) -> Option<String> {
 }
 
 /// Every ticket's decision, circuit and latest decision agree between the file and the index.
+/// Also the windows a pass reads ahead for all of them at once.
 fn agree(ws: &Workspace, index: &DbIndex, ids: &[TicketId], max: usize) -> Vec<RoutingDecision> {
     let snap = Snapshot::load(ws).unwrap();
+    let mut ahead = long_threads_ahead(ws, index, ids);
     let mut out = Vec::new();
     for id in ids {
         let files = decide_in(ws, &snap, id, max).unwrap();
@@ -53,6 +59,9 @@ fn agree(ws: &Workspace, index: &DbIndex, ids: &[TicketId], max: usize) -> Vec<R
         let part = routing_thread(ws, Some(index), id).unwrap();
         assert_eq!(Circuit::of(&part), Circuit::of(&whole), "{id}");
         assert_eq!(last_decision(&part), last_decision(&whole), "{id}");
+        let read_ahead = routing_thread_ahead(ws, Some(index), id, ahead.remove(id)).unwrap();
+        assert_eq!(Circuit::of(&read_ahead), Circuit::of(&whole), "{id}");
+        assert_eq!(last_decision(&read_ahead), last_decision(&whole), "{id}");
         out.extend(files);
     }
     out
@@ -155,8 +164,45 @@ fn index_and_files_agree(url: Option<String>) {
         let answers = index.fresh_routing_events(&ws, id).unwrap().is_some();
         assert_eq!(answers, *id != torn, "{id}: the index answers");
     }
+    // Read ahead, the index answers for every long thread it holds as the files are.
+    let long: Vec<&TicketId> = ids
+        .iter()
+        .filter(|id| {
+            let path = ws.path_of(id, yoi_store::tickets::THREAD);
+            std::fs::metadata(path).unwrap().len() > SMALL_THREAD
+        })
+        .collect();
+    let ahead = long_threads_ahead(&ws, &index, &ids);
+    assert!(long.len() >= 8, "{} long threads", long.len());
+    for id in &long {
+        assert_eq!(ahead.contains_key(*id), **id != torn, "{id}: read ahead");
+    }
     let unresolved = agree(&ws, &index, &ids, 100);
     assert_eq!(unresolved, stale);
+    // A window read ahead is not used once its ticket's files move: a person's retry arrives
+    // by hand after it was read, and the circuit it closes is closed.
+    let open = ids[13].clone();
+    let window = long_threads_ahead(&ws, &index, std::slice::from_ref(&open))
+        .remove(&open)
+        .expect("a 10,000-event thread is read ahead");
+    let before = routing_thread_ahead(&ws, Some(&index), &open, Some(window.clone())).unwrap();
+    assert!(
+        Circuit::of(&before).open,
+        "ticket 13 ends with its circuit open"
+    );
+    append(
+        root,
+        open.as_str(),
+        &[
+            yoi_core::thread::Event::new(EventKind::Retry, "Retry requested.")
+                .with_attr("id", "late-retry")
+                .with_attr("author", "alice"),
+        ],
+    );
+    assert!(window.clone().current(&ws, &open).is_none());
+    let after = routing_thread_ahead(&ws, Some(&index), &open, Some(window)).unwrap();
+    assert!(!Circuit::of(&after).open, "the stale window was used");
+    index.refresh(&ws, std::slice::from_ref(&open)).unwrap();
     let waiting = agree(&ws, &index, &ids, 0);
     yoi_testkit::git(root, &["add", "-A"]);
     yoi_testkit::git(root, &["commit", "-q", "-m", "generated"]);

@@ -72,6 +72,7 @@ pub use outbox::{
 pub use pods::{PodRow, PodState};
 pub use read_ahead::SpanReader;
 pub use reindex::{IndexStats, ReindexMode};
+pub use routing_events::RoutingWindow;
 pub use snapshot::{event_key, event_key_of, indexed_plan, plan_key};
 pub use thread_page::ThreadPage;
 pub use tokens::{

@@ -96,6 +96,25 @@ impl Db {
         ws: &Workspace,
         ids: &[TicketId],
     ) -> Result<(Vec<TicketId>, Vec<TicketId>), StoreError> {
+        let mut changed = Vec::new();
+        let mut gone = Vec::new();
+        for (id, look) in self.looked_at(ws, ids).await? {
+            match look {
+                Look::Changed => changed.push(id),
+                Look::Gone => gone.push(id),
+                Look::Same(_) | Look::Absent => {}
+            }
+        }
+        Ok((changed, gone))
+    }
+
+    /// What [`Db::stale_tickets`] tells of each of `ids`, with the fingerprints of the files of
+    /// those that are as the index saw them.
+    pub(crate) async fn looked_at(
+        &self,
+        ws: &Workspace,
+        ids: &[TicketId],
+    ) -> Result<Vec<(TicketId, Look)>, StoreError> {
         let mut conn = self.pool().acquire().await.map_err(db_err)?;
         // One query per few hundred tickets: after a group commit every request's settle
         // looks at the group's tickets.
@@ -115,20 +134,24 @@ impl Db {
                 }
             }
         }
-        let mut changed = Vec::new();
-        let mut gone = Vec::new();
+        let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             let seen = look_at(ws, id);
             let known = indexed.remove(id.as_str()).unwrap_or_default();
-            if !is_ticket(&seen) {
-                if !known.is_empty() {
-                    gone.push(id.clone());
+            let look = if !is_ticket(&seen) {
+                if known.is_empty() {
+                    Look::Absent
+                } else {
+                    Look::Gone
                 }
             } else if ticket_changed(ws, id, &seen, (!known.is_empty()).then_some(&known)) {
-                changed.push(id.clone());
-            }
+                Look::Changed
+            } else {
+                Look::Same(seen)
+            };
+            out.push((id.clone(), look));
         }
-        Ok((changed, gone))
+        Ok(out)
     }
 
     /// Bring just these tickets in line with their files (see [`Db::stale_tickets`], which
@@ -676,4 +699,17 @@ impl Db {
             })?,
         }))
     }
+}
+
+/// One ticket's files against what the index saw of them ([`Db::looked_at`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// As the index saw them; their fingerprints now.
+    Same(Seen),
+    /// Changed since.
+    Changed,
+    /// The folder holds no item.md any more; the index has the ticket.
+    Gone,
+    /// Neither the folder nor the index has the ticket.
+    Absent,
 }

@@ -22,6 +22,8 @@ use sqlx::Row;
 use yoi_core::thread::{Event, EventKind};
 use yoi_core::TicketId;
 
+use super::reindex::Look;
+use super::snapshot::{look_at, Seen};
 use super::{among, db_err, placeholders, Db};
 use yoi_store::{StoreError, Workspace};
 
@@ -57,6 +59,36 @@ impl Db {
         self.routing_events_chunk(std::slice::from_ref(id), true, &mut out)
             .await?;
         Ok(out.remove(id))
+    }
+
+    /// [`Db::fresh_routing_events`] for many tickets at once, to be used a moment later: each
+    /// answer keeps the fingerprints its ticket's files had when the index was found to hold
+    /// them, and gives its events only while the files still have them
+    /// ([`RoutingWindow::current`]). A ticket the index cannot answer for now is absent. One
+    /// statement per few hundred tickets for the fingerprints, two for the windows.
+    pub async fn routing_windows(
+        &self,
+        ws: &Workspace,
+        ids: &[TicketId],
+    ) -> Result<BTreeMap<TicketId, RoutingWindow>, StoreError> {
+        let mut seen = BTreeMap::new();
+        for (id, look) in self.looked_at(ws, ids).await? {
+            if let Look::Same(fingerprints) = look {
+                seen.insert(id, fingerprints);
+            }
+        }
+        let same: Vec<TicketId> = seen.keys().cloned().collect();
+        let mut events = BTreeMap::new();
+        for chunk in same.chunks(CHUNK) {
+            self.routing_events_chunk(chunk, true, &mut events).await?;
+        }
+        Ok(events
+            .into_iter()
+            .filter_map(|(id, events)| {
+                let seen = seen.remove(&id)?;
+                Some((id, RoutingWindow { seen, events }))
+            })
+            .collect())
     }
 
     /// The routing events of each of `ids` the index holds a readable ticket of (see the
@@ -164,6 +196,24 @@ impl Db {
             }
         }
         Ok(())
+    }
+}
+
+/// A ticket's routing events read ahead ([`Db::routing_windows`]), with the fingerprints its
+/// files had then.
+#[derive(Debug, Clone)]
+pub struct RoutingWindow {
+    seen: Seen,
+    events: Vec<Event>,
+}
+
+impl RoutingWindow {
+    /// The events, when `id`'s files still have the sizes and times they had when the index
+    /// was found to hold them: then the index's rows are still the thread file's, as
+    /// [`Db::fresh_routing_events`] would find. Else `None`: anything written since (by the
+    /// server, a person or a pull) sends the caller back to asking afresh.
+    pub fn current(self, ws: &Workspace, id: &TicketId) -> Option<Vec<Event>> {
+        (look_at(ws, id) == self.seen).then_some(self.events)
     }
 }
 

@@ -441,6 +441,14 @@ impl DbIndex {
         self.run(self.db.fresh_routing_events(ws, id))
     }
 
+    pub fn routing_windows(
+        &self,
+        ws: &yoi_store::Workspace,
+        ids: &[TicketId],
+    ) -> Result<std::collections::BTreeMap<TicketId, crate::RoutingWindow>, StoreError> {
+        self.run(self.db.routing_windows(ws, ids))
+    }
+
     pub fn queue_rows(
         &self,
         limit: usize,

@@ -9,11 +9,11 @@ use yoi_core::plan::PlanKind;
 use yoi_core::relation::RelationGraph;
 use yoi_core::thread::ParsedThread;
 use yoi_core::{scope, Item, State, TicketId};
-use yoi_db::DbIndex;
+use yoi_db::{DbIndex, RoutingWindow};
 use yoi_store::{StoreError, Workspace};
 
 use super::circuit::Circuit;
-use super::window::routing_thread;
+use super::window::routing_thread_ahead;
 
 /// Every ticket's item and the relation graph, read once for a routing pass. Deciding re-reads
 /// the routed ticket itself (and its thread); the snapshot supplies the other tickets' states
@@ -125,14 +125,16 @@ pub fn decide_with(
     id: &TicketId,
     max_inprogress: usize,
 ) -> Result<Option<RoutingDecision>, StoreError> {
-    Ok(decide_reading(ws, index, snap, id, max_inprogress)?.map(|(decision, _)| decision))
+    Ok(decide_reading(ws, index, None, snap, id, max_inprogress)?.map(|(decision, _)| decision))
 }
 
-/// [`decide_with`], handing back the routing part of the thread it decided on, so recording
-/// the decision need not read it again.
+/// [`decide_with`], taking the window from `ahead` while it is current
+/// ([`routing_thread_ahead`]), and handing back the routing part of the thread it decided on,
+/// so recording the decision need not read it again.
 pub(super) fn decide_reading(
     ws: &Workspace,
     index: Option<&DbIndex>,
+    ahead: Option<RoutingWindow>,
     snap: &Snapshot,
     id: &TicketId,
     max_inprogress: usize,
@@ -141,7 +143,7 @@ pub(super) fn decide_reading(
     if item.state != State::Queued {
         return Ok(None);
     }
-    let thread = routing_thread(ws, index, id)?;
+    let thread = routing_thread_ahead(ws, index, id, ahead)?;
     let decision = decide_for(ws, snap, id, &item, &thread, max_inprogress)?;
     Ok(decision.map(|decision| (decision, thread)))
 }

@@ -14,14 +14,14 @@ use std::path::PathBuf;
 use serde::Serialize;
 use yoi_core::decision::RoutingDecision;
 use yoi_core::{Principal, TicketId, Timestamp};
-use yoi_db::DbIndex;
+use yoi_db::{DbIndex, RoutingWindow};
 use yoi_store::ops::{self, CIRCUIT_OPEN};
 use yoi_store::{Ctx, StoreError, Workspace};
 
 use super::circuit::{Circuit, OPEN_AFTER, STOP_AFTER};
 use super::decide::{decide_reading, Snapshot};
 use super::record::record_on;
-use super::window::routing_thread;
+use super::window::{long_threads_ahead, routing_thread};
 use super::{accept_ticket, record, AcceptError};
 
 /// What routing needs from the configuration.
@@ -135,16 +135,22 @@ pub fn run_pass(
 ) -> Result<PassResults, StoreError> {
     let PassHooks { turn, stop, clock } = *hooks;
     let mut snap = Snapshot::load(ws)?;
+    let routed: Vec<TicketId> = snap
+        .queued()
+        .into_iter()
+        .filter(|id| targets.includes(id) && !hold.contains(id))
+        .collect();
+    // Long threads' windows in a few statements for all of them, not a few per ticket; each
+    // is used only while its ticket's files stay as they were.
+    let mut ahead = long_threads_ahead(ws, db, &routed);
     let mut out = Vec::new();
-    for id in snap.queued() {
-        if !targets.includes(&id) || hold.contains(&id) {
-            continue;
-        }
+    for id in routed {
         if stop() {
             break;
         }
         let _turn = turn();
-        let routed = route_ticket(ws, db, &mut snap, &id, cfg, clock());
+        let window = ahead.remove(&id);
+        let routed = route_ticket(ws, db, &mut snap, &id, cfg, window, clock());
         match &routed {
             Ok(Routed::Accepted { branch, .. }) => {
                 tracing::info!(ticket = %id, %branch, "accepted")
@@ -170,18 +176,21 @@ pub fn run_pass(
     Ok(out)
 }
 
-/// Decide for `id` and act on the decision (see the module doc).
+/// Decide for `id` and act on the decision (see the module doc). `ahead` is the ticket's
+/// routing window read ahead with others' ([`long_threads_ahead`]), used only while the
+/// ticket's files are as they were then.
 pub fn route_ticket(
     ws: &Workspace,
     db: &DbIndex,
     snap: &mut Snapshot,
     id: &TicketId,
     cfg: &RouteConfig,
+    ahead: Option<RoutingWindow>,
     now: Timestamp,
 ) -> Result<Routed, StoreError> {
     // The thread is read once: recording the decision reads the routing part deciding read,
     // and the turn held around this ticket keeps the server from writing between.
-    let decided = decide_reading(ws, Some(db), snap, id, cfg.max_inprogress);
+    let decided = decide_reading(ws, Some(db), ahead, snap, id, cfg.max_inprogress);
     let decided = match decided {
         // Its own files are damaged (item.md, thread.md or its plan file): a broken ticket is
         // listed as such and not routed, and it is no error to retry; a pass after the repair

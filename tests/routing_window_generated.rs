@@ -7,7 +7,8 @@
 //! and counting failures use. The index answers only when it is current: after a hand append
 //! it does not (the file is read) until the ticket is re-read, and never for a thread that did
 //! not parse cleanly. The windows a routing pass reads ahead for all its long threads at once
-//! agree too, and one is not used once its ticket's files moved after it was read. Runs on
+//! agree too, and one is not used once its ticket's files moved after it was read, also by a
+//! pass that is running when a person's retry arrives. Runs on
 //! SQLite and on PostgreSQL.
 
 use yoi_core::decision::RoutingDecision;
@@ -18,7 +19,9 @@ use yoi_engine::routing::circuit::Circuit;
 use yoi_engine::routing::window::{
     long_threads_ahead, routing_thread, routing_thread_ahead, SMALL_THREAD,
 };
-use yoi_engine::routing::{decide_in, decide_with, Snapshot};
+use yoi_engine::routing::{
+    decide_in, decide_with, run_pass, PassHooks, RouteConfig, Routed, Snapshot, Targets,
+};
 use yoi_store::ops::{self, CreateRequest, TransitionRequest};
 use yoi_store::{Ctx, Workspace};
 use yoi_tests::generate::Rng;
@@ -241,4 +244,117 @@ fn the_routing_decision_from_the_index_equals_the_whole_thread_on_sqlite() {
 #[test]
 fn the_routing_decision_from_the_index_equals_the_whole_thread_on_postgres() {
     index_and_files_agree(Some(yoi_testkit::pg::database()));
+}
+
+/// A routing pass reads its long threads' windows ahead, at its start. A person's retry that
+/// arrives by hand while the pass runs, before the pass reaches that ticket, is what the pass
+/// decides on: the circuit it closes is closed.
+fn a_pass_decides_on_what_arrived_after_it_read_ahead(url: Option<String>) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
+    yoi_store::init(root, "main").unwrap();
+    let mut ws = yoi_tests::open(root);
+    ws.config.database.url = url;
+    let (index, _) = DbIndex::attach(
+        &mut ws,
+        yoi_db::Bridge::new(rt.handle().clone(), yoi_testkit::wall_ms),
+    )
+    .unwrap();
+    let now = Timestamp::parse("2026-03-01T10:00:00Z").unwrap();
+    let alice = Ctx::new(Principal::human("alice"), now);
+    let mut rng = Rng(SEED);
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let req = CreateRequest {
+            title: format!("Long {i}"),
+            body: BRIEF.into(),
+            depends_on: Vec::new(),
+        };
+        let id = ops::create(&ws, &alice, &req).unwrap().ticket;
+        let t = TransitionRequest::default();
+        ops::mark_ready(&ws, &alice, id.as_str(), &t).unwrap();
+        ops::queue(&ws, &alice, id.as_str(), &t).unwrap();
+        let tag = format!("p{i}");
+        let mut more = life(&mut rng, &tag, 1000, i * 20_000);
+        more.extend(circuit_opened(&tag, 0));
+        append(root, id.as_str(), &more);
+        ids.push(id);
+    }
+    index.refresh(&ws, &ids).unwrap();
+    let order = Snapshot::load(&ws).unwrap().queued();
+    assert_eq!(order.len(), 3);
+    let last = order[2].clone();
+    for id in &order {
+        let path = ws.path_of(id, yoi_store::tickets::THREAD);
+        assert!(std::fs::metadata(path).unwrap().len() > SMALL_THREAD);
+    }
+    assert_eq!(
+        long_threads_ahead(&ws, &index, &order).len(),
+        3,
+        "every window can be read ahead"
+    );
+
+    let mut cfg = RouteConfig::of(&ws);
+    cfg.max_inprogress = 0;
+    let turns = std::cell::Cell::new(0);
+    let turn = || -> Box<dyn std::any::Any> {
+        turns.set(turns.get() + 1);
+        if turns.get() == 1 {
+            append(
+                root,
+                last.as_str(),
+                &[
+                    yoi_core::thread::Event::new(EventKind::Retry, "Retry requested.")
+                        .with_attr("id", "retry-mid-pass")
+                        .with_attr("author", "alice"),
+                ],
+            );
+        }
+        Box::new(())
+    };
+    let hooks = PassHooks {
+        turn: &turn,
+        stop: &|| false,
+        clock: &|| now,
+    };
+    let results = run_pass(
+        &ws,
+        &index,
+        &cfg,
+        &Targets::All,
+        &Default::default(),
+        &hooks,
+    )
+    .unwrap();
+    let kinds: Vec<(TicketId, String)> = results
+        .into_iter()
+        .map(|(id, routed)| match routed.unwrap() {
+            Routed::Decided { kind, .. } => (id, kind),
+            other => panic!("{id}: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (order[0].clone(), "circuit_open".to_string()),
+            (order[1].clone(), "circuit_open".to_string()),
+            (last.clone(), "waiting_capacity".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn a_pass_decides_on_what_arrived_after_it_read_ahead_on_sqlite() {
+    a_pass_decides_on_what_arrived_after_it_read_ahead(None);
+}
+
+#[test]
+fn a_pass_decides_on_what_arrived_after_it_read_ahead_on_postgres() {
+    a_pass_decides_on_what_arrived_after_it_read_ahead(Some(yoi_testkit::pg::database()));
 }

@@ -8,8 +8,7 @@
 //! it does not (the file is read) until the ticket is re-read, and never for a thread that did
 //! not parse cleanly. The windows a routing pass reads ahead for all its long threads at once
 //! agree too, and one is not used once its ticket's files moved after it was read, also by a
-//! pass that is running when a person's retry arrives. Runs on
-//! SQLite and on PostgreSQL.
+//! pass that is running when a person's retry arrives. Runs on SQLite and on PostgreSQL.
 
 use yoi_core::decision::RoutingDecision;
 use yoi_core::thread::{EventKind, ParsedThread};

@@ -112,20 +112,13 @@ fn successor(id: &str) -> String {
 
 /// The runtime the commands and the server use: doctor reads each span's rows on it while
 /// the folders are read.
-fn multi_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn drift_in_every_chunk_is_found_on_sqlite() {
-    drift_in_every_chunk_is_found(None, multi_thread());
+    drift_in_every_chunk_is_found(None, yoi_tests::runtime());
 }
 
 #[test]
 fn drift_in_every_chunk_is_found_on_postgres() {
-    drift_in_every_chunk_is_found(Some(pg::database()), multi_thread());
+    drift_in_every_chunk_is_found(Some(pg::database()), yoi_tests::runtime());
 }

@@ -36,11 +36,7 @@ impl Fx {
             Backend::Sqlite => None,
             Backend::Postgres => Some(pg::database()),
         };
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = yoi_tests::runtime();
         Fx { dir, url, rt }
     }
 

@@ -20,6 +20,15 @@ pub fn ctx(name: &str) -> Ctx {
     )
 }
 
+/// A tokio runtime of two workers, as the database bridge of a test or helper program wants.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
 /// Open the workspace at `root`, panicking with the reason (helper programs only).
 pub fn open(root: &Path) -> Workspace {
     Workspace::open(root).unwrap_or_else(|e| panic!("open workspace {}: {e}", root.display()))

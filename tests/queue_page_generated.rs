@@ -21,11 +21,7 @@ fn json(v: &QueueView) -> serde_json::Value {
 }
 
 fn index_and_files_agree(url: Option<String>) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = yoi_tests::runtime();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     yoi_testkit::git(root, &["init", "-q", "-b", "main"]);

@@ -69,23 +69,54 @@ fn agree(ws: &Workspace, index: &DbIndex, ids: &[TicketId], max: usize) -> Vec<R
     out
 }
 
-fn index_and_files_agree(url: Option<String>) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
+/// A workspace in a folder of its own with its index attached (`url`: PostgreSQL, else the
+/// embedded SQLite), dropped index first, runtime last.
+struct Fixture {
+    index: DbIndex,
+    ws: Workspace,
+    dir: tempfile::TempDir,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl Fixture {
+    fn new(url: Option<String>) -> Fixture {
+        let rt = yoi_tests::runtime();
+        let dir = tempfile::tempdir().unwrap();
+        yoi_testkit::git(dir.path(), &["init", "-q", "-b", "main"]);
+        yoi_store::init(dir.path(), "main").unwrap();
+        let mut ws = yoi_tests::open(dir.path());
+        ws.config.database.url = url;
+        let (index, _) = DbIndex::attach(
+            &mut ws,
+            yoi_db::Bridge::new(rt.handle().clone(), yoi_testkit::wall_ms),
+        )
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
-    yoi_store::init(root, "main").unwrap();
-    let mut ws = yoi_tests::open(root);
-    ws.config.database.url = url;
-    let (index, _) = DbIndex::attach(
-        &mut ws,
-        yoi_db::Bridge::new(rt.handle().clone(), yoi_testkit::wall_ms),
-    )
-    .unwrap();
+        Fixture {
+            index,
+            ws,
+            dir,
+            _rt: rt,
+        }
+    }
+}
+
+/// A new ticket with a complete brief, marked ready and queued by `by`.
+fn queued(ws: &Workspace, by: &Ctx, title: &str) -> TicketId {
+    let req = CreateRequest {
+        title: title.into(),
+        body: BRIEF.into(),
+        depends_on: Vec::new(),
+    };
+    let id = ops::create(ws, by, &req).unwrap().ticket;
+    let t = TransitionRequest::default();
+    ops::mark_ready(ws, by, id.as_str(), &t).unwrap();
+    ops::queue(ws, by, id.as_str(), &t).unwrap();
+    id
+}
+
+fn index_and_files_agree(url: Option<String>) {
+    let fx = Fixture::new(url);
+    let (ws, index, root) = (&fx.ws, &fx.index, fx.dir.path());
     println!("seed {SEED:#x}");
     let mut rng = Rng(SEED);
 
@@ -98,22 +129,12 @@ fn index_and_files_agree(url: Option<String>) {
         .copied()
         .chain((0..24).map(|_| rng.below(400) as usize))
         .collect();
-    let mut ids = Vec::new();
-    for i in 0..sizes.len() {
-        let req = CreateRequest {
-            title: format!("Generated {i}"),
-            body: BRIEF.into(),
-            depends_on: Vec::new(),
-        };
-        let id = ops::create(&ws, &alice, &req).unwrap().ticket;
-        let t = TransitionRequest::default();
-        ops::mark_ready(&ws, &alice, id.as_str(), &t).unwrap();
-        ops::queue(&ws, &alice, id.as_str(), &t).unwrap();
-        ids.push(id);
-    }
+    let ids: Vec<TicketId> = (0..sizes.len())
+        .map(|i| queued(ws, &alice, &format!("Generated {i}")))
+        .collect();
     // Through the operations the index follows every write: it answers for every ticket.
     for id in &ids {
-        assert!(index.fresh_routing_events(&ws, id).unwrap().is_some());
+        assert!(index.fresh_routing_events(ws, id).unwrap().is_some());
     }
 
     // Long lives arrive by hand, as a pull brings them; some end with the circuit opened, and
@@ -149,7 +170,7 @@ fn index_and_files_agree(url: Option<String>) {
 
     // Before the index reads the appends it does not answer: deciding reads the files.
     for id in &ids {
-        let answers = index.fresh_routing_events(&ws, id).unwrap().is_some();
+        let answers = index.fresh_routing_events(ws, id).unwrap().is_some();
         assert_eq!(answers, !appended.contains(id), "{id}: the index answers");
     }
     assert!(
@@ -159,11 +180,11 @@ fn index_and_files_agree(url: Option<String>) {
     );
     // No commit yet: the target ref does not resolve, so a ticket whose circuit is closed
     // fails acceptance with an attempt number counted from its circuit.
-    let stale = agree(&ws, &index, &ids, 100);
+    let stale = agree(ws, index, &ids, 100);
 
-    index.refresh(&ws, &ids).unwrap();
+    index.refresh(ws, &ids).unwrap();
     for id in &ids {
-        let answers = index.fresh_routing_events(&ws, id).unwrap().is_some();
+        let answers = index.fresh_routing_events(ws, id).unwrap().is_some();
         assert_eq!(answers, *id != torn, "{id}: the index answers");
     }
     // Read ahead, the index answers for every long thread it holds as the files are.
@@ -174,20 +195,20 @@ fn index_and_files_agree(url: Option<String>) {
             std::fs::metadata(path).unwrap().len() > SMALL_THREAD
         })
         .collect();
-    let ahead = long_threads_ahead(&ws, &index, &ids);
+    let ahead = long_threads_ahead(ws, index, &ids);
     assert!(long.len() >= 8, "{} long threads", long.len());
     for id in &long {
         assert_eq!(ahead.contains_key(*id), **id != torn, "{id}: read ahead");
     }
-    let unresolved = agree(&ws, &index, &ids, 100);
+    let unresolved = agree(ws, index, &ids, 100);
     assert_eq!(unresolved, stale);
     // A window read ahead is not used once its ticket's files move: a person's retry arrives
     // by hand after it was read, and the circuit it closes is closed.
     let open = ids[13].clone();
-    let window = long_threads_ahead(&ws, &index, std::slice::from_ref(&open))
+    let window = long_threads_ahead(ws, index, std::slice::from_ref(&open))
         .remove(&open)
         .expect("a 10,000-event thread is read ahead");
-    let before = routing_thread_ahead(&ws, Some(&index), &open, Some(window.clone())).unwrap();
+    let before = routing_thread_ahead(ws, Some(index), &open, Some(window.clone())).unwrap();
     assert!(
         Circuit::of(&before).open,
         "ticket 13 ends with its circuit open"
@@ -201,14 +222,14 @@ fn index_and_files_agree(url: Option<String>) {
                 .with_attr("author", "alice"),
         ],
     );
-    assert!(window.clone().current(&ws, &open).is_none());
-    let after = routing_thread_ahead(&ws, Some(&index), &open, Some(window)).unwrap();
+    assert!(window.clone().current(ws, &open).is_none());
+    let after = routing_thread_ahead(ws, Some(index), &open, Some(window)).unwrap();
     assert!(!Circuit::of(&after).open, "the stale window was used");
-    index.refresh(&ws, std::slice::from_ref(&open)).unwrap();
-    let waiting = agree(&ws, &index, &ids, 0);
+    index.refresh(ws, std::slice::from_ref(&open)).unwrap();
+    let waiting = agree(ws, index, &ids, 0);
     yoi_testkit::git(root, &["add", "-A"]);
     yoi_testkit::git(root, &["commit", "-q", "-m", "generated"]);
-    let ready = agree(&ws, &index, &ids, 100);
+    let ready = agree(ws, index, &ids, 100);
 
     // What the threads give covers every situation the circuit knows.
     let kinds = |ds: &[RoutingDecision]| {
@@ -249,44 +270,22 @@ fn the_routing_decision_from_the_index_equals_the_whole_thread_on_postgres() {
 /// arrives by hand while the pass runs, before the pass reaches that ticket, is what the pass
 /// decides on: the circuit it closes is closed.
 fn a_pass_decides_on_what_arrived_after_it_read_ahead(url: Option<String>) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    yoi_testkit::git(root, &["init", "-q", "-b", "main"]);
-    yoi_store::init(root, "main").unwrap();
-    let mut ws = yoi_tests::open(root);
-    ws.config.database.url = url;
-    let (index, _) = DbIndex::attach(
-        &mut ws,
-        yoi_db::Bridge::new(rt.handle().clone(), yoi_testkit::wall_ms),
-    )
-    .unwrap();
+    let fx = Fixture::new(url);
+    let (ws, index, root) = (&fx.ws, &fx.index, fx.dir.path());
     let now = Timestamp::parse("2026-03-01T10:00:00Z").unwrap();
     let alice = Ctx::new(Principal::human("alice"), now);
     let mut rng = Rng(SEED);
     let mut ids = Vec::new();
     for i in 0..3 {
-        let req = CreateRequest {
-            title: format!("Long {i}"),
-            body: BRIEF.into(),
-            depends_on: Vec::new(),
-        };
-        let id = ops::create(&ws, &alice, &req).unwrap().ticket;
-        let t = TransitionRequest::default();
-        ops::mark_ready(&ws, &alice, id.as_str(), &t).unwrap();
-        ops::queue(&ws, &alice, id.as_str(), &t).unwrap();
+        let id = queued(ws, &alice, &format!("Long {i}"));
         let tag = format!("p{i}");
         let mut more = life(&mut rng, &tag, 1000, i * 20_000);
         more.extend(circuit_opened(&tag, 0));
         append(root, id.as_str(), &more);
         ids.push(id);
     }
-    index.refresh(&ws, &ids).unwrap();
-    let order = Snapshot::load(&ws).unwrap().queued();
+    index.refresh(ws, &ids).unwrap();
+    let order = Snapshot::load(ws).unwrap().queued();
     assert_eq!(order.len(), 3);
     let last = order[2].clone();
     for id in &order {
@@ -294,12 +293,12 @@ fn a_pass_decides_on_what_arrived_after_it_read_ahead(url: Option<String>) {
         assert!(std::fs::metadata(path).unwrap().len() > SMALL_THREAD);
     }
     assert_eq!(
-        long_threads_ahead(&ws, &index, &order).len(),
+        long_threads_ahead(ws, index, &order).len(),
         3,
         "every window can be read ahead"
     );
 
-    let mut cfg = RouteConfig::of(&ws);
+    let mut cfg = RouteConfig::of(ws);
     cfg.max_inprogress = 0;
     let turns = std::cell::Cell::new(0);
     let turn = || -> Box<dyn std::any::Any> {
@@ -322,15 +321,7 @@ fn a_pass_decides_on_what_arrived_after_it_read_ahead(url: Option<String>) {
         stop: &|| false,
         clock: &|| now,
     };
-    let results = run_pass(
-        &ws,
-        &index,
-        &cfg,
-        &Targets::All,
-        &Default::default(),
-        &hooks,
-    )
-    .unwrap();
+    let results = run_pass(ws, index, &cfg, &Targets::All, &Default::default(), &hooks).unwrap();
     let kinds: Vec<(TicketId, String)> = results
         .into_iter()
         .map(|(id, routed)| match routed.unwrap() {

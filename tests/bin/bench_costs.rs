@@ -92,11 +92,7 @@ fn main() {
     .unwrap();
     let token = yoi_init(&yoi, root);
     let ws = yoi_tests::open(root);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = yoi_tests::runtime();
     let db = rt
         .block_on(Db::open_workspace(
             &ws.database_url(),

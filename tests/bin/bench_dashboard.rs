@@ -315,11 +315,7 @@ fn main() {
     );
 
     // Event → visible change in a real browser.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = yoi_tests::runtime();
     rt.block_on(browser_latency(&yoi, root, &base, &token, &subject));
     if kept.is_some() {
         drop(_server);

@@ -276,11 +276,7 @@ fn threads(args: &[String]) {
             .unwrap_or(default)
     };
     let (tickets, events, passes) = (arg(0, 500), arg(1, 999), arg(2, 21));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = yoi_tests::runtime();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     git(root, &["init", "-q", "-b", "main"]);

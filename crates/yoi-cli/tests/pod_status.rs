@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 
 use common::pods::{no_supervised_pods, pod_host, queued_ticket, until, workspace, PodHost};
 use common::server::Server;
+use yoi_testkit::child::Owned;
 
 /// `yoi pod status ARGS` in `dir`.
 fn pod_status(dir: &Path, args: &[&str]) -> Output {
@@ -65,28 +66,30 @@ fn a_pods_status_file_says_ready_while_it_works_and_why_not_when_frozen_cut_off_
     );
 
     let log = h.join("pod.log");
-    let mut pod = Command::new(env!("CARGO_BIN_EXE_yoi"))
-        .args([
-            "pod", "run", "--role", "coder", "--agent", "fake", "--name", "probed",
-        ])
-        .args(["--server", &format!("https://{}", server.addr)])
-        .args([
-            "--ca",
-            "server.pem",
-            "--cache",
-            "cache",
-            "--token-file",
-            "token",
-        ])
-        .args(["--wait-ms", "300", "--status-file", "run/status.json"])
-        .current_dir(h)
-        .env("HOME", h)
-        .env_remove("YOI_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut pod = Owned(
+        Command::new(env!("CARGO_BIN_EXE_yoi"))
+            .args([
+                "pod", "run", "--role", "coder", "--agent", "fake", "--name", "probed",
+            ])
+            .args(["--server", &format!("https://{}", server.addr)])
+            .args([
+                "--ca",
+                "server.pem",
+                "--cache",
+                "cache",
+                "--token-file",
+                "token",
+            ])
+            .args(["--wait-ms", "300", "--status-file", "run/status.json"])
+            .current_dir(h)
+            .env("HOME", h)
+            .env_remove("YOI_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     let status_json = || -> serde_json::Value {
         std::fs::read_to_string(h.join("run/status.json"))
             .ok()

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use common::pods::*;
 use common::server::Server;
+use yoi_testkit::child::Owned;
 
 #[test]
 fn a_queued_ticket_is_implemented_by_a_supervised_coder_pod_and_its_branch_moves() {
@@ -190,24 +191,26 @@ fn a_killed_pod_loses_its_lease_and_its_late_results_change_nothing() {
         .stdout
         .trim()
         .to_string();
-    let mut pod = Command::new(env!("CARGO_BIN_EXE_yoi"))
-        .args([
-            "pod",
-            "run",
-            "--role",
-            "coder",
-            "--name",
-            "victim",
-            "--agent",
-            "fake",
-            "--wait-ms",
-            "2000",
-        ])
-        .current_dir(repo.path())
-        .env("YOI_TOKEN", &token)
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut pod = Owned(
+        Command::new(env!("CARGO_BIN_EXE_yoi"))
+            .args([
+                "pod",
+                "run",
+                "--role",
+                "coder",
+                "--name",
+                "victim",
+                "--agent",
+                "fake",
+                "--wait-ms",
+                "2000",
+            ])
+            .current_dir(repo.path())
+            .env("YOI_TOKEN", &token)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let wt = repo.path().join(format!(".worktree/{id}-say-hello"));
     until("the agent to start", || {
         wt.join("agent.pid").exists() && wt.join("work.txt").exists()

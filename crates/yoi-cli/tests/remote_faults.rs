@@ -21,9 +21,11 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
+
+use yoi_testkit::child::Owned;
 
 use common::pods::{
     assignments, git, no_supervised_pods, pod_host, processes_mentioning, processes_working_in,
@@ -216,7 +218,7 @@ fn host(server_repo: &Repo, script: &str, token_name: &str) -> PodHost {
 
 /// `yoi pod run` on `host` through `server` (the proxy's address), its cache `cache` under the
 /// host, its stderr in the host's side folder as `NAME-N.log`.
-fn pod(host: &PodHost, server: &str, name: &str, cache: &str, once: bool) -> (Child, PathBuf) {
+fn pod(host: &PodHost, server: &str, name: &str, cache: &str, once: bool) -> (Owned, PathBuf) {
     static STARTED: AtomicUsize = AtomicUsize::new(0);
     let n = STARTED.fetch_add(1, Ordering::SeqCst);
     let log = host
@@ -256,7 +258,7 @@ fn pod(host: &PodHost, server: &str, name: &str, cache: &str, once: bool) -> (Ch
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    (child, log)
+    (Owned(child), log)
 }
 
 /// The run folder of the attempt the pod `name` on `host` runs now, once its agent has said
@@ -312,14 +314,14 @@ fn until_no_git_of(repo: &Repo) {
 /// implement step took exactly one attempt, which completed: a fault that was retried did not
 /// cost a second attempt. Returns the pod's log.
 fn one_attempt_completed(
-    child: Child,
+    mut child: Owned,
     log: &std::path::Path,
     far: &PodHost,
     server: &Server,
     repo: &Repo,
     id: &str,
 ) -> String {
-    let status = { child }.wait_with_output().unwrap().status;
+    let status = child.wait().unwrap();
     let text = std::fs::read_to_string(log).unwrap();
     assert!(status.success(), "{text}");
     no_process_of(far);
@@ -351,7 +353,7 @@ fn ends_clean(mut server: Server, repo: &Repo, ids: &[&str], file: &str, text: &
 }
 
 /// A pod that ran without `--once`, stopped as a service manager stops it; its stderr.
-fn stop_pod(mut child: Child, log: &Path, host: &PodHost) -> String {
+fn stop_pod(mut child: Owned, log: &Path, host: &PodHost) -> String {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
@@ -566,10 +568,10 @@ fn two_pods_under_one_name_are_two_incarnations_and_a_held_cache_refuses_the_sec
     let (a, log_a) = pod(&far, &server.addr, "twin", "cache-a", false);
     let run_a = started_run(&far, "twin", &[]);
     // The same cache: refused before it registers.
-    let (b, log_b) = pod(&far, &server.addr, "twin", "cache-a", false);
-    let out = { b }.wait_with_output().unwrap();
+    let (mut b, log_b) = pod(&far, &server.addr, "twin", "cache-a", false);
+    let status = b.wait().unwrap();
     let text = std::fs::read_to_string(&log_b).unwrap();
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(status.code(), Some(1), "{text}");
     assert!(text.contains("in use by another pod"), "{text}");
     // Its own cache: a second incarnation under the same name and token, with its own claim.
     let (b, log_b) = pod(&far, &server.addr, "twin", "cache-b", false);
@@ -601,7 +603,7 @@ fn two_pods_under_one_name_are_two_incarnations_and_a_held_cache_refuses_the_sec
 
 /// Stop a pod once every ticket in `ids` is done.
 fn stop_pod_when_done(
-    child: Child,
+    child: Owned,
     log: &Path,
     host: &PodHost,
     server: &Server,

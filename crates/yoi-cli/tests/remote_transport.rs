@@ -29,6 +29,7 @@ use common::pods::{
 };
 use common::server::Server;
 use common::Repo;
+use yoi_testkit::child::Owned;
 use yoi_testkit::git_remote::GitRemote;
 
 const CODER: &str = "write hello.txt hello\\n\ndone greeted through the remote\n";
@@ -248,11 +249,13 @@ fn remote_down(postgres: Option<String>) {
     let (repo, remote, id, server, host) = setup(postgres);
     remote.set_down(true);
 
-    let pod = remote_pod(host.path(), &server.addr, "far")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let pod = Owned(
+        remote_pod(host.path(), &server.addr, "far")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     // The claim is put back with the reason, and the step stays queued for the role.
     until("the claim to be put back with its reason", || {
         assignments(&server, &repo, &id).iter().any(|a| {

@@ -4,6 +4,7 @@
 // Fixtures are made fresh by `new()` in every test; a `Default` would only hide that.
 #![allow(clippy::new_without_default)]
 
+pub mod child;
 pub mod dbus;
 pub mod forge;
 pub mod git_remote;

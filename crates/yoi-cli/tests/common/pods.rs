@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use yoi_testkit::child::Owned;
+
 use super::server::Server;
 use super::Repo;
 
@@ -205,7 +207,7 @@ pub fn state_of(repo: &Repo, id: &str) -> String {
 }
 
 /// A pod of the test's own (not supervised), with a fresh coder token.
-pub fn own_pod(repo: &Repo, name: &str, extra: &[&str]) -> std::process::Child {
+pub fn own_pod(repo: &Repo, name: &str, extra: &[&str]) -> Owned {
     own_pod_env(repo, name, "fake", extra, &[])
 }
 
@@ -215,7 +217,7 @@ pub fn own_pod_env(
     agent: &str,
     extra: &[&str],
     env: &[(&str, &str)],
-) -> std::process::Child {
+) -> Owned {
     own_pod_as(repo, name, agent, extra, env, None)
 }
 
@@ -228,7 +230,7 @@ pub fn own_pod_as(
     extra: &[&str],
     env: &[(&str, &str)],
     uid: Option<u32>,
-) -> std::process::Child {
+) -> Owned {
     let config = repo.path().join(".yoi/workspace.toml");
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(
@@ -260,6 +262,7 @@ pub fn own_pod_as(
         .stdin(std::process::Stdio::null())
         .stderr(std::fs::File::create(pod_log(repo, name)).unwrap())
         .spawn()
+        .map(Owned)
         .unwrap()
 }
 

@@ -84,6 +84,12 @@ impl<A: Clone> TicketAnswers<A> {
             self.drop_all(true);
             return;
         }
+        self.drop_tickets(tickets, now, true);
+    }
+
+    /// `tickets` changed at `now`: drop the answers made from them and those made from any
+    /// ticket's, and with `files` those made from the ticket files alone too.
+    fn drop_tickets(&mut self, tickets: &[TicketId], now: u64, files: bool) {
         self.any_at = now;
         for t in tickets {
             self.tickets_at.insert(t.clone(), now);
@@ -91,8 +97,9 @@ impl<A: Clone> TicketAnswers<A> {
         let mut freed = 0;
         self.map.retain(|_, e| {
             let keep = match &e.made {
-                Made::AnyTicket | Made::TicketFilesOnly => false,
                 Made::Tickets(made) => !made.iter().any(|m| tickets.contains(m)),
+                Made::AnyTicket => false,
+                Made::TicketFilesOnly => !files,
             };
             if !keep {
                 freed += e.size;
@@ -216,22 +223,7 @@ impl<A: Clone> TicketAnswers<A> {
             self.epoch(epoch);
             return;
         }
-        self.any_at = now;
-        for t in tickets {
-            self.tickets_at.insert(t.clone(), now);
-        }
-        let mut freed = 0;
-        self.map.retain(|_, e| {
-            let keep = match &e.made {
-                Made::Tickets(made) => !made.iter().any(|m| tickets.contains(m)),
-                other => !matches!(other, Made::AnyTicket),
-            };
-            if !keep {
-                freed += e.size;
-            }
-            keep
-        });
-        self.size -= freed;
+        self.drop_tickets(tickets, now, false);
     }
 }
 

@@ -176,7 +176,7 @@ fn a_pods_status_file_says_ready_while_it_works_and_why_not_when_frozen_cut_off_
     let cut = cut.unwrap();
     let why = String::from_utf8_lossy(&cut.stderr);
     assert!(
-        why.contains("has not answered the pod for")
+        why.contains("had not answered the pod for")
             && why.contains("last error: a claim got no answer"),
         "{}",
         text(&cut)

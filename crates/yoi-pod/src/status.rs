@@ -224,12 +224,16 @@ pub fn not_ready(s: &PodStatus, now: i64, max_age: i64, alive: bool) -> Option<S
         }
         PodState::Idle | PodState::Working => {}
     }
+    // Judged when the pod wrote it, not now: what happened after that write the file cannot
+    // say, and a pod that stopped writing was refused above for that. Judged now, a frozen pod's
+    // last answer would go stale a moment before its file and be blamed on the server.
+    let silent = |ms: i64| s.written_ms - ms;
     match s.server_answered_ms {
-        Some(ms) if now - ms <= max_age => None,
+        Some(ms) if silent(ms) <= max_age => None,
         Some(ms) => Some(format!(
-            "the server {} has not answered the pod for {} (allowed {} s){said}",
+            "the server {} had not answered the pod for {:.0} s when it last wrote its status (allowed {} s){said}",
             s.server,
-            age(ms),
+            silent(ms).max(0) as f64 / 1000.0,
             max_age / 1000
         )),
         None => Some(format!(
@@ -276,7 +280,13 @@ mod tests {
             why(&stale, true)
         );
         let lost = status(PodState::Working, now, Some(now - 90_000));
-        assert!(why(&lost, true).contains("has not answered the pod for 90 s"));
+        assert!(why(&lost, true).contains("had not answered the pod for 90 s"));
+        // The answer is judged as of the file's writing: a fresh file that saw an answer just
+        // before it was written is ready, however long ago that was by now within max_age.
+        let written_after_answer = status(PodState::Idle, now - 59_000, Some(now - 59_500));
+        assert_eq!(not_ready(&written_after_answer, now, 60_000, true), None);
+        let answer_stale_when_written = status(PodState::Idle, now - 1_000, Some(now - 62_000));
+        assert!(why(&answer_stale_when_written, true).contains("61 s when it last wrote"));
         let never = status(PodState::Idle, now, None);
         assert!(why(&never, true).contains("never answered"));
         let starting = status(PodState::Starting, now, None);

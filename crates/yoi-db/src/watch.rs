@@ -20,11 +20,12 @@
 //! need 200,002), the watch takes one per ticket folder and leaves the `artifacts/` folders out
 //! ([`Coverage::Folders`]): every write of `item.md`, `thread.md` and `resolution.md` (in place,
 //! or a new file renamed over the old one, as editors and `git checkout` do), and a ticket's
-//! `artifacts/` folder appearing or going, are still seen at once; a write inside `artifacts/`
-//! that touches nothing else (yoi's own relation changes also append to the thread; a hand edit
-//! of `relations.json` or a pulled plan line does not) is left to the caller's periodic full
-//! look at the files, which [`FileWatch::coverage`] tells it to make as often as without a
-//! watch. Fewer watches than tickets: no watch ([`FileWatch::start`] fails).
+//! `artifacts/` folder appearing or going, are still seen at once, and so are yoi's own writes
+//! inside `artifacts/` (after each, yoi's store sets the folder's modification time: an
+//! attribute change of `artifacts` in the ticket folder); another write inside `artifacts/` that
+//! touches nothing else (a hand edit of `relations.json`, a pulled plan line) is left to the
+//! caller's periodic full look at the files, which [`FileWatch::coverage`] tells it to make as
+//! often as without a watch. Fewer watches than tickets: no watch ([`FileWatch::start`] fails).
 //!
 //! Linux only; elsewhere [`FileWatch::start`] says it cannot watch and callers check the files
 //! as they would without it.

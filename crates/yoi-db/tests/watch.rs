@@ -137,6 +137,24 @@ fn with_too_few_watches_for_artifacts_every_ticket_folder_is_still_watched() {
     )
     .unwrap();
     assert!(watch.poll().tickets.is_empty());
+    // yoi's own write inside artifacts/ alone (a plan line) marks the folder changed, which the
+    // ticket folder's watch sees at once.
+    let before = watch.poll();
+    yoi_store::ops::add_plan_record(
+        &fx.ws,
+        &common::alice(2),
+        ids[1].as_str(),
+        &yoi_store::ops::PlanRequest {
+            kind: yoi_core::plan::PlanKind::After,
+            related: Some(ids[0].to_string()),
+            note: None,
+            accepted_plan: None,
+        },
+    )
+    .unwrap();
+    let planned = watch.poll();
+    assert_eq!(planned.tickets, vec![ids[1].clone()], "{planned:?}");
+    assert!(planned.generation > before.generation);
 
     // Fewer than one watch per ticket: no watch at all, and the error says why.
     drop(watch);

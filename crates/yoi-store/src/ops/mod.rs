@@ -290,6 +290,38 @@ pub(crate) fn append_events(
     Ok(())
 }
 
+/// Say that `dir`, a ticket's `artifacts/`, changed: its modification time is set to the
+/// file system's now (`UTIME_NOW`, not yoi's clock, which a caller may set), after yoi wrote a
+/// file inside it. A server short of inotify watches for every `artifacts/` folder watches only
+/// the ticket folders (yoi-db's `Coverage::Folders`, docs/database.md), where this is an
+/// attribute change of `artifacts`: yoi's own write inside the folder is then seen at once, not
+/// at the server's periodic look at every file. A failure is no error: the write itself was
+/// made, and the periodic look still finds it.
+pub(crate) fn artifacts_changed(dir: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never through a symbolic link: only the folder itself is marked.
+    let Ok(folder) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir)
+    else {
+        return;
+    };
+    let times = [
+        libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        },
+        libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW,
+        },
+    ];
+    // SAFETY: `folder` is an open descriptor for the call's length and `times` two timespecs.
+    let _ = unsafe { libc::futimens(folder.as_raw_fd(), times.as_ptr()) };
+}
+
 /// Write item.md atomically.
 pub(crate) fn write_item(
     ws: &Workspace,

@@ -82,6 +82,7 @@ pub fn add_plan_record(
     ws.writes
         .append_sync(&path, record.render_line().as_bytes())
         .map_err(|e| StoreError::io(&path, e))?;
+    super::artifacts_changed(&dir);
     let fp = super::fingerprint(
         "plan_add",
         id.as_str(),

@@ -191,5 +191,7 @@ fn write_relations(
     let path = ws.path_of(id, RELATIONS);
     ws.writes
         .atomic_write(&path, file.render().as_bytes())
-        .map_err(|e| StoreError::io(&path, e))
+        .map_err(|e| StoreError::io(&path, e))?;
+    super::artifacts_changed(&dir);
+    Ok(())
 }

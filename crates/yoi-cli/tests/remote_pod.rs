@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pods::{
-    as_user, fake_agent, git, no_supervised_pods, pod_host, pod_host_for, queued_ticket,
+    as_user, fake_agent, git, give, no_supervised_pods, pod_host, pod_host_for, queued_ticket,
     runnable_by, state_of, until, workspace_with_reviewer, PodHost,
 };
 use common::server::Server;
@@ -192,16 +192,6 @@ fn remote_flow(postgres: Option<String>) {
     assert!(left.is_empty(), "worktrees left: {left:?}");
     server.terminate();
     let _ = server.child.wait();
-}
-
-/// Hand a pod host's folder to the second user.
-fn give(folder: &Path, uid: u32) {
-    let status = Command::new("chown")
-        .args(["-R", &format!("{uid}:{uid}")])
-        .arg(folder)
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 /// `yoi pod run --once` of `[role, agent, name]` on the host in `folder`, as the second user when

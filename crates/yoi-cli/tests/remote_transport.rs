@@ -16,16 +16,19 @@
 //! - a report while the remote is down answers 503 and changes nothing, and is taken once the
 //!   remote is back.
 //!
-//! The flow and the claim put back run on SQLite and on PostgreSQL. The server's transport to its pods is plain HTTP
-//! on loopback (TLS is `remote_pod`'s).
+//! The flow and the claim put back run on SQLite and on PostgreSQL. In the flow the pod reaches
+//! the server over HTTPS (`--ca`) and, run as root, is a second unix user (`nobody`) who cannot
+//! read the server's workspace, so it has the remote and the API and nothing else; the other
+//! tests reach the server over plain HTTP on loopback as the test's own user.
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pods::{
-    assignments, git, no_supervised_pods, pod_host, queued_ticket, state_of, until, workspace,
-    workspace_with_reviewer, PodHost,
+    as_user, assignments, fake_agent, git, give, no_supervised_pods, pod_host, queued_ticket,
+    runnable_by, state_of, until, workspace, workspace_with_reviewer, PodHost,
 };
 use common::server::Server;
 use common::Repo;
@@ -76,8 +79,9 @@ fn pod_credentials(host: &std::path::Path) {
     .unwrap();
 }
 
-/// `yoi pod run --cache` on the pod host, reaching the server at `server` for the API only.
-fn remote_pod(host: &std::path::Path, server: &str, name: &str) -> Command {
+/// `yoi pod run --cache` on the pod host, reaching the server at `server` (its URL) for the API
+/// only.
+fn remote_pod(host: &Path, server: &str, name: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_yoi"));
     cmd.args([
         "pod",
@@ -89,7 +93,7 @@ fn remote_pod(host: &std::path::Path, server: &str, name: &str) -> Command {
         "--name",
         name,
         "--server",
-        &format!("http://{server}"),
+        server,
         "--cache",
         "cache",
         "--token-file",
@@ -126,9 +130,9 @@ fn the_same_flow_through_the_remote_on_postgres() {
 }
 
 /// The server's workspace with its remote and a queued ticket, on SQLite or (with its URL) on
-/// PostgreSQL; its server (no supervised pods); and a coder pod's host with the remote's
-/// credentials.
-fn setup(postgres: Option<String>) -> (Repo, GitRemote, String, Server, Repo) {
+/// PostgreSQL; its server (no supervised pods), over HTTPS with `tls`; and a coder pod's host
+/// with the remote's credentials (and the server's certificate, `server.pem`, with `tls`).
+fn setup(postgres: Option<String>, tls: bool) -> (Repo, GitRemote, String, Server, Repo) {
     let repo = workspace_with_reviewer(CODER, "say YOI-VERDICT: approve\ndone reviewed\n");
     no_supervised_pods(&repo);
     let remote = with_remote(&repo);
@@ -137,7 +141,11 @@ fn setup(postgres: Option<String>) -> (Repo, GitRemote, String, Server, Repo) {
         // The workspace moves to PostgreSQL with its tokens; the server then runs on it.
         repo.yoi(&["db", "copy", "--to", url]).ok();
     }
-    let server = Server::spawn(&repo);
+    let server = if tls {
+        Server::spawn_tls(&repo)
+    } else {
+        Server::spawn(&repo)
+    };
     let PodHost { repo: host, .. } = pod_host(&repo, CODER, "far-coder", 60);
     pod_credentials(host.path());
     (repo, remote, id, server, host)
@@ -145,16 +153,45 @@ fn setup(postgres: Option<String>) -> (Repo, GitRemote, String, Server, Repo) {
 
 /// The flow of the module's doc, on SQLite or (with its URL) on PostgreSQL.
 fn flow(postgres: Option<String>) {
-    let (repo, remote, id, server, host) = setup(postgres);
+    let (repo, remote, id, server, host) = setup(postgres, true);
+    // Run as root, the pod is the second user: its host is its own, the server's workspace is
+    // not readable to it, and what it runs must be runnable by it.
+    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534u32);
+    if let Some(uid) = uid {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        for p in [env!("CARGO_BIN_EXE_yoi"), fake_agent().to_str().unwrap()] {
+            if let Err(e) = runnable_by(uid, Path::new(p)) {
+                panic!("the second user ({uid}) cannot run {p}: {e}");
+            }
+        }
+        give(host.path(), uid);
+        let listed = as_user(Command::new("ls"), Some(uid))
+            .arg(repo.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(
+            !listed.success(),
+            "the pod's user reads the server's workspace"
+        );
+    }
 
-    let out = remote_pod(host.path(), &server.addr, "far")
-        .output()
-        .unwrap();
+    let url = format!("https://{}", server.addr);
+    let mut pod = as_user(remote_pod(host.path(), &url, "far"), uid);
+    let out = pod.args(["--ca", "server.pem"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("1 completed"), "{stderr}");
 
-    let rows = assignments(&server, &repo, &id);
+    // Over HTTPS the CLI asks the server (trusting its certificate as the workspace records it).
+    let rows = repo
+        .yoi(&["assignment", "list", "--ticket", &id, "--json"])
+        .ok()
+        .stdout;
+    let rows: serde_json::Value = serde_json::from_str(&rows).unwrap();
+    let rows = rows["assignments"].as_array().unwrap().clone();
     let implement = rows
         .iter()
         .find(|a| a["step"] == "implement" && a["status"] == "completed")
@@ -170,6 +207,14 @@ fn flow(postgres: Option<String>) {
         .status()
         .unwrap();
     assert!(made_there.success(), "the pod's cache lacks {pushed}");
+    if let Some(uid) = uid {
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::metadata(&cache).unwrap().uid();
+        assert_eq!(
+            owner, uid,
+            "the cache was made by another user than the pod's"
+        );
+    }
 
     until("the ticket to be merged", || state_of(&repo, &id) == "done");
     // The branch was moved to exactly the commit pushed (the verifier and the reviewer move
@@ -246,11 +291,11 @@ fn the_claim_put_back_while_the_remote_is_down_on_postgres() {
 
 /// The remote down while a claim is prepared, on SQLite or (with its URL) on PostgreSQL.
 fn remote_down(postgres: Option<String>) {
-    let (repo, remote, id, server, host) = setup(postgres);
+    let (repo, remote, id, server, host) = setup(postgres, false);
     remote.set_down(true);
 
     let pod = Owned(
-        remote_pod(host.path(), &server.addr, "far")
+        remote_pod(host.path(), &format!("http://{}", server.addr), "far")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -275,6 +275,16 @@ pub fn as_user(mut command: Command, uid: Option<u32>) -> Command {
     command
 }
 
+/// Hand a pod host's folder to the second user.
+pub fn give(folder: &Path, uid: u32) {
+    let status = Command::new("chown")
+        .args(["-R", &format!("{uid}:{uid}")])
+        .arg(folder)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 /// `yoi ARGS` in the repository run by `uid` (or the test's own user); its stdout, trimmed,
 /// after it succeeded.
 pub fn yoi_as(repo: &Repo, uid: Option<u32>, args: &[&str]) -> String {

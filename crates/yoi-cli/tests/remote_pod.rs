@@ -14,8 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pods::{
-    as_user, fake_agent, git, give, no_supervised_pods, pod_host, pod_host_for, queued_ticket,
-    runnable_by, state_of, until, workspace_with_reviewer, PodHost,
+    as_user, git, give, no_supervised_pods, pod_host, pod_host_for, queued_ticket,
+    second_user_host, state_of, until, workspace_with_reviewer, PodHost,
 };
 use common::server::Server;
 
@@ -62,31 +62,10 @@ fn remote_flow(postgres: Option<String>) {
         "far-coder",
         60,
     );
-    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534u32);
     // A cache left broken (a crash mid-clone, a full disk): the pod makes it again.
     std::fs::create_dir_all(host.path().join("cache/.git")).unwrap();
     std::fs::write(host.path().join("cache/.git/HEAD"), "not a ref\n").unwrap();
-    if let Some(uid) = uid {
-        // The server's workspace is its owner's alone, as a home folder on another host is.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-        for p in [env!("CARGO_BIN_EXE_yoi"), fake_agent().to_str().unwrap()] {
-            if let Err(e) = runnable_by(uid, Path::new(p)) {
-                panic!("the second user ({uid}) cannot run {p}: {e}");
-            }
-        }
-        give(host.path(), uid);
-        let listed = as_user(Command::new("ls"), Some(uid))
-            .arg(repo.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(
-            !listed.success(),
-            "the pod's user reads the server's workspace"
-        );
-    }
+    let uid = second_user_host(&repo, host.path());
 
     let url = format!("https://{}", server.addr);
     // On SQLite the pod (and its git) trusts the certificate's file; on PostgreSQL its pin, which

@@ -27,8 +27,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pods::{
-    as_user, assignments, fake_agent, git, give, no_supervised_pods, pod_host, queued_ticket,
-    runnable_by, state_of, until, workspace, workspace_with_reviewer, PodHost,
+    as_user, assignments, git, no_supervised_pods, pod_host, queued_ticket, second_user_host,
+    state_of, until, workspace, workspace_with_reviewer, PodHost,
 };
 use common::server::Server;
 use common::Repo;
@@ -155,28 +155,8 @@ fn setup(postgres: Option<String>, tls: bool) -> (Repo, GitRemote, String, Serve
 fn flow(postgres: Option<String>) {
     let (repo, remote, id, server, host) = setup(postgres, true);
     // Run as root, the pod is the second user: its host is its own, the server's workspace is
-    // not readable to it, and what it runs must be runnable by it.
-    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534u32);
-    if let Some(uid) = uid {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-        for p in [env!("CARGO_BIN_EXE_yoi"), fake_agent().to_str().unwrap()] {
-            if let Err(e) = runnable_by(uid, Path::new(p)) {
-                panic!("the second user ({uid}) cannot run {p}: {e}");
-            }
-        }
-        give(host.path(), uid);
-        let listed = as_user(Command::new("ls"), Some(uid))
-            .arg(repo.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(
-            !listed.success(),
-            "the pod's user reads the server's workspace"
-        );
-    }
+    // not readable to it.
+    let uid = second_user_host(&repo, host.path());
 
     let url = format!("https://{}", server.addr);
     let mut pod = as_user(remote_pod(host.path(), &url, "far"), uid);

@@ -275,6 +275,34 @@ pub fn as_user(mut command: Command, uid: Option<u32>) -> Command {
     command
 }
 
+/// Run as root, make `host` a second unix user's (`nobody`, 65534) and the server's workspace
+/// unreadable to that user, as a home folder on another machine is; check that the user can
+/// run yoi and the fake agent and cannot list the workspace. That user's id, or `None` when
+/// the test runs as another user (the pod then runs as the test's user).
+pub fn second_user_host(server: &Repo, host: &Path) -> Option<u32> {
+    // SAFETY: geteuid has no preconditions.
+    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534u32)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(server.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    for p in [Path::new(env!("CARGO_BIN_EXE_yoi")), fake_agent().as_path()] {
+        if let Err(e) = runnable_by(uid, p) {
+            panic!("the second user ({uid}) cannot run {}: {e}", p.display());
+        }
+    }
+    give(host, uid);
+    let listed = as_user(Command::new("ls"), Some(uid))
+        .arg(server.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(
+        !listed.success(),
+        "the pod's user reads the server's workspace"
+    );
+    Some(uid)
+}
+
 /// Hand a pod host's folder to the second user.
 pub fn give(folder: &Path, uid: u32) {
     let status = Command::new("chown")

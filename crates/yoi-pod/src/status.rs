@@ -281,8 +281,8 @@ mod tests {
         );
         let lost = status(PodState::Working, now, Some(now - 90_000));
         assert!(why(&lost, true).contains("had not answered the pod for 90 s"));
-        // The answer is judged as of the file's writing: a fresh file that saw an answer just
-        // before it was written is ready, however long ago that was by now within max_age.
+        // The answer is judged as of the file's writing: written 59 s ago, half a second after
+        // an answer, is ready (the answer is 59.5 s old now, but was 0.5 s old at the writing).
         let written_after_answer = status(PodState::Idle, now - 59_000, Some(now - 59_500));
         assert_eq!(not_ready(&written_after_answer, now, 60_000, true), None);
         let answer_stale_when_written = status(PodState::Idle, now - 1_000, Some(now - 62_000));

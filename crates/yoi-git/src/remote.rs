@@ -44,20 +44,51 @@ pub fn push_refs(repo_root: &Path, name: &str, updates: &[(&str, &str)]) -> Resu
     run(repo_root, "push to the remote", &args).map(|_| ())
 }
 
-/// Delete refs `names` on remote `name`, in one push. A ref the remote does not have is no
-/// error (it is already gone).
-pub fn delete_remote_refs(repo_root: &Path, name: &str, names: &[String]) -> Result<(), GitError> {
-    if names.is_empty() {
-        return Ok(());
+/// Delete refs on remote `name`, each `(ref, commit)` only while the ref still names that
+/// commit, in one push. The remote checks it as it applies the deletion
+/// (`--force-with-lease=REF:COMMIT`, an old value its `receive-pack` compares under its lock),
+/// so a ref moved since it was listed — a pod pushed to it again — is left, and so is one
+/// already gone; the next look at the remote judges it afresh. The refs deleted; an error only
+/// when the push did not reach a verdict on them (the remote unreachable, refused whole).
+pub fn delete_remote_refs(
+    repo_root: &Path,
+    name: &str,
+    refs: &[(String, String)],
+) -> Result<Vec<String>, GitError> {
+    if refs.is_empty() {
+        return Ok(Vec::new());
     }
-    let mut args: Vec<String> = vec!["push".into(), "--porcelain".into(), name.into()];
-    args.extend(names.iter().map(|n| format!(":{n}")));
-    match run(repo_root, "delete refs on the remote", &args) {
-        Ok(_) => Ok(()),
-        // git fails the whole push when one ref to delete is missing; the others were deleted
-        // (pushes of several refs are not atomic unless asked), so what is left is gone too.
-        Err(GitError::Git { reason, .. }) if reason.contains("remote ref does not exist") => Ok(()),
-        Err(e) => Err(e),
+    let mut args: Vec<String> = vec!["push".into(), "--porcelain".into()];
+    args.extend(
+        refs.iter()
+            .map(|(r, commit)| format!("--force-with-lease={r}:{commit}")),
+    );
+    args.push(name.into());
+    args.extend(refs.iter().map(|(r, _)| format!(":{r}")));
+    let action = "delete refs on the remote";
+    let out = output(repo_root, action, &args)?;
+    // `--porcelain`: a line per ref, `FLAG \t FROM:TO \t SUMMARY`; `-` deleted, `!` refused
+    // (`stale info`: moved or gone since it was listed).
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut judged = false;
+    let mut deleted = Vec::new();
+    for line in stdout.lines() {
+        let mut fields = line.split('\t');
+        let (Some(flag), Some(spec)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let Some(r) = spec.strip_prefix(':') else {
+            continue;
+        };
+        judged |= matches!(flag, "-" | "!");
+        if flag == "-" {
+            deleted.push(r.to_string());
+        }
+    }
+    if out.status.success() || judged {
+        Ok(deleted)
+    } else {
+        Err(failed(repo_root, action, &out))
     }
 }
 
@@ -106,7 +137,21 @@ pub fn fetch_ref(repo_root: &Path, remote: &str, name: &str) -> Result<Option<St
 
 /// `git -C REPO ARGS`, nothing asked of a terminal; its stdout, or its stderr in the error.
 fn run(repo_root: &Path, action: &'static str, args: &[String]) -> Result<String, GitError> {
-    let out = Command::new("git")
+    let out = output(repo_root, action, args)?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(failed(repo_root, action, &out))
+    }
+}
+
+/// `git -C REPO ARGS`, nothing asked of a terminal, whatever its exit.
+fn output(
+    repo_root: &Path,
+    action: &'static str,
+    args: &[String],
+) -> Result<std::process::Output, GitError> {
+    Command::new("git")
         .arg("-C")
         .arg(repo_root)
         .args(args)
@@ -116,14 +161,62 @@ fn run(repo_root: &Path, action: &'static str, args: &[String]) -> Result<String
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| GitError::git(repo_root, action, format!("cannot run git: {e}")))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        // `--porcelain` puts a refused update's reason on stdout.
-        let reason = format!("{} {}", stderr.trim(), stdout.trim());
-        Err(GitError::git(repo_root, action, reason.trim()))
+        .map_err(|e| GitError::git(repo_root, action, format!("cannot run git: {e}")))
+}
+
+/// The error of a git call that failed: its stderr, and its stdout, where `--porcelain` puts a
+/// refused update's reason.
+fn failed(repo_root: &Path, action: &'static str, out: &std::process::Output) -> GitError {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let reason = format!("{} {}", stderr.trim(), stdout.trim());
+    GitError::git(repo_root, action, reason.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        yoi_testkit::git(dir, args).trim().to_string()
+    }
+
+    #[test]
+    fn a_ref_is_deleted_on_the_remote_only_while_it_names_the_commit_it_was_listed_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let (work, remote) = (dir.path().join("work"), dir.path().join("remote.git"));
+        git(dir.path(), &["init", "-q", "-b", "main", "work"]);
+        std::fs::write(work.join("a.txt"), "a\n").unwrap();
+        let one = yoi_testkit::commit_all(&work, "one");
+        std::fs::write(work.join("a.txt"), "b\n").unwrap();
+        let two = yoi_testkit::commit_all(&work, "two");
+        git(dir.path(), &["init", "-q", "--bare", "remote.git"]);
+        git(
+            &work,
+            &["remote", "add", "origin", &remote.display().to_string()],
+        );
+        let (kept, moved) = ("refs/yoi/attempts/T/1.1.1", "refs/yoi/attempts/T/1.2.2");
+        push_refs(&work, "origin", &[(&one, kept), (&one, moved)]).unwrap();
+        let listed = remote_refs_under(&work, "origin", "refs/yoi/").unwrap();
+        assert_eq!(listed.len(), 2, "{listed:?}");
+        // Between the listing and the deletion a pod pushes to one of them again.
+        git(&work, &["push", "-q", "origin", &format!("+{two}:{moved}")]);
+        let gone = "refs/yoi/attempts/T/9.9.9";
+        let asked: Vec<(String, String)> = listed
+            .into_iter()
+            .chain([(gone.to_string(), one.clone())])
+            .collect();
+        let deleted = delete_remote_refs(&work, "origin", &asked).unwrap();
+        assert_eq!(deleted, vec![kept.to_string()]);
+        let left = remote_refs_under(&work, "origin", "refs/yoi/").unwrap();
+        assert_eq!(left, vec![(moved.to_string(), two.clone())]);
+        // Nothing asked, nothing done; a remote that cannot be reached is an error.
+        assert!(delete_remote_refs(&work, "origin", &[]).unwrap().is_empty());
+        git(
+            &work,
+            &["remote", "set-url", "origin", "/nonexistent/remote.git"],
+        );
+        let refused = delete_remote_refs(&work, "origin", &[(moved.to_string(), two)]);
+        assert!(refused.is_err(), "{refused:?}");
     }
 }

@@ -17,8 +17,9 @@
 //!   names; the branch then moves through every check a local result gets.
 //! - **Tidy-up** ([`collect_remote`]): the remote's attempt refs go when the local rule
 //!   (`attempt_ref::collect`) would delete them — an ended attempt, a done ticket — and a
-//!   claim's refs go when its attempt is no longer live. Best effort: what fails is found again
-//!   at the next sweep, since the remote's own refs are the list.
+//!   claim's refs go when its attempt is no longer live, each only while it still names the
+//!   commit listed. Best effort: what fails is found again at the next sweep, since the remote's
+//!   own refs are the list.
 
 use std::path::Path;
 
@@ -232,7 +233,7 @@ pub fn collect_remote(
     let mut rows_of: Option<(String, Vec<Assignment>)> = None;
     let mut gone = Vec::new();
     let mut left = 0;
-    for (name, _) in refs {
+    for (name, commit) in refs {
         let (ticket, which) = if let Some(r) = AttemptRef::parse(&name) {
             (r.ticket.clone(), Which::Attempt(r))
         } else if let Some((ticket, id)) = claim_ref(&name) {
@@ -264,14 +265,16 @@ pub fn collect_remote(
             }
         };
         if drop {
-            gone.push(name);
+            gone.push((name, commit));
         } else {
             left += 1;
         }
     }
-    let deleted = gone.len();
-    if !gone.is_empty() {
-        yoi_git::remote::delete_remote_refs(ws.root(), &remote.name, &gone)?;
+    // Each only while it still names the commit listed: a ref a pod pushed to again meanwhile
+    // (a new acceptance's attempt of the same name) is left, and judged again next time.
+    let deleted = yoi_git::remote::delete_remote_refs(ws.root(), &remote.name, &gone)?.len();
+    left += gone.len() - deleted;
+    if deleted > 0 {
         tracing::info!(remote = %remote.name, refs = deleted, "deleted yoi's refs of ended attempts on the remote");
     }
     Ok(RemoteSweep { deleted, left })

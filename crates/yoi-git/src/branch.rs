@@ -256,6 +256,33 @@ pub fn create_ref(repo_root: &Path, name: &str, commit: &str) -> Result<bool, Gi
     }
 }
 
+/// [`delete_ref`], only while the reference still names `at` (compare-and-swap against the
+/// value a caller judged it by, from [`refs_under_at`]): whether it was deleted. A reference
+/// moved since, or gone, is left as it is.
+pub fn delete_ref_at(repo_root: &Path, name: &str, at: &str) -> Result<bool, GitError> {
+    let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "delete a ref", e);
+    if !owned_ref(name) {
+        return Err(fail(&format!("{name:?} is not a ref yoi owns")));
+    }
+    let Ok(at) = gix::ObjectId::from_hex(at.as_bytes()) else {
+        return Ok(false);
+    };
+    let repo = repo::open(repo_root)?;
+    let names = |r: &gix::Reference<'_>| r.target().try_id() == Some(at.as_ref());
+    match repo.try_find_reference(name).map_err(|e| fail(&e))? {
+        // `delete` itself requires the value it was found at, so a write between the two is
+        // refused, not overwritten.
+        Some(r) if names(&r) => match r.delete() {
+            Ok(()) => Ok(true),
+            Err(e) => match repo.try_find_reference(name).map_err(|e| fail(&e))? {
+                Some(now) if names(&now) => Err(fail(&e)),
+                _ => Ok(false),
+            },
+        },
+        _ => Ok(false),
+    }
+}
+
 /// Delete the one reference `name`, which must lie below `refs/` and outside `refs/heads/` and
 /// `refs/tags/` (`refs/yoi/attempts/<ticket>/<attempt>.<fence>`); whether it was there.
 pub fn delete_ref(repo_root: &Path, name: &str) -> Result<bool, GitError> {
@@ -276,22 +303,36 @@ pub fn delete_ref(repo_root: &Path, name: &str) -> Result<bool, GitError> {
 /// The full names of the references that start with `prefix`, which must lie below `refs/`
 /// and end with `/` (`refs/yoi/attempts/`), sorted.
 pub fn refs_under(repo_root: &Path, prefix: &str) -> Result<Vec<String>, GitError> {
+    Ok(refs_under_at(repo_root, prefix)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
+}
+
+/// [`refs_under`] with the object each names (empty for a symbolic one), as one look: what a
+/// caller later deletes with [`delete_ref_at`] only while it still names that.
+pub fn refs_under_at(repo_root: &Path, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
     let fail = |e: &dyn std::fmt::Display| GitError::git(repo_root, "list refs", e);
     if !prefix.starts_with("refs/") || !prefix.ends_with('/') {
         return Err(fail(&format!("{prefix:?} is not a folder of refs")));
     }
     let repo = repo::open(repo_root)?;
     let platform = repo.references().map_err(|e| fail(&e))?;
-    let mut names = Vec::new();
+    let mut refs = Vec::new();
     for reference in platform.all().map_err(|e| fail(&e))? {
         let reference = reference.map_err(|e| fail(&e))?;
         let name = reference.name().as_bstr().to_string();
         if name.starts_with(prefix) {
-            names.push(name);
+            let at = reference
+                .target()
+                .try_id()
+                .map(|id| id.to_string())
+                .unwrap_or_default();
+            refs.push((name, at));
         }
     }
-    names.sort();
-    Ok(names)
+    refs.sort();
+    Ok(refs)
 }
 
 /// Delete every reference whose full name starts with `prefix`, which must lie below `refs/`

@@ -35,8 +35,8 @@ pub use attempt::{
     attempt_git_env, head_unpeeled, import_objects, worktree_layout, WorktreeLayout,
 };
 pub use branch::{
-    branch_exists, create_branch, create_ref, delete_branch, delete_ref, delete_refs_under,
-    list_branches, refs_under, BranchInfo, BranchOutcome,
+    branch_exists, create_branch, create_ref, delete_branch, delete_ref, delete_ref_at,
+    delete_refs_under, list_branches, refs_under, refs_under_at, BranchInfo, BranchOutcome,
 };
 pub use commit::{commit_all, commit_log, commits_between, head_of, CommitLine, Identity};
 pub use error::GitError;

@@ -2,8 +2,8 @@ mod common;
 
 use common::{git, small_repo};
 use yoi_git::{
-    add_worktree, branch_exists, create_branch, delete_branch, delete_refs_under, discover,
-    list_branches, resolve_commit, BranchOutcome, GitError,
+    add_worktree, branch_exists, create_branch, delete_branch, delete_ref_at, delete_refs_under,
+    discover, list_branches, refs_under_at, resolve_commit, BranchOutcome, GitError,
 };
 
 #[test]
@@ -226,6 +226,28 @@ fn list_branches_of_a_repository_without_commits_is_empty() {
     git(dir.path(), &["init", "-q", "-b", "main"]);
     assert!(list_branches(dir.path(), "").unwrap().is_empty());
     assert!(!branch_exists(dir.path(), "main").unwrap());
+}
+
+#[test]
+fn a_ref_listed_at_a_commit_is_deleted_only_while_it_still_names_it() {
+    let (_dir, repo, head) = small_repo();
+    let name = "refs/yoi/attempts/T1/1.1";
+    git(&repo, &["update-ref", name, &head]);
+    let listed = refs_under_at(&repo, "refs/yoi/attempts/").unwrap();
+    assert_eq!(listed, vec![(name.to_string(), head.clone())]);
+    // A push to the name after the look: the deletion judged on the look leaves it.
+    std::fs::write(repo.join("more.txt"), "more\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "newer"]);
+    let newer = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    git(&repo, &["update-ref", name, &newer]);
+    assert!(!delete_ref_at(&repo, name, &head).unwrap());
+    assert_eq!(git(&repo, &["rev-parse", name]).trim(), newer);
+    // At the value it names, it goes; gone, nothing is deleted; a branch is refused.
+    assert!(delete_ref_at(&repo, name, &newer).unwrap());
+    assert!(refs_under_at(&repo, "refs/yoi/").unwrap().is_empty());
+    assert!(!delete_ref_at(&repo, name, &newer).unwrap());
+    assert!(delete_ref_at(&repo, "refs/heads/main", &newer).is_err());
 }
 
 #[test]

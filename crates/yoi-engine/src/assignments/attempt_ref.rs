@@ -146,7 +146,10 @@ pub fn collect(ws: &Workspace, index: &DbIndex) -> Result<usize, AssignmentError
     let repo = ws.root();
     let mut gone = 0;
     let mut rows_of: Option<(String, Vec<Assignment>)> = None;
-    for name in yoi_git::refs_under(repo, PREFIX)? {
+    // Each ref with the commit it names now, before the rows are read: it is deleted only
+    // while it still names that, so a push to its name after this look (a new acceptance's
+    // attempt of the same name) is never taken with it.
+    for (name, at) in yoi_git::refs_under_at(repo, PREFIX)? {
         let Some(r) = AttemptRef::parse(&name) else {
             continue;
         };
@@ -167,7 +170,7 @@ pub fn collect(ws: &Workspace, index: &DbIndex) -> Result<usize, AssignmentError
             .peekable();
         // A ref no attempt has was not pushed through `may_push`: not the sweep's.
         let ended = same.peek().is_some() && same.all(|a| !still_needed(ws, a, &ticket));
-        if ended && yoi_git::delete_ref(repo, &name)? {
+        if ended && yoi_git::delete_ref_at(repo, &name, &at)? {
             tracing::info!(reference = %name, "deleted the attempt ref of an ended attempt");
             gone += 1;
         }

@@ -115,9 +115,11 @@ async fn run(state: AppState, launcher: PodLauncher, server_url: Upstream) {
 async fn renew_tokens(state: AppState, names: Vec<String>) {
     let mut closing = state.closing.subscribe();
     loop {
+        // `wait_for` looks at the value first, so a close signalled before this task first ran
+        // ends it at once.
         tokio::select! {
             _ = tokio::time::sleep(TOKEN_RENEW) => {}
-            _ = closing.changed() => return,
+            _ = closing.wait_for(|c| *c) => return,
         }
         let until = now().unix_millis() + TOKEN_TTL.as_millis() as i64;
         for name in &names {

@@ -101,6 +101,19 @@ impl Fixture {
 }
 
 /// A new ticket with a complete brief, marked ready and queued by `by`.
+/// A person's retry of `id`, appended to its thread by hand (with its own event id `op`).
+fn retry_by_hand(root: &std::path::Path, id: &TicketId, op: &str) {
+    append(
+        root,
+        id.as_str(),
+        &[
+            yoi_core::thread::Event::new(EventKind::Retry, "Retry requested.")
+                .with_attr("id", op)
+                .with_attr("author", "alice"),
+        ],
+    );
+}
+
 fn queued(ws: &Workspace, by: &Ctx, title: &str) -> TicketId {
     let req = CreateRequest {
         title: title.into(),
@@ -213,15 +226,7 @@ fn index_and_files_agree(url: Option<String>) {
         Circuit::of(&before).open,
         "ticket 13 ends with its circuit open"
     );
-    append(
-        root,
-        open.as_str(),
-        &[
-            yoi_core::thread::Event::new(EventKind::Retry, "Retry requested.")
-                .with_attr("id", "late-retry")
-                .with_attr("author", "alice"),
-        ],
-    );
+    retry_by_hand(root, &open, "late-retry");
     assert!(window.clone().current(ws, &open).is_none());
     let after = routing_thread_ahead(ws, Some(index), &open, Some(window)).unwrap();
     assert!(!Circuit::of(&after).open, "the stale window was used");
@@ -304,15 +309,7 @@ fn a_pass_decides_on_what_arrived_after_it_read_ahead(url: Option<String>) {
     let turn = || -> Box<dyn std::any::Any> {
         turns.set(turns.get() + 1);
         if turns.get() == 1 {
-            append(
-                root,
-                last.as_str(),
-                &[
-                    yoi_core::thread::Event::new(EventKind::Retry, "Retry requested.")
-                        .with_attr("id", "retry-mid-pass")
-                        .with_attr("author", "alice"),
-                ],
-            );
+            retry_by_hand(root, &last, "retry-mid-pass");
         }
         Box::new(())
     };
